@@ -1,0 +1,7 @@
+import type { Command } from '../command.js';
+
+// Every subcommand, listed once. Each lives in its own module under commands/.
+export async function loadCommands(): Promise<Command[]> {
+  const modules = await Promise.all([import('./version.js')]);
+  return modules.map((m) => m.command);
+}

@@ -1,0 +1,41 @@
+import { MnnEdgeError } from '../common/errors.js';
+import { UsageError } from './args.js';
+import type { CliIo } from './command.js';
+import { loadCommands } from './commands/index.js';
+
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  const commands = await loadCommands();
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    const width = Math.max(...commands.map((c) => c.name.length));
+    io.stdout.write(
+      'Usage: mnn-edge <command> [options]\n\nCommands:\n' +
+        commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n') +
+        '\n',
+    );
+    return name ? 0 : 2;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    io.stderr.write(`mnn-edge: unknown command '${name}'. Run 'mnn-edge --help' for the list.\n`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.stdout.write(`Usage: ${command.usage}\n`);
+    return 0;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr.write(`mnn-edge ${name}: ${err.message}\nUsage: ${command.usage}\n`);
+      return 2;
+    }
+    if (err instanceof MnnEdgeError) {
+      io.stderr.write(`mnn-edge ${name}: ${err.message}\n`);
+      return err.code === 'EUSAGE' ? 2 : 1;
+    }
+    io.stderr.write(`mnn-edge ${name}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 1;
+  }
+}

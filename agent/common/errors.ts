@@ -1,0 +1,42 @@
+// One error shape for bad input across the agent, so callers and tests can match on `code`.
+
+export class MnnEdgeError extends Error {
+  readonly code: string;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(
+    code: string,
+    message: string,
+    details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'MnnEdgeError';
+    this.code = code;
+    this.details = details;
+  }
+}
+
+export function describeValue(actual: unknown): string {
+  if (actual === undefined) return 'undefined';
+  if (actual === null) return 'null';
+  if (Array.isArray(actual)) return `array(${actual.length})`;
+  if (typeof actual === 'string')
+    return JSON.stringify(actual.length > 60 ? actual.slice(0, 57) + '...' : actual);
+  if (typeof actual === 'object') return 'object';
+  return `${typeof actual} ${String(actual)}`;
+}
+
+export function invalidParameter(name: string, expected: string, actual: unknown): MnnEdgeError {
+  return new MnnEdgeError(
+    'EINVAL',
+    `Expected ${expected} for ${name} but received ${describeValue(actual)}`,
+    {
+      name,
+      expected,
+    },
+  );
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,31 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { AgentConfig } from './schema.js';
+
+export const SYSTEM_CONFIG_PATH = '/etc/mnn-edge/agent.json';
+
+/** Root runs it as a system service (the image); anyone else runs it for themselves on a dev machine. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? 0): string {
+  if (env['MNN_EDGE_DATA_DIR']) return env['MNN_EDGE_DATA_DIR'];
+  if (uid === 0) return '/var/lib/mnn-edge';
+  const xdg = env['XDG_DATA_HOME'];
+  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), '.local', 'share'), 'mnn-edge');
+}
+
+export function defaultConfig(env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  return {
+    tags: [],
+    dataDir: defaultDataDir(env),
+    root: '/',
+    http: {
+      bind: '0.0.0.0',
+      port: 8080,
+      mdns: false,
+      maxUploadBytes: 20 * 1024 * 1024,
+      maxWsMessageBytes: 1024 * 1024,
+      maxSessions: 4,
+    },
+    log: { level: 'info' },
+    mqtt: { protocolVersion: 5, embeddedBroker: { enabled: true, port: 1883, host: '127.0.0.1' } },
+  };
+}

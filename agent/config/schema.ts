@@ -1,0 +1,40 @@
+import type { JsonSchema } from '../common/schema.js';
+import { type HttpConfig, httpSchema, type LogConfig, logSchema } from './sections/core.js';
+import { type MqttConfig, mqttSchema } from './sections/mqtt.js';
+
+export interface AgentConfig {
+  deviceId?: string;
+  tags: string[];
+  dataDir: string;
+  /** Root for capability detection: `/` on a board, a fixture tree in tests. */
+  root: string;
+  http: HttpConfig;
+  log: LogConfig;
+  mqtt: MqttConfig;
+  /** Sections owned by later modules; each validates its own part. */
+  [section: string]: unknown;
+}
+
+export const agentConfigSchema: JsonSchema = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  $id: 'https://mnn-edge.dev/schemas/agent-config.json',
+  title: 'mnn-edge agent configuration',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    deviceId: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
+    tags: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' } },
+    dataDir: { type: 'string', minLength: 1 },
+    root: { type: 'string', minLength: 1 },
+    http: httpSchema,
+    log: logSchema,
+    mqtt: mqttSchema,
+    telemetry: { type: 'object' },
+    slots: { type: 'object' },
+    models: { type: 'object' },
+    ota: { type: 'object' },
+    voice: { type: 'object' },
+    vision: { type: 'object' },
+    runtime: { type: 'object' },
+  },
+};

@@ -1,0 +1,13 @@
+import type { Migration } from '../migration.js';
+
+export const coreMigration: Migration = {
+  version: 1,
+  name: 'core: key-value state',
+  up: `
+    CREATE TABLE kv (
+      key TEXT PRIMARY KEY,
+      value TEXT NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) STRICT;
+  `,
+};
