@@ -157,7 +157,11 @@ export function validate(schema: JsonSchema, value: unknown, path = ''): SchemaE
     }
   }
   if (schema.anyOf && !schema.anyOf.some((s) => validate(s, value, path).length === 0)) {
-    const first = schema.anyOf.map((s) => validate(s, value, path)).sort((a, b) => a.length - b.length)[0];
+    // Report the branch the value was closest to: one whose type it has beats one it only has fewer errors for.
+    const typeMismatch = (errs: SchemaError[]) =>
+      errs.some((e) => e.path === where && /^expected [a-z]+( or [a-z]+)*, got /.test(e.message));
+    const rank = (errs: SchemaError[]) => errs.length + (typeMismatch(errs) ? 1000 : 0);
+    const first = schema.anyOf.map((s) => validate(s, value, path)).sort((a, b) => rank(a) - rank(b))[0];
     errors.push(...(first ?? [{ path: where, message: 'matches none of the allowed forms' }]));
   }
   if (schema.oneOf) {

@@ -24,6 +24,7 @@ export function defaultConfig(env: NodeJS.ProcessEnv = process.env): AgentConfig
       maxUploadBytes: 20 * 1024 * 1024,
       maxWsMessageBytes: 1024 * 1024,
       maxSessions: 4,
+      sessionTtlS: 7 * 24 * 3600,
     },
     log: { level: 'info' },
     mqtt: { protocolVersion: 5, embeddedBroker: { enabled: true, port: 1883, host: '127.0.0.1' } },

@@ -1,6 +1,10 @@
+import { modelsConfigSchema } from '../../models/config.js';
 import type { JsonSchema } from '../common/schema.js';
 import { type HttpConfig, httpSchema, type LogConfig, logSchema } from './sections/core.js';
 import { type MqttConfig, mqttSchema } from './sections/mqtt.js';
+import { otaSchema } from './sections/ota.js';
+import { runtimeSchema, slotsSchema } from './sections/slots.js';
+import { telemetrySchema } from './sections/telemetry.js';
 
 export interface AgentConfig {
   deviceId?: string;
@@ -29,12 +33,12 @@ export const agentConfigSchema: JsonSchema = {
     http: httpSchema,
     log: logSchema,
     mqtt: mqttSchema,
-    telemetry: { type: 'object' },
-    slots: { type: 'object' },
-    models: { type: 'object' },
-    ota: { type: 'object' },
+    telemetry: telemetrySchema,
+    slots: slotsSchema,
+    models: modelsConfigSchema,
+    ota: otaSchema,
     voice: { type: 'object' },
     vision: { type: 'object' },
-    runtime: { type: 'object' },
+    runtime: runtimeSchema,
   },
 };

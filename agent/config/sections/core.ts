@@ -9,6 +9,8 @@ export interface HttpConfig {
   maxUploadBytes: number;
   maxWsMessageBytes: number;
   maxSessions: number;
+  /** Lifetime of a dashboard login, in seconds. */
+  sessionTtlS: number;
 }
 
 export const httpSchema: JsonSchema = {
@@ -27,6 +29,12 @@ export const httpSchema: JsonSchema = {
     maxUploadBytes: { type: 'integer', minimum: 1024 },
     maxWsMessageBytes: { type: 'integer', minimum: 1024 },
     maxSessions: { type: 'integer', minimum: 1 },
+    sessionTtlS: {
+      type: 'integer',
+      minimum: 60,
+      maximum: 31_536_000,
+      description: 'Lifetime of a dashboard login in seconds (default 7 days).',
+    },
   },
 };
 

@@ -5,11 +5,18 @@ export interface MqttConfig {
   url?: string;
   username?: string;
   password?: string;
+  /** PEM file paths: the broker's CA, and the device's client certificate and key for mTLS. */
   ca?: string;
   cert?: string;
   key?: string;
   protocolVersion: 4 | 5;
   embeddedBroker: { enabled: boolean; port: number; host: string };
+  /** Seconds between PINGREQs; the broker publishes the Last Will after 1.5× this without traffic. */
+  keepaliveSec?: number;
+  /** Jittered exponential backoff between reconnect attempts. */
+  reconnect?: { minMs: number; maxMs: number };
+  /** Command payloads above this size are answered with an error instead of being parsed. */
+  maxCommandBytes?: number;
 }
 
 export const mqttSchema: JsonSchema = {
@@ -32,5 +39,16 @@ export const mqttSchema: JsonSchema = {
         host: { type: 'string' },
       },
     },
+    keepaliveSec: { type: 'integer', minimum: 5, maximum: 3600 },
+    reconnect: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['minMs', 'maxMs'],
+      properties: {
+        minMs: { type: 'integer', minimum: 10 },
+        maxMs: { type: 'integer', minimum: 10 },
+      },
+    },
+    maxCommandBytes: { type: 'integer', minimum: 256, maximum: 16777216 },
   },
 };

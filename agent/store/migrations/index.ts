@@ -1,5 +1,21 @@
+import { modelsMigration } from '../../../models/store/migration.js';
 import type { Migration } from '../migration.js';
 import { coreMigration } from './001-core.js';
+import { httpSessionsMigration } from './002-http-sessions.js';
+import { telemetryOutboxMigration } from './030-telemetry-outbox.js';
+import { telemetryHistoryMigration } from './031-telemetry-history.js';
+import { otaTrustMigration } from './040-ota-trust.js';
+import { otaJobsMigration } from './041-ota-jobs.js';
+import { otaRolloutsMigration } from './042-ota-rollouts.js';
 
 // Every module's schema changes, listed once. Append; never edit an applied migration.
-export const allMigrations: readonly Migration[] = [coreMigration];
+export const allMigrations: readonly Migration[] = [
+  coreMigration,
+  httpSessionsMigration,
+  modelsMigration,
+  telemetryOutboxMigration,
+  telemetryHistoryMigration,
+  otaTrustMigration,
+  otaJobsMigration,
+  otaRolloutsMigration,
+];

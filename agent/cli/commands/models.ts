@@ -1,0 +1,307 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { modelsConfigOf } from '../../../models/config.js';
+import {
+  formatRef,
+  type GcReport,
+  type ImportProgress,
+  type InstalledPackage,
+  inspectMnnFile,
+  type MnnInspection,
+  MODEL_TASKS,
+  ModelStore,
+  type ModelTask,
+  parseRef,
+} from '../../../models/index.js';
+import { MnnEdgeError } from '../../common/errors.js';
+import { openStore } from '../../store/database.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
+import type { CliIo, Command } from '../command.js';
+import { configFromFlags } from './config.js';
+
+// `mnn-edge models …`: the operator's view of the model store and the .mnn inspector. Every subcommand
+// prints a table for people and, with --json, one JSON document for scripts.
+
+const USAGE = `mnn-edge models <ls | show <id>[@version] | inspect <file.mnn> | import <dir|tar> | keep <id@version> |
+                 unkeep <id@version> | rm <id@version> | gc> [--data-dir DIR] [--config FILE] [--json]
+  import:  [--id ID] [--version X.Y.Z] [--task TASK]  (for a bare MNN export without mnn-edge.json)
+  rm:      [--force]  (also removes a kept version)
+  gc:      [--budget BYTES]  (default: models.diskBudgetBytes; without one, every collectable version)`;
+
+const STORE_FILE = 'agent.db';
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
+}
+
+export function parseByteSize(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?$/i.exec(text.trim());
+  if (!m) throw new UsageError(`--budget expects a size such as 500M or 8G, got '${text}'`);
+  const scale: Record<string, number> = { '': 1, B: 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 };
+  return Math.floor(Number(m[1]) * scale[(m[2] ?? '').charAt(0).toUpperCase()]!);
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
+}
+
+function flagsOf(p: InstalledPackage): string {
+  const f = [p.inUse && 'in-use', p.kept && 'kept', p.rollbackHold && 'rollback', p.derived && 'derived'];
+  return f.filter(Boolean).join(',') || '-';
+}
+
+function when(ms: number | null): string {
+  return ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+function printJson(out: Writable, value: unknown): void {
+  out.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** A one-line bar redrawn in place; only on a terminal, so logs and pipes stay clean. */
+export function progressLine(p: ImportProgress, width = 30): string {
+  if (p.bytesTotal === undefined || p.bytesTotal === 0) return `${formatBytes(p.bytesDone)}  ${p.file}`;
+  const frac = Math.min(1, p.bytesDone / p.bytesTotal);
+  const full = Math.round(frac * width);
+  return `[${'#'.repeat(full)}${'.'.repeat(width - full)}] ${(frac * 100).toFixed(0).padStart(3)}%  ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)}  ${p.file}`;
+}
+
+function printInspection(out: Writable, path: string, r: MnnInspection): void {
+  const shape = (s?: number[]) => (s ? `[${s.join(',')}]` : '(unknown)');
+  out.write(`${path}: ${formatBytes(r.fileBytes)}, ${r.opCount} ops, shapes ${r.shapes}`);
+  out.write(`${r.sourceType ? `, converted from ${r.sourceType}` : ''}\n`);
+  out.write('inputs:\n');
+  for (const i of r.inputs) out.write(`  ${i.name}  ${i.dataType ?? ''} ${shape(i.shape)}\n`);
+  out.write('outputs:\n');
+  for (const o of r.outputs) out.write(`  ${o.name}${o.shape ? `  ${shape(o.shape)}` : ''}\n`);
+  out.write('op types:\n');
+  for (const [t, n] of Object.entries(r.opTypes)) out.write(`  ${t.padEnd(20)} ${n}\n`);
+  if (r.subgraphs.length > 0) out.write(`subgraphs: ${r.subgraphs.length}\n`);
+  if (r.externalWeights) {
+    const w = r.externalWeights;
+    out.write(`external weights: ${formatBytes(w.bytes)} in ${w.files.join(', ')} (${w.ops} ops)\n`);
+  }
+  const bits = Object.entries(r.weightQuantBits);
+  if (bits.length > 0)
+    out.write(`weight quantisation: ${bits.map(([b, n]) => `${b}-bit × ${n}`).join(', ')}\n`);
+  out.write(`backends lacking ops (MNN ${r.coverageCommit}):\n`);
+  for (const [b, gaps] of Object.entries(r.backendGaps))
+    out.write(
+      `  ${b.padEnd(9)} ${gaps.length === 0 ? 'all ops available' : `falls back to CPU for ${gaps.join(', ')}`}\n`,
+    );
+}
+
+function openModelStore(
+  args: ParsedArgs,
+  io: CliIo,
+): { store: ModelStore; close: () => void; budget?: number } {
+  const { config } = configFromFlags(args, io.env);
+  const models = modelsConfigOf(config['models']);
+  const db = openStore(join(config.dataDir, STORE_FILE));
+  const { store } = ModelStore.open({
+    dataDir: config.dataDir,
+    db,
+    ...(models.maxPackageBytes !== undefined ? { limits: { maxTotalBytes: models.maxPackageBytes } } : {}),
+  });
+  return {
+    store,
+    close: () => db.close(),
+    ...(models.diskBudgetBytes !== undefined ? { budget: models.diskBudgetBytes } : {}),
+  };
+}
+
+function one(args: ParsedArgs, what: string): string {
+  const [first, ...rest] = args.positionals.slice(1);
+  if (first === undefined) throw new UsageError(`missing ${what}`);
+  if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
+  return first;
+}
+
+async function run(argv: string[], io: CliIo): Promise<number> {
+  const args = parseArgs(argv, {
+    values: ['data-dir', 'config', 'id', 'version', 'task', 'budget'],
+    booleans: ['json', 'force'],
+  });
+  const sub = args.positionals[0];
+  const json = args.flags['json'] === true;
+  if (sub === undefined) throw new UsageError('missing subcommand');
+  if (sub === 'inspect') {
+    const path = one(args, 'the .mnn file to inspect');
+    const report = inspectMnnFile(path);
+    const weight = report.externalWeights ? join(dirname(path), report.externalWeights.files[0]!) : undefined;
+    const weightBytes = weight && existsSync(weight) ? statSync(weight).size : undefined;
+    if (json)
+      printJson(io.stdout, {
+        file: path,
+        ...report,
+        ...(weightBytes !== undefined ? { weightFileBytes: weightBytes } : {}),
+      });
+    else printInspection(io.stdout, path, report);
+    if (
+      report.externalWeights &&
+      (weightBytes === undefined || weightBytes < report.externalWeights.extentBytes)
+    ) {
+      io.stderr.write(
+        `warning: ${path} references ${report.externalWeights.extentBytes} bytes of ${report.externalWeights.files[0]}, ` +
+          `which ${weightBytes === undefined ? 'does not exist' : `has only ${weightBytes}`}\n`,
+      );
+      return 1;
+    }
+    return 0;
+  }
+  const { store, close, budget } = openModelStore(args, io);
+  try {
+    switch (sub) {
+      case 'ls': {
+        if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
+        const list = store.list();
+        if (json)
+          printJson(
+            io.stdout,
+            list.map(({ manifest: _m, ...p }) => p),
+          );
+        else if (list.length === 0) io.stdout.write(`no models installed in ${store.root}\n`);
+        else
+          io.stdout.write(
+            table([
+              ['ID', 'VERSION', 'TASK', 'SIZE', 'FLAGS', 'LAST USED'],
+              ...list.map((p) => [
+                p.id,
+                p.version,
+                p.task,
+                formatBytes(p.sizeBytes),
+                flagsOf(p),
+                when(p.lastUsedAt),
+              ]),
+            ]),
+          );
+        return 0;
+      }
+      case 'show': {
+        const target = one(args, 'the model id');
+        const ref = target.includes('@') ? parseRef(target) : undefined;
+        const list = store
+          .list()
+          .filter((p) => (ref ? p.id === ref.id && p.version === ref.version : p.id === target));
+        if (list.length === 0) throw new MnnEdgeError('ENOENT', `Model ${target} is not installed`);
+        if (json) printJson(io.stdout, list);
+        else
+          for (const p of list) {
+            io.stdout.write(
+              `${formatRef(p)}  ${p.task}  ${formatBytes(p.sizeBytes)}  ${flagsOf(p)}\n  dir: ${p.dir}\n`,
+            );
+            if (p.manifest.derived)
+              io.stdout.write(`  derived: ${p.manifest.derived.assumptions.join('; ')}\n`);
+            for (const v of p.manifest.variants) {
+              const req = v.requirements;
+              io.stdout.write(
+                `  variant ${v.name}: backend ${req.backend}, weights ${v.precision.weights}, ` +
+                  `activations ${v.precision.activations}, ${formatBytes(v.memory.weightsBytes)} weights` +
+                  (v.memory.kvCacheBytes !== undefined
+                    ? ` + ${formatBytes(v.memory.kvCacheBytes)} KV at ${v.memory.contextLength} tokens`
+                    : '') +
+                  (req.engineFeatures?.length ? `, needs ${req.engineFeatures.join('+')}` : '') +
+                  '\n',
+              );
+              for (const f of v.files)
+                io.stdout.write(`    ${f.path}  ${f.length}  ${f.sha256.slice(0, 16)}…\n`);
+            }
+          }
+        return 0;
+      }
+      case 'import': {
+        const source = one(args, 'the package (directory or .tar/.tar.gz) to import');
+        const task = stringFlag(args, 'task');
+        if (task !== undefined && !(MODEL_TASKS as readonly string[]).includes(task))
+          throw new UsageError(`--task must be one of ${MODEL_TASKS.join(', ')}, got '${task}'`);
+        const tty = (io.stderr as Writable & { isTTY?: boolean }).isTTY === true;
+        const off = tty
+          ? store.on('progress', (p) => io.stderr.write(`\r\x1b[2K${progressLine(p)}`))
+          : undefined;
+        let pkg: InstalledPackage;
+        try {
+          const id = stringFlag(args, 'id');
+          const version = stringFlag(args, 'version');
+          pkg = await store.import(source, {
+            ...(id !== undefined ? { id } : {}),
+            ...(version !== undefined ? { version } : {}),
+            ...(task !== undefined ? { task: task as ModelTask } : {}),
+          });
+        } finally {
+          off?.();
+          if (tty) io.stderr.write('\r\x1b[2K');
+        }
+        if (json) printJson(io.stdout, pkg);
+        else
+          io.stdout.write(
+            `installed ${formatRef(pkg)} (${pkg.task}, ${formatBytes(pkg.sizeBytes)}${pkg.derived ? ', manifest derived from the MNN export' : ''})\n`,
+          );
+        return 0;
+      }
+      case 'keep':
+      case 'unkeep': {
+        const ref = parseRef(one(args, 'the model as <id>@<version>'));
+        store.keep(ref, sub === 'keep');
+        if (json) printJson(io.stdout, store.get(ref));
+        else
+          io.stdout.write(
+            `${formatRef(ref)} ${sub === 'keep' ? 'is kept: gc will not remove it' : 'is no longer kept'}\n`,
+          );
+        return 0;
+      }
+      case 'rm': {
+        const ref = parseRef(one(args, 'the model as <id>@<version>'));
+        store.remove(ref, { force: args.flags['force'] === true });
+        if (json) printJson(io.stdout, { removed: ref });
+        else io.stdout.write(`removed ${formatRef(ref)}\n`);
+        return 0;
+      }
+      case 'gc': {
+        if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
+        const flag = stringFlag(args, 'budget');
+        const report: GcReport = store.gc(flag !== undefined ? parseByteSize(flag) : budget);
+        if (json) printJson(io.stdout, report);
+        else {
+          for (const r of report.removed) io.stdout.write(`removed ${formatRef(r)}\n`);
+          io.stdout.write(
+            `freed ${formatBytes(report.freedBytes)}; store holds ${formatBytes(report.totalBytes)}\n`,
+          );
+          if (report.overBudgetBytes > 0)
+            io.stdout.write(
+              `still ${formatBytes(report.overBudgetBytes)} over budget: the rest is in use, kept, held for rollback or the newest version\n`,
+            );
+        }
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown subcommand '${sub}'`);
+    }
+  } finally {
+    close();
+  }
+}
+
+export const command: Command = {
+  name: 'models',
+  summary: 'list, import, inspect and garbage-collect model packages',
+  usage: USAGE,
+  run,
+};

@@ -1,0 +1,73 @@
+import { createLogger } from '../../common/log.js';
+import { builtinModules, createAgent } from '../../main.js';
+import { createSystemdNotifier } from '../../systemd/index.js';
+import { parseArgs, UsageError } from '../args.js';
+import type { Command } from '../command.js';
+import { CONFIG_FLAGS, configFromFlags } from './config.js';
+import { agentVersion } from './version.js';
+
+type ShutdownSignal = 'SIGTERM' | 'SIGINT';
+
+/** Resolves with the first SIGTERM/SIGINT; a second one while stopping exits at once (a stuck stop). */
+function nextShutdownSignal(): { signal: Promise<ShutdownSignal>; dispose(): void } {
+  let onSignal: ((s: ShutdownSignal) => void) | undefined;
+  const signal = new Promise<ShutdownSignal>((resolve) => {
+    onSignal = (s) => {
+      process.off('SIGTERM', onSignal!);
+      process.off('SIGINT', onSignal!);
+      process.once('SIGTERM', () => process.exit(143));
+      process.once('SIGINT', () => process.exit(130));
+      resolve(s);
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
+  return {
+    signal,
+    dispose() {
+      if (onSignal) {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+      }
+    },
+  };
+}
+
+export const command: Command = {
+  name: 'run',
+  summary: 'run the agent (HTTP server, auth, and every module) until SIGTERM/SIGINT',
+  usage: 'mnn-edge run [--config FILE] [--root DIR] [--port N] [--bind ADDR] [--data-dir DIR]',
+  async run(argv, io) {
+    const args = parseArgs(argv, { values: [...CONFIG_FLAGS, 'port', 'bind'] });
+    if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+    const { config, source } = configFromFlags(args, io.env);
+    const logger = createLogger({
+      level: config.log.level,
+      debug: config.log.debug ?? io.env['DEBUG'],
+      write: (line) => io.stdout.write(`${line}\n`),
+    });
+    logger.info('starting', { version: agentVersion(), config: source, pid: process.pid });
+    const agent = createAgent(config, { logger, version: agentVersion(), modules: builtinModules(config) });
+    // A no-op outside a Type=notify unit.
+    const systemd = createSystemdNotifier({ env: io.env, logger });
+    const shutdown = nextShutdownSignal();
+    try {
+      await agent.start();
+    } catch (err) {
+      shutdown.dispose();
+      throw err;
+    }
+    await systemd.ready();
+    await systemd.status(`serving on ${agent.http.address}:${agent.http.port} as ${agent.identity.deviceId}`);
+    // Until the runtime's reconcile loop supplies its heartbeat, the watchdog proves the event loop is not blocked.
+    systemd.startWatchdog(() => true);
+    const stoppedByItself = new Promise<string>((resolve) =>
+      agent.events.once('stopped', (e) => resolve(e.reason)),
+    );
+    const reason = await Promise.race([shutdown.signal.then((s) => `signal ${s}`), stoppedByItself]);
+    await systemd.stopping();
+    await agent.stop(reason);
+    shutdown.dispose();
+    return 0;
+  },
+};

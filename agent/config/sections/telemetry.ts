@@ -1,0 +1,83 @@
+import type { JsonSchema } from '../../common/schema.js';
+
+export interface OutboxConfig {
+  /** Bounded disk use: beyond either limit the oldest messages are dropped (and counted). */
+  maxMessages: number;
+  maxBytes: number;
+  /** How long a telemetry message stays worth delivering; also sent as MQTT 5 message expiry. */
+  messageExpirySec: number;
+  /** Messages are committed (one fsync) at most this often: the loss window on a power cut. */
+  flushIntervalMs: number;
+  /** Drain rate after a reconnect, messages per second; 0 = unlimited. */
+  drainRatePerSec: number;
+  /** QoS 1 messages in flight (published, no PUBACK yet) at once. */
+  maxInflight: number;
+}
+
+export interface HistoryConfig {
+  /** Width of one downsampled point. */
+  bucketSec: number;
+  retentionHours: number;
+}
+
+export interface TelemetryConfig {
+  enabled: boolean;
+  /** How often the samplers read the system. */
+  sampleIntervalMs: number;
+  /** How often one aggregated (min/mean/max) telemetry message is produced. */
+  publishIntervalMs: number;
+  /** Retention sweep and VACUUM check. */
+  maintenanceIntervalMs: number;
+  outbox: OutboxConfig;
+  history: HistoryConfig;
+}
+
+export const defaultTelemetryConfig: TelemetryConfig = {
+  enabled: true,
+  sampleIntervalMs: 5_000,
+  publishIntervalMs: 30_000,
+  maintenanceIntervalMs: 6 * 3_600_000,
+  outbox: {
+    maxMessages: 50_000,
+    maxBytes: 64 * 1024 * 1024,
+    messageExpirySec: 7 * 86_400,
+    flushIntervalMs: 5_000,
+    drainRatePerSec: 200,
+    maxInflight: 32,
+  },
+  history: { bucketSec: 60, retentionHours: 24 },
+};
+
+const positiveInt = (minimum: number, description?: string): JsonSchema => ({
+  type: 'integer',
+  minimum,
+  ...(description ? { description } : {}),
+});
+
+export const telemetrySchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    enabled: { type: 'boolean' },
+    sampleIntervalMs: positiveInt(50),
+    publishIntervalMs: positiveInt(50),
+    maintenanceIntervalMs: positiveInt(1000),
+    outbox: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        maxMessages: positiveInt(1),
+        maxBytes: positiveInt(1024),
+        messageExpirySec: positiveInt(1),
+        flushIntervalMs: positiveInt(0, '0 commits every message (no loss window, one fsync each).'),
+        drainRatePerSec: positiveInt(0, '0 = unlimited.'),
+        maxInflight: positiveInt(1),
+      },
+    },
+    history: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { bucketSec: positiveInt(1), retentionHours: positiveInt(1) },
+    },
+  },
+};

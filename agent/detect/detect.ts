@@ -1,0 +1,154 @@
+import { profiles as allProfiles, identifySoc } from '../../board-support/index.js';
+import type { BoardProfile } from '../../board-support/types.js';
+import { probeAccelerators } from './accelerators.js';
+import { type Auxv, parseAuxv } from './auxv.js';
+import { backendAvailability } from './backends.js';
+import { cpuInfoClaims } from './cpu.js';
+import { architectureOf, type ParsedCpuinfo, parseCpuinfo } from './cpuinfo.js';
+import {
+  boardVendor,
+  factClaim,
+  identityFacts,
+  readDeviceTree,
+  readFact,
+  readSoc0,
+  readTegraRelease,
+} from './identity.js';
+import { createLibraryFinder } from './libraries.js';
+import { memoryClaims, thermalZones } from './memory.js';
+import { createRootFs, type FileAccess } from './root-fs.js';
+import type { Capabilities, Claim, Evidence, SocFamily } from './types.js';
+
+export interface DetectOptions {
+  /** Directory to probe: `/` on a board, a fixture tree in tests. */
+  root?: string;
+  /** Device nodes and libraries that exist (absolute board paths); default: the root's present.txt, else stat. */
+  presentPaths?: readonly string[];
+  /** Replace file operations, e.g. to simulate EACCES on debugfs when tests run as root. */
+  access?: Partial<FileAccess>;
+  /** Shorthand for `access.readFile`. */
+  readFile?: FileAccess['readFile'];
+  /** Backends the installed engine was compiled with; others become unusable ("MNN built without X"). */
+  engineBackends?: readonly string[];
+  /** Board-support profiles to match against (default: all of board-support). */
+  profiles?: readonly BoardProfile[];
+  now?: () => Date;
+}
+
+/**
+ * Probe a root directory and describe the board. Reads only below `root`, never throws for anything the board
+ * presents (missing, empty, junk, unreadable files become unknowns with evidence).
+ */
+export function detect(options: DetectOptions = {}): Capabilities {
+  const root = options.root ?? '/';
+  const access: Partial<FileAccess> = { ...options.access };
+  if (options.readFile) access.readFile = options.readFile;
+  const fs = createRootFs({ root, presentPaths: options.presentPaths, access });
+
+  const cpuRead = fs.read('/proc/cpuinfo');
+  let cpuinfo: ParsedCpuinfo | null = cpuRead.ok ? parseCpuinfo(cpuRead.text) : null;
+  let cpuinfoEvidence: Evidence = cpuRead.evidence;
+  if (cpuRead.ok)
+    cpuinfoEvidence = {
+      kind: 'file',
+      path: cpuRead.path,
+      value: `${cpuinfo!.processors.length} processor entries`,
+    };
+  if (cpuinfo && cpuinfo.processors.length === 0) {
+    cpuinfoEvidence = {
+      kind: 'missing',
+      path: '/proc/cpuinfo',
+      detail: 'no "processor : N" entries (empty or not cpuinfo)',
+    };
+    cpuinfo = null;
+  }
+  const arch = cpuinfo ? architectureOf(cpuinfo) : null;
+
+  const auxvRead = fs.readBytes('/proc/self/auxv');
+  let auxv: Auxv | null = null;
+  let auxvEvidence: Evidence;
+  if (auxvRead.ok) {
+    auxv = parseAuxv(auxvRead.bytes);
+    auxvEvidence = auxv
+      ? { kind: 'file', path: '/proc/self/auxv', value: `${auxvRead.bytes.length} bytes` }
+      : { kind: 'missing', path: '/proc/self/auxv', detail: 'not a 64-bit auxv vector' };
+  } else auxvEvidence = auxvRead.evidence;
+
+  const dt = readDeviceTree(fs);
+  const soc0 = readSoc0(fs);
+  const tegra = readTegraRelease(fs);
+  const facts = identityFacts(dt, soc0, cpuinfo, arch, tegra.fact);
+  const match = identifySoc(facts, options.profiles ?? allProfiles);
+  const profile = match?.profile ?? null;
+
+  const dmiVendor = dt.compatible.length > 0 ? null : readFact(fs, '/sys/class/dmi/id/sys_vendor');
+  const dmiProduct = dt.model ? null : readFact(fs, '/sys/class/dmi/id/product_name');
+  const identityEvidence: Evidence[] = [
+    ...(dt.compatible[0] ? [dt.compatible[0].evidence] : dt.problems.slice(0, 1)),
+    soc0.socId.evidence,
+    ...(arch ? [] : [cpuinfoEvidence]),
+  ];
+
+  const cpu = cpuInfoClaims(fs, { cpuinfo, cpuinfoEvidence, arch, auxv, auxvEvidence, profile });
+  const libs = createLibraryFinder(fs);
+  const accelerators = probeAccelerators({
+    fs,
+    libs,
+    profile,
+    compatible: dt.compatible,
+    tegraRelease: tegra,
+  });
+  const engineBackends = options.engineBackends ? [...options.engineBackends] : null;
+
+  // The family claim shows every identity source, so a DT that names a sibling die (qcs9100 on a QCS9075) is
+  // visible next to the soc0 value that won.
+  const familyEvidence: Evidence[] = [...(match?.soc.name.evidence ?? [])];
+  for (const e of [soc0.socId.fact?.evidence, dt.compatible[dt.compatible.length - 1]?.evidence])
+    if (e && !familyEvidence.some((x) => JSON.stringify(x) === JSON.stringify(e))) familyEvidence.push(e);
+  const family: Claim<SocFamily> = match
+    ? { value: match.soc.family, evidence: familyEvidence.length ? familyEvidence : identityEvidence }
+    : { value: null, evidence: identityEvidence };
+  return {
+    schemaVersion: 1,
+    root,
+    detectedAt: (options.now?.() ?? new Date()).toISOString(),
+    board: {
+      vendor: boardVendor(
+        dt,
+        dmiVendor ?? {
+          fact: null,
+          evidence: dt.problems[0] ?? { kind: 'missing', path: '/sys/firmware/devicetree/base/compatible' },
+        },
+      ),
+      model: dt.model
+        ? { value: dt.model.value, evidence: [dt.model.evidence] }
+        : dmiProduct?.fact
+          ? factClaim(dmiProduct)
+          : {
+              value: null,
+              evidence: [
+                ...dt.problems.filter((p) => 'path' in p && p.path.endsWith('model')),
+                ...(dmiProduct ? [dmiProduct.evidence] : []),
+              ],
+            },
+      compatible: dt.compatible.length
+        ? { value: dt.compatible.map((c) => c.value), evidence: [dt.compatible[0]!.evidence] }
+        : { value: null, evidence: dt.problems.filter((p) => 'path' in p && p.path.endsWith('compatible')) },
+    },
+    soc: {
+      family,
+      vendor: match
+        ? { value: match.soc.vendor, evidence: family.evidence }
+        : { value: null, evidence: identityEvidence },
+      name: match ? match.soc.name : { value: null, evidence: identityEvidence },
+      socId: factClaim(soc0.socId),
+      revision: factClaim(soc0.revision),
+    },
+    cpu,
+    memory: memoryClaims(fs, auxv, auxvEvidence),
+    accelerators,
+    thermal: thermalZones(fs),
+    backends: backendAvailability(cpu, accelerators, libs, engineBackends),
+    engineBackends,
+  };
+}

@@ -1,0 +1,381 @@
+import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
+import type { Clock } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import { TypedEventEmitter } from '../common/typed-events.js';
+import type { MqttConfig } from '../config/sections/mqtt.js';
+import { defaultTelemetryConfig, type TelemetryConfig } from '../config/sections/telemetry.js';
+import type { Db } from '../store/database.js';
+import { OutboxDrainer, type QosPublisher } from '../telemetry/drain.js';
+import { TelemetryHistory } from '../telemetry/history.js';
+import { Outbox, type OutboxMessage } from '../telemetry/outbox.js';
+import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
+import { defaultSamplers, type Sampler } from '../telemetry/samplers.js';
+import { TelemetryService } from '../telemetry/service.js';
+import { LogRing, registerBuiltinCommands } from './builtin-commands.js';
+import { CommandServer } from './command-server.js';
+import { CommandRegistry } from './commands.js';
+import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT } from './connection.js';
+import { type EmbeddedBroker, startEmbeddedBroker } from './embedded-broker.js';
+import { buildHaDiscovery, HA_STATUS_TOPIC, type HaSlot, haDiscoveryTopic } from './ha-discovery.js';
+import {
+  type BoardInfo,
+  type DocumentMessage,
+  encode,
+  type EventMessage,
+  PROTOCOL_VERSION,
+  type StatusMessage,
+} from './protocol.js';
+import { type DocumentKind, deviceTopics, fleetTopics } from './topics.js';
+
+// The agent's side of the MQTT contract: presence (status + Last Will), retained documents, commands with
+// request/response, durable telemetry from the outbox, and Home Assistant discovery. Everything it needs is
+// passed in; `start()` connects (bringing up an embedded broker when none is configured) and keeps
+// reconnecting with jittered backoff until `stop()`.
+
+export interface FleetAgentConfig {
+  mqtt: MqttConfig;
+  telemetry?: Partial<TelemetryConfig>;
+  /** Filesystem root for samplers (`/` on a board). */
+  root: string;
+  /** The data directory, whose filesystem the disk sampler watches. */
+  dataDir: string;
+}
+
+export interface FleetAgentDeps {
+  config: FleetAgentConfig;
+  db: Db;
+  logger: Logger;
+  deviceId: string;
+  tags: readonly string[];
+  board: () => BoardInfo | undefined;
+  /** Shared with the modules that register their commands; a fresh one when omitted. */
+  commands?: CommandRegistry;
+  clock: Clock;
+  agentVersion: string;
+  /** Defaults to the system samplers (CPU, memory, thermal zones, network, disk). */
+  samplers?: readonly Sampler[];
+  runtime?: RuntimeStatsProvider;
+  workloads?: WorkloadMetricsProvider;
+  /** Extra fields for `get-state` (placement, slots…), merged over the fleet's own. */
+  state?: () => Record<string, unknown>;
+  /** Source of the `logs` command; pass the ring that the logger writes into. */
+  logs?: LogRing;
+  /** Slots and their `variant@backend` choices, for Home Assistant selects. */
+  haSlots?: () => readonly HaSlot[];
+  random?: () => number;
+}
+
+export interface FleetAgentEvents extends Record<string, unknown> {
+  connected: { url: string; protocolVersion: 4 | 5 };
+  disconnected: { reason: string };
+}
+
+export interface FleetAgent {
+  readonly commands: CommandRegistry;
+  readonly outbox: Outbox;
+  readonly history: TelemetryHistory;
+  readonly telemetry: TelemetryService | undefined;
+  readonly events: TypedEventEmitter<FleetAgentEvents>;
+  readonly connected: boolean;
+  /** The broker in use, once started. */
+  readonly brokerUrl: string | undefined;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Publishes a retained document (capabilities, placement, models); unchanged data is not republished. */
+  setDocument(kind: DocumentKind, data: Record<string, unknown>): void;
+  /** QoS 1 event; while offline the last 100 are kept in memory. */
+  publishEvent(type: string, data?: Record<string, unknown>): void;
+  announceHomeAssistant(): void;
+}
+
+const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
+const MAX_QUEUED_EVENTS = 100;
+
+export function resolveTelemetryConfig(partial: Partial<TelemetryConfig> | undefined): TelemetryConfig {
+  const d = defaultTelemetryConfig;
+  return {
+    ...d,
+    ...partial,
+    outbox: { ...d.outbox, ...partial?.outbox },
+    history: { ...d.history, ...partial?.history },
+  };
+}
+
+export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
+  const { config, db, clock, deviceId } = deps;
+  const log = deps.logger.child('fleet');
+  const topics = deviceTopics(deviceId);
+  const telemetryConfig = resolveTelemetryConfig(config.telemetry);
+  const commands = deps.commands ?? new CommandRegistry();
+  const events = new TypedEventEmitter<FleetAgentEvents>();
+  const outbox = new Outbox({ db, config: telemetryConfig.outbox, clock, logger: log.child('outbox') });
+  const history = new TelemetryHistory(db, telemetryConfig.history, clock);
+  const random = deps.random ?? Math.random;
+  const stopping = new AbortController();
+
+  let client: MqttClient | undefined;
+  let broker: EmbeddedBroker | undefined;
+  let target: { url: string; protocolVersion: 4 | 5 } | undefined;
+  let attempt = 0;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+  const documents = new Map<DocumentKind, { json: string; ts: number }>();
+  const queuedEvents: EventMessage[] = [];
+
+  const isConnected = () => client?.connected === true;
+  const v5 = () => target?.protocolVersion === 5;
+
+  const publisher: QosPublisher = {
+    get connected() {
+      return isConnected();
+    },
+    publish(m: OutboxMessage, done) {
+      const c = client;
+      if (c === undefined) return done(new Error('not connected'));
+      const opts: IClientPublishOptions = { qos: 1 };
+      if (v5()) {
+        const remaining = Math.ceil((m.expiresAt - clock.nowMs()) / 1000);
+        if (remaining <= 0) return done(); // Expired while waiting: acknowledging removes it, nobody wants it.
+        opts.properties = { messageExpiryInterval: remaining };
+      }
+      c.publish(m.topic, m.payload, opts, (err) => done(err ?? undefined));
+    },
+  };
+  const drainer = new OutboxDrainer({
+    outbox,
+    publisher,
+    maxInflight: telemetryConfig.outbox.maxInflight,
+    ratePerSec: telemetryConfig.outbox.drainRatePerSec,
+    clock,
+    logger: log.child('drain'),
+  });
+
+  const telemetry = telemetryConfig.enabled
+    ? new TelemetryService({
+        deviceId,
+        topic: topics.telemetry,
+        config: telemetryConfig,
+        db,
+        outbox,
+        history,
+        samplers:
+          deps.samplers ??
+          defaultSamplers({ root: config.root, dataDir: config.dataDir, monotonicMs: clock.monotonicMs }),
+        ...(deps.runtime ? { runtime: deps.runtime } : {}),
+        ...(deps.workloads ? { workloads: deps.workloads } : {}),
+        clock,
+        logger: log.child('telemetry'),
+      })
+    : undefined;
+
+  const statusMessage = (state: 'online' | 'offline', withTs: boolean): StatusMessage => {
+    const board = deps.board();
+    return {
+      v: PROTOCOL_VERSION,
+      state,
+      deviceId,
+      ...(withTs ? { ts: clock.nowMs() } : {}),
+      agentVersion: deps.agentVersion,
+      ...(board ? { board } : {}),
+      tags: [...deps.tags],
+      mqtt: target?.protocolVersion ?? config.mqtt.protocolVersion,
+    };
+  };
+
+  const logs = deps.logs ?? new LogRing(0);
+  registerBuiltinCommands(commands, {
+    clock,
+    agentVersion: deps.agentVersion,
+    logs,
+    state: () => ({
+      deviceId,
+      status: isConnected() ? 'online' : 'offline',
+      broker: target?.url,
+      board: deps.board(),
+      tags: [...deps.tags],
+      documents: Object.fromEntries([...documents].map(([k, d]) => [k, JSON.parse(d.json)])),
+      outbox: outbox.stats(),
+      drain: drainer.stats(),
+      telemetry: telemetry?.latest(),
+      ...deps.state?.(),
+    }),
+  });
+
+  const server = new CommandServer({
+    registry: commands,
+    self: {
+      deviceId,
+      tags: deps.tags,
+      get boardFamily() {
+        return deps.board()?.family;
+      },
+    },
+    maxPayloadBytes: config.mqtt.maxCommandBytes ?? DEFAULT_MAX_COMMAND_BYTES,
+    clock,
+    logger: log.child('cmd'),
+    signal: stopping.signal,
+  });
+
+  const publishSafe = (topic: string, payload: string, opts: IClientPublishOptions) => {
+    if (!isConnected()) return;
+    client!.publish(topic, payload, opts, (err) => {
+      if (err) log.debug('publish failed', { topic, error: errorMessage(err) });
+    });
+  };
+
+  const publishDocument = (kind: DocumentKind) => {
+    const doc = documents.get(kind);
+    if (!doc) return;
+    publishSafe(topics.document(kind), doc.json, { qos: 1, retain: true });
+  };
+
+  const announceHomeAssistant = () => {
+    const board = deps.board();
+    const tempMetrics = Object.keys(telemetry?.latest()?.metrics ?? {}).filter((m) => m.startsWith('temp.'));
+    const discovery = buildHaDiscovery({
+      deviceId,
+      agentVersion: deps.agentVersion,
+      ...(board?.model ? { model: board.model } : {}),
+      ...(board?.soc ? { hwVersion: board.soc } : {}),
+      temperatureMetrics: tempMetrics,
+      slots: deps.haSlots?.() ?? [],
+    });
+    publishSafe(haDiscoveryTopic(deviceId), JSON.stringify(discovery), { qos: 1, retain: true });
+  };
+
+  const onConnect = () => {
+    attempt = 0;
+    const c = client!;
+    log.info('connected to broker', { url: target?.url, protocolVersion: target?.protocolVersion });
+    publishSafe(topics.status, encode('status', statusMessage('online', true)), { qos: 1, retain: true });
+    c.subscribe(
+      { [topics.commandFilter]: { qos: 1 }, [fleetTopics.commandFilter]: { qos: 1 }, [HA_STATUS_TOPIC]: { qos: 1 } },
+      (err) => {
+        if (err) log.warn('subscribe failed', { error: errorMessage(err) });
+      },
+    );
+    for (const kind of documents.keys()) publishDocument(kind);
+    for (const e of queuedEvents.splice(0)) publishSafe(topics.events, encode('event', e), { qos: 1 });
+    announceHomeAssistant();
+    drainer.kick();
+    events.emit('connected', { url: target!.url, protocolVersion: target!.protocolVersion });
+  };
+
+  const onMessage = (topic: string, payload: Buffer, packet: { properties?: { responseTopic?: string; correlationData?: Buffer } }) => {
+    if (topic === HA_STATUS_TOPIC) {
+      if (payload.toString('utf8').trim() === 'online') announceHomeAssistant();
+      return;
+    }
+    const props = packet.properties ?? {};
+    server
+      .handle({
+        topic,
+        payload,
+        ...(props.responseTopic !== undefined ? { responseTopic: props.responseTopic } : {}),
+        ...(props.correlationData !== undefined ? { correlationData: props.correlationData } : {}),
+      })
+      .then((out) => {
+        if (out === undefined) return;
+        const opts: IClientPublishOptions = { qos: 1 };
+        if (v5() && out.correlationData) opts.properties = { correlationData: out.correlationData };
+        publishSafe(out.topic, out.payload, opts);
+      })
+      .catch((err: unknown) => log.error('command handling crashed', { topic, error: errorMessage(err) }));
+  };
+
+  const scheduleReconnect = (reason: string) => {
+    if (stopping.signal.aborted || reconnectTimer !== undefined || client === undefined) return;
+    const delay = backoffDelay(attempt++, config.mqtt.reconnect ?? DEFAULT_RECONNECT, random);
+    log.info('disconnected; reconnecting', { reason, inMs: delay, attempt });
+    events.emit('disconnected', { reason });
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = undefined;
+      if (!stopping.signal.aborted && client && !client.connected) client.reconnect();
+    }, delay);
+  };
+
+  let lastError = 'connection closed';
+  return {
+    commands,
+    outbox,
+    history,
+    telemetry,
+    events,
+    get connected() {
+      return isConnected();
+    },
+    get brokerUrl() {
+      return target?.url;
+    },
+    async start() {
+      if (client) return;
+      if (config.mqtt.url) {
+        target = { url: config.mqtt.url, protocolVersion: config.mqtt.protocolVersion };
+      } else if (config.mqtt.embeddedBroker.enabled) {
+        broker = await startEmbeddedBroker({
+          host: config.mqtt.embeddedBroker.host,
+          port: config.mqtt.embeddedBroker.port,
+          logger: log.child('broker'),
+        });
+        // aedes speaks MQTT 3.1.1 only; the contract's payload fields stand in for the MQTT 5 properties.
+        target = { url: broker.url, protocolVersion: 4 };
+      } else {
+        throw new Error('No MQTT broker: set mqtt.url or enable mqtt.embeddedBroker');
+      }
+      const will = { topic: topics.status, payload: encode('status', statusMessage('offline', false)) };
+      const options = buildClientOptions(config.mqtt, target, `mnn-edge-${deviceId}`, will);
+      client = connect(target.url, options);
+      client.on('connect', onConnect);
+      client.on('message', onMessage);
+      client.on('error', (err) => {
+        lastError = errorMessage(err);
+        log.debug('mqtt error', { error: lastError });
+      });
+      client.on('close', () => {
+        scheduleReconnect(lastError);
+        lastError = 'connection closed';
+      });
+      telemetry?.start();
+    },
+    async stop() {
+      if (stopping.signal.aborted) return;
+      stopping.abort(new Error('fleet agent stopping'));
+      telemetry?.stop();
+      drainer.stop();
+      if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
+      const c = client;
+      if (c) {
+        if (c.connected) {
+          // A clean stop says so itself: the broker discards the Last Will on a normal DISCONNECT.
+          await new Promise<void>((resolve) => {
+            const giveUp = setTimeout(resolve, 2_000);
+            c.publish(topics.status, encode('status', statusMessage('offline', true)), { qos: 1, retain: true }, () => {
+              clearTimeout(giveUp);
+              resolve();
+            });
+          });
+        }
+        await c.endAsync(true).catch(() => undefined);
+      }
+      outbox.close();
+      await broker?.close();
+    },
+    setDocument(kind, data) {
+      const json = encode('document', { v: PROTOCOL_VERSION, deviceId, ts: clock.nowMs(), data } satisfies DocumentMessage);
+      const same = documents.get(kind);
+      if (same && JSON.stringify(JSON.parse(same.json).data) === JSON.stringify(data)) return;
+      documents.set(kind, { json, ts: clock.nowMs() });
+      publishDocument(kind);
+    },
+    publishEvent(type, data) {
+      const e: EventMessage = { v: PROTOCOL_VERSION, deviceId, ts: clock.nowMs(), type, ...(data ? { data } : {}) };
+      const payload = encode('event', e);
+      if (isConnected()) publishSafe(topics.events, payload, { qos: 1 });
+      else {
+        queuedEvents.push(e);
+        if (queuedEvents.length > MAX_QUEUED_EVENTS) queuedEvents.shift();
+      }
+    },
+    announceHomeAssistant,
+  };
+}

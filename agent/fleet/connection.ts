@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import type { IClientOptions } from 'mqtt';
+import { MnnEdgeError } from '../common/errors.js';
+import type { MqttConfig } from '../config/sections/mqtt.js';
+
+// How the agent reaches its broker: URL scheme picks the transport (mqtt, mqtts, ws, wss), credentials are
+// per device, TLS may verify the broker against a CA and present a client certificate (mTLS). Reconnects use
+// full-jitter exponential backoff so a fleet that lost its broker does not come back in lockstep.
+
+export const DEFAULT_RECONNECT = { minMs: 1_000, maxMs: 60_000 };
+export const DEFAULT_KEEPALIVE_SEC = 30;
+
+/** Full jitter: a uniform delay in [min, min(max, min·2^attempt)]. */
+export function backoffDelay(
+  attempt: number,
+  range: { minMs: number; maxMs: number },
+  random: () => number = Math.random,
+): number {
+  const ceiling = Math.min(range.maxMs, range.minMs * 2 ** Math.min(attempt, 30));
+  return Math.round(range.minMs + random() * Math.max(0, ceiling - range.minMs));
+}
+
+export interface ConnectionTarget {
+  url: string;
+  protocolVersion: 4 | 5;
+}
+
+export interface WillMessage {
+  topic: string;
+  payload: string;
+}
+
+function readPem(path: string | undefined, what: string): Buffer | undefined {
+  if (path === undefined) return undefined;
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new MnnEdgeError('ECONFIG', `Cannot read mqtt.${what} ${path}: ${(err as Error).message}`);
+  }
+}
+
+export function buildClientOptions(
+  config: MqttConfig,
+  target: ConnectionTarget,
+  clientId: string,
+  will: WillMessage,
+): IClientOptions {
+  const secure = /^(mqtts|wss):/.test(target.url);
+  if ((config.cert === undefined) !== (config.key === undefined))
+    throw new MnnEdgeError('ECONFIG', 'mqtt.cert and mqtt.key must be given together for a client certificate');
+  if (!secure && (config.ca || config.cert))
+    throw new MnnEdgeError('ECONFIG', `mqtt.ca/cert/key need an mqtts:// or wss:// url, got ${target.url}`);
+  const ca = readPem(config.ca, 'ca');
+  const cert = readPem(config.cert, 'cert');
+  const key = readPem(config.key, 'key');
+  return {
+    clientId,
+    protocolVersion: target.protocolVersion,
+    // A fresh session each time: commands are not worth replaying after a reconnect, and telemetry is made
+    // durable by the outbox, not by the broker's session store.
+    clean: true,
+    keepalive: config.keepaliveSec ?? DEFAULT_KEEPALIVE_SEC,
+    // Reconnects are scheduled by the agent with jittered backoff, not by mqtt.js's fixed period.
+    reconnectPeriod: 0,
+    connectTimeout: 10_000,
+    queueQoSZero: false,
+    resubscribe: true,
+    ...(config.username !== undefined ? { username: config.username } : {}),
+    ...(config.password !== undefined ? { password: config.password } : {}),
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
+    ...(secure ? { rejectUnauthorized: true } : {}),
+    will: {
+      topic: will.topic,
+      payload: Buffer.from(will.payload),
+      qos: 1,
+      retain: true,
+    },
+  };
+}

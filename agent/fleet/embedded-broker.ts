@@ -1,0 +1,48 @@
+import { createServer, type Server } from 'node:net';
+import { Aedes } from 'aedes';
+import type { Logger } from '../common/log.js';
+
+// With no broker configured, the agent brings its own (aedes, MQTT 3.1.1) on localhost, so that the agent and
+// the fleet CLI work on one machine out of the box. Real deployments point mqtt.url at mosquitto or EMQX.
+
+export interface EmbeddedBroker {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export async function startEmbeddedBroker(options: {
+  host: string;
+  port: number;
+  logger: Logger;
+}): Promise<EmbeddedBroker> {
+  const broker = await Aedes.createBroker();
+  const server: Server = createServer(broker.handle);
+  broker.on('clientError', (client, err) =>
+    options.logger.debug('embedded broker client error', { client: client.id, error: err.message }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  options.logger.info('embedded MQTT broker listening', { host: options.host, port });
+  let closing: Promise<void> | undefined;
+  return {
+    url: `mqtt://${host}:${port}`,
+    port,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Open client sockets would keep server.close() waiting; aedes closes them.
+        broker.close();
+      });
+      return closing;
+    },
+  };
+}

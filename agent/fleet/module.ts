@@ -1,0 +1,69 @@
+import type { AgentContext, AgentModule } from '../main.js';
+import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
+import { createFleetAgent, type FleetAgent } from './agent.js';
+import type { LogRing } from './builtin-commands.js';
+import { CommandRegistry } from './commands.js';
+import type { HaSlot } from './ha-discovery.js';
+import type { BoardInfo } from './protocol.js';
+
+// The fleet as an AgentModule for the composition root: identity, store, clock and config come from the
+// AgentContext; what other modules contribute (commands, board info, runtime stats) is passed in here.
+
+export interface FleetModuleOptions {
+  agentVersion: string;
+  /** Shared with the modules that register commands (detect, list-models, set-placement, …). */
+  commands?: CommandRegistry;
+  board?: () => BoardInfo | undefined;
+  runtime?: RuntimeStatsProvider;
+  workloads?: WorkloadMetricsProvider;
+  haSlots?: () => readonly HaSlot[];
+  logs?: LogRing;
+  state?: () => Record<string, unknown>;
+}
+
+export interface FleetModule extends AgentModule {
+  readonly commands: CommandRegistry;
+  /** Present between start and stop. */
+  readonly agent: FleetAgent | undefined;
+}
+
+export function createFleetModule(options: FleetModuleOptions): FleetModule {
+  const commands = options.commands ?? new CommandRegistry();
+  let agent: FleetAgent | undefined;
+  return {
+    name: 'fleet',
+    commands,
+    get agent() {
+      return agent;
+    },
+    async start(ctx: AgentContext) {
+      const { config } = ctx;
+      agent = createFleetAgent({
+        config: {
+          mqtt: config.mqtt,
+          ...(config['telemetry'] !== undefined ? { telemetry: config['telemetry'] as object } : {}),
+          root: config.root,
+          dataDir: config.dataDir,
+        },
+        db: ctx.db,
+        logger: ctx.logger,
+        deviceId: ctx.identity.deviceId,
+        tags: ctx.identity.tags,
+        board: options.board ?? (() => undefined),
+        commands,
+        clock: ctx.clock,
+        agentVersion: options.agentVersion,
+        ...(options.runtime ? { runtime: options.runtime } : {}),
+        ...(options.workloads ? { workloads: options.workloads } : {}),
+        ...(options.haSlots ? { haSlots: options.haSlots } : {}),
+        ...(options.logs ? { logs: options.logs } : {}),
+        ...(options.state ? { state: options.state } : {}),
+      });
+      await agent.start();
+    },
+    async stop() {
+      await agent?.stop();
+      agent = undefined;
+    },
+  };
+}

@@ -1,0 +1,90 @@
+// The topic tree of the MQTT contract (docs/PROTOCOL.md). Every topic the agent uses is built here, so the
+// contract, the ACL example and the code cannot drift apart silently.
+
+export const TOPIC_PREFIX = 'mnn-edge';
+export const FLEET_SEGMENT = 'fleet';
+
+/** Retained documents republished on change. */
+export const DOCUMENT_KINDS = ['capabilities', 'placement', 'models'] as const;
+export type DocumentKind = (typeof DOCUMENT_KINDS)[number];
+
+const DEVICE_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const COMMAND_NAME = /^[a-z][a-z0-9-]{0,47}$/;
+
+export function isValidDeviceId(id: string): boolean {
+  return DEVICE_ID.test(id) && id !== FLEET_SEGMENT;
+}
+
+export interface DeviceTopics {
+  root: string;
+  status: string;
+  telemetry: string;
+  events: string;
+  document(kind: DocumentKind): string;
+  /** Subscription for this device's commands. */
+  commandFilter: string;
+  command(name: string): string;
+  /** Where responses go when the request names no usable response topic. */
+  responses: string;
+  ota(sub: string): string;
+}
+
+export function deviceTopics(deviceId: string): DeviceTopics {
+  if (!isValidDeviceId(deviceId))
+    throw new Error(`Invalid device id ${JSON.stringify(deviceId)}: expected 1-64 of A-Z a-z 0-9 _ . : - (not "fleet")`);
+  const root = `${TOPIC_PREFIX}/${deviceId}`;
+  return {
+    root,
+    status: `${root}/status`,
+    telemetry: `${root}/telemetry`,
+    events: `${root}/events`,
+    document: (kind) => `${root}/${kind}`,
+    commandFilter: `${root}/cmd/+`,
+    command: (name) => `${root}/cmd/${name}`,
+    responses: `${root}/responses`,
+    ota: (sub) => `${root}/ota/${sub}`,
+  };
+}
+
+export const fleetTopics = {
+  commandFilter: `${TOPIC_PREFIX}/${FLEET_SEGMENT}/cmd/+`,
+  command: (name: string) => `${TOPIC_PREFIX}/${FLEET_SEGMENT}/cmd/${name}`,
+  /** Operators read every device's status (and retained documents) with these filters. */
+  allStatus: `${TOPIC_PREFIX}/+/status`,
+  allTelemetry: `${TOPIC_PREFIX}/+/telemetry`,
+  allDocuments: DOCUMENT_KINDS.map((k) => `${TOPIC_PREFIX}/+/${k}`),
+};
+
+export type CommandTarget = { scope: 'device'; name: string } | { scope: 'fleet'; name: string };
+
+/** Classifies a command topic this device subscribed to; undefined for anything else. */
+export function parseCommandTopic(deviceId: string, topic: string): CommandTarget | undefined {
+  const parts = topic.split('/');
+  if (parts.length !== 4 || parts[0] !== TOPIC_PREFIX || parts[2] !== 'cmd') return undefined;
+  const name = parts[3]!;
+  if (parts[1] === deviceId) return { scope: 'device', name };
+  if (parts[1] === FLEET_SEGMENT) return { scope: 'fleet', name };
+  return undefined;
+}
+
+/** `mnn-edge/<id>/<leaf>` → id, for operator tools reading many devices. */
+export function deviceIdOf(topic: string): string | undefined {
+  const parts = topic.split('/');
+  return parts.length >= 3 && parts[0] === TOPIC_PREFIX && parts[1] !== FLEET_SEGMENT ? parts[1] : undefined;
+}
+
+/**
+ * Devices may publish only under their own root (see docs/mosquitto-acl.example), so a response goes to the
+ * requested topic only when it lies under `<root>/responses`. Fleet requests name one topic for all devices:
+ * `mnn-edge/+/responses/…`, where each device puts its own id in place of the `+`.
+ */
+export function resolveResponseTopic(deviceId: string, requested: string): string | undefined {
+  const own = deviceTopics(deviceId).responses;
+  const fleetPattern = `${TOPIC_PREFIX}/+/responses`;
+  let topic = requested;
+  if (requested === fleetPattern || requested.startsWith(`${fleetPattern}/`))
+    topic = own + requested.slice(fleetPattern.length);
+  if (topic !== own && !topic.startsWith(`${own}/`)) return undefined;
+  if (/[+#\u0000]/.test(topic) || topic.length > 512) return undefined;
+  return topic;
+}

@@ -1,0 +1,81 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Session, SessionStore } from './sessions.js';
+
+// Two ways in, both rooted in the pairing token: browsers exchange it once for a session cookie (HttpOnly, so
+// page scripts never hold the token; SameSite=Strict, so other sites cannot ride it), API clients send it as
+// `Authorization: Bearer <token>` on every request.
+
+export const SESSION_COOKIE = 'mnn_edge_session';
+
+export type AuthInfo =
+  | { method: 'bearer' }
+  | { method: 'session'; session: Pick<Session, 'createdAt' | 'expiresAt'>; cookieValue: string };
+
+export interface Authenticator {
+  /** Credentials carried by a request, or undefined when it has none (or only invalid ones). */
+  authenticate(headers: IncomingHttpHeaders): AuthInfo | undefined;
+  /** Constant-time check of a token offered at login. */
+  tokenMatches(candidate: string): boolean;
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/** Comparing fixed-length digests keeps the comparison's time independent of where, and whether, lengths differ. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+export function parseCookies(header: string | undefined): Map<string, string> {
+  const cookies = new Map<string, string>();
+  if (header === undefined) return cookies;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq === -1) continue;
+    const name = part.slice(0, eq).trim();
+    let value = part.slice(eq + 1).trim();
+    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
+    // First one wins, as browsers send the most specific path first.
+    if (name.length > 0 && !cookies.has(name)) cookies.set(name, value);
+  }
+  return cookies;
+}
+
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const m = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+export function createAuthenticator(pairingToken: string, sessions: SessionStore): Authenticator {
+  const tokenMatches = (candidate: string) => constantTimeEqual(candidate, pairingToken);
+  return {
+    tokenMatches,
+    authenticate(headers) {
+      const bearer = bearerToken(headers.authorization);
+      if (bearer !== undefined) return tokenMatches(bearer) ? { method: 'bearer' } : undefined;
+      const cookieValue = parseCookies(headers.cookie).get(SESSION_COOKIE);
+      if (cookieValue === undefined) return undefined;
+      const session = sessions.verify(cookieValue);
+      if (session === undefined) return undefined;
+      return {
+        method: 'session',
+        session: { createdAt: session.createdAt, expiresAt: session.expiresAt },
+        cookieValue,
+      };
+    },
+  };
+}
+
+export function sessionCookie(value: string, options: { maxAgeS: number; secure: boolean }): string {
+  return [
+    `${SESSION_COOKIE}=${value}`,
+    'Path=/',
+    `Max-Age=${Math.max(0, Math.floor(options.maxAgeS))}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    ...(options.secure ? ['Secure'] : []),
+  ].join('; ');
+}

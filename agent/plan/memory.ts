@@ -1,0 +1,30 @@
+import type { CatalogVariant, MemoryBudget, PlanBoard, PlanPolicy } from './types.js';
+
+export const MiB = 1024 * 1024;
+
+export function mib(bytes: number): string {
+  return `${Math.round(bytes / MiB)} MiB`;
+}
+
+/** What one loaded instance of a variant is expected to hold: its weights, a KV cache for the context the slot
+ *  needs, and the engine's fixed overhead. Weights are counted once per instance, whichever backend runs it:
+ *  on the boards we target accelerators share the system RAM. */
+export function estimateInstanceBytes(
+  variant: CatalogVariant,
+  contextTokens: number,
+  policy: PlanPolicy,
+): number {
+  return variant.weightBytes + variant.kvBytesPerToken * contextTokens + policy.instanceOverheadBytes;
+}
+
+export function memoryBudget(board: PlanBoard, policy: PlanPolicy): Omit<MemoryBudget, 'plannedBytes'> {
+  const share = Math.floor(board.ramBytes * policy.budgetFraction);
+  const budgetBytes = Math.max(0, share - policy.reserveBytes);
+  return {
+    ramBytes: board.ramBytes,
+    budgetBytes,
+    reason:
+      `budget ${mib(budgetBytes)} = ${Math.round(policy.budgetFraction * 100)} % of ${mib(board.ramBytes)} RAM ` +
+      `− ${mib(policy.reserveBytes)} reserved for the agent and OS`,
+  };
+}

@@ -1,0 +1,248 @@
+// The planner's vocabulary. These are the planner's own ports: the detect, models and bench modules are adapted
+// to them at the composition root, so the planner stays pure and is tested with plain values.
+
+export const SLOT_NAMES = [
+  'voice.vad',
+  'voice.asr',
+  'voice.llm',
+  'voice.tts',
+  'voice.omni',
+  'vision.vlm',
+] as const;
+export type SlotName = (typeof SLOT_NAMES)[number];
+
+export function isSlotName(value: unknown): value is SlotName {
+  return typeof value === 'string' && (SLOT_NAMES as readonly string[]).includes(value);
+}
+
+/** MNN's LLM-engine `backend_type` strings (transformers/llm/engine: cpu, metal, cuda, opencl, vulkan, hexagon,
+ *  npu — QNN builds register as npu). */
+export const BACKEND_TYPES = ['cpu', 'opencl', 'vulkan', 'cuda', 'metal', 'npu', 'hexagon'] as const;
+export type BackendType = (typeof BACKEND_TYPES)[number];
+
+export type Precision = 'low' | 'normal' | 'high';
+export type MemoryMode = 'low' | 'normal' | 'high';
+
+export const BUILTINS = ['energy-vad'] as const;
+export type BuiltinName = (typeof BUILTINS)[number];
+
+/** What a slot's model runs with: the MNN engine config keys plus the CPU cluster the host is pinned to. */
+export interface MnnConfig {
+  backend_type: BackendType;
+  thread_num: number;
+  precision: Precision;
+  memory: MemoryMode;
+  /** Logical CPU ids the engine host is pinned to (one cluster); empty = no pinning. */
+  cpus: number[];
+}
+
+export interface ModelRef {
+  id: string;
+  version?: string;
+  variant?: string;
+}
+
+/** A slot as the configuration declares it. */
+export interface SlotSpec {
+  slot: SlotName;
+  use: { model: ModelRef } | { builtin: BuiltinName };
+  /** Higher keeps its place when memory is short; lower degrades or stays unloaded first. */
+  priority: number;
+  /** Context the slot needs, in tokens: sizes the KV-cache estimate. */
+  contextTokens: number;
+  enabled: boolean;
+}
+
+/** Fields a higher layer of the desired state forces on a slot (operator pin, OTA version). */
+export interface SlotConstraints {
+  version?: string;
+  variant?: string;
+  backend?: BackendType;
+  threads?: number;
+  precision?: Precision;
+  memory?: MemoryMode;
+}
+
+// ---- board (adapted from agent/detect Capabilities + board-support profile) ----
+
+export interface CpuCluster {
+  name: string;
+  cpus: number[];
+  maxFreqKHz: number;
+}
+
+export interface BackendAvailability {
+  backend: BackendType;
+  available: boolean;
+  /** Why (not): "libOpenCL.so found, /dev/kgsl-3d0 present", "no OpenCL ICD". */
+  reason: string;
+}
+
+/** A profile prior: what this backend was measured to do on this board family for a reference model. */
+export interface BackendPrior {
+  backend: BackendType;
+  prefillTokPerSec: number;
+  decodeTokPerSec: number;
+  /** Weight bytes of the reference model; speeds scale inversely with weight bytes (memory-bound decode). */
+  refWeightBytes: number;
+  source: string;
+}
+
+export interface PlanBoard {
+  /** Stable id of the board family + SoC, part of every measurement key. */
+  boardId: string;
+  ramBytes: number;
+  cpuClusters: CpuCluster[];
+  backends: BackendAvailability[];
+  priors: BackendPrior[];
+  /** Thread advice from the board profile; when absent the fastest cluster's core count is used. */
+  threadAdvice?: { threads: number; cpus: number[]; reason: string };
+}
+
+// ---- catalog (adapted from models/ ModelCatalog) ----
+
+export type ModelKind = 'llm' | 'vlm' | 'omni' | 'asr' | 'tts' | 'vad';
+
+export interface CatalogVariant {
+  variantId: string;
+  /** fp32, fp16, int8, int4 … as the manifest states it. */
+  quant: string;
+  weightBytes: number;
+  /** KV-cache bytes per token of context (0 for models without a KV cache). */
+  kvBytesPerToken: number;
+  /** Backends the variant's ops run on (from the .mnn inspector); cpu always works for MNN models. */
+  backends: BackendType[];
+  /** The model directory's config.json. */
+  configPath: string;
+}
+
+export interface CatalogModel {
+  id: string;
+  version: string;
+  kind: ModelKind;
+  variants: CatalogVariant[];
+}
+
+export interface PlanCatalog {
+  models: CatalogModel[];
+}
+
+// ---- measurements (the bench cache) ----
+
+export interface ProbeKey {
+  modelId: string;
+  version: string;
+  variantId: string;
+  /** Canonical text of the MnnConfig the probe ran with (configKey()). */
+  config: string;
+  engineVersion: string;
+  boardId: string;
+}
+
+export interface ProbeResult extends ProbeKey {
+  ok: boolean;
+  loadMs: number;
+  prefillTokPerSec: number;
+  decodeTokPerSec: number;
+  peakRssBytes: number;
+  measuredAt: number;
+  error?: string;
+}
+
+// ---- policy ----
+
+export interface PlanPolicy {
+  /** Share of the board's RAM the models may use together. */
+  budgetFraction: number;
+  /** Bytes kept back from that share for the agent, the OS and workload buffers. */
+  reserveBytes: number;
+  /** Per loaded instance: activations, engine buffers, host process. */
+  instanceOverheadBytes: number;
+  precision: Precision;
+  memory: MemoryMode;
+  /** Order used when nothing is known about speed (like MNN's AUTO: accelerators first). */
+  staticOrder: BackendType[];
+  /** Longest fallback chain kept per instance (the chosen candidate excluded). */
+  maxChain: number;
+}
+
+export const defaultPlanPolicy: PlanPolicy = {
+  budgetFraction: 0.75,
+  reserveBytes: 192 * 1024 * 1024,
+  instanceOverheadBytes: 48 * 1024 * 1024,
+  precision: 'low',
+  memory: 'low',
+  staticOrder: ['npu', 'hexagon', 'cuda', 'opencl', 'vulkan', 'metal', 'cpu'],
+  maxChain: 3,
+};
+
+export interface PlanInput {
+  board: PlanBoard;
+  catalog: PlanCatalog;
+  slots: SlotSpec[];
+  constraints: Partial<Record<SlotName, SlotConstraints>>;
+  probes: ProbeResult[];
+  engineVersion: string;
+  policy: PlanPolicy;
+}
+
+// ---- output ----
+
+export type Evidence =
+  | { kind: 'measured'; probe: ProbeResult }
+  | { kind: 'prior'; prior: BackendPrior; prefillTokPerSec: number; decodeTokPerSec: number }
+  | { kind: 'static'; rank: number };
+
+/** One way to run a model: a variant on a backend config, with what the planner knows about its speed. */
+export interface Candidate {
+  /** `model@version/variant|configKey`: identifies a loaded instance. */
+  key: string;
+  modelId: string;
+  version: string;
+  variantId: string;
+  quant: string;
+  configPath: string;
+  config: MnnConfig;
+  memoryBytes: number;
+  evidence: Evidence;
+  /** Estimated seconds for the slot kind's reference request; undefined when only the static order is known. */
+  refSeconds: number | undefined;
+  /** "measured: decode 41.2 tok/s, prefill 310.5 tok/s, load 820 ms (engine 3.6.1)". */
+  summary: string;
+}
+
+export type SlotStatus = 'placed' | 'degraded' | 'unloaded' | 'builtin' | 'disabled';
+
+export interface InstancePlacement {
+  key: string;
+  chosen: Candidate;
+  /** Ordered alternatives, best first; never larger than what was reserved for `chosen`. */
+  fallback: Candidate[];
+  slots: SlotName[];
+  priority: number;
+  reasons: string[];
+}
+
+export interface SlotPlacement {
+  slot: SlotName;
+  status: SlotStatus;
+  /** The instance serving it (placed/degraded). */
+  instanceKey?: string;
+  builtin?: BuiltinName;
+  reasons: string[];
+}
+
+export interface MemoryBudget {
+  ramBytes: number;
+  budgetBytes: number;
+  plannedBytes: number;
+  reason: string;
+}
+
+export interface Placement {
+  boardId: string;
+  engineVersion: string;
+  budget: MemoryBudget;
+  slots: SlotPlacement[];
+  instances: InstancePlacement[];
+}

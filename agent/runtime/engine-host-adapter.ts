@@ -1,0 +1,145 @@
+import { execFile } from 'node:child_process';
+import { EngineError, EngineHostClient } from '../../engine/src/index.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import { compressCpus } from '../plan/config-key.js';
+import {
+  EngineFailure,
+  type EngineFailureKind,
+  type EngineHost,
+  type EngineHostFactory,
+  type GenerateEvent,
+  type GenerateRequest,
+  type HostExit,
+  type HostMemory,
+} from './engine-port.js';
+import { processMemory } from './proc-memory.js';
+import type { InstanceSpec } from './types.js';
+
+// The runtime's EngineHost port over engine/'s EngineHostClient (one child process per loaded model).
+
+export interface EngineHostAdapterOptions {
+  /** MNN version the hosts run (engine runtimeInfo().mnnVersion), part of every measurement key. */
+  engineVersion: string;
+  log: Logger;
+  /** Scratch directory for the hosts (MNN creates tmp_* directories in its working directory). */
+  cwd?: string;
+  /** procfs root for RSS readings. */
+  procRoot?: string;
+  /** Pins a process and all its threads to CPUs; default runs `taskset -a -p -c`. */
+  pinCpus?: (pid: number, cpus: number[]) => Promise<void>;
+}
+
+function tasksetPin(pid: number, cpus: number[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('taskset', ['-a', '-p', '-c', compressCpus(cpus), String(pid)], (err) =>
+      err ? reject(err) : resolve(),
+    );
+  });
+}
+
+function classify(err: unknown, phase: 'load' | 'generate'): EngineFailure {
+  if (err instanceof EngineFailure) return err;
+  const code = err instanceof EngineError ? err.code : undefined;
+  let kind: EngineFailureKind;
+  if (code === 'EHOSTEXIT') kind = 'crash';
+  else if (phase === 'load') kind = 'load';
+  else if (code === 'EABORT') kind = 'cancelled';
+  // A native failure in the middle of a run (a driver error) says the placement is suspect.
+  else if (code === 'EBACKEND' || code === 'EENGINE') kind = 'backend';
+  else kind = 'request';
+  return new EngineFailure(kind, errorMessage(err), { cause: err });
+}
+
+class AdaptedHost implements EngineHost {
+  readonly pid: number;
+  readonly exited: Promise<HostExit>;
+  readonly #client: EngineHostClient;
+  readonly #procRoot: string;
+
+  constructor(client: EngineHostClient, procRoot: string) {
+    this.#client = client;
+    this.#procRoot = procRoot;
+    this.pid = client.pid ?? -1;
+    this.exited = new Promise((resolve) => {
+      if (client.exitInfo) resolve(client.exitInfo);
+      client.events.once('exit', ({ code, signal }) => resolve({ code, signal }));
+    });
+  }
+
+  async load(spec: InstanceSpec): Promise<void> {
+    try {
+      await this.#client.load(spec.configPath, {
+        backend_type: spec.config.backend_type,
+        thread_num: spec.config.thread_num,
+        precision: spec.config.precision,
+        memory: spec.config.memory,
+      });
+    } catch (err) {
+      throw classify(err, 'load');
+    }
+  }
+
+  async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
+    const generation = this.#client.generate(request.prompt, {
+      ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    try {
+      for await (const text of generation) yield { type: 'text', text };
+      const result = await generation.result;
+      if (result.finishReason === 'aborted' && signal?.aborted) {
+        throw signal.reason instanceof EngineFailure
+          ? signal.reason
+          : new EngineFailure('cancelled', 'generation cancelled');
+      }
+      const s = result.stats;
+      yield {
+        type: 'done',
+        stats: {
+          promptTokens: s.promptTokens,
+          decodeTokens: s.generatedTokens,
+          prefillMs: s.prefillUs / 1000,
+          decodeMs: s.decodeUs / 1000,
+        },
+      };
+    } catch (err) {
+      throw classify(err, 'generate');
+    }
+  }
+
+  memory(): Promise<HostMemory> {
+    return processMemory(this.pid, this.#procRoot);
+  }
+
+  async unload(): Promise<void> {
+    await this.#client.unload();
+  }
+
+  stop(): Promise<HostExit> {
+    return this.#client.close();
+  }
+}
+
+export function engineHostFactory(options: EngineHostAdapterOptions): EngineHostFactory {
+  const pin = options.pinCpus ?? tasksetPin;
+  const log = options.log.child('hosts');
+  return {
+    engineVersion: options.engineVersion,
+    async start({ label, cpus }) {
+      const client = await EngineHostClient.start({
+        name: label,
+        logger: options.log,
+        ...(options.cwd ? { cwd: options.cwd } : {}),
+      });
+      const host = new AdaptedHost(client, options.procRoot ?? '/');
+      if (cpus.length > 0) {
+        // Pinning is an optimisation: a board without taskset still runs, only less predictably.
+        await pin(host.pid, cpus).catch((err: unknown) =>
+          log.warn('could not pin engine host to CPUs', { pid: host.pid, cpus, error: errorMessage(err) }),
+        );
+      }
+      return host;
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import { MnnEdgeError } from '../common/errors.js';
+import type { InstanceSpec } from './types.js';
+
+// The runtime's view of an engine host: a child process owning one loaded model. engine/ implements it
+// (EngineHostClient); the adapter lives at the composition root, so the runtime is tested without MNN.
+
+export interface HostExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface GenerateRequest {
+  /** Prompt text; images and audio go inline as MNN tags (`<img>PATH</img>`, `<audio>PATH</audio>`). */
+  prompt: string;
+  maxNewTokens?: number;
+}
+
+export interface GenerateStats {
+  promptTokens: number;
+  decodeTokens: number;
+  prefillMs: number;
+  decodeMs: number;
+}
+
+export type GenerateEvent = { type: 'text'; text: string } | { type: 'done'; stats: GenerateStats };
+
+export interface HostMemory {
+  rssBytes: number;
+  peakRssBytes: number;
+}
+
+export interface EngineHost {
+  readonly pid: number;
+  /** Settles once when the process exits, for whatever reason. */
+  readonly exited: Promise<HostExit>;
+  load(spec: InstanceSpec, signal?: AbortSignal): Promise<void>;
+  /** Tokens as they come; aborting the signal cancels between steps. Throws EngineFailure. */
+  generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
+  memory(): Promise<HostMemory>;
+  unload(): Promise<void>;
+  /** Ask the process to exit, kill it after a grace period; resolves with how it exited. */
+  stop(): Promise<HostExit>;
+}
+
+export interface EngineHostFactory {
+  /** Version of the engine the hosts run; part of every measurement key. */
+  readonly engineVersion: string;
+  start(options: { label: string; cpus: number[] }, signal?: AbortSignal): Promise<EngineHost>;
+}
+
+/**
+ * Why an engine call failed, as far as the runtime cares:
+ * - crash: the host process died (signal, OOM kill, native fault);
+ * - load: the model did not load with this config (missing file, backend cannot create);
+ * - backend: a running model hit a backend fault (OpenCL / QNN driver error) — the placement is suspect;
+ * - cancelled: the caller or a drain deadline aborted it;
+ * - request: this request was bad (prompt too long); nothing wrong with the placement.
+ */
+export type EngineFailureKind = 'crash' | 'load' | 'backend' | 'cancelled' | 'request';
+
+export class EngineFailure extends MnnEdgeError {
+  readonly kind: EngineFailureKind;
+  constructor(kind: EngineFailureKind, message: string, options?: { cause?: unknown }) {
+    super(`E${kind.toUpperCase()}`, message, { kind }, options);
+    this.name = 'EngineFailure';
+    this.kind = kind;
+  }
+}
+
+/** Failures that say the placement itself is bad, so the slot should move down its fallback chain. */
+export function impliesFallback(err: unknown): boolean {
+  return (
+    err instanceof EngineFailure && (err.kind === 'crash' || err.kind === 'load' || err.kind === 'backend')
+  );
+}
+
+export function describeExit(exit: HostExit): string {
+  return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+}

@@ -1,0 +1,47 @@
+import type { Placement, SlotName } from '../plan/types.js';
+import type { HostExit } from './engine-port.js';
+import type { InstanceStatus, SwapStrategy } from './types.js';
+
+export interface Transition {
+  atMs: number;
+  instanceKey: string;
+  pid: number | undefined;
+  from: InstanceStatus | 'absent';
+  to: InstanceStatus | 'absent';
+  reason?: string;
+}
+
+export interface ReleaseCheck {
+  instanceKey: string;
+  pid: number;
+  processGone: boolean;
+  rssAtStopBytes: number;
+  peakRssBytes: number;
+  memAvailableBeforeBytes: number;
+  memAvailableAfterBytes: number;
+  /** processGone and MemAvailable came back within 10 % of the host's peak RSS of what it held at stop. */
+  ok: boolean;
+}
+
+/** What the dashboard and the fleet hear from the runtime. */
+export interface RuntimeEvents {
+  [event: string]: unknown;
+  placement: { revision: number; placement: Placement; reason: string };
+  plan: { steps: string[]; notes: string[]; strategies: Record<string, SwapStrategy> };
+  transition: Transition;
+  switch: {
+    slots: SlotName[];
+    from: string[];
+    to: string | undefined;
+    strategy: SwapStrategy | undefined;
+    /** From the start of this reconcile run to the flip. */
+    sinceRunStartMs: number;
+  };
+  drain: { instanceKey: string; waitedMs: number; cancelled: number };
+  fallback: { slots: SlotName[]; fromKey: string; toKey: string; reason: string; retryInMs: number };
+  recovered: { slots: SlotName[]; key: string };
+  'host-exit': { instanceKey: string; pid: number; exit: HostExit; expected: boolean };
+  'memory-released': ReleaseCheck;
+  'step-failed': { step: string; instanceKey: string; error: string };
+  'runner-error': { error: string; consecutiveFailures: number; retryInMs: number };
+}

@@ -1,0 +1,51 @@
+import type { Candidate, Placement, SlotName } from '../plan/types.js';
+import type { FailureBook } from './failures.js';
+import type { InstanceSpec, TargetState } from './types.js';
+
+export interface ActiveChoice {
+  /** The planner's instance key (its first choice). */
+  plannedKey: string;
+  active: Candidate;
+  slots: SlotName[];
+  /** Set when the first choice is blocked by a recent failure and a fallback runs instead. */
+  fallback?: { fromKey: string; reason: string; retryAtMs: number };
+}
+
+export function specOf(c: Candidate): InstanceSpec {
+  return {
+    key: c.key,
+    modelId: c.modelId,
+    version: c.version,
+    variantId: c.variantId,
+    configPath: c.configPath,
+    config: c.config,
+    memoryBytes: c.memoryBytes,
+  };
+}
+
+/**
+ * What should run now: per planned instance the first candidate of its chain that is not blocked by a recent
+ * failure. The last candidate (the CPU floor) is used even when blocked: a slot is never left without a way to
+ * run only because everything failed once; the runner's own backoff paces those retries.
+ */
+export function activeTarget(
+  placement: Placement,
+  failures: FailureBook,
+): { target: TargetState; choices: ActiveChoice[] } {
+  const instances = new Map<string, InstanceSpec>();
+  const serving: TargetState['serving'] = {};
+  const choices: ActiveChoice[] = [];
+  for (const inst of placement.instances) {
+    const chain = [inst.chosen, ...inst.fallback];
+    const active = chain.find((c) => failures.blocked(c.key) === undefined) ?? chain[chain.length - 1]!;
+    const choice: ActiveChoice = { plannedKey: inst.key, active, slots: inst.slots };
+    if (active !== inst.chosen) {
+      const rec = failures.blocked(inst.chosen.key) ?? failures.get(inst.chosen.key);
+      if (rec) choice.fallback = { fromKey: inst.chosen.key, reason: rec.reason, retryAtMs: rec.retryAtMs };
+    }
+    choices.push(choice);
+    instances.set(active.key, specOf(active));
+    for (const s of inst.slots) serving[s] = active.key;
+  }
+  return { target: { instances: [...instances.values()], serving }, choices };
+}

@@ -1,0 +1,14 @@
+export { createLoopHeartbeat, type LoopHeartbeat } from './loop-heartbeat.js';
+export {
+  createSystemdNotifier,
+  type Scheduler,
+  type SystemdNotifier,
+  type SystemdNotifierOptions,
+  timerScheduler,
+} from './notifier.js';
+export { type NotifyEnvironment, notifyAssignment, parseNotifyEnvironment } from './notify-env.js';
+export {
+  createSystemdNotifyTransport,
+  type NotifyTransport,
+  type SystemdNotifyTransportOptions,
+} from './notify-transport.js';

@@ -1,0 +1,92 @@
+// bench/detect: in-process detect() over a fixture root next to bare readFileSync of exactly the files detect()
+// read (recorded in the same run), then the CLI's cold start next to `node -e 0`.
+// Targets (issue 2): detect ≤ 50 ms and ≤ 5× the bare reads.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { detect } from '../agent/detect/detect.js';
+import { bar, describe, fmt, summarize, verdict } from './stats.js';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const shared = process.env['MNN_EDGE_SHARED'] ?? resolve(repo, '..', 'shared');
+const boards = ['rockchip-rk3588-rock5b', 'qcom-qcs9075-iq9075-evk', 'rpi5-bcm2712'];
+const RUNS = 20;
+const CLI_RUNS = 5;
+
+function ms(fn: () => void): number {
+  const t0 = process.hrtime.bigint();
+  fn();
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+
+let worstMedian = 0;
+let worstRatio = 0;
+for (const board of boards) {
+  const root = join(shared, 'fixtures', 'soc', board);
+  // Record the files one detect() opens so the baseline reads exactly those.
+  const opened: string[] = [];
+  detect({
+    root,
+    readFile: (p) => {
+      opened.push(p);
+      return readFileSync(p);
+    },
+  });
+  const existing = opened.filter((p) => existsSync(p));
+  for (let i = 0; i < 3; i++) detect({ root });
+  const detectMs: number[] = [];
+  const readMs: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    // Interleave so that cache state and CPU frequency affect both sides alike.
+    readMs.push(
+      ms(() => {
+        for (const p of existing) readFileSync(p);
+      }),
+    );
+    detectMs.push(ms(() => detect({ root })));
+  }
+  const d = summarize(detectMs);
+  const r = summarize(readMs);
+  const ratio = d.median / r.median;
+  worstMedian = Math.max(worstMedian, d.median);
+  worstRatio = Math.max(worstRatio, ratio);
+  console.log(`\n${board}: detect() opened ${opened.length} files (${existing.length} exist)`);
+  console.log(`  detect()          ${describe(d, 'ms', 3)}`);
+  console.log(`  readFileSync only ${describe(r, 'ms', 3)}`);
+  const scale = Math.max(d.median, r.median);
+  console.log(`  ${bar('bare reads', r.median, scale, `${fmt(r.median, 3)} ms  1.00x`)}`);
+  console.log(`  ${bar('detect()', d.median, scale, `${fmt(d.median, 3)} ms  ${fmt(ratio)}x`)}`);
+}
+console.log(`\nworst median ${fmt(worstMedian, 3)} ms (target ≤ 50 ms): ${verdict(worstMedian <= 50)}`);
+console.log(`worst ratio vs bare reads ${fmt(worstRatio)}x (target ≤ 5x): ${verdict(worstRatio <= 5)}`);
+
+// CLI cold start: a fresh process each time, as systemd's ExecStartPre runs it.
+function coldStart(args: string[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < CLI_RUNS; i++) {
+    const t0 = process.hrtime.bigint();
+    const r = spawnSync(process.execPath, args, { cwd: repo, stdio: 'ignore' });
+    out.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    if (r.status !== 0) throw new Error(`${args.join(' ')} exited with ${r.status}`);
+  }
+  return out;
+}
+const root = join(shared, 'fixtures', 'soc', boards[0]!);
+const baseline = summarize(coldStart(['-e', '0']));
+const rows: [string, ReturnType<typeof summarize>][] = [['node -e 0', baseline]];
+const built = join(repo, 'dist', 'agent', 'cli', 'mnn-edge.js');
+// A dist/ built before the detect command existed would exit 2 (unknown command): only time a current build.
+if (existsSync(join(repo, 'dist', 'agent', 'cli', 'commands', 'detect.js')))
+  rows.push(['detect (dist, built)', summarize(coldStart([built, 'detect', '--root', root]))]);
+else console.log('\n(dist/ not built: run `npm run build` to also time the shipped JS)');
+rows.push([
+  'detect (tsx, from source)',
+  summarize(coldStart(['--import=tsx', 'agent/cli/mnn-edge.ts', 'detect', '--root', root])),
+]);
+console.log(`\nCLI cold start, median of ${CLI_RUNS}:`);
+const max = Math.max(...rows.map(([, s]) => s.median));
+for (const [label, s] of rows)
+  console.log(
+    `  ${bar(label, s.median, max, `${fmt(s.median, 0)} ms  ${fmt(s.median / baseline.median)}x`)}`,
+  );

@@ -1,0 +1,20 @@
+// Registration only: each wrapped MNN class lives in its own file.
+#include <napi.h>
+
+#include "llm.h"
+#include "module.h"
+#include "runtime_info.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("LlmHandle", mnn_edge::LlmHandle::Init(env));
+  exports.Set("ModuleHandle", mnn_edge::ModuleHandle::Init(env));
+  exports.Set("runtimeInfo", Napi::Function::New<mnn_edge::RuntimeInfo>(env, "runtimeInfo"));
+  exports.Set("checkBackend", Napi::Function::New<mnn_edge::CheckBackend>(env, "checkBackend"));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(mnn_edge_engine, Init)

@@ -1,0 +1,420 @@
+// EngineHostClient: the agent's side of one engine host process. The runtime holds one per loaded model.
+// Everything MNN does happens in the child, so a native crash, abort or OOM there fails the requests in flight
+// with an error naming the exit signal, and the agent carries on (restart() brings up a fresh process).
+import { type ChildProcess, fork } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { createLogger, type Logger } from '../../../agent/common/log.js';
+import { TypedEventEmitter } from '../../../agent/common/typed-events.js';
+import { EngineError, type EngineErrorCode } from '../errors.js';
+import type { GenerateOptions, GenerationResult, GenerationStats, LlmConfigOverrides } from '../llm.js';
+import type { ChatMessage } from '../prompt.js';
+import {
+  type HostRequest,
+  type HostResponse,
+  type HostResultValue,
+  isHostResponse,
+  type LoadedModel,
+} from './protocol.js';
+
+export interface EngineHostOptions {
+  /** Shown in errors and logs, e.g. the slot or model name. */
+  name?: string;
+  logger?: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** Working directory of the host; MNN may create tmp_* directories there. Default: the OS temp dir. */
+  cwd?: string;
+  startTimeoutMs?: number;
+  /** How long close() waits for a clean exit before SIGKILL. */
+  exitTimeoutMs?: number;
+}
+
+export interface HostExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface EngineHostEvents {
+  [key: string]: unknown;
+  exit: HostExit & { expected: boolean };
+  log: { stream: 'stdout' | 'stderr'; line: string };
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+type Outgoing = DistributiveOmit<HostRequest, 'id'>;
+
+interface Pending {
+  what: string;
+  resolve: (v: HostResultValue) => void;
+  reject: (e: Error) => void;
+  stream?: HostGeneration;
+}
+
+function hostEntry(): { path: string; execArgv: string[] } {
+  const self = fileURLToPath(import.meta.url);
+  if (self.endsWith('.ts')) {
+    // Running from source (tests, tsx): the child needs the same TypeScript loader.
+    return {
+      path: self.replace(/client\.ts$/, 'host-main.ts'),
+      execArgv: ['--import', import.meta.resolve('tsx')],
+    };
+  }
+  return { path: self.replace(/client\.js$/, 'host-main.js'), execArgv: [] };
+}
+
+function describeExit(e: HostExit): string {
+  return e.signal ? `signal ${e.signal}` : `code ${e.code}`;
+}
+
+/** Token pieces pushed by the host, pulled by the consumer. Bounded by the request's maxNewTokens. */
+export class HostGeneration implements AsyncIterable<string> {
+  readonly result: Promise<GenerationResult>;
+  #pieces: string[] = [];
+  #end: { error?: Error } | undefined;
+  #wake: (() => void) | undefined;
+  #settle!: (r: GenerationResult) => void;
+  #fail!: (e: Error) => void;
+  #iterated = false;
+  readonly #onBreak: () => void;
+
+  constructor(onBreak: () => void) {
+    this.#onBreak = onBreak;
+    this.result = new Promise<GenerationResult>((resolve, reject) => {
+      this.#settle = resolve;
+      this.#fail = reject;
+    });
+    this.result.catch(() => {});
+  }
+
+  /** @internal */ push(text: string): void {
+    this.#pieces.push(text);
+    this.#wake?.();
+  }
+
+  /** @internal */ finish(result: GenerationResult): void {
+    this.#end = {};
+    this.#settle(result);
+    this.#wake?.();
+  }
+
+  /** @internal */ fail(error: Error): void {
+    if (this.#end) return;
+    this.#end = { error };
+    this.#fail(error);
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<string, void, undefined> {
+    if (this.#iterated) throw new EngineError('ESTATE', 'a generation can be iterated only once');
+    this.#iterated = true;
+    let finished = false;
+    try {
+      for (;;) {
+        const next = this.#pieces.shift();
+        if (next !== undefined) {
+          yield next;
+          continue;
+        }
+        if (this.#end) {
+          finished = true;
+          if (this.#end.error) throw this.#end.error;
+          return;
+        }
+        await new Promise<void>((r) => {
+          this.#wake = r;
+        });
+        this.#wake = undefined;
+      }
+    } finally {
+      if (!finished) this.#onBreak();
+    }
+  }
+
+  async complete(): Promise<GenerationResult> {
+    for await (const _ of this) {
+      // collected by the host
+    }
+    return this.result;
+  }
+}
+
+export class EngineHostClient {
+  readonly name: string;
+  readonly events = new TypedEventEmitter<EngineHostEvents>();
+  readonly #options: EngineHostOptions;
+  readonly #log: Logger;
+  #child: ChildProcess | undefined;
+  #exit: HostExit | undefined;
+  #closing = false;
+  #nextId = 1;
+  readonly #pending = new Map<number, Pending>();
+  readonly #recentStderr: string[] = [];
+
+  private constructor(options: EngineHostOptions) {
+    this.#options = options;
+    this.name = options.name ?? 'engine-host';
+    this.#log = (options.logger ?? createLogger()).child(`engine-host:${this.name}`);
+  }
+
+  /** Starts a host process and waits until it is ready to take a model. */
+  static async start(options: EngineHostOptions = {}): Promise<EngineHostClient> {
+    const client = new EngineHostClient(options);
+    await client.#spawn();
+    return client;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  get alive(): boolean {
+    return this.#child !== undefined && this.#exit === undefined;
+  }
+
+  /** How the last process ended, when it has. */
+  get exitInfo(): HostExit | undefined {
+    return this.#exit;
+  }
+
+  /** Loads the model this host will serve (one per host). */
+  async load(configPath: string, overrides: LlmConfigOverrides = {}): Promise<LoadedModel> {
+    return (await this.#request({ type: 'load', configPath, overrides }, 'load')) as LoadedModel;
+  }
+
+  /** Streams text pieces; options.signal cancels within one token in the host. */
+  generate(input: string | ChatMessage[], options: GenerateOptions = {}): HostGeneration {
+    const { signal, ...rest } = options;
+    let id = 0;
+    const cancel = () => {
+      if (id && this.alive) this.#post({ type: 'cancel', target: id });
+    };
+    const stream = new HostGeneration(cancel);
+    if (signal?.aborted) {
+      stream.finish({ text: '', finishReason: 'aborted', stats: emptyStats() });
+      return stream;
+    }
+    signal?.addEventListener('abort', cancel, { once: true });
+    void stream.result.finally(() => signal?.removeEventListener('abort', cancel)).catch(() => {});
+    try {
+      id = this.#send({ type: 'generate', input, options: rest }, 'generate', stream);
+    } catch (err) {
+      stream.fail(err as Error);
+    }
+    return stream;
+  }
+
+  complete(input: string | ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    return this.generate(input, options).complete();
+  }
+
+  async stats(): Promise<GenerationStats | null> {
+    return (await this.#request({ type: 'stats' }, 'stats')) as GenerationStats | null;
+  }
+
+  async reset(): Promise<void> {
+    await this.#request({ type: 'reset' }, 'reset');
+  }
+
+  async unload(): Promise<void> {
+    await this.#request({ type: 'unload' }, 'unload');
+  }
+
+  /** Asks the host to exit (it disposes its model), SIGKILL after exitTimeoutMs. Idempotent. */
+  async close(): Promise<HostExit> {
+    const child = this.#child;
+    if (!child || this.#exit) return this.#exit ?? { code: 0, signal: null };
+    this.#closing = true;
+    const exited = new Promise<HostExit>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    try {
+      this.#post({ type: 'exit' });
+    } catch {
+      // channel already gone; the exit event follows
+    }
+    const timer = setTimeout(() => child.kill('SIGKILL'), this.#options.exitTimeoutMs ?? 5000);
+    try {
+      return await exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Kills the host process (the model goes with it). */
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    this.#child?.kill(signal);
+  }
+
+  /** Replaces an exited (or running) host by a fresh one; the model must be loaded again. */
+  async restart(): Promise<void> {
+    if (this.alive) await this.close();
+    this.#closing = false;
+    await this.#spawn();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  async #spawn(): Promise<void> {
+    const entry = hostEntry();
+    this.#exit = undefined;
+    this.#recentStderr.length = 0;
+    const child = fork(entry.path, [], {
+      execArgv: entry.execArgv,
+      cwd: this.#options.cwd ?? tmpdir(),
+      env: this.#options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      serialization: 'advanced',
+    });
+    this.#child = child;
+    // MNN prints diagnostics on stdout: they become log records, never protocol.
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      this.#log.info('mnn', { pid: child.pid, line });
+      this.events.emit('log', { stream: 'stdout', line });
+    });
+    createInterface({ input: child.stderr! }).on('line', (line) => {
+      this.#recentStderr.push(line);
+      if (this.#recentStderr.length > 20) this.#recentStderr.shift();
+      this.#log.warn('stderr', { pid: child.pid, line });
+      this.events.emit('log', { stream: 'stderr', line });
+    });
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(
+          new EngineError('ETIMEDOUT', `engine host ${this.name} did not start within ${this.#timeout()} ms`),
+        );
+      }, this.#timeout());
+      child.once('message', (m: unknown) => {
+        clearTimeout(timer);
+        if (isHostResponse(m) && m.type === 'ready') resolve();
+        else
+          reject(
+            new EngineError('EENGINE', `engine host ${this.name} sent ${JSON.stringify(m)} instead of ready`),
+          );
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        const tail = this.#recentStderr.slice(-5).join(' | ');
+        reject(
+          new EngineError(
+            'EHOSTEXIT',
+            `engine host ${this.name} exited with ${describeExit({ code, signal })} before it was ready${tail ? `: ${tail}` : ''}`,
+            { code, signal },
+          ),
+        );
+      });
+    });
+    child.on('message', (m: unknown) => {
+      if (isHostResponse(m)) this.#onMessage(m);
+    });
+    child.on('exit', (code, signal) => this.#onExit(child, { code, signal }));
+    child.on('error', (err) => this.#log.error('host process error', { err }));
+    await ready;
+    this.#log.debug('ready', { pid: child.pid });
+  }
+
+  #timeout(): number {
+    return this.#options.startTimeoutMs ?? 30_000;
+  }
+
+  #onMessage(m: HostResponse): void {
+    if (m.type === 'ready') return;
+    const p = this.#pending.get(m.id);
+    if (!p) return;
+    switch (m.type) {
+      case 'piece':
+        p.stream?.push(m.text);
+        return;
+      case 'done':
+        this.#pending.delete(m.id);
+        p.stream?.finish(m.result);
+        return;
+      case 'result':
+        this.#pending.delete(m.id);
+        p.resolve(m.value);
+        return;
+      case 'error': {
+        this.#pending.delete(m.id);
+        const err = new EngineError(m.error.code as EngineErrorCode, m.error.message);
+        if (p.stream) p.stream.fail(err);
+        else p.reject(err);
+        return;
+      }
+    }
+  }
+
+  #onExit(child: ChildProcess, exit: HostExit): void {
+    if (this.#child !== child) return;
+    this.#exit = exit;
+    const expected = this.#closing;
+    if (!expected) this.#log.error('engine host exited', { pid: child.pid, ...exit });
+    for (const [id, p] of this.#pending) {
+      this.#pending.delete(id);
+      const err = new EngineError(
+        'EHOSTEXIT',
+        `engine host ${this.name} (pid ${child.pid}) exited with ${describeExit(exit)} during ${p.what}`,
+        { ...exit, pid: child.pid },
+      );
+      if (p.stream) p.stream.fail(err);
+      else p.reject(err);
+    }
+    this.events.emit('exit', { ...exit, expected });
+  }
+
+  #assertAlive(what: string): ChildProcess {
+    const child = this.#child;
+    if (!child || this.#exit || !child.connected) {
+      const how = this.#exit ? ` (it exited with ${describeExit(this.#exit)})` : '';
+      throw new EngineError('EHOSTEXIT', `engine host ${this.name} is not running${how}; cannot ${what}`, {
+        ...this.#exit,
+      });
+    }
+    return child;
+  }
+
+  #post(msg: Outgoing): void {
+    const child = this.#assertAlive(msg.type);
+    child.send({ ...msg, id: this.#nextId++ } as HostRequest);
+  }
+
+  #send(msg: Outgoing, what: string, stream?: HostGeneration): number {
+    const child = this.#assertAlive(what);
+    const id = this.#nextId++;
+    const pending: Pending = { what, resolve: () => {}, reject: () => {}, ...(stream ? { stream } : {}) };
+    this.#pending.set(id, pending);
+    child.send({ ...msg, id } as HostRequest);
+    return id;
+  }
+
+  #request(msg: Outgoing, what: string): Promise<HostResultValue> {
+    return new Promise<HostResultValue>((resolve, reject) => {
+      try {
+        const id = this.#send(msg, what);
+        const p = this.#pending.get(id)!;
+        p.resolve = resolve;
+        p.reject = reject;
+      } catch (err) {
+        reject(err);
+      }
+    });
+  }
+}
+
+function emptyStats(): GenerationStats {
+  return {
+    promptTokens: 0,
+    generatedTokens: 0,
+    historyTokens: 0,
+    prefillUs: 0,
+    decodeUs: 0,
+    sampleUs: 0,
+    visionUs: 0,
+    audioUs: 0,
+    ttfaUs: 0,
+    audioInputSeconds: 0,
+    finishReason: 'aborted',
+  };
+}

@@ -1,0 +1,54 @@
+// The engine host protocol: typed messages over Node's IPC channel (advanced serialization, so typed arrays
+// cross intact). stdout is never a protocol channel: MNN prints its diagnostics there, and the client turns
+// those lines into log records.
+import type {
+  GenerateOptions,
+  GenerationResult,
+  GenerationStats,
+  LlmCapabilities,
+  LlmConfigOverrides,
+} from '../llm.js';
+import type { ChatMessage } from '../prompt.js';
+
+/** GenerateOptions without the signal, which stays on the client side and crosses as a `cancel` message. */
+export type HostGenerateOptions = Omit<GenerateOptions, 'signal'>;
+
+export type HostRequest =
+  | { type: 'load'; id: number; configPath: string; overrides: LlmConfigOverrides }
+  | { type: 'generate'; id: number; input: string | ChatMessage[]; options: HostGenerateOptions }
+  | { type: 'cancel'; id: number; target: number }
+  | { type: 'stats'; id: number }
+  | { type: 'reset'; id: number }
+  | { type: 'unload'; id: number }
+  | { type: 'exit'; id: number };
+
+export interface LoadedModel {
+  configPath: string;
+  capabilities: LlmCapabilities;
+  config: Record<string, unknown>;
+}
+
+export interface WireError {
+  code: string;
+  message: string;
+}
+
+export type HostResponse =
+  | { type: 'ready'; pid: number }
+  | { type: 'result'; id: number; value: HostResultValue }
+  | { type: 'error'; id: number; error: WireError }
+  | { type: 'piece'; id: number; text: string }
+  | { type: 'done'; id: number; result: GenerationResult };
+
+export type HostResultValue = LoadedModel | GenerationStats | null | undefined;
+
+export function isHostRequest(v: unknown): v is HostRequest {
+  if (v === null || typeof v !== 'object') return false;
+  const m = v as { type?: unknown; id?: unknown };
+  return typeof m.type === 'string' && typeof m.id === 'number';
+}
+
+export function isHostResponse(v: unknown): v is HostResponse {
+  if (v === null || typeof v !== 'object') return false;
+  return typeof (v as { type?: unknown }).type === 'string';
+}

@@ -1,0 +1,65 @@
+// Public surface of the engine: the agent imports from here only.
+import { createAddonLoader, type EngineAvailability, unavailableMessage } from './loader.js';
+import type { EngineAddon } from './native.js';
+
+export { EngineError, type EngineErrorCode } from './errors.js';
+export {
+  EngineHostClient,
+  type EngineHostEvents,
+  type EngineHostOptions,
+  type HostExit,
+  HostGeneration,
+} from './host/client.js';
+export type { LoadedModel } from './host/protocol.js';
+export {
+  type GenerateOptions,
+  type GenerationResult,
+  type GenerationStats,
+  Llm,
+  type LlmCapabilities,
+  type LlmConfigOverrides,
+  LlmGeneration,
+  type LlmLoadOptions,
+  SPEECH_SAMPLE_RATE,
+  type SpeakOptions,
+  type SpeechChunk,
+} from './llm.js';
+export {
+  addonCandidates,
+  createAddonLoader,
+  ENGINE_HELP,
+  type EngineAvailability,
+  unavailableMessage,
+} from './loader.js';
+export { Module, type ModuleLoadOptions, type ModuleOutput, type Tensor } from './module.js';
+export type {
+  BackendInfo,
+  BackendName,
+  FinishReason,
+  RuntimeInfo,
+  TensorData,
+  TensorType,
+} from './native.js';
+export type { AudioInput, ChatMessage, ImageInput } from './prompt.js';
+
+/** Whether the MNN engine can be used here, and if not, why (the same reason the loader would throw with). */
+export function engineAvailability(): EngineAvailability {
+  return createAddonLoader().availability();
+}
+
+/** The one line a skipped engine test or a refused load prints. */
+export function engineUnavailableLine(
+  availability: EngineAvailability = engineAvailability(),
+): string | undefined {
+  return availability.available ? undefined : unavailableMessage(availability.reason);
+}
+
+/** The addon, or an EngineError (code ENOENGINE) whose message says what to do. */
+export function loadEngineAddon(): EngineAddon {
+  return createAddonLoader().load();
+}
+
+/** MNN version, backends compiled in and usable, CPU features. */
+export function runtimeInfo() {
+  return loadEngineAddon().runtimeInfo();
+}

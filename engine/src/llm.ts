@@ -1,0 +1,373 @@
+// Llm: an MNN LLM (text, vision or audio input) with a pull-based token stream. Each pulled piece is one decode
+// step on a worker thread, so an AbortSignal stops generation within one token and a slow consumer slows the
+// model instead of growing a buffer.
+import { invalidParameter } from '../../agent/common/errors.js';
+import { EngineError, fromNative } from './errors.js';
+import { createAddonLoader } from './loader.js';
+import type { BackendName, EngineAddon, FinishReason, NativeLlmHandle, NativeLlmStats } from './native.js';
+import { type AudioInput, buildPrefillRequest, type ChatMessage, type ImageInput } from './prompt.js';
+import { SerialQueue } from './serial-queue.js';
+
+type Level = 'low' | 'normal' | 'high';
+
+/** MNN's own config keys (config.json / llm_config.json), applied over the model's files with set_config. */
+export interface LlmConfigOverrides {
+  backend_type?: BackendName;
+  thread_num?: number;
+  precision?: Level;
+  memory?: Level;
+  power?: Level;
+  attention_mode?: number;
+  use_mmap?: boolean;
+  max_new_tokens?: number;
+  sampler_type?: string;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  penalty?: number;
+  mllm?: {
+    backend_type?: BackendName;
+    thread_num?: number;
+    precision?: Level;
+    memory?: Level;
+    power?: Level;
+  };
+  [key: string]: unknown;
+}
+
+export interface LlmLoadOptions {
+  overrides?: LlmConfigOverrides;
+  /** The loaded addon; by default the one engine/build holds. */
+  addon?: EngineAddon;
+}
+
+export interface GenerateOptions {
+  /** Upper bound on generated tokens; defaults to the config's max_new_tokens. */
+  maxNewTokens?: number;
+  images?: ImageInput[];
+  audios?: AudioInput[];
+  signal?: AbortSignal;
+  /** Wrap a string prompt in the model's chat template (default: the config's use_template, true). */
+  applyTemplate?: boolean;
+}
+
+export type GenerationStats = NativeLlmStats;
+
+/** MNN's talkers (Qwen2.5-Omni token2wav, Qwen3-TTS) produce 24 kHz mono float PCM. */
+export const SPEECH_SAMPLE_RATE = 24000;
+
+export interface SpeechChunk {
+  samples: Float32Array;
+  sampleRate: number;
+  /** The talker's last chunk of this utterance. */
+  last: boolean;
+}
+
+export interface SpeakOptions {
+  /** Qwen3-TTS style: synthesise this text. Without it, the talker voices the last generation (Qwen2.5-Omni). */
+  text?: string;
+  language?: string;
+  maxNewTokens?: number;
+  /** Reference voice (WAV path) for voice cloning talkers. */
+  refAudio?: string;
+  signal?: AbortSignal;
+}
+
+export interface GenerationResult {
+  text: string;
+  finishReason: FinishReason;
+  stats: GenerationStats;
+}
+
+export interface LlmCapabilities {
+  vision: boolean;
+  audio: boolean;
+  talker: boolean;
+}
+
+function checkOverrides(overrides: unknown): LlmConfigOverrides {
+  if (overrides === undefined) return {};
+  if (overrides === null || typeof overrides !== 'object' || Array.isArray(overrides)) {
+    throw invalidParameter('overrides', 'an object of MNN config keys', overrides);
+  }
+  for (const [k, v] of Object.entries(overrides)) {
+    if (typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint' || v === undefined) {
+      throw invalidParameter(`overrides.${k}`, 'a JSON value', v);
+    }
+  }
+  return overrides as LlmConfigOverrides;
+}
+
+/** A stream of UTF-8-whole text pieces; `result` settles when the stream ends (also when broken off early). */
+export class LlmGeneration implements AsyncIterable<string> {
+  readonly result: Promise<GenerationResult>;
+  readonly #pieces: AsyncGenerator<string, void, undefined>;
+  #iterated = false;
+
+  constructor(run: (settle: (r: GenerationResult) => void) => AsyncGenerator<string, void, undefined>) {
+    let settle!: (r: GenerationResult) => void;
+    let fail!: (e: unknown) => void;
+    this.result = new Promise<GenerationResult>((resolve, reject) => {
+      settle = resolve;
+      fail = reject;
+    });
+    // The error also surfaces through iteration; this keeps an unobserved `result` from crashing the process.
+    this.result.catch(() => {});
+    const pieces = run(settle);
+    this.#pieces = (async function* () {
+      try {
+        yield* pieces;
+      } catch (err) {
+        fail(err);
+        throw err;
+      }
+    })();
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<string, void, undefined> {
+    if (this.#iterated) throw new EngineError('ESTATE', 'a generation can be iterated only once');
+    this.#iterated = true;
+    return this.#pieces;
+  }
+
+  /** Consumes the stream and returns the whole result. */
+  async complete(): Promise<GenerationResult> {
+    for await (const _ of this) {
+      // pieces are collected by the generation itself
+    }
+    return this.result;
+  }
+}
+
+export class Llm {
+  readonly configPath: string;
+  /** The merged configuration MNN will run with (config.json + llm_config.json + overrides). */
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly capabilities: LlmCapabilities;
+  readonly #handle: NativeLlmHandle;
+  readonly #queue = new SerialQueue();
+  #lastStats: GenerationStats | undefined;
+  #disposed: Promise<void> | undefined;
+
+  private constructor(configPath: string, handle: NativeLlmHandle, config: Record<string, unknown>) {
+    this.configPath = configPath;
+    this.#handle = handle;
+    this.config = config;
+    this.capabilities = {
+      vision: config['is_visual'] === true,
+      audio: config['is_audio'] === true,
+      talker: config['has_talker'] === true,
+    };
+  }
+
+  /**
+   * Reads the config, refuses backends this MNN cannot run (MNN would fall back to CPU without a word), then
+   * loads the weights on a worker thread.
+   */
+  static async load(configPath: string, options: LlmLoadOptions = {}): Promise<Llm> {
+    if (typeof configPath !== 'string' || configPath.length === 0) {
+      throw invalidParameter('configPath', 'a path to an MNN LLM config.json', configPath);
+    }
+    const overrides = checkOverrides(options.overrides);
+    const addon = options.addon ?? createAddonLoader().load();
+    let handle: NativeLlmHandle;
+    try {
+      handle = new addon.LlmHandle(configPath, JSON.stringify(overrides));
+    } catch (err) {
+      throw fromNative(err);
+    }
+    try {
+      const config = JSON.parse(handle.configJson()) as Record<string, unknown>;
+      const llm = new Llm(configPath, handle, config);
+      addon.checkBackend(String(config['backend_type'] ?? 'cpu'), `the LLM of ${configPath}`);
+      if (llm.capabilities.vision || llm.capabilities.audio) {
+        const mllm = (config['mllm'] ?? {}) as Record<string, unknown>;
+        addon.checkBackend(
+          String(mllm['backend_type'] ?? 'cpu'),
+          `the vision/audio encoder of ${configPath}`,
+        );
+      }
+      await handle.load();
+      return llm;
+    } catch (err) {
+      await handle.dispose().catch(() => {});
+      throw fromNative(err);
+    }
+  }
+
+  /** Stats of the last finished generation. */
+  get lastStats(): GenerationStats | undefined {
+    return this.#lastStats;
+  }
+
+  get disposed(): boolean {
+    return this.#disposed !== undefined;
+  }
+
+  generate(input: string | ChatMessage[], options: GenerateOptions = {}): LlmGeneration {
+    this.#assertLive('generate');
+    const defaultMax = Number(this.config['max_new_tokens'] ?? 512);
+    const maxNewTokens = options.maxNewTokens ?? defaultMax;
+    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) {
+      throw invalidParameter('maxNewTokens', 'a positive integer', options.maxNewTokens);
+    }
+    const request = buildPrefillRequest(
+      {
+        input,
+        maxNewTokens,
+        applyTemplate: options.applyTemplate ?? this.config['use_template'] !== false,
+        ...(options.images ? { images: options.images } : {}),
+        ...(options.audios ? { audios: options.audios } : {}),
+      },
+      { vision: this.capabilities.vision, audio: this.capabilities.audio, name: this.configPath },
+    );
+    const signal = options.signal;
+    const handle = this.#handle;
+    const queue = this.#queue;
+    const record = (stats: GenerationStats) => {
+      this.#lastStats = stats;
+    };
+    return new LlmGeneration(async function* (settle) {
+      const release = await queue.acquire();
+      const onAbort = () => handle.cancel();
+      let text = '';
+      let reason: FinishReason = 'aborted';
+      let failed = false;
+      try {
+        if (!signal?.aborted) {
+          signal?.addEventListener('abort', onAbort, { once: true });
+          await handle.prefill(request).catch((err: unknown) => {
+            throw fromNative(err);
+          });
+          for (;;) {
+            const step = await handle.step().catch((err: unknown) => {
+              throw fromNative(err);
+            });
+            if (step.text) {
+              text += step.text;
+              yield step.text;
+            }
+            if (step.done) {
+              reason = step.reason === 'stop' || step.reason === 'length' ? step.reason : 'aborted';
+              break;
+            }
+          }
+        }
+      } catch (err) {
+        failed = true;
+        throw err;
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+        // Broken off early (the consumer stopped iterating) counts as aborted: the native generation is left
+        // as it is and the next prefill starts over, so only the lock and the record need settling here.
+        try {
+          if (!failed) {
+            const stats = { ...handle.stats(), finishReason: reason };
+            record(stats);
+            settle({ text, finishReason: reason, stats });
+          }
+        } finally {
+          release();
+        }
+      }
+    });
+  }
+
+  /** Runs a generation to its end and returns the text with its stats. */
+  complete(input: string | ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
+    return this.generate(input, options).complete();
+  }
+
+  /**
+   * Speech out for models with a talker: PCM chunks pulled through a bounded native queue (8 chunks), so an
+   * unread stream pauses the talker; the signal (or breaking off) stops it.
+   */
+  speak(options: SpeakOptions = {}): AsyncGenerator<SpeechChunk, void, undefined> {
+    this.#assertLive('speak');
+    if (!this.capabilities.talker) {
+      throw new EngineError('ENOTSUP', `${this.configPath} has no talker (has_talker is not set in its config)`);
+    }
+    if (options.text !== undefined && (typeof options.text !== 'string' || options.text.length === 0)) {
+      throw invalidParameter('text', 'a non-empty string', options.text);
+    }
+    const { signal, ...request } = options;
+    const handle = this.#handle;
+    const queue = this.#queue;
+    return (async function* () {
+      const release = await queue.acquire();
+      const onAbort = () => handle.cancel();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const running = handle.speak(request);
+      let finished = false;
+      try {
+        for (;;) {
+          const chunk = await handle.nextSpeechChunk();
+          if (chunk === null) break;
+          yield { samples: chunk.samples, sampleRate: SPEECH_SAMPLE_RATE, last: chunk.last };
+        }
+        finished = true;
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+        if (!finished) handle.cancel();
+        try {
+          await running.catch((err: unknown) => {
+            throw fromNative(err);
+          });
+        } finally {
+          release();
+        }
+      }
+    })();
+  }
+
+  /** Clears the conversation (KV cache and history). */
+  async reset(): Promise<void> {
+    return this.#call('reset', () => this.#handle.reset());
+  }
+
+  /** Drops history tokens [begin, end) from the KV cache; end 0 = up to the current length. */
+  async eraseHistory(begin: number, end = 0): Promise<void> {
+    if (!Number.isInteger(begin) || begin < 0)
+      throw invalidParameter('begin', 'a non-negative integer', begin);
+    if (!Number.isInteger(end) || end < 0) throw invalidParameter('end', 'a non-negative integer', end);
+    return this.#call('eraseHistory', () => this.#handle.eraseHistory(begin, end));
+  }
+
+  async encode(text: string): Promise<Int32Array> {
+    if (typeof text !== 'string') throw invalidParameter('text', 'a string', text);
+    return this.#call('encode', () => this.#handle.encode(text));
+  }
+
+  async decode(ids: Int32Array | readonly number[]): Promise<string> {
+    const arr = ids instanceof Int32Array ? ids : Int32Array.from(ids);
+    return this.#call('decode', () => this.#handle.decode(arr));
+  }
+
+  /** Stops a running generation, waits for in-flight calls, frees the model. Idempotent. */
+  dispose(): Promise<void> {
+    if (!this.#disposed) {
+      this.#handle.cancel();
+      this.#disposed = this.#queue
+        .run(() => this.#handle.dispose())
+        .catch((err: unknown) => {
+          throw fromNative(err);
+        });
+    }
+    return this.#disposed;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.dispose();
+  }
+
+  #assertLive(what: string): void {
+    if (this.#disposed) throw new EngineError('EDISPOSED', `Llm.${what}: the model was disposed`);
+  }
+
+  #call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    this.#assertLive(what);
+    return this.#queue.run(fn).catch((err: unknown) => {
+      throw fromNative(err);
+    });
+  }
+}

@@ -1,0 +1,143 @@
+// The typed mirror of engine/native: exactly what the addon exports, nothing more. Public classes wrap these
+// handles; nothing outside engine/src should touch them.
+
+export type BackendName =
+  | 'cpu'
+  | 'metal'
+  | 'cuda'
+  | 'opencl'
+  | 'opengl'
+  | 'vulkan'
+  | 'npu'
+  | 'hexagon'
+  | 'musa';
+
+export interface BackendInfo {
+  name: BackendName;
+  forwardType: number;
+  /** A runtime creator for this backend is registered in the MNN build. */
+  compiledIn: boolean;
+  /** A runtime of this type could be created on this device (driver present). */
+  usable: boolean;
+}
+
+export interface RuntimeInfo {
+  /** MNN::getVersion() of the loaded library. */
+  mnnVersion: string;
+  /** MNN_VERSION of the headers the addon was compiled against. */
+  headerVersion: string;
+  backends: BackendInfo[];
+  /** What MNN's CPU runtime reports for the kernels it selected. */
+  cpu: { fp16: boolean; dotProduct: boolean };
+  /** Optional parts of the MNN install the addon was built with. */
+  features: { audio: boolean; imageCodecs: boolean };
+}
+
+export interface NativeImagePart {
+  key: string;
+  path?: string;
+  data?: Uint8Array;
+  width?: number;
+  height?: number;
+}
+
+export interface NativeAudioPart {
+  key: string;
+  path?: string;
+  samples?: Float32Array;
+  sampleRate?: number;
+}
+
+export interface NativePrefillRequest {
+  text?: string;
+  messages?: Array<[string, string]>;
+  applyTemplate: boolean;
+  maxNewTokens: number;
+  images: NativeImagePart[];
+  audios: NativeAudioPart[];
+}
+
+export type FinishReason = 'stop' | 'length' | 'aborted';
+
+export interface NativeStepResult {
+  text: string;
+  done: boolean;
+  reason: FinishReason | 'none' | null;
+  token: number;
+}
+
+export interface NativeLlmStats {
+  promptTokens: number;
+  generatedTokens: number;
+  historyTokens: number;
+  prefillUs: number;
+  decodeUs: number;
+  sampleUs: number;
+  visionUs: number;
+  audioUs: number;
+  ttfaUs: number;
+  audioInputSeconds: number;
+  finishReason: FinishReason | null;
+}
+
+export interface NativeLlmHandle {
+  configJson(): string;
+  load(): Promise<void>;
+  prefill(request: NativePrefillRequest): Promise<number>;
+  step(): Promise<NativeStepResult>;
+  cancel(): void;
+  stats(): NativeLlmStats;
+  reset(): Promise<void>;
+  eraseHistory(begin: number, end: number): Promise<void>;
+  encode(text: string): Promise<Int32Array>;
+  decode(ids: Int32Array): Promise<string>;
+  dispose(): Promise<void>;
+  speak(request: { text?: string; language?: string; maxNewTokens?: number; refAudio?: string }): Promise<void>;
+  nextSpeechChunk(): Promise<{ samples: Float32Array; last: boolean } | null>;
+}
+
+export type TensorData = Float32Array | Int32Array | Uint8Array | Int8Array;
+export type TensorType = 'float32' | 'int32' | 'uint8' | 'int8';
+
+export interface NativeModuleLoadOptions {
+  path: string;
+  inputs: string[];
+  outputs: string[];
+  backend: string;
+  threads: number;
+  precision: string;
+  memory: string;
+  power: string;
+}
+
+export interface NativeTensorIn {
+  data: TensorData;
+  shape: number[];
+}
+
+export interface NativeTensorOut {
+  name: string;
+  data: TensorData;
+  shape: number[];
+  type: TensorType;
+}
+
+export interface NativeModuleInfo {
+  inputs: Array<{ name: string; shape?: number[]; type?: string }>;
+  outputs: string[];
+}
+
+export interface NativeModuleHandle {
+  load(options: NativeModuleLoadOptions): Promise<void>;
+  forward(inputs: NativeTensorIn[]): Promise<NativeTensorOut[]>;
+  info(): NativeModuleInfo;
+  dispose(): Promise<void>;
+}
+
+export interface EngineAddon {
+  LlmHandle: new (configPath: string, overridesJson: string) => NativeLlmHandle;
+  ModuleHandle: new () => NativeModuleHandle;
+  runtimeInfo(): RuntimeInfo;
+  /** Throws (code EBACKEND) when `name` is unknown, not compiled in, or cannot start here. */
+  checkBackend(name: string, purpose: string): void;
+}

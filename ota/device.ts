@@ -1,0 +1,141 @@
+// Composition of the device side from configuration: trust store, journal, downloader, runner, and the ports
+// (runtime's when given, else the model store's with llm_demo as the probe). `createOtaModule` packages it
+// as an AgentModule for agent/main.ts.
+
+import { arch as hostArch } from 'node:os';
+import { join } from 'node:path';
+import { MnnEdgeError } from '../agent/common/errors.js';
+import type { Logger } from '../agent/common/log.js';
+import { type OtaConfig, resolveOtaConfig } from '../agent/config/sections/ota.js';
+import type { AgentContext, AgentModule } from '../agent/main.js';
+import type { Db, KvStore } from '../agent/store/database.js';
+import type { ModelStore } from '../models/index.js';
+import { Downloader } from './download.js';
+import { JobRunner } from './job-runner.js';
+import { JobJournal } from './journal.js';
+import { LlmDemoProbe } from './llm-demo-probe.js';
+import { attachOtaToMqtt, type OtaDeviceLink, type OtaMqttClient } from './mqtt-device.js';
+import type { ActivationPort, HealthProbe, PackageInstaller } from './ports.js';
+import { ModelStoreInstaller, StoreActivation } from './store-adapter.js';
+import type { DeviceFacts } from './targets.js';
+import { type TimeSource, TrustStore, trustPolicyFromConfig } from './trust.js';
+
+export interface OtaPorts {
+  installer: PackageInstaller;
+  activation: ActivationPort;
+  probe: HealthProbe;
+}
+
+export interface OtaDeviceOptions {
+  db: Db;
+  dataDir: string;
+  config: OtaConfig;
+  facts: DeviceFacts;
+  time: TimeSource;
+  logger: Logger;
+  ports: OtaPorts;
+}
+
+export interface OtaDevice {
+  runner: JobRunner;
+  trust: TrustStore;
+  journal: JobJournal;
+  downloader: Downloader;
+}
+
+export function stagingDirOf(config: OtaConfig, dataDir: string): string {
+  return config.stagingDir ?? join(dataDir, 'ota', 'staging');
+}
+
+export function createOtaDevice(o: OtaDeviceOptions): OtaDevice {
+  const trust = new TrustStore(o.db, trustPolicyFromConfig(o.config.trustedKeys, o.config.threshold), o.time);
+  const journal = new JobJournal(o.db, () => o.time.trustedNow());
+  const downloader = new Downloader(o.config.download);
+  const runner = new JobRunner({
+    facts: o.facts,
+    journal,
+    trust,
+    downloader,
+    ...o.ports,
+    stagingDir: stagingDirOf(o.config, o.dataDir),
+    health: {
+      ...o.config.health,
+      ...(o.config.health.referenceImage ? { referenceImage: o.config.health.referenceImage } : {}),
+    },
+    time: o.time,
+    logger: o.logger,
+  });
+  return { runner, trust, journal, downloader };
+}
+
+/** A probe that refuses: with neither the runtime nor llm_demo there is nothing to measure health with. */
+const noProbe: HealthProbe = {
+  async measure() {
+    throw new MnnEdgeError(
+      'EPROBE',
+      'No health probe available: run the agent with the runtime, or set ota.llmDemo to MNN llm_demo',
+    );
+  },
+};
+
+/** Ports over the model store, for when the runtime does not provide activation and probing. */
+export function storePorts(
+  store: ModelStore,
+  kv: KvStore,
+  config: OtaConfig,
+): OtaPorts & { activation: StoreActivation } {
+  const activation = new StoreActivation(store, kv);
+  const probe = config.llmDemo
+    ? new LlmDemoProbe({
+        binary: config.llmDemo,
+        modelDir: (id, version) => store.packageDir({ id, version }),
+      })
+    : noProbe;
+  return { installer: new ModelStoreInstaller(store), activation, probe };
+}
+
+export interface OtaModuleOptions {
+  /** The fleet connection's MQTT client, once connected; OTA jobs need a broker. */
+  mqtt: () => OtaMqttClient | undefined;
+  /** The model store the agent opened. */
+  store: () => ModelStore;
+  /** The runtime's ports when it provides them; otherwise the store's ports are used. */
+  ports?: (ctx: AgentContext) => OtaPorts | undefined;
+}
+
+export function createOtaModule(options: OtaModuleOptions): AgentModule {
+  let device: OtaDevice | undefined;
+  let link: OtaDeviceLink | undefined;
+  return {
+    name: 'ota',
+    async start(ctx) {
+      const config = resolveOtaConfig(ctx.config['ota']);
+      const ports = options.ports?.(ctx) ?? storePorts(options.store(), ctx.kv, config);
+      device = createOtaDevice({
+        db: ctx.db,
+        dataDir: ctx.config.dataDir,
+        config,
+        facts: { deviceId: ctx.identity.deviceId, tags: ctx.config.tags, arch: hostArch() },
+        time: ctx.time,
+        logger: ctx.logger.child('ota'),
+        ports,
+      });
+      device.runner.start();
+      const client = options.mqtt();
+      if (client) {
+        link = await attachOtaToMqtt(
+          client,
+          device.runner,
+          { deviceId: ctx.identity.deviceId, tags: ctx.config.tags },
+          ctx.logger.child('ota'),
+        );
+      } else {
+        ctx.logger.warn('ota: no MQTT connection; jobs resume from the journal but new ones cannot arrive');
+      }
+    },
+    async stop() {
+      await link?.detach();
+      await device?.runner.stop();
+    },
+  };
+}

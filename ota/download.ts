@@ -1,0 +1,406 @@
+// Resumable, verified download of one artifact into the staging directory. Bytes go to `<dest>.part`; the
+// sha256 is updated only after the bytes reached the file, so the running hash always equals the file's prefix
+// and a retry continues from there with an HTTP Range request. Only a complete file whose hash matches is
+// fsynced and renamed to `<dest>`: a power cut leaves either a resumable .part or a fully verified file.
+
+import { createHash, type Hash } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  write as fsWrite,
+  writev as fsWritev,
+  fsyncSync,
+  ftruncateSync,
+  openSync,
+  rmSync,
+  statfsSync,
+  statSync,
+} from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { dirname } from 'node:path';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { type Clock, sleep as defaultSleep, systemClock } from '../agent/common/clock.js';
+import { renameDurable } from '../agent/common/durable-fs.js';
+import { MnnEdgeError } from '../agent/common/errors.js';
+import { TypedEventEmitter } from '../agent/common/typed-events.js';
+import { OtaRejection } from './rejection.js';
+
+export interface DownloadTarget {
+  url: string;
+  /** Final path of the verified file; `<dest>.part` holds the partial download. */
+  dest: string;
+  length: number;
+  sha256: string;
+}
+
+export interface DownloadPolicy {
+  /** Bandwidth cap in bytes per second; 0 = unlimited. */
+  maxBytesPerSecond: number;
+  /** Consecutive failed attempts (without any new bytes) before giving up. */
+  retries: number;
+  backoffMs: number;
+  maxBackoffMs: number;
+  /** Free space that must remain after the download and whatever else the caller needs (extraBytes). */
+  headroomBytes: number;
+  /** A connection with no data for this long is dropped and retried. */
+  idleTimeoutMs: number;
+  /** PEM CA bundle for https:// servers with a private CA. */
+  ca?: string;
+}
+
+export const defaultDownloadPolicy: DownloadPolicy = {
+  maxBytesPerSecond: 0,
+  retries: 8,
+  backoffMs: 500,
+  maxBackoffMs: 30_000,
+  headroomBytes: 64 * 1024 * 1024,
+  idleTimeoutMs: 30_000,
+};
+
+export interface DownloadProgress {
+  done: number;
+  total: number;
+}
+
+export type DownloadEvents = {
+  progress: DownloadProgress;
+  retry: { attempt: number; delayMs: number; error: string; done: number };
+};
+
+export interface DownloadDeps {
+  clock?: Clock;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Free bytes available to an unprivileged writer in `dir`. */
+  freeBytes?: (dir: string) => number;
+  random?: () => number;
+}
+
+export interface DownloadResult {
+  path: string;
+  bytes: number;
+  resumedFrom: number;
+  attempts: number;
+}
+
+export function freeBytesIn(dir: string): number {
+  const s = statfsSync(dir);
+  return Number(s.bavail) * Number(s.bsize);
+}
+
+class RetryableError extends Error {}
+
+/** Everything the sink has written, shared across attempts. */
+interface SinkState {
+  fd: number;
+  hash: Hash;
+  offset: number;
+  length: number;
+}
+
+export class Downloader extends TypedEventEmitter<DownloadEvents> {
+  readonly #policy: DownloadPolicy;
+  readonly #clock: Clock;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  readonly #freeBytes: (dir: string) => number;
+  readonly #random: () => number;
+
+  constructor(policy: Partial<DownloadPolicy> = {}, deps: DownloadDeps = {}) {
+    super();
+    this.#policy = { ...defaultDownloadPolicy, ...policy };
+    this.#clock = deps.clock ?? systemClock;
+    this.#sleep = deps.sleep ?? defaultSleep;
+    this.#freeBytes = deps.freeBytes ?? freeBytesIn;
+    this.#random = deps.random ?? Math.random;
+  }
+
+  /** @param extraBytes space the caller needs besides the download itself (e.g. the unpacked package). */
+  async fetch(
+    target: DownloadTarget,
+    options: { signal?: AbortSignal; extraBytes?: number } = {},
+  ): Promise<DownloadResult> {
+    if (await this.#alreadyVerified(target)) {
+      this.emit('progress', { done: target.length, total: target.length });
+      return { path: target.dest, bytes: target.length, resumedFrom: target.length, attempts: 0 };
+    }
+    const part = `${target.dest}.part`;
+    // Not O_APPEND: Linux pwrite() ignores the offset on append-mode descriptors.
+    const fd = openSync(part, constants.O_RDWR | constants.O_CREAT, 0o644);
+    try {
+      let offset = statSync(part).size;
+      if (offset > target.length) {
+        ftruncateSync(fd, 0);
+        offset = 0;
+      }
+      this.#checkSpace(dirname(part), target.length - offset + (options.extraBytes ?? 0));
+      const state: SinkState = { fd, hash: createHash('sha256'), offset: 0, length: target.length };
+      if (offset > 0) await hashPrefix(part, offset, state.hash);
+      state.offset = offset;
+      const resumedFrom = offset;
+      const attempts = await this.#transfer(target, state, options.signal);
+      fsyncSync(fd);
+      const digest = state.hash.digest('hex');
+      if (digest !== target.sha256) {
+        closeSync(fd);
+        rmSync(part, { force: true });
+        throw new OtaRejection(
+          'hash-mismatch',
+          `Downloaded ${target.url} has sha256 ${digest}, expected ${target.sha256}`,
+          { expected: target.sha256, actual: digest },
+        );
+      }
+      closeSync(fd);
+      renameDurable(part, target.dest);
+      return { path: target.dest, bytes: target.length, resumedFrom, attempts };
+    } catch (err) {
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed on the hash-mismatch path
+      }
+      // A wrong length means the server has a different file: resuming it can never succeed.
+      if (err instanceof OtaRejection) rmSync(part, { force: true });
+      throw err;
+    }
+  }
+
+  async #alreadyVerified(target: DownloadTarget): Promise<boolean> {
+    let size: number;
+    try {
+      size = statSync(target.dest).size;
+    } catch {
+      return false;
+    }
+    if (size === target.length) {
+      const h = createHash('sha256');
+      await hashPrefix(target.dest, size, h);
+      if (h.digest('hex') === target.sha256) return true;
+    }
+    rmSync(target.dest, { force: true });
+    return false;
+  }
+
+  #checkSpace(dir: string, needed: number): void {
+    const free = this.#freeBytes(dir);
+    const required = needed + this.#policy.headroomBytes;
+    if (free < required) {
+      throw new MnnEdgeError(
+        'ENOSPC',
+        `Not enough disk space in ${dir}: ${required} bytes needed (${needed} + ${this.#policy.headroomBytes} headroom), ${free} free`,
+        { required, free },
+      );
+    }
+  }
+
+  async #transfer(target: DownloadTarget, state: SinkState, signal?: AbortSignal): Promise<number> {
+    let failures = 0;
+    let attempts = 0;
+    while (state.offset < state.length) {
+      signal?.throwIfAborted();
+      attempts++;
+      const before = state.offset;
+      try {
+        await this.#attempt(target, state, signal);
+        if (state.offset < state.length) throw new RetryableError('connection closed early');
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        if (!(err instanceof RetryableError) && !isNetworkError(err)) throw err;
+        failures = state.offset > before ? 1 : failures + 1;
+        if (failures > this.#policy.retries) {
+          throw new MnnEdgeError(
+            'EDOWNLOAD',
+            `Download of ${target.url} failed after ${failures} attempts without progress: ${(err as Error).message}`,
+            { done: state.offset, total: state.length },
+          );
+        }
+        const exp = Math.min(this.#policy.maxBackoffMs, this.#policy.backoffMs * 2 ** (failures - 1));
+        const delayMs = Math.round(exp * (0.5 + this.#random() / 2));
+        this.emit('retry', { attempt: attempts, delayMs, error: (err as Error).message, done: state.offset });
+        await this.#sleep(delayMs, signal);
+      }
+    }
+    return attempts;
+  }
+
+  async #attempt(target: DownloadTarget, state: SinkState, signal?: AbortSignal): Promise<void> {
+    const res = await this.#request(target.url, state.offset, signal);
+    const status = res.statusCode ?? 0;
+    if (status >= 500 || status === 408 || status === 429) {
+      res.resume();
+      throw new RetryableError(`HTTP ${status} from ${target.url}`);
+    }
+    if (status === 416) {
+      res.resume();
+      throw new OtaRejection(
+        'length-mismatch',
+        `Server refused range from byte ${state.offset} of ${target.url}: the file is shorter than the expected ${state.length} bytes`,
+      );
+    }
+    if (status === 200 && state.offset > 0) {
+      // The server ignored the Range header: start over from byte 0.
+      ftruncateSync(state.fd, 0);
+      state.offset = 0;
+      state.hash = createHash('sha256');
+    } else if (status === 206) {
+      const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers['content-range'] ?? '');
+      if (!range || Number(range[1]) !== state.offset) {
+        res.resume();
+        throw new RetryableError(`unexpected Content-Range ${res.headers['content-range'] ?? '(none)'}`);
+      }
+      if (range[3] !== '*' && Number(range[3]) !== state.length) {
+        res.resume();
+        throw lengthMismatch(target, Number(range[3]));
+      }
+    } else if (status !== 200) {
+      res.resume();
+      throw new MnnEdgeError('EDOWNLOAD', `HTTP ${status} from ${target.url}`, { status });
+    }
+    const declared = res.headers['content-length'];
+    if (declared !== undefined && Number(declared) !== state.length - state.offset) {
+      res.resume();
+      throw lengthMismatch(target, state.offset + Number(declared));
+    }
+    await pipeline(res, this.#sink(target, state), { signal });
+    // A body that ended cleanly but short means the file is shorter than signed, not a cut connection.
+    if (res.complete && state.offset < state.length) throw lengthMismatch(target, state.offset);
+  }
+
+  #request(url: string, offset: number, signal?: AbortSignal): Promise<IncomingMessage> {
+    const parsed = new URL(url);
+    const headers: Record<string, string> = { 'accept-encoding': 'identity' };
+    if (offset > 0) headers['range'] = `bytes=${offset}-`;
+    return new Promise((resolve, reject) => {
+      const options = { headers, signal, ...(this.#policy.ca ? { ca: this.#policy.ca } : {}) };
+      let req: ReturnType<typeof httpRequest>;
+      if (parsed.protocol === 'https:') req = httpsRequest(parsed, options, resolve);
+      else if (parsed.protocol === 'http:') req = httpRequest(parsed, options, resolve);
+      else
+        return reject(new MnnEdgeError('EDOWNLOAD', `Unsupported URL scheme ${parsed.protocol} in ${url}`));
+      req.setTimeout(this.#policy.idleTimeoutMs, () =>
+        req.destroy(new RetryableError(`no data for ${this.#policy.idleTimeoutMs} ms`)),
+      );
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  #sink(target: DownloadTarget, state: SinkState): Writable {
+    const rate = this.#policy.maxBytesPerSecond;
+    const startMs = this.#clock.monotonicMs();
+    const startOffset = state.offset;
+    const writeAll = (chunks: Buffer[], done: (err?: Error | null) => void) => {
+      const size = chunks.reduce((n, c) => n + c.length, 0);
+      if (state.offset + size > state.length) {
+        return done(lengthMismatch(target, state.offset + size, 'at least '));
+      }
+      const after = (err: NodeJS.ErrnoException | null) => {
+        if (err) return done(err);
+        for (const c of chunks) state.hash.update(c);
+        state.offset += size;
+        this.emit('progress', { done: state.offset, total: state.length });
+        if (rate <= 0) return done();
+        // Token bucket with a zero-size burst: hold the stream until the average rate is back under the cap.
+        const dueMs = startMs + ((state.offset - startOffset) / rate) * 1000;
+        const waitMs = dueMs - this.#clock.monotonicMs();
+        if (waitMs > 1) this.#sleep(waitMs).then(() => done(), done);
+        else done();
+      };
+      // Positional writes: the file offset is ours, never an append racing a truncate.
+      if (chunks.length === 1) fsWrite(state.fd, chunks[0]!, 0, size, state.offset, after);
+      else fsWritev(state.fd, chunks, state.offset, after);
+    };
+    return new Writable({
+      highWaterMark: 1 << 20,
+      write: (chunk: Buffer, _enc, cb) => writeAll([chunk], cb),
+      writev: (items, cb) =>
+        writeAll(
+          items.map((i) => i.chunk as Buffer),
+          cb,
+        ),
+    });
+  }
+}
+
+function lengthMismatch(target: DownloadTarget, actual: number, qualifier = ''): OtaRejection {
+  return new OtaRejection(
+    'length-mismatch',
+    `Artifact at ${target.url} is ${qualifier}${actual} bytes, expected ${target.length}`,
+    { expected: target.length, actual },
+  );
+}
+
+function isNetworkError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return (
+    typeof code === 'string' &&
+    [
+      'ECONNRESET',
+      'ECONNREFUSED',
+      'EPIPE',
+      'ETIMEDOUT',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      'EAI_AGAIN',
+      'ERR_STREAM_PREMATURE_CLOSE',
+    ].includes(code)
+  );
+}
+
+async function hashPrefix(path: string, length: number, hash: Hash): Promise<void> {
+  if (length === 0) return;
+  for await (const chunk of createReadStream(path, { start: 0, end: length - 1, highWaterMark: 1 << 20 })) {
+    hash.update(chunk as Buffer);
+  }
+}
+
+function simpleRequest(url: string, method: 'GET' | 'HEAD'): Promise<IncomingMessage> {
+  const parsed = new URL(url);
+  const request =
+    parsed.protocol === 'https:' ? httpsRequest : parsed.protocol === 'http:' ? httpRequest : undefined;
+  if (!request)
+    return Promise.reject(
+      new MnnEdgeError('EDOWNLOAD', `Unsupported URL scheme ${parsed.protocol} in ${url}`),
+    );
+  return new Promise((resolve, reject) => {
+    const req = request(parsed, { method }, resolve);
+    req.setTimeout(defaultDownloadPolicy.idleTimeoutMs, () => req.destroy(new Error('timed out')));
+    req.on('error', (err) => reject(new MnnEdgeError('EDOWNLOAD', `Cannot fetch ${url}: ${err.message}`)));
+    req.end();
+  });
+}
+
+/** The size a server announces for `url` (HEAD); used only where a hash, not the server, decides trust. */
+export async function probeLength(url: string): Promise<number> {
+  const res = await simpleRequest(url, 'HEAD');
+  res.resume();
+  const length = Number(res.headers['content-length']);
+  if (res.statusCode !== 200 || !Number.isSafeInteger(length) || length <= 0) {
+    throw new MnnEdgeError(
+      'EDOWNLOAD',
+      `HEAD ${url} gave HTTP ${res.statusCode} without a usable Content-Length`,
+    );
+  }
+  return length;
+}
+
+/** A small document (targets) fetched whole, refusing anything over `maxBytes`. */
+export async function fetchBytes(url: string, maxBytes: number): Promise<Buffer> {
+  const res = await simpleRequest(url, 'GET');
+  if (res.statusCode !== 200) {
+    res.resume();
+    throw new MnnEdgeError('EDOWNLOAD', `GET ${url} gave HTTP ${res.statusCode}`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      res.destroy();
+      throw new MnnEdgeError('EDOWNLOAD', `GET ${url} is larger than ${maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}

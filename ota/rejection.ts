@@ -1,0 +1,34 @@
+// Every way an update can be refused, as data: the device reports the reason over MQTT, the operator's tools
+// count them, and tests assert them. A rejection always means nothing was installed and nothing from the
+// offending document was trusted.
+
+import { MnnEdgeError } from '../agent/common/errors.js';
+
+export const REJECT_REASONS = [
+  'malformed',
+  'unknown-key',
+  'bad-signature',
+  'threshold',
+  'rollback',
+  'expired',
+  'no-target',
+  'length-mismatch',
+  'hash-mismatch',
+  'unsafe-archive',
+  'manifest-mismatch',
+] as const;
+
+export type RejectReason = (typeof REJECT_REASONS)[number];
+
+export class OtaRejection extends MnnEdgeError {
+  readonly reason: RejectReason;
+  constructor(reason: RejectReason, message: string, details?: Record<string, unknown>) {
+    super('EOTAREJECT', message, { reason, ...details });
+    this.name = 'OtaRejection';
+    this.reason = reason;
+  }
+}
+
+export function isRejection(err: unknown): err is OtaRejection {
+  return err instanceof OtaRejection;
+}

@@ -1,0 +1,201 @@
+// The runtime with real engine hosts and MNN: hot swap under load, a host killed mid-generation, and a backend
+// this host cannot run.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { sleep, systemClock } from '../../agent/common/clock.js';
+import { createMemoryLogger } from '../../agent/common/log.js';
+import type { CatalogModel, PlanBoard, SlotSpec } from '../../agent/plan/types.js';
+import { engineHostFactory } from '../../agent/runtime/engine-host-adapter.js';
+import type { EngineFailure } from '../../agent/runtime/engine-port.js';
+import type { RuntimeEvents } from '../../agent/runtime/events.js';
+import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
+import { Runtime } from '../../agent/runtime/runtime.js';
+import { openStore } from '../../agent/store/database.js';
+import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { runtimeInfo } from '../../engine/src/index.js';
+import { engineOrSkip, expectedOutput, models } from './_engine.js';
+
+const MiB = 1024 * 1024;
+
+const board: PlanBoard = {
+  boardId: 'engine-test-host',
+  ramBytes: totalmem(),
+  cpuClusters: [],
+  backends: [
+    { backend: 'cpu', available: true, reason: 'MNN CPU runtime' },
+    { backend: 'opencl', available: false, reason: 'not compiled into this MNN' },
+  ],
+  priors: [],
+  threadAdvice: { threads: 1, cpus: [], reason: '1 thread: the test machine is shared' },
+};
+
+function tinyModel(version: string, configPath: string, quant: string): CatalogModel {
+  return {
+    id: 'tiny-llm',
+    version,
+    kind: 'llm',
+    variants: [
+      {
+        variantId: quant,
+        quant,
+        weightBytes: 1 * MiB,
+        kvBytesPerToken: 256,
+        backends: ['cpu', 'opencl'],
+        configPath,
+      },
+    ],
+  };
+}
+
+const catalog = {
+  models: [tinyModel('1', models.tinyLlm, 'fp32'), tinyModel('2', models.tinyLlmInt4, 'int4')],
+};
+
+const slots: SlotSpec[] = [
+  {
+    slot: 'voice.llm',
+    use: { model: { id: 'tiny-llm', version: '1' } },
+    priority: 80,
+    contextTokens: 256,
+    enabled: true,
+  },
+];
+
+function setup() {
+  const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-runtime-'));
+  const log = createMemoryLogger(5000);
+  const runtime = new Runtime({
+    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+    clock: systemClock,
+    log,
+    hosts: engineHostFactory({ engineVersion: runtimeInfo().mnnVersion, log, cwd: scratch }),
+    memory: procSystemMemory('/'),
+    sources: { board: () => board, catalog: () => catalog },
+    options: { memoryReserveBytes: 64 * MiB, drainTimeoutMs: 5_000, acquireTimeoutMs: 60_000 },
+  });
+  const events: { [K in keyof RuntimeEvents]?: RuntimeEvents[K][] } = {};
+  for (const name of ['switch', 'fallback', 'memory-released', 'plan'] as const)
+    runtime.events.on(name, (p) => {
+      (events[name] ??= [] as never[]).push(p as never);
+    });
+  return {
+    runtime,
+    events,
+    log,
+    async close() {
+      await runtime.stop();
+      rmSync(scratch, { recursive: true, force: true });
+    },
+  };
+}
+
+const fp32 = 'tiny-llm@1/fp32|cpu t1 p:low m:low cpus:any';
+const int4 = 'tiny-llm@2/int4|cpu t1 p:low m:low cpus:any';
+
+if (engineOrSkip(test, 'runtime')) {
+  test.serial(
+    'hot swap tiny-llm → tiny-llm-int4 under concurrent requests: 0 failed, old host gone',
+    async (t) => {
+      const { runtime, events, close } = setup();
+      try {
+        await runtime.configure(slots);
+        await runtime.settled();
+        const first = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+        t.is(first.text, expectedOutput('tiny-llm').text);
+        const oldPid = runtime.state().instances[0]!.pid;
+
+        let running = true;
+        const failures: string[] = [];
+        const served = new Map<string, number>();
+        const workers = Array.from({ length: 3 }, async () => {
+          while (running) {
+            try {
+              const r = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 8 });
+              served.set(r.instanceKey, (served.get(r.instanceKey) ?? 0) + 1);
+            } catch (err) {
+              failures.push((err as Error).message);
+            }
+          }
+        });
+        await sleep(200);
+        await runtime.setModelVersion('tiny-llm', '2', 'engine-test');
+        await runtime.settled();
+        await sleep(200);
+        running = false;
+        await Promise.all(workers);
+
+        t.deepEqual(failures, []);
+        t.true((served.get(fp32) ?? 0) > 0, JSON.stringify([...served]));
+        t.true((served.get(int4) ?? 0) > 0, JSON.stringify([...served]));
+        t.is(events.switch!.find((s) => s.to === int4)!.strategy, 'blue-green');
+        const released = events['memory-released']!.find((m) => m.instanceKey === fp32)!;
+        t.is(released.pid, oldPid);
+        t.true(released.processGone);
+        t.true(released.peakRssBytes > 0);
+        const after = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+        t.is(after.text, expectedOutput('tiny-llm-int4').text);
+        t.deepEqual(
+          runtime.state().instances.map((i) => i.key),
+          [int4],
+        );
+      } finally {
+        await close();
+      }
+    },
+  );
+
+  test.serial(
+    'SIGKILL of a host mid-generation: the request fails with a clear error, the slot serves again',
+    async (t) => {
+      const { runtime, close } = setup();
+      try {
+        await runtime.configure(slots);
+        await runtime.settled();
+        const pid = runtime.state().instances[0]!.pid;
+        const pieces: string[] = [];
+        const victim = (async () => {
+          for await (const ev of runtime.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 2000 })) {
+            if (ev.type === 'text') {
+              pieces.push(ev.text);
+              if (pieces.length === 3) process.kill(pid, 'SIGKILL');
+            }
+          }
+        })();
+        const err = (await t.throwsAsync(victim)) as EngineFailure;
+        t.is(err.kind, 'crash');
+        t.regex(err.message, new RegExp(`pid ${pid}.*(signal SIGKILL)`));
+        const again = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+        t.is(again.text, expectedOutput('tiny-llm').text);
+        t.not(runtime.state().instances[0]!.pid, pid);
+        t.regex(runtime.state().failures[0]!.reason, /exited unexpectedly \(signal SIGKILL\)/);
+      } finally {
+        await close();
+      }
+    },
+  );
+
+  test.serial('opencl on a host without it: falls back to cpu, reason recorded and announced', async (t) => {
+    const { runtime, events, close } = setup();
+    try {
+      await runtime.configure(slots);
+      await runtime.pin('voice.llm', { backend: 'opencl' }, 'engine-test');
+      await runtime.settled();
+      t.is(runtime.state().serving['voice.llm'], fp32);
+      const fb = events.fallback!.at(-1)!;
+      t.is(fb.fromKey, 'tiny-llm@1/fp32|opencl t68 p:low m:low cpus:any');
+      t.is(fb.toKey, fp32);
+      t.regex(
+        fb.reason,
+        /^load failed: MNN backend "opencl" requested for the LLM of .*tiny-llm\/config\.json/,
+      );
+      t.is(runtime.state().failures[0]!.reason, fb.reason);
+      const r = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+      t.is(r.text, expectedOutput('tiny-llm').text);
+    } finally {
+      await close();
+    }
+  });
+}

@@ -1,0 +1,101 @@
+import test from 'ava';
+import { type Clock, sleep, systemClock } from '../../agent/common/clock.js';
+import { FailureBook } from '../../agent/runtime/failures.js';
+import { ExclusiveRunner } from '../../agent/runtime/runner.js';
+
+test('never runs two jobs at once; triggers during a run coalesce into one more run', async (t) => {
+  let active = 0;
+  let maxActive = 0;
+  let runs = 0;
+  const runner = new ExclusiveRunner(
+    async () => {
+      active++;
+      runs++;
+      maxActive = Math.max(maxActive, active);
+      await sleep(20);
+      active--;
+    },
+    { clock: systemClock, backoff: { baseMs: 10, maxMs: 100 }, stuckAfterMs: 10_000 },
+  );
+  runner.trigger();
+  await sleep(5);
+  for (let i = 0; i < 5; i++) runner.trigger();
+  await sleep(5);
+  await runner.settled();
+  t.is(maxActive, 1);
+  t.is(runs, 2);
+  t.is(runner.health().runs, 2);
+  await runner.stop();
+});
+
+test('a failing job is retried with exponential backoff and the health says why', async (t) => {
+  const starts: number[] = [];
+  const errors: [number, number][] = [];
+  const runner = new ExclusiveRunner(
+    async () => {
+      starts.push(performance.now());
+      if (starts.length < 4) throw new Error(`load failed (${starts.length})`);
+    },
+    {
+      clock: systemClock,
+      backoff: { baseMs: 20, maxMs: 50 },
+      stuckAfterMs: 10_000,
+      onError: (_err, n, retryInMs) => errors.push([n, retryInMs]),
+    },
+  );
+  runner.trigger();
+  await sleep(5);
+  await runner.settled();
+  const h = runner.health();
+  t.is(h.consecutiveFailures, 1);
+  t.is(h.reason, '1 failed run(s) in a row: load failed (1)');
+  t.true(h.healthy);
+  while (starts.length < 4) await sleep(5);
+  await runner.settled();
+  t.deepEqual(errors, [
+    [1, 20],
+    [2, 40],
+    [3, 50],
+  ]);
+  t.true(starts[1]! - starts[0]! >= 19);
+  t.true(starts[3]! - starts[2]! >= 49);
+  t.is(runner.health().consecutiveFailures, 0);
+  await runner.stop();
+});
+
+test('a run that takes too long makes the loop unhealthy; cancel aborts its signal', async (t) => {
+  let aborted: unknown;
+  const runner = new ExclusiveRunner(
+    async (signal) => {
+      await sleep(10_000, signal).catch((err: unknown) => {
+        aborted = err;
+        throw err;
+      });
+    },
+    { clock: systemClock, backoff: { baseMs: 1000, maxMs: 1000 }, stuckAfterMs: 20 },
+  );
+  runner.trigger();
+  await sleep(40);
+  const h = runner.health();
+  t.false(h.healthy);
+  t.true(h.running);
+  t.regex(h.reason, /^a run has been going for \d+ ms \(limit 20 ms\)$/);
+  await runner.stop();
+  t.is((aborted as Error).message, 'runner stopped');
+});
+
+test('failure book: a failed candidate is blocked for base × 2^(n−1), and forgotten after a quiet hour', (t) => {
+  let now = 0;
+  const clock: Clock = { monotonicMs: () => now, nowMs: () => now };
+  const book = new FailureBook(clock, { baseMs: 1000, maxMs: 3000, forgetAfterMs: 10_000 });
+  t.is(book.record('a', 'x').retryAtMs, 1000);
+  t.truthy(book.blocked('a'));
+  now = 1000;
+  t.is(book.blocked('a'), undefined);
+  t.is(book.record('a', 'y').retryAtMs, 3000);
+  now = 2000;
+  t.is(book.record('a', 'z').retryAtMs, 5000); // capped at maxMs
+  t.is(book.nextRetryAtMs(), 5000);
+  now = 20_000;
+  t.is(book.record('a', 'again').count, 1);
+});

@@ -1,0 +1,454 @@
+import test from 'ava';
+import { sleep, systemClock } from '../../agent/common/clock.js';
+import { createMemoryLogger } from '../../agent/common/log.js';
+import {
+  type CatalogModel,
+  defaultPlanPolicy,
+  type PlanBoard,
+  type SlotSpec,
+} from '../../agent/plan/types.js';
+import {
+  EngineFailure,
+  type EngineHost,
+  type EngineHostFactory,
+  type GenerateEvent,
+  type GenerateRequest,
+  type HostExit,
+} from '../../agent/runtime/engine-port.js';
+import type { RuntimeEvents } from '../../agent/runtime/events.js';
+import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import type { SystemMemory } from '../../agent/runtime/proc-memory.js';
+import { Runtime, type RuntimeOptions } from '../../agent/runtime/runtime.js';
+import type { InstanceSpec } from '../../agent/runtime/types.js';
+import { openStore } from '../../agent/store/database.js';
+import { coreMigration } from '../../agent/store/migrations/001-core.js';
+
+const MiB = 1024 * 1024;
+
+// ---- test doubles: engine hosts as in-process objects, memory as a counter ----
+
+interface FakeBehaviour {
+  /** Backends whose load fails with this message. */
+  loadFails: Map<string, string>;
+  /** Backends whose generation throws a backend fault. */
+  generateFaults: Map<string, string>;
+  tokenDelayMs: number;
+  tokens: number;
+}
+
+class FakeHost implements EngineHost {
+  static nextPid = 5000;
+  readonly pid = FakeHost.nextPid++;
+  readonly exited: Promise<HostExit>;
+  spec: InstanceSpec | undefined;
+  alive = true;
+  #exit!: (e: HostExit) => void;
+  readonly #world: FakeWorld;
+
+  constructor(world: FakeWorld) {
+    this.#world = world;
+    this.exited = new Promise((resolve) => {
+      this.#exit = resolve;
+    });
+  }
+
+  async load(spec: InstanceSpec): Promise<void> {
+    await sleep(5);
+    const fail = this.#world.behaviour.loadFails.get(spec.config.backend_type);
+    if (fail) throw new EngineFailure('load', fail);
+    this.spec = spec;
+    this.#world.memAvailable -= 100 * MiB;
+  }
+
+  async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
+    const spec = this.spec;
+    if (!spec) throw new EngineFailure('request', 'no model loaded');
+    const n = request.maxNewTokens ?? this.#world.behaviour.tokens;
+    for (let i = 0; i < n; i++) {
+      await sleep(this.#world.behaviour.tokenDelayMs);
+      if (!this.alive) throw new EngineFailure('crash', `host ${this.pid} connection closed`);
+      if (signal?.aborted) throw new EngineFailure('cancelled', 'generation cancelled');
+      const fault = this.#world.behaviour.generateFaults.get(spec.config.backend_type);
+      if (fault) throw new EngineFailure('backend', fault);
+      yield { type: 'text', text: `${spec.version}:${i} ` };
+    }
+    yield { type: 'done', stats: { promptTokens: 3, decodeTokens: n, prefillMs: 1, decodeMs: n } };
+  }
+
+  async memory() {
+    return { rssBytes: 100 * MiB, peakRssBytes: 110 * MiB };
+  }
+
+  async unload(): Promise<void> {}
+
+  async stop(): Promise<HostExit> {
+    this.#die({ code: 0, signal: null });
+    return this.exited;
+  }
+
+  kill(): void {
+    this.#die({ code: null, signal: 'SIGKILL' });
+  }
+
+  #die(exit: HostExit): void {
+    if (!this.alive) return;
+    this.alive = false;
+    if (this.spec) this.#world.memAvailable += 100 * MiB;
+    this.#exit(exit);
+  }
+}
+
+class FakeWorld implements EngineHostFactory, SystemMemory {
+  readonly engineVersion = '3.6.1-test';
+  memAvailable = 4000 * MiB;
+  hosts: FakeHost[] = [];
+  behaviour: FakeBehaviour = { loadFails: new Map(), generateFaults: new Map(), tokenDelayMs: 2, tokens: 5 };
+
+  async start(): Promise<EngineHost> {
+    const h = new FakeHost(this);
+    this.hosts.push(h);
+    return h;
+  }
+
+  async memAvailableBytes(): Promise<number> {
+    return this.memAvailable;
+  }
+
+  async processAlive(pid: number): Promise<boolean> {
+    return this.hosts.some((h) => h.pid === pid && h.alive);
+  }
+
+  live(): FakeHost[] {
+    return this.hosts.filter((h) => h.alive);
+  }
+}
+
+const board: PlanBoard = {
+  boardId: 'test-board',
+  ramBytes: 8192 * MiB,
+  cpuClusters: [{ name: 'big', cpus: [0, 1], maxFreqKHz: 2_000_000 }],
+  backends: [
+    { backend: 'cpu', available: true, reason: 'always' },
+    { backend: 'opencl', available: false, reason: 'no libOpenCL.so' },
+  ],
+  priors: [],
+};
+
+function model(version: string): CatalogModel {
+  return {
+    id: 'tiny-llm',
+    version,
+    kind: 'llm',
+    variants: [
+      {
+        variantId: 'fp32',
+        quant: 'fp32',
+        weightBytes: 500 * MiB,
+        kvBytesPerToken: 0,
+        backends: ['cpu', 'opencl'],
+        configPath: `/m/tiny-llm-${version}/config.json`,
+      },
+    ],
+  };
+}
+
+const slots: SlotSpec[] = [
+  { slot: 'voice.vad', use: { builtin: 'energy-vad' }, priority: 100, contextTokens: 0, enabled: true },
+  {
+    slot: 'voice.llm',
+    use: { model: { id: 'tiny-llm', version: '1' } },
+    priority: 80,
+    contextTokens: 256,
+    enabled: true,
+  },
+  {
+    slot: 'vision.vlm',
+    use: { model: { id: 'tiny-llm', version: '1' } },
+    priority: 50,
+    contextTokens: 256,
+    enabled: true,
+  },
+];
+
+function setup(options: Partial<RuntimeOptions> = {}) {
+  const world = new FakeWorld();
+  const db = openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] });
+  const log = createMemoryLogger();
+  const runtime = new Runtime({
+    db,
+    clock: systemClock,
+    log,
+    hosts: world,
+    memory: world,
+    sources: { board: () => board, catalog: () => ({ models: [model('1'), model('2')] }) },
+    policy: defaultPlanPolicy,
+    options: {
+      drainTimeoutMs: 500,
+      drainGraceMs: 100,
+      acquireTimeoutMs: 5_000,
+      memoryReserveBytes: 256 * MiB,
+      release: { timeoutMs: 200, pollMs: 5, tolerance: 0.1 },
+      runnerBackoff: { baseMs: 20, maxMs: 200 },
+      ...options,
+    },
+  });
+  const events: { [K in keyof RuntimeEvents]?: RuntimeEvents[K][] } = {};
+  for (const name of [
+    'switch',
+    'fallback',
+    'recovered',
+    'memory-released',
+    'plan',
+    'drain',
+    'step-failed',
+  ] as const) {
+    runtime.events.on(name, (p) => {
+      (events[name] ??= [] as never[]).push(p as never);
+    });
+  }
+  return { world, runtime, events, log, db };
+}
+
+async function ready(runtime: Runtime): Promise<void> {
+  await runtime.settled();
+}
+
+/** Keeps `n` requests in flight on a slot until stopped; counts what failed and why. */
+function load(runtime: Runtime, slot: 'voice.llm' | 'vision.vlm', n: number) {
+  let running = true;
+  const failures: string[] = [];
+  const served = new Map<string, number>();
+  const workers = Array.from({ length: n }, async () => {
+    while (running) {
+      try {
+        const r = await runtime.generate(slot, { prompt: 'Hello', maxNewTokens: 3 });
+        served.set(r.instanceKey, (served.get(r.instanceKey) ?? 0) + 1);
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
+    }
+  });
+  return {
+    failures,
+    served,
+    async stop() {
+      running = false;
+      await Promise.all(workers);
+    },
+  };
+}
+
+const v1 = 'tiny-llm@1/fp32|cpu t2 p:low m:low cpus:any';
+const v2 = 'tiny-llm@2/fp32|cpu t2 p:low m:low cpus:any';
+const v1cl = 'tiny-llm@1/fp32|opencl t68 p:low m:low cpus:any';
+
+test('cold start: the shared model is loaded once, serves both slots, and the built-in VAD needs no host', async (t) => {
+  const { world, runtime } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  t.is(world.live().length, 1);
+  t.deepEqual(runtime.state().serving, { 'voice.llm': v1, 'vision.vlm': v1 });
+  const r = await runtime.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 2 });
+  t.is(r.text, '1:0 1:1 ');
+  t.is(r.instanceKey, v1);
+  const vad = await runtime.acquire('voice.vad');
+  t.deepEqual({ kind: vad.kind, slot: vad.slot }, { kind: 'builtin', slot: 'voice.vad' });
+  await t.throwsAsync(runtime.generate('voice.vad', { prompt: 'x' }), {
+    message: 'slot voice.vad is served by the built-in energy-vad, which does not generate text',
+  });
+  await t.throwsAsync(runtime.acquire('voice.tts'), { message: 'slot voice.tts is not configured' });
+  await runtime.stop();
+});
+
+test('OTA version change: blue/green swap under load, 0 failed requests, old host gone and memory back', async (t) => {
+  const { world, runtime, events } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  const traffic = load(runtime, 'voice.llm', 4);
+  await sleep(30);
+  await runtime.setModelVersion('tiny-llm', '2', 'job-7');
+  await ready(runtime);
+  await sleep(30);
+  await traffic.stop();
+  t.deepEqual(traffic.failures, []);
+  t.true((traffic.served.get(v1) ?? 0) > 0);
+  t.true((traffic.served.get(v2) ?? 0) > 0);
+  t.deepEqual(runtime.state().serving, { 'voice.llm': v2, 'vision.vlm': v2 });
+  const flip = events.switch!.find((s) => s.to === v2)!;
+  t.deepEqual(flip.slots, ['voice.llm', 'vision.vlm']);
+  t.deepEqual(flip.from, [v1]);
+  t.is(flip.strategy, 'blue-green');
+  t.is(world.live().length, 1);
+  const released = events['memory-released']!.find((m) => m.instanceKey === v1)!;
+  t.true(released.processGone);
+  t.true(released.ok);
+  t.is(released.memAvailableAfterBytes - released.memAvailableBeforeBytes, 100 * MiB);
+  const doc = runtime.document();
+  t.is(doc.slots.find((s) => s.slot === 'voice.llm')!.sources.version, 'ota');
+  await runtime.stop();
+});
+
+test('no room for both: stop-then-load, requests wait for the new instance instead of failing', async (t) => {
+  const { world, runtime, events } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  world.memAvailable = 700 * MiB; // 444 MiB above the reserve; the new instance needs 548 MiB
+  const traffic = load(runtime, 'voice.llm', 3);
+  await sleep(20);
+  await runtime.setModelVersion('tiny-llm', '2', 'job-8');
+  await ready(runtime);
+  await sleep(20);
+  await traffic.stop();
+  t.deepEqual(traffic.failures, []);
+  const plan = events.plan!.at(-1)!;
+  t.deepEqual(plan.strategies, { [v2]: 'stop-then-load' });
+  t.deepEqual(plan.notes, [
+    `${v2}: stop-then-load: it needs 548 MiB but only 444 MiB is available above the 256 MiB reserve while ` +
+      `${v1} is loaded; voice.llm, vision.vlm wait unserved during the swap`,
+  ]);
+  t.deepEqual(plan.steps.slice(0, 2), ['switch voice.llm, vision.vlm → (unserved)', `drain ${v1}`]);
+  await runtime.stop();
+});
+
+test('a request still running at the drain deadline is cancelled with a clear error', async (t) => {
+  const { world, runtime, events } = setup({ drainTimeoutMs: 30, drainGraceMs: 200 });
+  await runtime.configure(slots);
+  await ready(runtime);
+  world.behaviour.tokenDelayMs = 20;
+  const long = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 50 });
+  await sleep(10);
+  await runtime.setModelVersion('tiny-llm', '2', 'job-9');
+  await t.throwsAsync(long, {
+    message: `request cancelled: ${v1} was being replaced and the 30 ms drain deadline passed`,
+  });
+  await ready(runtime);
+  t.is(events.drain!.find((d) => d.instanceKey === v1)!.cancelled, 1);
+  await runtime.stop();
+});
+
+test('SIGKILL of a host mid-generation: that request fails clearly, the slot serves again', async (t) => {
+  const { world, runtime } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  world.behaviour.tokenDelayMs = 10;
+  const victim = world.live()[0]!;
+  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 20 });
+  await sleep(25);
+  victim.kill();
+  const err = await t.throwsAsync(inflight);
+  t.is(
+    err?.message,
+    `request failed: engine host pid ${victim.pid} for ${v1} exited unexpectedly (signal SIGKILL)`,
+  );
+  t.is((err as EngineFailure).kind, 'crash');
+  world.behaviour.tokenDelayMs = 1;
+  const after = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 2 });
+  t.is(after.text, '1:0 1:1 ');
+  t.not(world.live()[0]!.pid, victim.pid);
+  const failure = runtime.state().failures.find((f) => f.key === v1)!;
+  t.is(failure.reason, `engine host pid ${victim.pid} for ${v1} exited unexpectedly (signal SIGKILL)`);
+  await runtime.stop();
+});
+
+test('a pinned backend that fails to load falls back to the CPU with the reason, then retries it later', async (t) => {
+  const { world, runtime, events } = setup({
+    failureBackoff: { baseMs: 150, maxMs: 1000, forgetAfterMs: 60_000 },
+  });
+  world.behaviour.loadFails.set('opencl', 'OpenCL backend: clGetPlatformIDs returned -1001 (no ICD)');
+  await runtime.configure(slots);
+  await runtime.pin('voice.llm', { backend: 'opencl' }, 'dashboard:alice');
+  await ready(runtime);
+  t.is(runtime.state().serving['voice.llm'], v1);
+  const fb = events.fallback!.at(-1)!;
+  t.deepEqual(fb, {
+    slots: ['voice.llm'],
+    fromKey: v1cl,
+    toKey: v1,
+    reason: 'load failed: OpenCL backend: clGetPlatformIDs returned -1001 (no ICD)',
+    retryInMs: fb.retryInMs,
+  });
+  t.true(fb.retryInMs > 0 && fb.retryInMs <= 150);
+  // The driver gets fixed; the preferred backend is retried after its backoff and the slot moves back.
+  world.behaviour.loadFails.clear();
+  const recovered = new Promise<RuntimeEvents['recovered']>((resolve) =>
+    runtime.events.once('recovered', resolve),
+  );
+  const r = await recovered;
+  t.deepEqual(r, { slots: ['voice.llm'], key: v1cl });
+  await ready(runtime);
+  t.is(runtime.state().serving['voice.llm'], v1cl);
+  await runtime.stop();
+});
+
+test('a backend fault at run time fails that request and moves the slot down its chain', async (t) => {
+  const { world, runtime, events } = setup();
+  await runtime.configure(slots);
+  await runtime.pin('vision.vlm', { backend: 'opencl' }, 'fleet:ops');
+  await ready(runtime);
+  t.is(runtime.state().serving['vision.vlm'], v1cl);
+  world.behaviour.generateFaults.set('opencl', 'CL_OUT_OF_RESOURCES in clEnqueueNDRangeKernel');
+  await t.throwsAsync(runtime.generate('vision.vlm', { prompt: 'Hello' }), {
+    message: 'CL_OUT_OF_RESOURCES in clEnqueueNDRangeKernel',
+  });
+  await ready(runtime);
+  t.is(runtime.state().serving['vision.vlm'], v1);
+  t.is(
+    events.fallback!.at(-1)!.reason,
+    `backend fault on ${v1cl}: CL_OUT_OF_RESOURCES in clEnqueueNDRangeKernel`,
+  );
+  const r = await runtime.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 1 });
+  t.is(r.instanceKey, v1);
+  await runtime.stop();
+});
+
+test('writes to the desired state are validated with specific messages', async (t) => {
+  const { runtime } = setup();
+  await runtime.configure(slots);
+  await t.throwsAsync(runtime.pin('voice.foo' as 'voice.llm', { backend: 'cpu' }, 'x'), {
+    message:
+      'Unknown slot "voice.foo" (expected one of: voice.vad, voice.asr, voice.llm, voice.tts, voice.omni, vision.vlm)',
+  });
+  await t.throwsAsync(runtime.pin('voice.llm', { backend: 'tpu' as 'cpu' }, 'x'), {
+    message:
+      'Invalid pin for voice.llm: backend: expected one of "cpu", "opencl", "vulkan", "cuda", "metal", "npu", "hexagon", got "tpu"',
+  });
+  await t.throwsAsync(runtime.pin('voice.llm', {}, 'x'), {
+    message: 'Empty pin for voice.llm: clear the pin instead',
+  });
+  await t.throwsAsync(runtime.setModelVersion('tiny llm', '2', 'job'), {
+    message: 'Invalid model id "tiny llm"',
+  });
+  await runtime.stop();
+});
+
+test('precedence: config < planner < operator pin < OTA job, and the document says who decided', async (t) => {
+  const { runtime } = setup();
+  await runtime.configure(slots);
+  await runtime.pin('voice.llm', { version: '1', threads: 1 }, 'dashboard:bob');
+  await runtime.setModelVersion('tiny-llm', '2', 'job-1');
+  const doc = runtime.document();
+  const llm = doc.slots.find((s) => s.slot === 'voice.llm')!;
+  t.deepEqual(llm.sources, {
+    model: 'config',
+    version: 'ota',
+    variant: 'planner',
+    backend: 'planner',
+    threads: 'operator',
+    precision: 'planner',
+    memory: 'planner',
+  });
+  t.is(llm.planner?.instanceKey, 'tiny-llm@2/fp32|cpu t1 p:low m:low cpus:any');
+  t.deepEqual(llm.ota, {
+    modelId: 'tiny-llm',
+    version: '2',
+    author: 'ota:job-1',
+    updatedAt: llm.ota!.updatedAt,
+  });
+  // The pinned thread count splits voice.llm from vision.vlm: two instances now.
+  t.not(
+    runtime.desired.placement()!.slots.find((s) => s.slot === 'vision.vlm')!.instanceKey,
+    llm.planner?.instanceKey,
+  );
+  t.true(doc.revision >= 4);
+  await runtime.stop();
+});

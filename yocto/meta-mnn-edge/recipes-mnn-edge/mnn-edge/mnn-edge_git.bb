@@ -1,0 +1,119 @@
+SUMMARY = "mnn-edge on-device AI agent"
+DESCRIPTION = "Detects the board's accelerators, places models on MNN backends, runs them in engine host \
+processes, serves the local dashboard and talks to the fleet over MQTT."
+HOMEPAGE = "https://github.com/mnn-edge/mnn-edge"
+SECTION = "ai"
+
+# The agent is Apache-2.0; the rest is what its production npm dependencies declare (scripts/check-layer.ts
+# compares this list with package-lock.json).
+LICENSE = "Apache-2.0 & MIT & ISC & BlueOak-1.0.0 & BSD-3-Clause & 0BSD"
+LIC_FILES_CHKSUM = "file://package.json;beginline=5;endline=5;md5=a5e133c2bb5becf3b641c7da28645b6e"
+
+# The engine addon is compiled against the target's MNN (headers, libMNN, Express, the LLM engine):
+# a layer of yours provides the `mnn` recipe; docs/YOCTO.md has its exact contract.
+DEPENDS += "mnn nodejs-native cmake-native"
+
+SRC_URI = " \
+    git://github.com/mnn-edge/mnn-edge.git;protocol=https;branch=main;destsuffix=git \
+    npmsw://${THISDIR}/${BPN}/npm-shrinkwrap.json;dev=1 \
+    file://stage-manifest.txt \
+    file://mnn-edge.service \
+    file://mnn-edge.sysusers \
+    file://mnn-edge.tmpfiles \
+    file://agent.json \
+    file://agent-mosquitto.json \
+    file://mnn-edge-local-mosquitto.conf \
+    file://mosquitto-mnn-edge.conf \
+    file://mosquitto.conf \
+    file://mosquitto.acl \
+"
+# Release builds pin the commit (SRCREV:pn-mnn-edge in the distro); AUTOREV follows the branch.
+SRCREV ?= "${AUTOREV}"
+PV = "0.1.0+git"
+S = "${UNPACKDIR}/git"
+
+inherit npm systemd useradd features_check
+
+# The unit, sysusers and tmpfiles paths in stage-manifest.txt are the merged-/usr ones.
+REQUIRED_DISTRO_FEATURES = "systemd usrmerge"
+
+# TypeScript is compiled in the build (devDependencies are fetched with dev=1 above); the image gets the
+# production dependencies only.
+NPM_INSTALL_DEV = "0"
+
+# npm's postinstall (engine/scripts/build-engine.mjs) builds the addon with cmake-js, the cross compiler
+# from CC/CXX and this MNN prefix.
+export MNN_ROOT = "${STAGING_DIR_TARGET}${prefix}"
+
+do_compile_ts() {
+    cd ${S}
+    ${RECIPE_SYSROOT_NATIVE}${bindir_native}/node ${S}/node_modules/typescript/bin/tsc -p tsconfig.build.json
+}
+addtask compile_ts after do_patch do_prepare_recipe_sysroot before do_configure
+
+do_install:append() {
+    manifest=${UNPACKDIR}/stage-manifest.txt
+    app=${D}${nonarch_libdir}/node_modules/${BPN}
+    [ "$(sed -n 's/^app //p' "$manifest")" = "${nonarch_libdir}/node_modules/${BPN}" ] || \
+        bbfatal "stage-manifest.txt names another application directory than ${nonarch_libdir}/node_modules/${BPN}"
+
+    # npm installs the whole source tree; keep exactly what `npm run stage` lays out.
+    mv "$app" "$app.npm"
+    install -d "$app"
+    while read -r kind a b c; do
+        case "$kind" in
+            keep|keep\?)
+                if [ -e "$app.npm/$a" ]; then
+                    install -d "$(dirname "$app/$a")"
+                    cp -R --no-preserve=ownership "$app.npm/$a" "$app/$a"
+                elif [ "$kind" = keep ]; then
+                    bbfatal "stage-manifest.txt: $a is missing from the npm install"
+                fi
+                ;;
+            file)
+                case "$b" in
+                    layer:*) from="${UNPACKDIR}/$(echo "$b" | cut -d: -f2-)" ;;
+                    src:*) from="${S}/$(echo "$b" | cut -d: -f2-)" ;;
+                    *) bbfatal "stage-manifest.txt: unknown source $b" ;;
+                esac
+                install -D -m "$a" "$from" "${D}$c"
+                ;;
+            link)
+                install -d "$(dirname "${D}$b")"
+                ln -sfn "$a" "${D}$b"
+                ;;
+        esac
+    done < "$manifest"
+    rm -rf "$app.npm"
+
+    [ -f "$app/engine/build/Release/mnn_edge_engine.node" ] || \
+        bbfatal "the engine addon was not built: the mnn recipe must install include/MNN, include/llm/llm.hpp and libMNN.so"
+}
+
+USERADD_PACKAGES = "${PN}"
+GROUPADD_PARAM:${PN} = "--system -f render"
+USERADD_PARAM:${PN} = "--system --home-dir /var/lib/mnn-edge --no-create-home --shell /sbin/nologin \
+    --user-group --groups video,audio,render mnn-edge"
+
+SYSTEMD_SERVICE:${PN} = "mnn-edge.service"
+SYSTEMD_AUTO_ENABLE:${PN} = "enable"
+
+PACKAGES =+ "${PN}-mosquitto"
+FILES:${PN}-mosquitto = " \
+    ${sysconfdir}/mnn-edge/mosquitto.conf \
+    ${sysconfdir}/mnn-edge/mosquitto.acl \
+    ${sysconfdir}/mnn-edge/agent-mosquitto.json \
+    ${systemd_system_unitdir}/mnn-edge.service.d/50-local-mosquitto.conf \
+    ${systemd_system_unitdir}/mosquitto.service.d/50-mnn-edge.conf \
+"
+FILES:${PN} += " \
+    ${sysconfdir}/mnn-edge/agent.json \
+    ${nonarch_libdir}/sysusers.d/mnn-edge.conf \
+    ${nonarch_libdir}/tmpfiles.d/mnn-edge.conf \
+"
+CONFFILES:${PN} = "${sysconfdir}/mnn-edge/agent.json"
+CONFFILES:${PN}-mosquitto = "${sysconfdir}/mnn-edge/mosquitto.conf ${sysconfdir}/mnn-edge/mosquitto.acl"
+
+# systemd-notify (sd_notify from Node) ships in the systemd package.
+RDEPENDS:${PN} += "nodejs systemd"
+RDEPENDS:${PN}-mosquitto = "${PN} mosquitto"

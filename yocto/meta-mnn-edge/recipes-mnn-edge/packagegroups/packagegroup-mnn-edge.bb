@@ -1,0 +1,16 @@
+SUMMARY = "mnn-edge agent and what it needs at runtime"
+LICENSE = "MIT"
+
+PACKAGE_ARCH = "${MACHINE_ARCH}"
+inherit packagegroup
+
+# "1" puts mosquitto in the image and points the agent at it instead of its embedded broker.
+MNN_EDGE_LOCAL_BROKER ??= "0"
+
+RDEPENDS:${PN} = " \
+    mnn-edge \
+    mnn \
+    ${@bb.utils.contains('MNN_EDGE_LOCAL_BROKER', '1', 'mnn-edge-mosquitto', '', d)} \
+"
+# Useful on a device in the field, not required by the agent.
+RRECOMMENDS:${PN} = "avahi-daemon alsa-utils v4l-utils"
