@@ -26,6 +26,7 @@ for (const board of boards) {
   const root = join(shared, 'fixtures', 'soc', board);
   // Record the files one detect() opens so the baseline reads exactly those.
   const opened: string[] = [];
+  const firstCall = ms(() => detect({ root }));
   detect({
     root,
     readFile: (p) => {
@@ -34,32 +35,55 @@ for (const board of boards) {
     },
   });
   const existing = opened.filter((p) => existsSync(p));
-  for (let i = 0; i < 3; i++) detect({ root });
+  // Steady state: JIT-compiled probes, as in the agent's periodic re-detection; the first call is printed apart.
+  for (let i = 0; i < 50; i++) detect({ root });
   const detectMs: number[] = [];
   const readMs: number[] = [];
+  const probeMs: number[] = [];
   for (let i = 0; i < RUNS; i++) {
-    // Interleave so that cache state and CPU frequency affect both sides alike.
+    // Interleave so that cache state and CPU frequency affect all sides alike.
     readMs.push(
       ms(() => {
         for (const p of existing) readFileSync(p);
+      }),
+    );
+    // The same attempts detect() makes, including the paths that turn out missing on this board.
+    probeMs.push(
+      ms(() => {
+        for (const p of opened) {
+          try {
+            readFileSync(p);
+          } catch {
+            // missing on this board: detect() records that as evidence
+          }
+        }
       }),
     );
     detectMs.push(ms(() => detect({ root })));
   }
   const d = summarize(detectMs);
   const r = summarize(readMs);
+  const p = summarize(probeMs);
   const ratio = d.median / r.median;
   worstMedian = Math.max(worstMedian, d.median);
   worstRatio = Math.max(worstRatio, ratio);
   console.log(`\n${board}: detect() opened ${opened.length} files (${existing.length} exist)`);
-  console.log(`  detect()          ${describe(d, 'ms', 3)}`);
+  console.log(
+    `  detect()          ${describe(d, 'ms', 3)}; first call in this process ${fmt(firstCall, 3)} ms`,
+  );
   console.log(`  readFileSync only ${describe(r, 'ms', 3)}`);
-  const scale = Math.max(d.median, r.median);
-  console.log(`  ${bar('bare reads', r.median, scale, `${fmt(r.median, 3)} ms  1.00x`)}`);
+  console.log(`  same probes bare  ${describe(p, 'ms', 3)}`);
+  const scale = Math.max(d.median, r.median, p.median);
+  console.log(`  ${bar('bare reads (existing files)', r.median, scale, `${fmt(r.median, 3)} ms  1.00x`)}`);
+  console.log(
+    `  ${bar('bare probes (incl. missing)', p.median, scale, `${fmt(p.median, 3)} ms  ${fmt(p.median / r.median)}x`)}`,
+  );
   console.log(`  ${bar('detect()', d.median, scale, `${fmt(d.median, 3)} ms  ${fmt(ratio)}x`)}`);
 }
 console.log(`\nworst median ${fmt(worstMedian, 3)} ms (target ≤ 50 ms): ${verdict(worstMedian <= 50)}`);
-console.log(`worst ratio vs bare reads ${fmt(worstRatio)}x (target ≤ 5x): ${verdict(worstRatio <= 5)}`);
+console.log(
+  `worst ratio vs bare reads of the files that exist ${fmt(worstRatio)}x (target ≤ 5x): ${verdict(worstRatio <= 5)}`,
+);
 
 // CLI cold start: a fresh process each time, as systemd's ExecStartPre runs it.
 function coldStart(args: string[]): number[] {

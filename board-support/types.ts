@@ -1,5 +1,4 @@
 import type {
-  Capabilities,
   Claim,
   CpuArchitecture,
   Evidence,
@@ -98,5 +97,3 @@ export interface BoardProfile {
   quirks: string[];
   priors: MeasuredPrior[];
 }
-
-export type ProfileMatcher = (caps: Capabilities) => BoardProfile;

@@ -19,10 +19,15 @@ export interface LlmDemoProbeOptions {
 
 export function parseLlmDemoOutput(
   stdout: string,
+  stderr = '',
 ): ProbeResult & { promptTokens: number; decodeTokens: number } {
   const num = (re: RegExp, what: string) => {
     const m = re.exec(stdout);
-    if (!m) throw new MnnEdgeError('EPROBE', `llm_demo printed no ${what}`);
+    if (!m) {
+      // llm_demo exits 0 even when the model did not load; its error line says why.
+      const why = `${stdout}\n${stderr}`.split('\n').find((l) => /error/i.test(l));
+      throw new MnnEdgeError('EPROBE', `llm_demo printed no ${what}${why ? ` (${why.trim()})` : ''}`);
+    }
     return Number(m[1]);
   };
   const promptTokens = num(/prompt tokens num = (\d+)/, 'prompt token count');
@@ -51,14 +56,14 @@ export class LlmDemoProbe implements HealthProbe {
     try {
       const prompt = req.image ? `<img>${req.image}</img>${req.prompt}` : req.prompt;
       writeFileSync(join(scratch, 'prompt.txt'), `${prompt}\n`);
-      const stdout = await run(
+      const { stdout, stderr } = await run(
         this.#o.binary,
         [join(dir, 'config.json'), 'prompt.txt', String(req.maxNewTokens)],
         scratch,
         req.timeoutMs,
         this.#o.env,
       );
-      return parseLlmDemoOutput(stdout);
+      return parseLlmDemoOutput(stdout, stderr);
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
@@ -71,7 +76,7 @@ function run(
   cwd: string,
   timeoutMs: number,
   env?: NodeJS.ProcessEnv,
-): Promise<string> {
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, { cwd, env: env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -85,7 +90,7 @@ function run(
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      if (code === 0) return resolve(out);
+      if (code === 0) return resolve({ stdout: out, stderr: err });
       const tail = (err || out).trim().split('\n').slice(-3).join(' | ');
       reject(
         new MnnEdgeError(

@@ -395,27 +395,32 @@ function checkRecipe(path: string, layerDir: string, sourceRoot: string): Proble
     if (!present) problems.push({ file, message: `required variable ${name} is not set` });
   }
   const license = variableValue(meta, 'LICENSE');
+  let licenseParses = license !== undefined;
   if (license !== undefined) {
     try {
       licenseTerms(license);
     } catch (err) {
+      licenseParses = false;
       problems.push({ file, message: (err as Error).message });
     }
-    const lic = variableValue(meta, 'LIC_FILES_CHKSUM');
-    if (lic !== undefined && problems.length === 0)
-      problems.push(...checkLicFilesChksum(lic, license, sourceRoot, file));
-    if (meta.inherits.includes('npm') && problems.length === 0) {
-      const lock = JSON.parse(readFileSync(join(sourceRoot, 'package-lock.json'), 'utf8')) as {
-        packages: Record<string, LockEntry>;
-      };
-      const own = lock.packages['']?.license ?? '';
+  }
+  const lic = variableValue(meta, 'LIC_FILES_CHKSUM');
+  if (license !== undefined && licenseParses && lic !== undefined) {
+    problems.push(...checkLicFilesChksum(lic, license, sourceRoot, file));
+  }
+  if (meta.inherits.includes('npm')) {
+    // An npm recipe ships the project's production dependencies: its LICENSE, PV and shrinkwrap follow the lock.
+    const lock = JSON.parse(readFileSync(join(sourceRoot, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, LockEntry>;
+    };
+    const own = lock.packages['']?.license ?? '';
+    if (license !== undefined && licenseParses)
       problems.push(...checkNpmLicenses(license, lock.packages, file, own));
-      problems.push(...checkShrinkwrap(path, lock.packages, layerDir));
-      const pv = variableValue(meta, 'PV') ?? '';
-      const version = (lock.packages[''] as { version?: string } | undefined)?.version;
-      if (version && !pv.startsWith(version)) {
-        problems.push({ file, message: `PV ${pv} does not start with package.json's version ${version}` });
-      }
+    problems.push(...checkShrinkwrap(path, lock.packages, layerDir));
+    const pv = variableValue(meta, 'PV') ?? '';
+    const version = lock.packages['']?.version;
+    if (version && !pv.startsWith(version)) {
+      problems.push({ file, message: `PV ${pv} does not start with package.json's version ${version}` });
     }
   }
   problems.push(...checkSrcUri(meta, path, file, []));

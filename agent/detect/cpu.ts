@@ -1,5 +1,12 @@
 import type { BoardProfile } from '../../board-support/types.js';
-import { type Arm64HwcapName, type Auxv, arm64HasHwcap, hex, riscvHasLetter } from './auxv.js';
+import {
+  ARM64_HWCAP_BITS,
+  type Arm64HwcapName,
+  type Auxv,
+  arm64HasHwcap,
+  hex,
+  riscvHasLetter,
+} from './auxv.js';
 import {
   type ArchitectureGuess,
   commonWords,
@@ -25,6 +32,9 @@ export interface CpuSources {
   auxvEvidence: Evidence;
   profile: BoardProfile | null;
 }
+
+/** Every feature but the numeric VLEN. */
+type BooleanFeature = Exclude<CpuFeatureName, 'rvvVlen'>;
 
 const no = (value: string): Claim<boolean> => ({
   value: false,
@@ -92,9 +102,8 @@ function armFeatures(src: CpuSources, features: CpuFeatures): void {
       if (bits.every((b) => b !== null)) {
         const fromAuxv = bits.every(Boolean);
         value ??= fromAuxv;
-        const word = rule.hwcaps.some(
-          (h) => h === 'sve2' || h === 'i8mm' || h === 'bf16' || h === 'sme' || h === 'sme2',
-        )
+        const inHwcap2 = rule.hwcaps.some((h) => ARM64_HWCAP_BITS[h].reg === 'hwcap2');
+        const word = inHwcap2
           ? `AT_HWCAP2=${hex(src.auxv.hwcap2 ?? 0n)}`
           : `AT_HWCAP=${hex(src.auxv.hwcap ?? 0n)}`;
         evidence.push({
@@ -105,7 +114,7 @@ function armFeatures(src: CpuSources, features: CpuFeatures): void {
       }
     }
     if (evidence.length === 0) evidence.push(src.cpuinfoEvidence, src.auxvEvidence);
-    features[name as CpuFeatureName] = { value, evidence } as Claim<boolean> & Claim<number>;
+    features[name as BooleanFeature] = { value, evidence };
   }
 }
 
@@ -242,7 +251,7 @@ function x86Features(src: CpuSources, features: CpuFeatures): void {
     bf16: 'avx512_bf16',
   };
   for (const [name, flag] of Object.entries(map)) {
-    features[name as 'avx2'] = flags
+    features[name as BooleanFeature] = flags
       ? {
           value: flags.has(flag),
           evidence: [

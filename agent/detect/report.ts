@@ -1,3 +1,4 @@
+import type { BoardProfile } from '../../board-support/types.js';
 import type { Capabilities, Claim, Evidence } from './types.js';
 
 // The human-readable `mnn-edge detect` report: one line per fact, the evidence in brackets, unknowns spelled out.
@@ -14,8 +15,6 @@ export function describeEvidence(e: Evidence): string {
       return `${e.path} ${e.present ? 'present' : 'absent'}${e.via === 'present.txt' ? ' (present.txt)' : ''}`;
     case 'table':
       return `table ${e.profile}/${e.key}${e.note ? ` (${e.note})` : ''}`;
-    case 'engine':
-      return `engine: ${e.value}`;
     case 'inferred':
       return `inferred: ${e.rule}`;
   }
@@ -28,7 +27,8 @@ function show<T>(c: Claim<T>, format: (v: T) => string = String): string {
 
 const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 
-export function formatReport(caps: Capabilities): string {
+/** The report; with the matched board-support profile, its thread advice and quirks are appended. */
+export function formatReport(caps: Capabilities, profile?: BoardProfile | null): string {
   const out: string[] = [];
   const line = (label: string, value: string) => out.push(`  ${label.padEnd(14)} ${value}`);
   out.push(`Board (root ${caps.root})`);
@@ -122,5 +122,17 @@ export function formatReport(caps: Capabilities): string {
   out.push(`MNN backends${caps.engineBackends ? ` (engine: ${caps.engineBackends.join(', ')})` : ''}`);
   for (const b of caps.backends)
     line(b.backend, `${b.usable ? 'usable  ' : 'unusable'}  ${b.reasons.join('; ')}`);
+  if (profile) {
+    out.push(`Board support: ${profile.title}`);
+    line('threads', `${profile.threads.placement}: ${profile.threads.advice}`);
+    for (const q of profile.quirks) line('quirk', q);
+    for (const p of profile.priors)
+      line(
+        'prior',
+        `${p.backend} ${p.model} (${p.workload}): ${Object.entries(p.metrics)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+      );
+  }
   return out.join('\n') + '\n';
 }

@@ -193,7 +193,8 @@ export function createRootFs(options: RootFsOptions): RootFs {
 
   let present: Set<string> | null = null;
   if (options.presentPaths) present = new Set(options.presentPaths);
-  else {
+  else if (root !== '/') {
+    // Only a fixture tree carries present.txt; on a board a stray /present.txt must not hide real nodes.
     const list = readBytes('/present.txt');
     if (list.ok) present = new Set(parsePresentList(list.bytes.toString('utf8')));
   }
@@ -259,15 +260,6 @@ export function createRootFs(options: RootFsOptions): RootFs {
       }
     },
   };
-}
-
-/** The first non-empty line of a read, trimmed, with NULs removed (sysfs/DT strings end in NUL). */
-export function firstLine(text: string): string {
-  for (const line of text.replaceAll('\0', '\n').split('\n')) {
-    const t = line.trim();
-    if (t) return t;
-  }
-  return '';
 }
 
 /** Printable-ASCII check: binary junk must not become a board name. */

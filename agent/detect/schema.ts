@@ -49,12 +49,6 @@ const evidence: JsonSchema = {
     {
       type: 'object',
       additionalProperties: false,
-      required: ['kind', 'value'],
-      properties: { kind: { const: 'engine' }, value: { type: 'string' } },
-    },
-    {
-      type: 'object',
-      additionalProperties: false,
       required: ['kind', 'rule'],
       properties: { kind: { const: 'inferred' }, rule: { type: 'string' } },
     },

@@ -13,8 +13,6 @@ export type Evidence =
   | { kind: 'node'; path: string; present: boolean; via: 'stat' | 'present.txt' }
   /** A value only a table can give (CUDA compute capability, Hexagon arch, VLEN): the key and the profile. */
   | { kind: 'table'; key: string; profile: string; note?: string }
-  /** The installed engine's list of compiled-in backends. */
-  | { kind: 'engine'; value: string }
   /** A value inferred from other evidence by a stated rule (e.g. which DRM node is the NPU's). */
   | { kind: 'inferred'; rule: string };
 

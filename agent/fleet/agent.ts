@@ -4,7 +4,11 @@ import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { TypedEventEmitter } from '../common/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
-import { defaultTelemetryConfig, type TelemetryConfig } from '../config/sections/telemetry.js';
+import {
+  defaultTelemetryConfig,
+  type TelemetryConfig,
+  type TelemetryConfigInput,
+} from '../config/sections/telemetry.js';
 import type { Db } from '../store/database.js';
 import { OutboxDrainer, type QosPublisher } from '../telemetry/drain.js';
 import { TelemetryHistory } from '../telemetry/history.js';
@@ -21,8 +25,8 @@ import { buildHaDiscovery, HA_STATUS_TOPIC, type HaSlot, haDiscoveryTopic } from
 import {
   type BoardInfo,
   type DocumentMessage,
-  encode,
   type EventMessage,
+  encode,
   PROTOCOL_VERSION,
   type StatusMessage,
 } from './protocol.js';
@@ -35,7 +39,7 @@ import { type DocumentKind, deviceTopics, fleetTopics } from './topics.js';
 
 export interface FleetAgentConfig {
   mqtt: MqttConfig;
-  telemetry?: Partial<TelemetryConfig>;
+  telemetry?: TelemetryConfigInput;
   /** Filesystem root for samplers (`/` on a board). */
   root: string;
   /** The data directory, whose filesystem the disk sampler watches. */
@@ -92,7 +96,7 @@ export interface FleetAgent {
 const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
 const MAX_QUEUED_EVENTS = 100;
 
-export function resolveTelemetryConfig(partial: Partial<TelemetryConfig> | undefined): TelemetryConfig {
+export function resolveTelemetryConfig(partial: TelemetryConfigInput | undefined): TelemetryConfig {
   const d = defaultTelemetryConfig;
   return {
     ...d,
@@ -132,7 +136,9 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     publish(m: OutboxMessage, done) {
       const c = client;
       if (c === undefined) return done(new Error('not connected'));
-      const opts: IClientPublishOptions = { qos: 1 };
+      // Telemetry is also retained, so a new subscriber (`fleet ls`) sees the latest at once. Brokers set the
+      // retain flag only on that on-subscribe copy, never on live forwards: sequence counters skip it.
+      const opts: IClientPublishOptions = { qos: 1, retain: m.topic === topics.telemetry };
       if (v5()) {
         const remaining = Math.ceil((m.expiresAt - clock.nowMs()) / 1000);
         if (remaining <= 0) return done(); // Expired while waiting: acknowledging removes it, nobody wants it.
@@ -249,7 +255,11 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     log.info('connected to broker', { url: target?.url, protocolVersion: target?.protocolVersion });
     publishSafe(topics.status, encode('status', statusMessage('online', true)), { qos: 1, retain: true });
     c.subscribe(
-      { [topics.commandFilter]: { qos: 1 }, [fleetTopics.commandFilter]: { qos: 1 }, [HA_STATUS_TOPIC]: { qos: 1 } },
+      {
+        [topics.commandFilter]: { qos: 1 },
+        [fleetTopics.commandFilter]: { qos: 1 },
+        [HA_STATUS_TOPIC]: { qos: 1 },
+      },
       (err) => {
         if (err) log.warn('subscribe failed', { error: errorMessage(err) });
       },
@@ -261,7 +271,11 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     events.emit('connected', { url: target!.url, protocolVersion: target!.protocolVersion });
   };
 
-  const onMessage = (topic: string, payload: Buffer, packet: { properties?: { responseTopic?: string; correlationData?: Buffer } }) => {
+  const onMessage = (
+    topic: string,
+    payload: Buffer,
+    packet: { properties?: { responseTopic?: string; correlationData?: Buffer } },
+  ) => {
     if (topic === HA_STATUS_TOPIC) {
       if (payload.toString('utf8').trim() === 'online') announceHomeAssistant();
       return;
@@ -349,10 +363,15 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
           // A clean stop says so itself: the broker discards the Last Will on a normal DISCONNECT.
           await new Promise<void>((resolve) => {
             const giveUp = setTimeout(resolve, 2_000);
-            c.publish(topics.status, encode('status', statusMessage('offline', true)), { qos: 1, retain: true }, () => {
-              clearTimeout(giveUp);
-              resolve();
-            });
+            c.publish(
+              topics.status,
+              encode('status', statusMessage('offline', true)),
+              { qos: 1, retain: true },
+              () => {
+                clearTimeout(giveUp);
+                resolve();
+              },
+            );
           });
         }
         await c.endAsync(true).catch(() => undefined);
@@ -361,14 +380,25 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       await broker?.close();
     },
     setDocument(kind, data) {
-      const json = encode('document', { v: PROTOCOL_VERSION, deviceId, ts: clock.nowMs(), data } satisfies DocumentMessage);
+      const json = encode('document', {
+        v: PROTOCOL_VERSION,
+        deviceId,
+        ts: clock.nowMs(),
+        data,
+      } satisfies DocumentMessage);
       const same = documents.get(kind);
       if (same && JSON.stringify(JSON.parse(same.json).data) === JSON.stringify(data)) return;
       documents.set(kind, { json, ts: clock.nowMs() });
       publishDocument(kind);
     },
     publishEvent(type, data) {
-      const e: EventMessage = { v: PROTOCOL_VERSION, deviceId, ts: clock.nowMs(), type, ...(data ? { data } : {}) };
+      const e: EventMessage = {
+        v: PROTOCOL_VERSION,
+        deviceId,
+        ts: clock.nowMs(),
+        type,
+        ...(data ? { data } : {}),
+      };
       const payload = encode('event', e);
       if (isConnected()) publishSafe(topics.events, payload, { qos: 1 });
       else {

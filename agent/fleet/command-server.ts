@@ -87,7 +87,8 @@ export class CommandServer {
     const propTopic = msg.responseTopic;
     if (propTopic !== undefined) {
       const resolved = resolveResponseTopic(self.deviceId, propTopic);
-      if (resolved === undefined) return this.#error(target, reply, 'ERESPONSETOPIC', badTopic(propTopic, self.deviceId));
+      if (resolved === undefined)
+        return this.#error(target, reply, 'ERESPONSETOPIC', badTopic(propTopic, self.deviceId));
       reply.topic = resolved;
     }
 
@@ -125,10 +126,20 @@ export class CommandServer {
     if (target.scope === 'fleet') {
       if (!selectorMatches(request.selector, self)) return undefined;
     } else if (request.selector !== undefined) {
-      return this.#error(target, reply, 'ESCHEMA', 'A selector is only allowed on fleet commands (mnn-edge/fleet/cmd/…)');
+      return this.#error(
+        target,
+        reply,
+        'ESCHEMA',
+        'A selector is only allowed on fleet commands (mnn-edge/fleet/cmd/…)',
+      );
     }
     if (request.expiresAt !== undefined && request.expiresAt <= clock.nowMs())
-      return this.#error(target, reply, 'EEXPIRED', `Request expired at ${new Date(request.expiresAt).toISOString()}`);
+      return this.#error(
+        target,
+        reply,
+        'EEXPIRED',
+        `Request expired at ${new Date(request.expiresAt).toISOString()}`,
+      );
 
     const outcome: CommandOutcome = await this.#o.registry.dispatch(target.name, request.params, {
       deviceId: self.deviceId,
@@ -171,7 +182,10 @@ export class CommandServer {
         ...response,
         ok: false,
         result: undefined,
-        error: { code: 'EHANDLER', message: `${target.name} returned an unserialisable result: ${(err as Error).message}` },
+        error: {
+          code: 'EHANDLER',
+          message: `${target.name} returned an unserialisable result: ${(err as Error).message}`,
+        },
       };
       delete fallback.result;
       payload = encode('command-response', fallback);

@@ -63,7 +63,11 @@ export class CommandRegistry {
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  async dispatch(name: string, params: unknown, ctx: Omit<CommandContext, 'signal'> & { signal?: AbortSignal }): Promise<CommandOutcome> {
+  async dispatch(
+    name: string,
+    params: unknown,
+    ctx: Omit<CommandContext, 'signal'> & { signal?: AbortSignal },
+  ): Promise<CommandOutcome> {
     const def = this.#commands.get(name);
     if (def === undefined) {
       const known = this.list().map((c) => c.name);
@@ -71,9 +75,13 @@ export class CommandRegistry {
     }
     const given = params ?? {};
     const errors = validate(def.params ?? NO_PARAMS, given);
-    if (errors.length > 0) return fail('EPARAMS', `Invalid params for ${name}: ${formatSchemaErrors(errors)}`);
+    if (errors.length > 0)
+      return fail('EPARAMS', `Invalid params for ${name}: ${formatSchemaErrors(errors)}`);
     const timeoutMs = def.timeoutMs ?? 30_000;
-    const timeout = AbortSignal.timeout(timeoutMs);
+    // A referenced timer, unlike AbortSignal.timeout(): a pending command keeps the process alive to answer.
+    const timeoutController = new AbortController();
+    const timeout = timeoutController.signal;
+    const timer = setTimeout(() => timeoutController.abort(), timeoutMs);
     const signal = ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout;
     let onAbort: (() => void) | undefined;
     const aborted = new Promise<never>((_, reject) => {
@@ -96,6 +104,7 @@ export class CommandRegistry {
       ctx.logger.warn('command failed', { command: name, error: errorMessage(err) });
       return fail('EHANDLER', `${name} failed: ${errorMessage(err)}`);
     } finally {
+      clearTimeout(timer);
       if (onAbort) signal.removeEventListener('abort', onAbort);
     }
   }

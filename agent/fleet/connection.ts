@@ -47,7 +47,10 @@ export function buildClientOptions(
 ): IClientOptions {
   const secure = /^(mqtts|wss):/.test(target.url);
   if ((config.cert === undefined) !== (config.key === undefined))
-    throw new MnnEdgeError('ECONFIG', 'mqtt.cert and mqtt.key must be given together for a client certificate');
+    throw new MnnEdgeError(
+      'ECONFIG',
+      'mqtt.cert and mqtt.key must be given together for a client certificate',
+    );
   if (!secure && (config.ca || config.cert))
     throw new MnnEdgeError('ECONFIG', `mqtt.ca/cert/key need an mqtts:// or wss:// url, got ${target.url}`);
   const ca = readPem(config.ca, 'ca');

@@ -16,6 +16,8 @@ export function writeProtocolSchemas(dir: string): string[] {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const dir = process.argv[2] ?? resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'docs', 'schemas', 'protocol');
+  const dir =
+    process.argv[2] ??
+    resolve(fileURLToPath(import.meta.url), '..', '..', '..', 'docs', 'schemas', 'protocol');
   for (const f of writeProtocolSchemas(dir)) console.log(f);
 }

@@ -33,7 +33,12 @@ export interface HaDeviceConfig {
   dev: { ids: string[]; name: string; mf?: string; mdl?: string; sw?: string; hw?: string };
   o: { name: string; sw: string; url: string };
   cmps: Record<string, HaComponent>;
-  availability: { topic: string; value_template: string; payload_available: string; payload_not_available: string }[];
+  availability: {
+    topic: string;
+    value_template: string;
+    payload_available: string;
+    payload_not_available: string;
+  }[];
   qos: number;
 }
 

@@ -1,3 +1,4 @@
+import type { TelemetryConfigInput } from '../config/sections/telemetry.js';
 import type { AgentContext, AgentModule } from '../main.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { createFleetAgent, type FleetAgent } from './agent.js';
@@ -41,7 +42,9 @@ export function createFleetModule(options: FleetModuleOptions): FleetModule {
       agent = createFleetAgent({
         config: {
           mqtt: config.mqtt,
-          ...(config['telemetry'] !== undefined ? { telemetry: config['telemetry'] as object } : {}),
+          ...(config['telemetry'] !== undefined
+            ? { telemetry: config['telemetry'] as TelemetryConfigInput }
+            : {}),
           root: config.root,
           dataDir: config.dataDir,
         },

@@ -15,7 +15,14 @@ import {
   type TelemetryMessage,
   telemetrySchema,
 } from './protocol.js';
-import { DOCUMENT_KINDS, type DocumentKind, deviceIdOf, deviceTopics, fleetTopics, TOPIC_PREFIX } from './topics.js';
+import {
+  DOCUMENT_KINDS,
+  type DocumentKind,
+  deviceIdOf,
+  deviceTopics,
+  fleetTopics,
+  TOPIC_PREFIX,
+} from './topics.js';
 
 // The operator's side of the contract, used by `mnn-edge fleet` and by the tests: read the fleet from
 // retained messages, send commands and collect responses, follow telemetry. Incoming messages are validated
@@ -87,8 +94,10 @@ export class FleetOperator {
   async listDevices(waitMs = 1_000): Promise<DeviceSummary[]> {
     const devices = new Map<string, DeviceSummary>();
     const entry = (id: string) => {
-      let d = devices.get(id);
-      if (!d) devices.set(id, (d = { deviceId: id, documents: {} }));
+      const known = devices.get(id);
+      if (known) return known;
+      const d: DeviceSummary = { deviceId: id, documents: {} };
+      devices.set(id, d);
       return d;
     };
     const onMessage = (topic: string, payload: Buffer) => {
@@ -96,8 +105,12 @@ export class FleetOperator {
       if (id === undefined) return;
       const leaf = topic.slice(`${TOPIC_PREFIX}/${id}/`.length);
       const value = parseJson(payload);
-      if (leaf === 'status' && validate(statusSchema, value).length === 0) entry(id).status = value as StatusMessage;
-      else if ((DOCUMENT_KINDS as readonly string[]).includes(leaf) && validate(documentSchema, value).length === 0)
+      if (leaf === 'status' && validate(statusSchema, value).length === 0)
+        entry(id).status = value as StatusMessage;
+      else if (
+        (DOCUMENT_KINDS as readonly string[]).includes(leaf) &&
+        validate(documentSchema, value).length === 0
+      )
         entry(id).documents[leaf as DocumentKind] = value as DocumentMessage;
       else if (leaf === 'telemetry' && validate(telemetrySchema, value).length === 0) {
         const d = entry(id);
@@ -176,12 +189,18 @@ export class FleetOperator {
       await this.#client.unsubscribeAsync(responseTopic).catch(() => undefined);
     }
     if (single && responses.length === 0)
-      throw new MnnEdgeError('ETIMEOUT', `No response from ${target.deviceId} to ${name} within ${timeoutMs} ms`);
+      throw new MnnEdgeError(
+        'ETIMEOUT',
+        `No response from ${target.deviceId} to ${name} within ${timeoutMs} ms`,
+      );
     return responses;
   }
 
   /** Calls `onTelemetry` for every valid telemetry message until the returned function is called. */
-  async watch(onTelemetry: (m: TelemetryMessage) => void, onInvalid?: (topic: string, why: string) => void): Promise<() => Promise<void>> {
+  async watch(
+    onTelemetry: (m: TelemetryMessage) => void,
+    onInvalid?: (topic: string, why: string) => void,
+  ): Promise<() => Promise<void>> {
     const onMessage = (topic: string, payload: Buffer) => {
       if (!topic.endsWith('/telemetry')) return;
       const value = parseJson(payload);

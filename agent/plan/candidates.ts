@@ -95,8 +95,18 @@ function evidenceFor(
 ): { evidence: Evidence; refSeconds: number | undefined; summary: string } | { rejected: string } {
   const ref = REFERENCE_REQUEST[model.kind];
   const probe = latestProbe(ctx.probes, model, variant, configKey(config), ctx);
-  if (probe && !probe.ok)
-    return { rejected: `probe failed on this board: ${probe.error ?? 'unknown error'}` };
+  if (probe && !probe.ok) {
+    const why = `probe failed on this board: ${probe.error ?? 'unknown error'}`;
+    // The CPU is the floor of every chain: a failed CPU probe (often a transient out-of-memory) is reported
+    // but does not leave the slot with nothing to run.
+    if (config.backend_type !== 'cpu') return { rejected: why };
+    const rank = ctx.policy.staticOrder.indexOf('cpu');
+    return {
+      evidence: { kind: 'static', rank: rank === -1 ? ctx.policy.staticOrder.length : rank },
+      refSeconds: undefined,
+      summary: `${why}; kept as the CPU floor`,
+    };
+  }
   if (probe) {
     const refSeconds = ref.prefill / probe.prefillTokPerSec + ref.decode / probe.decodeTokPerSec;
     return {
@@ -170,6 +180,7 @@ export function enumerateCandidates(
         variantId: variant.variantId,
         quant: variant.quant,
         configPath: variant.configPath,
+        ...(variant.configOverrides ? { configOverrides: variant.configOverrides } : {}),
         config,
         memoryBytes: estimateInstanceBytes(variant, ctx.contextTokens, ctx.policy),
         evidence: ev.evidence,

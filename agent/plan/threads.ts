@@ -15,6 +15,18 @@ export function chooseThreads(board: PlanBoard): ThreadChoice {
   clusters.sort((a, b) => b.maxFreqKHz - a.maxFreqKHz || b.cpus.length - a.cpus.length);
   const best = clusters[0]!;
   const ghz = (best.maxFreqKHz / 1e6).toFixed(2);
+  // Prime + big clusters of one core type (QCS6490: 1 × A78 at 2.7 GHz + 3 × A78 at 2.4 GHz) run together.
+  const sameType = clusters.filter((c) => c.name === best.name);
+  if (sameType.length > 1 && sameType.length < clusters.length) {
+    const cpus = sameType.flatMap((c) => c.cpus).sort((a, b) => a - b);
+    return {
+      threads: cpus.length,
+      cpus,
+      reason:
+        `${cpus.length} threads pinned to the ${best.name} cores (${sameType.length} clusters, up to ${ghz} GHz); ` +
+        `the other ${clusters.length - sameType.length} cluster(s) would hold them back`,
+    };
+  }
   if (clusters.length === 1) {
     return {
       threads: best.cpus.length,

@@ -114,6 +114,8 @@ export interface CatalogVariant {
   backends: BackendType[];
   /** The model directory's config.json. */
   configPath: string;
+  /** MNN config keys the variant sets over config.json (from its manifest). */
+  configOverrides?: Record<string, unknown>;
 }
 
 export interface CatalogModel {
@@ -202,6 +204,7 @@ export interface Candidate {
   variantId: string;
   quant: string;
   configPath: string;
+  configOverrides?: Record<string, unknown>;
   config: MnnConfig;
   memoryBytes: number;
   evidence: Evidence;

@@ -70,6 +70,7 @@ class AdaptedHost implements EngineHost {
   async load(spec: InstanceSpec): Promise<void> {
     try {
       await this.#client.load(spec.configPath, {
+        ...spec.configOverrides,
         backend_type: spec.config.backend_type,
         thread_num: spec.config.thread_num,
         precision: spec.config.precision,

@@ -10,6 +10,7 @@ import {
   type PlanBoard,
   type PlanCatalog,
   type PlanPolicy,
+  type ProbeResult,
   type SlotConstraints,
   type SlotName,
   type SlotSpec,
@@ -29,11 +30,12 @@ import {
 import type { ReleaseCheck, RuntimeEvents, Transition } from './events.js';
 import { defaultFailureBackoff, type FailureBackoff, FailureBook, type FailureRecord } from './failures.js';
 import { Instance, type Lease } from './instance.js';
+import { probeCandidate, probeCandidates } from './probe.js';
 import { ProbeStore } from './probe-store.js';
 import type { SystemMemory } from './proc-memory.js';
 import { ExclusiveRunner, type RunnerHealth } from './runner.js';
 import { describeStep, planSteps } from './steps.js';
-import { type ActiveChoice, activeTarget } from './target.js';
+import { type ActiveChoice, activeTarget, specOf } from './target.js';
 import type { CurrentState, InstanceSpec, InstanceStatus, Step, StepPlan } from './types.js';
 
 export interface RuntimeOptions {
@@ -154,6 +156,8 @@ export class Runtime {
   #runStartMs = 0;
   #exclusive: Promise<unknown> = Promise.resolve();
   #stopped = false;
+  #background = new Set<Promise<unknown>>();
+  readonly #stopping = new AbortController();
 
   constructor(deps: RuntimeDeps) {
     this.#deps = deps;
@@ -316,6 +320,66 @@ export class Runtime {
     }
   }
 
+  // ---------------------------------------------------------------- measured selection
+
+  /**
+   * Probe every candidate of the catalog (or of one model) on this board, store the numbers, and plan again
+   * with them. Each probe runs while no reconcile step does; a candidate that does not fit in MemAvailable
+   * right now is skipped (not recorded as failed).
+   */
+  async probeModels(
+    filter: { modelId?: string; version?: string } = {},
+    opts: {
+      signal?: AbortSignal;
+      lowPriority?: boolean;
+      onResult?: (r: ProbeResult) => void;
+      onSkip?: (key: string, reason: string) => void;
+    } = {},
+  ): Promise<ProbeResult[]> {
+    const board = await this.#deps.sources.board();
+    const catalog = await this.#deps.sources.catalog();
+    const candidates = probeCandidates(board, catalog, this.#policy, this.engineVersion, filter);
+    const signal = opts.signal
+      ? AbortSignal.any([opts.signal, this.#stopping.signal])
+      : this.#stopping.signal;
+    const results: ProbeResult[] = [];
+    for (const c of candidates) {
+      signal.throwIfAborted();
+      const r = await this.exclusive(async () => {
+        const free = (await this.#deps.memory.memAvailableBytes()) - this.#opts.memoryReserveBytes;
+        if (c.memoryBytes > free) return `needs ${c.memoryBytes} bytes, ${free} available above the reserve`;
+        return probeCandidate(specOf(c), {
+          hosts: this.#deps.hosts,
+          boardId: board.boardId,
+          clock: this.#deps.clock,
+          signal,
+          lowPriority: opts.lowPriority ?? false,
+        });
+      });
+      if (typeof r === 'string') {
+        this.#log.info('probe skipped', { candidate: c.key, reason: r });
+        opts.onSkip?.(c.key, r);
+        continue;
+      }
+      this.probes.put(r);
+      results.push(r);
+      opts.onResult?.(r);
+    }
+    if (results.length > 0) await this.replan(`${results.length} probe result(s) stored`);
+    return results;
+  }
+
+  /** After a model install: probe it at low priority in the background; errors are logged, not thrown. */
+  probeInBackground(filter: { modelId?: string; version?: string }): void {
+    const run = this.probeModels(filter, { lowPriority: true })
+      .catch((err: unknown) => {
+        if (!this.#stopped)
+          this.#log.warn('background probe failed', { ...filter, error: errorMessage(err) });
+      })
+      .finally(() => this.#background.delete(run));
+    this.#background.add(run);
+  }
+
   // ---------------------------------------------------------------- loop control
 
   start(): void {
@@ -336,8 +400,10 @@ export class Runtime {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort(new Error('runtime stopping'));
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     await this.#runner.stop();
+    await Promise.all(this.#background);
     this.#serving = {};
     this.#wakeServingWaiters();
     await Promise.all(

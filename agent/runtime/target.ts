@@ -18,6 +18,7 @@ export function specOf(c: Candidate): InstanceSpec {
     version: c.version,
     variantId: c.variantId,
     configPath: c.configPath,
+    ...(c.configOverrides ? { configOverrides: c.configOverrides } : {}),
     config: c.config,
     memoryBytes: c.memoryBytes,
   };

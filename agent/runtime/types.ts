@@ -8,6 +8,8 @@ export interface InstanceSpec {
   version: string;
   variantId: string;
   configPath: string;
+  /** The variant's own MNN keys over config.json; the placement's `config` wins over them. */
+  configOverrides?: Record<string, unknown>;
   config: MnnConfig;
   /** The planner's estimate; used to decide blue/green vs stop-then-load. */
   memoryBytes: number;

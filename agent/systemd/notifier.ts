@@ -1,4 +1,4 @@
-import { errorMessage, MnnEdgeError } from '../common/errors.js';
+import { errorMessage, invalidParameter, MnnEdgeError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { notifyAssignment, parseNotifyEnvironment } from './notify-env.js';
 import { createSystemdNotifyTransport, type NotifyTransport } from './notify-transport.js';
@@ -65,10 +65,7 @@ export function createSystemdNotifier(options: SystemdNotifierOptions): SystemdN
 
   const send = (assignments: string[]): Promise<boolean> => {
     if (transport === undefined) return Promise.resolve(false);
-    const delivery = queue.then(
-      () => transport.send(assignments),
-      () => transport.send(assignments),
-    );
+    const delivery = queue.then(() => transport.send(assignments));
     queue = delivery.catch(() => undefined);
     return delivery.then(
       () => true,
@@ -105,11 +102,8 @@ export function createSystemdNotifier(options: SystemdNotifierOptions): SystemdN
     watchdogIntervalMs,
     ready: () => send(['READY=1']),
     status: (text) => {
-      if (typeof text !== 'string') {
-        return Promise.reject(
-          new MnnEdgeError('EINVAL', `status text must be a string, got ${typeof text as string}`),
-        );
-      }
+      // Typed callers cannot get here; plain-JS ones (and `unknown` casts) get a specific error.
+      if (typeof text !== 'string') return Promise.reject(invalidParameter('status text', 'a string', text));
       return send([notifyAssignment('STATUS', text)]);
     },
     startWatchdog(loopHealthy) {

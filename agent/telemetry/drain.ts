@@ -23,6 +23,8 @@ export interface DrainOptions {
   logger: Logger;
 }
 
+const READ_AHEAD = 256;
+
 export interface DrainStats {
   inflight: number;
   published: number;
@@ -40,6 +42,9 @@ export class OutboxDrainer {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #pumping = false;
+  #kickQueued = false;
+  /** Read ahead from the outbox so that one query serves many publishes. */
+  #ahead: OutboxMessage[] = [];
   readonly #stats: DrainStats = { inflight: 0, published: 0, acknowledged: 0, failed: 0 };
   readonly #unsubscribe: () => void;
 
@@ -81,9 +86,11 @@ export class OutboxDrainer {
         this.#scheduleRetry(Math.ceil(1000 / ratePerSec));
         return;
       }
-      const batch = outbox.next(this.#cursor, allowed).filter((m) => !this.#inflight.has(m.seq));
-      if (batch.length === 0) return;
-      for (const m of batch) {
+      if (this.#ahead.length === 0) {
+        this.#ahead = outbox.next(this.#cursor, READ_AHEAD).filter((m) => !this.#inflight.has(m.seq));
+        if (this.#ahead.length === 0) return;
+      }
+      for (const m of this.#ahead.splice(0, allowed)) {
         this.#cursor = Math.max(this.#cursor, m.seq);
         this.#inflight.add(m.seq);
         if (ratePerSec > 0) this.#tokens -= 1;
@@ -99,12 +106,20 @@ export class OutboxDrainer {
       // Not delivered: rewind so the message is sent again, in order, once the connection allows.
       this.#stats.failed++;
       this.#cursor = Math.min(this.#cursor, seq - 1);
+      this.#ahead = [];
       this.#o.logger.debug('publish failed; will retry', { seq, error: errorMessage(err) });
     } else {
       this.#stats.acknowledged++;
       this.#o.outbox.acknowledge(seq);
     }
-    if (!this.#pumping) queueMicrotask(() => this.kick());
+    // Acknowledgements arrive in bursts (one socket read holds many PUBACKs): one refill for the burst.
+    if (!this.#kickQueued) {
+      this.#kickQueued = true;
+      queueMicrotask(() => {
+        this.#kickQueued = false;
+        this.kick();
+      });
+    }
   }
 
   #scheduleRetry(ms: number): void {

@@ -75,7 +75,8 @@ export class TelemetryHistory {
     if (!Array.isArray(q.metrics) || q.metrics.length === 0 || q.metrics.length > 64)
       throw invalidParameter('metrics', 'an array of 1 to 64 metric names', q.metrics);
     for (const m of q.metrics)
-      if (typeof m !== 'string' || !METRIC_NAME.test(m)) throw invalidParameter('metrics[]', 'a metric name', m);
+      if (typeof m !== 'string' || !METRIC_NAME.test(m))
+        throw invalidParameter('metrics[]', 'a metric name', m);
     if (!Number.isFinite(q.since)) throw invalidParameter('since', 'epoch milliseconds', q.since);
     const until = q.until ?? this.#clock.nowMs();
     if (!Number.isFinite(until) || until < q.since)

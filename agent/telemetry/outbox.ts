@@ -2,8 +2,8 @@ import type { Clock } from '../common/clock.js';
 import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { TypedEventEmitter } from '../common/typed-events.js';
-import type { Db } from '../store/database.js';
 import type { OutboxConfig } from '../config/sections/telemetry.js';
+import type { Db } from '../store/database.js';
 
 // Store-and-forward for telemetry. A message is written here before it is ever published and leaves only when
 // the broker acknowledges it (PUBACK), expires, or is pushed out by the size bound. Flash wears and fsyncs are
@@ -256,10 +256,19 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
 
   /** Committed, unexpired, not yet acknowledged messages after `afterSeq`, oldest first. */
   next(afterSeq: number, limit: number): OutboxMessage[] {
-    // Acknowledged rows stay until the next commit; over-fetch by their number so they cannot starve the page.
-    const rows = this.#stmt.next.all(afterSeq, this.#clock.nowMs(), limit + this.#acked.size) as OutboxMessage[];
-    const fresh = this.#acked.size === 0 ? rows : rows.filter((r) => !this.#acked.has(r.seq));
-    return fresh.slice(0, limit);
+    // Acknowledged rows stay until the next commit. They lie behind the drain cursor except after a rewind, so
+    // the usual case is one query; otherwise page on past them.
+    const now = this.#clock.nowMs();
+    const out: OutboxMessage[] = [];
+    let cursor = afterSeq;
+    while (out.length < limit) {
+      const want = limit - out.length;
+      const rows = this.#stmt.next.all(cursor, now, want) as OutboxMessage[];
+      for (const r of rows) if (!this.#acked.has(r.seq)) out.push(r);
+      if (rows.length < want) break;
+      cursor = rows[rows.length - 1]!.seq;
+    }
+    return out;
   }
 
   stats(): OutboxStats {

@@ -14,7 +14,9 @@ export interface Sampler {
   sample(): Promise<MetricSample>;
 }
 
-export function cpuSampler(load: () => Promise<{ currentLoad: number; cpus: { load: number }[] }> = si.currentLoad): Sampler {
+export function cpuSampler(
+  load: () => Promise<{ currentLoad: number; cpus: { load: number }[] }> = si.currentLoad,
+): Sampler {
   return {
     name: 'cpu',
     async sample() {
@@ -28,9 +30,7 @@ export function cpuSampler(load: () => Promise<{ currentLoad: number; cpus: { lo
   };
 }
 
-export function memorySampler(
-  mem: () => Promise<{ total: number; available: number }> = si.mem,
-): Sampler {
+export function memorySampler(mem: () => Promise<{ total: number; available: number }> = si.mem): Sampler {
   return {
     name: 'memory',
     async sample() {

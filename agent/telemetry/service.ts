@@ -2,13 +2,18 @@ import type { Clock } from '../common/clock.js';
 import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import type { TelemetryConfig } from '../config/sections/telemetry.js';
-import type { Db } from '../store/database.js';
 import { encode, PROTOCOL_VERSION, type SlotTelemetry, type TelemetryMessage } from '../fleet/protocol.js';
+import type { Db } from '../store/database.js';
 import { MetricAggregator, type Summary } from './aggregate.js';
 import type { TelemetryHistory } from './history.js';
 import { vacuumIfWorthIt } from './maintenance.js';
 import type { Outbox } from './outbox.js';
-import { type RuntimeStatsProvider, type SlotRuntimeStats, slotGauges, type WorkloadMetricsProvider } from './runtime-stats.js';
+import {
+  type RuntimeStatsProvider,
+  type SlotRuntimeStats,
+  slotGauges,
+  type WorkloadMetricsProvider,
+} from './runtime-stats.js';
 import type { Sampler } from './samplers.js';
 
 // Samples on one timer, summarises and enqueues on another, maintains the store on a third. Sampling never
@@ -80,7 +85,10 @@ export class TelemetryService {
     results.forEach((r, i) => {
       if (r.status === 'fulfilled') this.#agg.addAll(r.value);
       else
-        this.#o.logger.debug('sampler failed', { sampler: this.#o.samplers[i]!.name, error: errorMessage(r.reason) });
+        this.#o.logger.debug('sampler failed', {
+          sampler: this.#o.samplers[i]!.name,
+          error: errorMessage(r.reason),
+        });
     });
     try {
       if (this.#o.runtime) {

@@ -142,4 +142,8 @@ inline std::string ShapeToString(const std::vector<int>& shape) {
 
 bool FileExists(const std::string& path);
 
+// Resident set size of this process in bytes (0 when /proc is unavailable). Loads report their growth to V8
+// as external memory so that the GC sees what a model costs.
+int64_t ResidentBytes();
+
 }  // namespace mnn_edge

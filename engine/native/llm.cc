@@ -169,16 +169,22 @@ Napi::Value LlmHandle::Load(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Llm* llm = Require(env, "Llm.load");
   std::string path = configPath_;
-  return PromiseWorker<bool>::Start(
+  return PromiseWorker<int64_t>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.load",
       [this, llm, path]() {
+        int64_t before = ResidentBytes();
         if (!llm->load()) {
           throw EngineError("ELOAD", "MNN Llm::load failed for " + path + " (MNN's reason is in the engine log)");
         }
         loaded_ = true;
-        return true;
+        int64_t grown = ResidentBytes() - before;
+        return grown > 0 ? grown : int64_t{0};
       },
-      [](Napi::Env e, bool&) { return e.Undefined(); });
+      [this](Napi::Env e, int64_t& grown) {
+        externalBytes_ = grown;
+        Napi::MemoryManagement::AdjustExternalMemory(e, grown);
+        return e.Undefined();
+      });
 }
 
 Napi::Value LlmHandle::Prefill(const Napi::CallbackInfo& info) {
@@ -192,6 +198,7 @@ Napi::Value LlmHandle::Prefill(const Napi::CallbackInfo& info) {
       env, info.This().As<Napi::Object>(), &busy_, "Llm.prefill",
       [this, llm, req]() {
         MNN::Express::ExecutorScope scope(llm->getExecutor());
+        const std::string& path = configPath_;
         gen_ = Generation();
         MNN::Transformer::MultimodalPrompt prompt;
         double audioSeconds = 0;
@@ -222,17 +229,17 @@ Napi::Value LlmHandle::Prefill(const Napi::CallbackInfo& info) {
         int64_t visionBefore = ctx->vision_us;
         int64_t audioBefore = ctx->audio_us;
         std::vector<int> ids = llm->tokenizer_encode(prompt);
-        if (ids.empty()) throw EngineError("EINVAL", "Llm.generate: the prompt encodes to no tokens");
+        if (ids.empty()) throw EngineError("EINVAL", "Llm.generate: the prompt encodes to no tokens for " + path);
         llm->generate_init(nullptr, "");
         if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
-          throw EngineError("EENGINE", "MNN Llm::generate_init left the model in error state " +
+          throw EngineError("EENGINE", "MNN Llm::generate_init left the model of " + path + " in error state " +
                                            std::to_string(static_cast<int>(ctx->status)));
         }
         // max_new_tokens 0: prefill only; decode then advances one token per step().
         llm->generate(ids, 0);
         if (ctx->status == LlmStatus::INTERNAL_ERROR) {
-          throw EngineError("EENGINE", "MNN Llm::generate (prefill of " + std::to_string(ids.size()) +
-                                           " tokens) failed; MNN's reason is in the engine log");
+          throw EngineError("EENGINE", "MNN Llm::generate (prefill of " + std::to_string(ids.size()) + " tokens) failed for " +
+                                           path + "; MNN's reason is in the engine log");
         }
         gen_.active = true;
         gen_.remaining = req->maxNewTokens;
@@ -250,6 +257,7 @@ Napi::Value LlmHandle::Step(const Napi::CallbackInfo& info) {
   return PromiseWorker<StepResult>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.step",
       [this, llm]() {
+        const std::string& path = configPath_;
         StepResult r;
         auto finish = [&](const char* reason) {
           gen_.active = false;
@@ -276,7 +284,8 @@ Napi::Value LlmHandle::Step(const Napi::CallbackInfo& info) {
         const auto* ctx = llm->getContext();
         if (ctx->status == LlmStatus::INTERNAL_ERROR) {
           gen_.active = false;
-          throw EngineError("EENGINE", "MNN Llm::generate (decode step) failed; MNN's reason is in the engine log");
+          throw EngineError("EENGINE",
+                            "MNN Llm::generate (decode step) failed for " + path + "; MNN's reason is in the engine log");
         }
         gen_.remaining -= 1;
         r.token = ctx->current_token;
@@ -398,6 +407,8 @@ Napi::Value LlmHandle::Dispose(const Napi::CallbackInfo& info) {
   llm_ = nullptr;
   loaded_ = false;
   cancel_.store(true);
+  if (externalBytes_ > 0) Napi::MemoryManagement::AdjustExternalMemory(env, -externalBytes_);
+  externalBytes_ = 0;
   if (llm == nullptr) {
     auto d = Napi::Promise::Deferred::New(env);
     d.Resolve(env.Undefined());
@@ -429,7 +440,7 @@ Napi::Value LlmHandle::Speak(const Napi::CallbackInfo& info) {
   cancel_.store(false);
   return PromiseWorker<bool>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.speak",
-      [llm, queue, tts, text, language, refAudio, maxNewTokens]() {
+      [llm, queue, tts, text, language, refAudio, maxNewTokens, path = configPath_]() {
         MNN::Express::ExecutorScope scope(llm->getExecutor());
         llm->setWavformCallback(
             [queue](const float* data, size_t size, bool last) { return queue->Push(data, size, last); });
@@ -441,7 +452,7 @@ Napi::Value LlmHandle::Speak(const Napi::CallbackInfo& info) {
         }
         llm->setWavformCallback(nullptr);
         queue->Close();
-        if (!ok) throw EngineError("EENGINE", "MNN Llm::generateTTS failed; MNN's reason is in the engine log");
+        if (!ok) throw EngineError("EENGINE", "MNN Llm::generateTTS failed for " + path + "; MNN's reason is in the engine log");
         return true;
       },
       [](Napi::Env e, bool&) { return e.Undefined(); });

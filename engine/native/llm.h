@@ -57,6 +57,7 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   std::string configPath_;
   MNN::Transformer::Llm* llm_ = nullptr;
   bool loaded_ = false;
+  int64_t externalBytes_ = 0;
   BusyFlag busy_;
   std::atomic<bool> cancel_{false};
   Generation gen_;

@@ -1,6 +1,9 @@
 #include "media.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <MNN/expr/NeuralNetWorkOp.hpp>
 
@@ -24,6 +27,15 @@ using MNN::Express::VARP;
 bool FileExists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long long pages = 0, resident = 0;
+  int n = std::fscanf(f, "%lld %lld", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(resident) * ::sysconf(_SC_PAGESIZE) : 0;
 }
 
 static void RequireFile(const std::string& kind, const std::string& path) {

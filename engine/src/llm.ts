@@ -285,7 +285,10 @@ export class Llm {
   speak(options: SpeakOptions = {}): AsyncGenerator<SpeechChunk, void, undefined> {
     this.#assertLive('speak');
     if (!this.capabilities.talker) {
-      throw new EngineError('ENOTSUP', `${this.configPath} has no talker (has_talker is not set in its config)`);
+      throw new EngineError(
+        'ENOTSUP',
+        `${this.configPath} has no talker (has_talker is not set in its config)`,
+      );
     }
     if (options.text !== undefined && (typeof options.text !== 'string' || options.text.length === 0)) {
       throw invalidParameter('text', 'a non-empty string', options.text);

@@ -92,7 +92,12 @@ export interface NativeLlmHandle {
   encode(text: string): Promise<Int32Array>;
   decode(ids: Int32Array): Promise<string>;
   dispose(): Promise<void>;
-  speak(request: { text?: string; language?: string; maxNewTokens?: number; refAudio?: string }): Promise<void>;
+  speak(request: {
+    text?: string;
+    language?: string;
+    maxNewTokens?: number;
+    refAudio?: string;
+  }): Promise<void>;
   nextSpeechChunk(): Promise<{ samples: Float32Array; last: boolean } | null>;
 }
 

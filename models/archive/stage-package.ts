@@ -80,6 +80,18 @@ class FileSink {
   }
 }
 
+/** A file whose path runs through another file ("a" then "a/b") is a malformed package, not an I/O error. */
+function openSink(staging: string, path: string, shown: string): FileSink {
+  try {
+    return new FileSink(join(staging, path));
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ENOTDIR' || code === 'EEXIST' || code === 'EISDIR')
+      throw archiveError(`entry ${shown} collides with another entry's path`, path);
+    throw err;
+  }
+}
+
 function fsyncTree(root: string): void {
   const walk = (d: string) => {
     for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(join(d, e.name));
@@ -135,7 +147,7 @@ export async function stageFromTar(
         `archive exceeds the package limit of ${limits.maxTotalBytes} bytes at entry ${shown}`,
         entry.path,
       );
-    const sink = new FileSink(join(staging, path));
+    const sink = openSink(staging, path, shown);
     try {
       for await (const chunk of entry.body()) {
         sink.write(chunk);

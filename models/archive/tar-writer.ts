@@ -49,7 +49,8 @@ function header(
   const overflow = new Map<string, string>();
   if (!writeString(block, path, 0, 100)) {
     overflow.set('path', path);
-    writeString(block, Buffer.from(path).subarray(0, 99).toString('latin1'), 0, 99);
+    // Readers without pax support still see a recognisable (truncated) name.
+    Buffer.from(path, 'utf8').copy(block, 0, 0, 99);
   }
   writeOctal(block, mode, 100, 8);
   writeOctal(block, 0, 108, 8);
@@ -84,14 +85,7 @@ export async function* writeTar(
     const { block, overflow } = header(e.path, FLAG_BY_TYPE[type], size, mode, mtime, e.linkTarget ?? '');
     if (overflow.size > 0) {
       const records = Buffer.concat([...overflow].map(([k, v]) => paxRecord(k, v)));
-      const paxHeader = header(
-        `PaxHeaders/${e.path}`.slice(0, 99),
-        PAX_LOCAL,
-        records.length,
-        0o644,
-        mtime,
-        '',
-      );
+      const paxHeader = header('PaxHeader', PAX_LOCAL, records.length, 0o644, mtime, '');
       yield seal(paxHeader.block);
       yield records;
       yield Buffer.alloc(paddingFor(records.length));

@@ -3,6 +3,7 @@ import { MnnEdgeError } from '../../agent/common/errors.js';
 import { FlatBufferFormatError, FlatBufferReader } from './flatbuffer-reader.js';
 import {
   BlobField,
+  Convolution2DCommonField,
   Convolution2DField,
   DATA_FORMAT_NAMES,
   DATA_TYPE_NAMES,
@@ -59,6 +60,8 @@ export interface MnnInspection {
   externalWeights?: ExternalWeights;
   /** Weight quantisation found in conv/matmul parameters: bits → number of ops. */
   weightQuantBits: Record<string, number>;
+  /** Quantisation block along the input channel → number of ops (0 = one scale per output channel). */
+  weightQuantBlocks: Record<string, number>;
   /** 'dynamic' when an input has an unknown dimension, so shapes are resolved at run time. */
   shapes: 'static' | 'dynamic';
   /** Per MNN backend, the op types of this model it has no execution for (they would fall back to CPU). */
@@ -81,6 +84,7 @@ interface OpScan {
   inputs: MnnTensorInfo[];
   external: { ops: number; bytes: number; extent: number; files: Set<string> };
   quantBits: Map<string, number>;
+  quantBlocks: Map<string, number>;
   produced: Set<number>;
   consumed: Set<number>;
 }
@@ -125,6 +129,9 @@ function scanOp(
       const bits = r.int32(quant, IdstQuanField.aMaxOrBits, 0);
       const key = bits > 0 && bits <= 16 ? String(bits) : 'other';
       scan.quantBits.set(key, (scan.quantBits.get(key) ?? 0) + 1);
+      const block = quantBlock(r, param, quant);
+      if (block !== undefined)
+        scan.quantBlocks.set(String(block), (scan.quantBlocks.get(String(block)) ?? 0) + 1);
     }
   }
   if (external && external.length >= 2) {
@@ -135,6 +142,19 @@ function scanOp(
     scan.external.extent = Math.max(scan.external.extent, offset + size);
     scan.external.files.add(r.string(op, OpField.externalPath, 'external path') ?? defaultWeight);
   }
+}
+
+/** Block size from the group count: groups = outputCount × inputCount / block. */
+function quantBlock(r: FlatBufferReader, conv: number, quant: number): number | undefined {
+  const groups = r.int32(quant, IdstQuanField.readType, 0);
+  const common = r.subTable(conv, Convolution2DField.common, 'convolution common');
+  if (common === undefined || groups <= 0) return undefined;
+  const out = r.int32(common, Convolution2DCommonField.outputCount, 0);
+  const input = r.int32(common, Convolution2DCommonField.inputCount, 0);
+  if (out <= 0 || input <= 0 || groups % out !== 0) return undefined;
+  const blocksPerChannel = groups / out;
+  if (blocksPerChannel === 1) return 0;
+  return input % blocksPerChannel === 0 ? input / blocksPerChannel : undefined;
 }
 
 function describeTensors(r: FlatBufferReader, net: number): Map<string, number[]> {
@@ -174,6 +194,7 @@ export function inspectMnnBytes(
       inputs: [],
       external: { ops: 0, bytes: 0, extent: 0, files: new Set() },
       quantBits: new Map(),
+      quantBlocks: new Map(),
       produced: new Set(),
       consumed: new Set(),
     };
@@ -229,6 +250,7 @@ export function inspectMnnBytes(
           }
         : {}),
       weightQuantBits: Object.fromEntries(scan.quantBits),
+      weightQuantBlocks: Object.fromEntries(scan.quantBlocks),
       shapes: dynamic ? 'dynamic' : 'static',
       backendGaps: backendGaps(Object.keys(opTypes)),
       coverageCommit: MNN_COMMIT,

@@ -34,13 +34,19 @@ export const InputField = { dims: 0, dtype: 1, dformat: 2 } as const;
 export const BlobField = { dims: 0, dataType: 2, external: 9 } as const;
 
 /** Convolution2D { common; weight; bias; quanParameter; symmetricQuan; sparseParameter; external } */
-export const Convolution2DField = { quanParameter: 3, external: 6 } as const;
+export const Convolution2DField = { common: 0, quanParameter: 3, external: 6 } as const;
+
+/** Convolution2DCommon { padX; padY; kernelX; kernelY; strideX; strideY; dilateX; dilateY; padMode; group;
+ *  outputCount; inputCount; … } */
+export const Convolution2DCommonField = { outputCount: 10, inputCount: 11 } as const;
 
 /** LayerNorm { axis; epsilon; gamma; beta; group; external; useRMSNorm } */
 export const LayerNormField = { external: 5 } as const;
 
-/** IDSTQuan { buffer; alpha; type; useInt32; quantScale; scaleIn; scaleOut; aMaxOrBits; … } */
-export const IdstQuanField = { type: 2, aMaxOrBits: 7 } as const;
+/** IDSTQuan { buffer; alpha; type; useInt32; quantScale; scaleIn; scaleOut; aMaxOrBits; aMin; readType; … }
+ *  For weight-only quantisation, aMaxOrBits holds the bit width and readType the number of scale groups
+ *  (output channels × blocks per channel). */
+export const IdstQuanField = { type: 2, aMaxOrBits: 7, readType: 9 } as const;
 
 export const DATA_TYPE_NAMES: Readonly<Record<number, string>> = {
   0: 'invalid',

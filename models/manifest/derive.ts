@@ -64,6 +64,7 @@ function str(v: unknown): string | undefined {
 /** MNN's `precision` config: "low" lets backends compute in fp16 (or bf16); "normal" and "high" keep fp32. */
 function precisionOf(
   quantBits: Record<string, number>,
+  quantBlocks: Record<string, number>,
   configPrecision: string | undefined,
 ): VariantPrecision {
   const activations = configPrecision === 'low' ? 'fp16' : 'fp32';
@@ -72,7 +73,13 @@ function precisionOf(
     .map(Number)
     .sort((a, b) => a - b)[0];
   if (bits === undefined) return { weights: 'fp32', activations };
-  return { weights: `int${bits}`, activations, label: `W${bits}A${activations.slice(2)}` };
+  const block = Object.entries(quantBlocks).sort((a, b) => b[1] - a[1])[0]?.[0];
+  return {
+    weights: `int${bits}`,
+    activations,
+    ...(block !== undefined ? { quantBlock: Number(block) } : {}),
+    label: `W${bits}A${activations.slice(2)}`,
+  };
 }
 
 /** The files of an export directory are listed by the caller (already checked to stay inside it). */
@@ -123,7 +130,11 @@ export function deriveManifest(dir: string, files: DerivedFile[], options: Deriv
   const mainGraph = graphFile ?? [...names].find((n) => n.endsWith('.mnn'))!;
   const bytes = readFileSync(join(dir, mainGraph));
   const inspection = inspectMnnBytes(bytes, mainGraph, `${mainGraph}.weight`);
-  const precision = precisionOf(inspection.weightQuantBits, str(config?.['precision']));
+  const precision = precisionOf(
+    inspection.weightQuantBits,
+    inspection.weightQuantBlocks,
+    str(config?.['precision']),
+  );
   if (precision.weights !== 'fp32')
     assumptions.push(`weight precision ${precision.weights} read from ${mainGraph}`);
 

@@ -63,6 +63,8 @@ export interface ImportProgress extends StageProgress {
 }
 
 export interface RecoveryReport {
+  /** Set when another live process holds the store: its unfinished work is not ours to undo. */
+  skipped?: string;
   rolledBack: string[];
   orphansRemoved: string[];
   missingDropped: string[];
@@ -113,7 +115,27 @@ interface JournalRow {
 
 const STAGING = '.staging';
 const TRASH = '.trash';
+const LOCK = '.lock';
 const MAX_MANIFEST_BYTES = 1024 * 1024;
+
+function readLockPid(path: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else, so it is alive.
+    return (err as { code?: string }).code === 'EPERM';
+  }
+}
 
 export function formatRef(ref: ModelRef): string {
   return `${ref.id}@${ref.version}`;
@@ -150,6 +172,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
   readonly #log: Logger | undefined;
   readonly #limits: Partial<StageLimits>;
   readonly #installing = new Set<string>();
+  #ownsLock = false;
 
   private constructor(options: ModelStoreOptions) {
     super();
@@ -160,12 +183,44 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
     this.#limits = options.limits ?? {};
   }
 
-  /** Opens the store and runs recovery, so callers never see a half-installed package. */
+  /**
+   * Opens the store and, unless another live process holds it (the agent while the CLI runs), takes it over
+   * and runs recovery, so callers never see a half-installed package.
+   */
   static open(options: ModelStoreOptions): { store: ModelStore; recovery: RecoveryReport } {
     const store = new ModelStore(options);
     mkdirSync(join(store.root, STAGING), { recursive: true });
     mkdirSync(join(store.root, TRASH), { recursive: true });
+    const holder = store.#takeLock();
+    if (holder !== undefined)
+      return {
+        store,
+        recovery: {
+          skipped: `held by process ${holder}`,
+          rolledBack: [],
+          orphansRemoved: [],
+          missingDropped: [],
+        },
+      };
     return { store, recovery: store.recover() };
+  }
+
+  /** Releases the store for the next process to recover. Idempotent. */
+  close(): void {
+    if (!this.#ownsLock) return;
+    this.#ownsLock = false;
+    const path = join(this.root, LOCK);
+    if (readLockPid(path) === process.pid) rmSync(path, { force: true });
+  }
+
+  /** A pid file: a holder killed with -9 leaves it behind, and a dead pid means the lock is free. */
+  #takeLock(): number | undefined {
+    const path = join(this.root, LOCK);
+    const holder = readLockPid(path);
+    if (holder !== undefined && holder !== process.pid && processAlive(holder)) return holder;
+    writeFileDurable(path, `${process.pid}\n`);
+    this.#ownsLock = true;
+    return undefined;
   }
 
   packageDir(ref: ModelRef): string {
@@ -204,7 +259,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
     const rows = this.#rows();
     const listed = new Set(rows.map((r) => `${r.id}/${r.version}`));
     for (const id of readdirSync(this.root)) {
-      if (id === STAGING || id === TRASH) continue;
+      if (id === STAGING || id === TRASH || id === LOCK) continue;
       const idDir = join(this.root, id);
       if (!lstatSync(idDir).isDirectory()) {
         rmSync(idDir, { force: true });

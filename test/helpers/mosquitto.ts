@@ -69,7 +69,9 @@ async function waitForPort(port: number, timeoutMs: number, proc: ChildProcess):
 
 export async function startMosquitto(options: MosquittoOptions = {}): Promise<Mosquitto> {
   if (!mosquittoAvailable())
-    throw new Error(`mosquitto not found at ${MOSQUITTO_BIN}: run scripts/install-test-deps.sh (apt: mosquitto)`);
+    throw new Error(
+      `mosquitto not found at ${MOSQUITTO_BIN}: run scripts/install-test-deps.sh (apt: mosquitto)`,
+    );
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-mosquitto-'));
   const port = await freePort();
   const conf = join(dir, 'mosquitto.conf');

@@ -58,6 +58,8 @@ test('readable report names board, SoC, features, accelerators and backends with
   t.regex(r.stdout, /^ {2}Rockchip NPU +driver rknpu-vendor/m);
   t.regex(r.stdout, /^ {2}rknn +usable +RKNPU driver 0\.9\.6 at \/dev\/dri\/renderD129/m);
   t.regex(r.stdout, /^ {2}opencl +unusable +Mali-G610 present .* but no OpenCL library/m);
+  t.regex(r.stdout, /^Board support: Rockchip RK3588 \/ RK3588S$/m);
+  t.regex(r.stdout, /^ {2}threads +big-cluster-first: Four threads on the A76 cores/m);
 });
 
 test('--json prints the document; --engine-backends narrows the usable set', async (t) => {

@@ -124,20 +124,27 @@ async function rawClient(broker: BrokerUnderTest): Promise<MqttClient> {
   return c;
 }
 
+interface Received {
+  topic: string;
+  payload: Buffer;
+  /** Set only on the copy a broker sends because of a new subscription. */
+  retain: boolean;
+}
+
 /** Collects messages on `filter` until `until` says enough (or the timeout passes). */
 async function collect(
   client: MqttClient,
   filter: string,
-  until: (msgs: { topic: string; payload: Buffer }[]) => boolean,
+  until: (msgs: Received[]) => boolean,
   timeoutMs = 5_000,
   trigger?: () => Promise<void> | void,
-): Promise<{ topic: string; payload: Buffer }[]> {
-  const msgs: { topic: string; payload: Buffer }[] = [];
-  let onMessage: (topic: string, payload: Buffer) => void = () => undefined;
+): Promise<Received[]> {
+  const msgs: Received[] = [];
+  let onMessage: (topic: string, payload: Buffer, packet: { retain: boolean }) => void = () => undefined;
   const done = new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
-    onMessage = (topic, payload) => {
-      msgs.push({ topic, payload });
+    onMessage = (topic, payload, packet) => {
+      msgs.push({ topic, payload, retain: packet.retain });
       if (until(msgs)) {
         clearTimeout(timer);
         resolve();
@@ -228,10 +235,18 @@ for (const spec of brokers) {
     if (!(await setup(t))) return;
     const id = `lwt-${spec.protocolVersion}`;
     const topics = deviceTopics(id);
-    const will = { topic: topics.status, payload: encode('status', { v: 1, state: 'offline', deviceId: id }) };
+    const will = {
+      topic: topics.status,
+      payload: encode('status', { v: 1, state: 'offline', deviceId: id }),
+    };
     const victim = connect(
       broker.url,
-      buildClientOptions(mqttConfig(broker.url, spec.protocolVersion), { url: broker.url, protocolVersion: spec.protocolVersion }, id, will),
+      buildClientOptions(
+        mqttConfig(broker.url, spec.protocolVersion),
+        { url: broker.url, protocolVersion: spec.protocolVersion },
+        id,
+        will,
+      ),
     );
     await new Promise<void>((resolve) => victim.once('connect', () => resolve()));
     const msgs = await collect(
@@ -259,7 +274,14 @@ for (const spec of brokers) {
   serial(title('payload response topic and id work on both protocol levels'), async (t) => {
     if (!(await setup(t))) return;
     const rt = `${deviceTopics(idA).responses}/raw-1`;
-    const r = await rawCommand(raw, idA, 'ping', JSON.stringify({ id: 'abc', responseTopic: rt }), { qos: 1 }, rt);
+    const r = await rawCommand(
+      raw,
+      idA,
+      'ping',
+      JSON.stringify({ id: 'abc', responseTopic: rt }),
+      { qos: 1 },
+      rt,
+    );
     t.true(r.ok);
     t.is(r.id, 'abc');
   });
@@ -270,7 +292,13 @@ for (const spec of brokers) {
       const rt = `${deviceTopics(idA).responses}/props`;
       const got = new Promise<{ payload: Buffer; correlation?: Buffer }>((resolve) => {
         raw.on('message', (topic, payload, packet) => {
-          if (topic === rt) resolve({ payload, ...(packet.properties?.correlationData ? { correlation: packet.properties.correlationData } : {}) });
+          if (topic === rt)
+            resolve({
+              payload,
+              ...(packet.properties?.correlationData
+                ? { correlation: packet.properties.correlationData }
+                : {}),
+            });
         });
       });
       await raw.subscribeAsync(rt, { qos: 1 });
@@ -309,11 +337,17 @@ for (const spec of brokers) {
   serial(title('fleet commands reach only the selected devices'), async (t) => {
     if (!(await setup(t))) return;
     const voice = await operator.command({ selector: { tags: ['voice'] } }, 'ping', {}, 700);
-    t.deepEqual(voice.map((r) => r.deviceId), [idA]);
+    t.deepEqual(
+      voice.map((r) => r.deviceId),
+      [idA],
+    );
     const lab = await operator.command({ selector: { tags: ['lab'] } }, 'ping', {}, 700);
     t.deepEqual(lab.map((r) => r.deviceId).sort(), [idA, idB].sort());
     const rk = await operator.command({ selector: { boardFamilies: ['rk3588'] } }, 'ping', {}, 700);
-    t.deepEqual(rk.map((r) => r.deviceId), [idB]);
+    t.deepEqual(
+      rk.map((r) => r.deviceId),
+      [idB],
+    );
   });
 
   serial(title('retained documents are published and republished on change only'), async (t) => {
@@ -324,19 +358,31 @@ for (const spec of brokers) {
     const doc = JSON.parse(first[0]!.payload.toString());
     t.deepEqual(validate(documentSchema, doc), []);
     t.deepEqual(doc.data, { slots: { chat: { model: 'qwen' } } });
-    const later = await collect(raw, topic, (m) => m.length >= 2, 1_000, () => {
-      agentA.setDocument('placement', { slots: { chat: { model: 'qwen' } } }); // unchanged: not sent
-      agentA.setDocument('placement', { slots: { chat: { model: 'llama' } } });
-    });
+    const later = await collect(
+      raw,
+      topic,
+      (m) => m.length >= 2,
+      1_000,
+      () => {
+        agentA.setDocument('placement', { slots: { chat: { model: 'qwen' } } }); // unchanged: not sent
+        agentA.setDocument('placement', { slots: { chat: { model: 'llama' } } });
+      },
+    );
     const datas = later.map((m) => JSON.parse(m.payload.toString()).data.slots.chat.model);
     t.deepEqual(datas, ['qwen', 'llama']); // the retained copy, then the change
   });
 
   serial(title('telemetry arrives valid, aggregated, with consecutive sequence numbers'), async (t) => {
     if (!(await setup(t))) return;
-    const msgs = await collect(raw, deviceTopics(idA).telemetry, (m) => m.length >= 3);
-    t.true(msgs.length >= 3);
-    const tel = msgs.map((m) => JSON.parse(m.payload.toString()) as TelemetryMessage);
+    const msgs = await collect(
+      raw,
+      deviceTopics(idA).telemetry,
+      (m) => m.filter((x) => !x.retain).length >= 3,
+    );
+    t.true(msgs[0]!.retain, 'a new subscriber gets the latest telemetry at once');
+    const live = msgs.filter((m) => !m.retain);
+    t.true(live.length >= 3);
+    const tel = live.map((m) => JSON.parse(m.payload.toString()) as TelemetryMessage);
     for (const m of tel) t.deepEqual(validate(telemetrySchema, m), []);
     t.like(tel[0]!.metrics['cpu.load_pct'], { min: 12.5, mean: 12.5, max: 12.5 });
     for (let i = 1; i < tel.length; i++) t.is(tel[i]!.seq, tel[i - 1]!.seq + 1);
@@ -349,9 +395,15 @@ for (const spec of brokers) {
     const cfg = JSON.parse(retained[0]!.payload.toString());
     t.is(cfg.o.name, 'mnn-edge');
     t.truthy(cfg.cmps[`mnn_edge_${idA}_cpu_load`]);
-    const again = await collect(raw, topic, (m) => m.length >= 2, 3_000, async () => {
-      await raw.publishAsync('homeassistant/status', 'online', { qos: 1 });
-    });
+    const again = await collect(
+      raw,
+      topic,
+      (m) => m.length >= 2,
+      3_000,
+      async () => {
+        await raw.publishAsync('homeassistant/status', 'online', { qos: 1 });
+      },
+    );
     t.true(again.length >= 2);
   });
 
@@ -391,16 +443,26 @@ function malformedPayloads(n: number): { name: string; payload: Buffer }[] {
     return seed / 0x7fffffff;
   };
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
-  const junk = () => Buffer.from(Array.from({ length: 1 + Math.floor(rnd() * 64) }, () => Math.floor(rnd() * 256)));
+  const junk = () =>
+    Buffer.from(Array.from({ length: 1 + Math.floor(rnd() * 64) }, () => Math.floor(rnd() * 256)));
   const makers: (() => { name: string; payload: Buffer })[] = [
     () => ({ name: 'ping', payload: junk() }),
     () => ({ name: 'ping', payload: Buffer.from(`{"id": ${'['.repeat(1 + Math.floor(rnd() * 50))}`) }),
     () => ({ name: 'ping', payload: Buffer.from(pick(['[]', '42', '"x"', 'null', 'true', '[{}]'])) }),
-    () => ({ name: 'ping', payload: Buffer.from(JSON.stringify({ params: pick([1, 'x', [], null, true]) })) }),
+    () => ({
+      name: 'ping',
+      payload: Buffer.from(JSON.stringify({ params: pick([1, 'x', [], null, true]) })),
+    }),
     () => ({ name: 'ping', payload: Buffer.from(JSON.stringify({ params: { echo: 7 } })) }),
     () => ({ name: 'ping', payload: Buffer.from(JSON.stringify({ params: { extra: rnd() } })) }),
-    () => ({ name: 'logs', payload: Buffer.from(JSON.stringify({ params: { lines: pick([-1, 0, 1e9, 1.5, 'ten']) } })) }),
-    () => ({ name: 'logs', payload: Buffer.from(JSON.stringify({ params: { level: pick(['loud', 1, null]) } })) }),
+    () => ({
+      name: 'logs',
+      payload: Buffer.from(JSON.stringify({ params: { lines: pick([-1, 0, 1e9, 1.5, 'ten']) } })),
+    }),
+    () => ({
+      name: 'logs',
+      payload: Buffer.from(JSON.stringify({ params: { level: pick(['loud', 1, null]) } })),
+    }),
     () => ({ name: pick(['fly', 'reboot-now', 'x', 'get-stat']), payload: Buffer.from('{}') }),
     () => ({ name: 'ping', payload: Buffer.from(JSON.stringify({ v: pick([0, 2, '1', null]) })) }),
     () => ({ name: 'ping', payload: Buffer.from(JSON.stringify({ id: pick([1, '', null, {}]) })) }),

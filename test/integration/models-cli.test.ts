@@ -13,9 +13,9 @@ interface Result {
   stderr: string;
 }
 
-async function cli(args: string[], dataDir?: string): Promise<Result> {
+async function cli(args: string[], dataDir?: string, tty = false): Promise<Result> {
   const stdout = new PassThrough();
-  const stderr = new PassThrough();
+  const stderr = Object.assign(new PassThrough(), { isTTY: tty });
   let out = '';
   let err = '';
   stdout.on('data', (d: Buffer) => {
@@ -80,13 +80,23 @@ test('import, ls, show, keep, rm and gc through the CLI', async (t) => {
   );
 });
 
+test('import draws a progress bar on a terminal and clears it at the end', async (t) => {
+  const d = scratch(t);
+  const r = await cli(['import', join(modelFixturesDir, 'tiny-llm'), '--version', '1.0.0'], d, true);
+  t.is(r.code, 0);
+  t.true(
+    r.stderr.includes('\r\x1b[2K[##############################] 100%  509.2 KiB / 509.2 KiB  tokenizer.txt'),
+  );
+  t.true(r.stderr.endsWith('\r\x1b[2K'));
+});
+
 test('inspect prints the interface, op histogram and backend gaps', async (t) => {
   const r = await cli(['inspect', join(modelFixturesDir, 'tiny-llm-int4', 'llm.mnn')]);
   t.is(r.code, 0);
   t.true(r.stdout.includes('  input_ids  float32 [3,1,64]\n'));
   t.true(r.stdout.includes('  Attention            2\n'));
   t.true(r.stdout.includes('external weights: 84.3 KiB in llm.mnn.weight (15 ops)\n'));
-  t.true(r.stdout.includes('weight quantisation: 4-bit × 15\n'));
+  t.true(r.stdout.includes('weight quantisation: 4-bit × 15 (block 32 × 15)\n'));
   t.true(r.stdout.includes('  nnapi     falls back to CPU for Attention\n'));
   const json = JSON.parse(
     (await cli(['inspect', join(modelFixturesDir, 'tiny-vlm', 'visual.mnn'), '--json'])).stdout,

@@ -89,7 +89,7 @@ async function writeArchive(path: string, entries: TarWriteEntry[], gzip = false
 
 function assertStoreEmpty(t: ExecutionContext, dataDir: string, store: ModelStore): void {
   t.deepEqual(store.list(), []);
-  t.deepEqual(readdirSync(join(dataDir, 'models')).sort(), ['.staging', '.trash']);
+  t.deepEqual(readdirSync(join(dataDir, 'models')).sort(), ['.lock', '.staging', '.trash']);
   t.deepEqual(readdirSync(join(dataDir, 'models', '.staging')), []);
 }
 
@@ -243,7 +243,7 @@ test('startup recovery removes orphan directories and staging leftovers and drop
     store.list().map((p) => p.id),
     ['a'],
   );
-  t.deepEqual(readdirSync(join(dataDir, 'models')).sort(), ['.staging', '.trash', 'a']);
+  t.deepEqual(readdirSync(join(dataDir, 'models')).sort(), ['.lock', '.staging', '.trash', 'a']);
 });
 
 test('a removal interrupted before or after moving the directory is finished on the next start', async (t) => {
@@ -270,11 +270,60 @@ test('a removal interrupted before or after moving the directory is finished on 
       store.list().map((p) => p.id),
       ['a'],
     );
-    t.deepEqual(readdirSync(join(dataDir, 'models')).sort(), ['.staging', '.trash', 'a']);
+    t.deepEqual(readdirSync(join(dataDir, 'models')).sort(), ['.lock', '.staging', '.trash', 'a']);
     t.deepEqual(readdirSync(join(dataDir, 'models', '.trash')), []);
     t.deepEqual(db.prepare('SELECT * FROM model_journal').all(), []);
     db.close();
   }
+});
+
+test('a store held by another live process is not recovered from under it; a dead holder is taken over', async (t) => {
+  const dataDir = scratch(t);
+  {
+    const { store, db } = openAt(dataDir);
+    store.close();
+    db.close();
+  }
+  const half = join(dataDir, 'models', '.staging', 'in-progress-elsewhere');
+  mkdirSync(half);
+  // The parent process (the test runner) is alive: stands in for the agent importing while the CLI runs.
+  writeFileSync(join(dataDir, 'models', '.lock'), `${process.ppid}\n`);
+  const live = openAt(dataDir);
+  t.is(live.recovery.skipped, `held by process ${process.ppid}`);
+  t.true(existsSync(half));
+  live.store.close();
+  t.is(
+    readFileSync(join(dataDir, 'models', '.lock'), 'utf8'),
+    `${process.ppid}\n`,
+    'close() leaves a foreign lock',
+  );
+  live.db.close();
+  // A pid that cannot be alive: the holder died (kill -9), so the next opener recovers.
+  writeFileSync(join(dataDir, 'models', '.lock'), '2147483646\n');
+  const next = openAt(dataDir);
+  t.is(next.recovery.skipped, undefined);
+  t.deepEqual(next.recovery.orphansRemoved, ['.staging/in-progress-elsewhere']);
+  t.is(readFileSync(join(dataDir, 'models', '.lock'), 'utf8'), `${process.pid}\n`);
+  next.store.close();
+  t.false(existsSync(join(dataDir, 'models', '.lock')));
+  next.db.close();
+});
+
+test('an aborted import stops between files and leaves nothing behind', async (t) => {
+  const dataDir = scratch(t);
+  const { store } = openAt(dataDir);
+  const controller = new AbortController();
+  await t.throwsAsync(
+    store.import(TINY, {
+      signal: controller.signal,
+      checkpoint: (step) => {
+        if (step === 'staged-file') controller.abort(new Error('operator cancelled'));
+      },
+    }),
+    { message: 'operator cancelled' },
+  );
+  assertStoreEmpty(t, dataDir, store);
+  t.deepEqual(store.list(), []);
 });
 
 interface BadCase {
@@ -336,6 +385,14 @@ const bad: BadCase[] = [
       { path: './a.bin', data: Buffer.from('2') },
     ],
     message: 'entry "./a.bin" appears twice in the archive',
+  },
+  {
+    title: 'a file path running through another file',
+    entries: async () => [
+      { path: 'llm.mnn', data: Buffer.from('1') },
+      { path: 'llm.mnn/inner', data: Buffer.from('2') },
+    ],
+    message: 'entry "llm.mnn/inner" collides with another entry\'s path',
   },
   {
     title: 'manifest failing the schema',

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { Clock } from '../../agent/common/clock.js';
 import { createLogger, createMemoryLogger } from '../../agent/common/log.js';
-import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { parseConfig } from '../../agent/config/load.js';
+import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { resolveTelemetryConfig } from '../../agent/fleet/agent.js';
 import { LogRing, registerBuiltinCommands } from '../../agent/fleet/builtin-commands.js';
 import { CommandError, CommandRegistry } from '../../agent/fleet/commands.js';
@@ -84,10 +84,20 @@ test('built-in ping, logs and get-state', async (t) => {
   t.true(all.ok);
   const lines = (all as { result: { lines: { msg: string }[] } }).result.lines.map((l) => l.msg);
   t.deepEqual(lines, ['two', 'three', 'four'], 'the ring is bounded');
-  const warn = (await r.dispatch('logs', { level: 'warn', lines: 5 }, ctx)) as { result: { lines: { msg: string }[] } };
-  t.deepEqual(warn.result.lines.map((l) => l.msg), ['two', 'four']);
-  const ns = (await r.dispatch('logs', { ns: 'mnn-edge:runtime' }, ctx)) as { result: { lines: { msg: string }[] } };
-  t.deepEqual(ns.result.lines.map((l) => l.msg), ['two']);
+  const warn = (await r.dispatch('logs', { level: 'warn', lines: 5 }, ctx)) as {
+    result: { lines: { msg: string }[] };
+  };
+  t.deepEqual(
+    warn.result.lines.map((l) => l.msg),
+    ['two', 'four'],
+  );
+  const ns = (await r.dispatch('logs', { ns: 'mnn-edge:runtime' }, ctx)) as {
+    result: { lines: { msg: string }[] };
+  };
+  t.deepEqual(
+    ns.result.lines.map((l) => l.msg),
+    ['two'],
+  );
   t.deepEqual(await r.dispatch('logs', { lines: 501 }, ctx), {
     ok: false,
     error: { code: 'EPARAMS', message: 'Invalid params for logs: lines: expected a number <= 500, got 501' },
@@ -104,12 +114,30 @@ test('built-in ping, logs and get-state', async (t) => {
 
 test('reconnect backoff is full-jitter exponential and capped', (t) => {
   const range = { minMs: 100, maxMs: 1000 };
-  t.is(backoffDelay(0, range, () => 0.5), 100);
-  t.is(backoffDelay(1, range, () => 1), 200);
-  t.is(backoffDelay(3, range, () => 1), 800);
-  t.is(backoffDelay(10, range, () => 1), 1000);
-  t.is(backoffDelay(10, range, () => 0), 100);
-  t.is(backoffDelay(2, range, () => 0.5), 250);
+  t.is(
+    backoffDelay(0, range, () => 0.5),
+    100,
+  );
+  t.is(
+    backoffDelay(1, range, () => 1),
+    200,
+  );
+  t.is(
+    backoffDelay(3, range, () => 1),
+    800,
+  );
+  t.is(
+    backoffDelay(10, range, () => 1),
+    1000,
+  );
+  t.is(
+    backoffDelay(10, range, () => 0),
+    100,
+  );
+  t.is(
+    backoffDelay(2, range, () => 0.5),
+    250,
+  );
 });
 
 const mqtt = (extra: Partial<MqttConfig> = {}): MqttConfig => ({
@@ -120,8 +148,21 @@ const mqtt = (extra: Partial<MqttConfig> = {}): MqttConfig => ({
 const will = { topic: 'mnn-edge/d1/status', payload: '{"v":1,"state":"offline","deviceId":"d1"}' };
 
 test('client options: credentials, retained QoS 1 will, no built-in reconnect', (t) => {
-  const o = buildClientOptions(mqtt({ username: 'd1', password: 'pw', keepaliveSec: 15 }), { url: 'mqtt://h', protocolVersion: 5 }, 'mnn-edge-d1', will);
-  t.like(o, { clientId: 'mnn-edge-d1', username: 'd1', password: 'pw', protocolVersion: 5, keepalive: 15, reconnectPeriod: 0, clean: true });
+  const o = buildClientOptions(
+    mqtt({ username: 'd1', password: 'pw', keepaliveSec: 15 }),
+    { url: 'mqtt://h', protocolVersion: 5 },
+    'mnn-edge-d1',
+    will,
+  );
+  t.like(o, {
+    clientId: 'mnn-edge-d1',
+    username: 'd1',
+    password: 'pw',
+    protocolVersion: 5,
+    keepalive: 15,
+    reconnectPeriod: 0,
+    clean: true,
+  });
   t.like(o.will, { topic: will.topic, qos: 1, retain: true });
   t.is(o.will?.payload.toString(), will.payload);
 });
@@ -136,14 +177,23 @@ test('client options: mTLS reads CA, certificate and key; misconfiguration is ex
     t.is(o.cert?.toString(), '-----crt.pem-----');
     t.is(String(o.key), '-----key.pem-----');
     t.true(o.rejectUnauthorized);
-    t.throws(() => buildClientOptions(mqtt({ cert: tls.cert }), { url: 'mqtts://b', protocolVersion: 5 }, 'c', will), {
-      message: 'mqtt.cert and mqtt.key must be given together for a client certificate',
-    });
+    t.throws(
+      () => buildClientOptions(mqtt({ cert: tls.cert }), { url: 'mqtts://b', protocolVersion: 5 }, 'c', will),
+      {
+        message: 'mqtt.cert and mqtt.key must be given together for a client certificate',
+      },
+    );
     t.throws(() => buildClientOptions(mqtt(tls), { url: 'mqtt://b', protocolVersion: 5 }, 'c', will), {
       message: 'mqtt.ca/cert/key need an mqtts:// or wss:// url, got mqtt://b',
     });
     t.throws(
-      () => buildClientOptions(mqtt({ ca: join(dir, 'missing.pem') }), { url: 'wss://b/mqtt', protocolVersion: 5 }, 'c', will),
+      () =>
+        buildClientOptions(
+          mqtt({ ca: join(dir, 'missing.pem') }),
+          { url: 'wss://b/mqtt', protocolVersion: 5 },
+          'c',
+          will,
+        ),
       { message: new RegExp(`^Cannot read mqtt.ca ${join(dir, 'missing.pem')}: ENOENT`) },
     );
   } finally {
@@ -152,13 +202,14 @@ test('client options: mTLS reads CA, certificate and key; misconfiguration is ex
 });
 
 test('telemetry config: defaults fill in, and the config schema names bad keys', (t) => {
-  const c = resolveTelemetryConfig({ publishIntervalMs: 1000, outbox: { flushIntervalMs: 0 } as never });
+  const c = resolveTelemetryConfig({ publishIntervalMs: 1000, outbox: { flushIntervalMs: 0 } });
   t.is(c.publishIntervalMs, 1000);
   t.is(c.outbox.flushIntervalMs, 0);
   t.is(c.outbox.maxInflight, 32);
   t.is(c.history.bucketSec, 60);
   t.throws(() => parseConfig({ telemetry: { outbox: { flushIntervalMs: -1 } } }, 'test.json'), {
-    message: 'Invalid configuration in test.json: telemetry.outbox.flushIntervalMs: expected a number >= 0, got -1',
+    message:
+      'Invalid configuration in test.json: telemetry.outbox.flushIntervalMs: expected a number >= 0, got -1',
   });
   t.throws(() => parseConfig({ telemetry: { sampleEvery: 5 } }, 'test.json'), {
     message: /^Invalid configuration in test.json: telemetry.sampleEvery: is not a known key/,

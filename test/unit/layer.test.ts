@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -162,4 +162,31 @@ test('a shrinkwrap out of step with package-lock.json is reported', (t) => {
     `${sw}: node_modules/mqtt is in package-lock.json but not in the shrinkwrap`,
     `${sw}: node_modules/ws is 0.0.1 in the shrinkwrap, ${lock.packages['node_modules/ws'].version} in package-lock.json`,
   ]);
+});
+
+test('a new recipe is held to the same rules, common licenses included', (t) => {
+  const extra = join('recipes-mnn-edge', 'extra', 'extra_1.0.bb');
+  const dir = brokenLayer(t, (d) => {
+    mkdirSync(join(d, 'recipes-mnn-edge', 'extra'));
+    writeFileSync(
+      join(d, extra),
+      [
+        'LICENSE = "Apache-2.0"',
+        `LIC_FILES_CHKSUM = "file://\${COMMON_LICENSE_DIR}/MIT;md5=0835ade698e0bcf8506ecda2f7b4f302"`,
+        'SRC_URI = "file://extra.conf"',
+        'inherit systemd',
+      ].join('\n'),
+    );
+  });
+  t.deepEqual(messages(dir), [
+    `${extra}: required variable SUMMARY is not set`,
+    `${extra}: required variable SYSTEMD_SERVICE is not set`,
+    `${extra}: LIC_FILES_CHKSUM points at MIT but LICENSE does not name it`,
+    `${extra}: SRC_URI file://extra.conf is in none of extra_1.0, extra, files`,
+  ]);
+});
+
+test('the recipe version follows package.json', (t) => {
+  const dir = brokenLayer(t, (d) => rewrite(join(d, recipe), 'PV = "0.1.0+git"', 'PV = "0.0.9+git"'));
+  t.deepEqual(messages(dir), [`${recipe}: PV 0.0.9+git does not start with package.json's version 0.1.0`]);
 });

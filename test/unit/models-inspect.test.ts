@@ -30,6 +30,7 @@ test('tiny-llm: the decoder interface and op mix of the README, weights inline',
   t.is(r.opCount, 176);
   t.is(r.externalWeights, undefined);
   t.deepEqual(r.weightQuantBits, {});
+  t.deepEqual(r.weightQuantBlocks, {});
   t.deepEqual(r.backendGaps['cpu'], []);
   t.deepEqual(r.backendGaps['nnapi'], ['Attention']);
   t.is(r.coverageCommit, OP_COVERAGE_MNN_COMMIT);
@@ -44,7 +45,9 @@ test('tiny-llm-int4: 4-bit weights referenced in llm.mnn.weight with its exact s
   t.deepEqual(r.outputs, [{ name: 'logits' }]);
   t.is(r.opTypes['Attention'], 2);
   t.is(r.opTypes['Convolution'], 15);
+  // --weightQuantBits 4 --weightQuantBlock 32, as the fixtures README says.
   t.deepEqual(r.weightQuantBits, { '4': 15 });
+  t.deepEqual(r.weightQuantBlocks, { '32': 15 });
   t.deepEqual(r.externalWeights, { files: ['llm.mnn.weight'], ops: 15, bytes: 86346, extentBytes: 86346 });
   t.is(readFileSync(fixture('tiny-llm-int4/llm.mnn.weight')).length, 86346);
 });

@@ -109,6 +109,8 @@ test('derives manifests from the fixtures: task, engine features, precision, ext
     const v = m.variants[0]!;
     t.deepEqual(v.requirements, { backend: 'cpu', engineFeatures: features }, name);
     t.is(v.precision.weights, weights, name);
+    if (weights === 'int4')
+      t.deepEqual(v.precision, { weights: 'int4', activations: 'fp32', quantBlock: 32, label: 'W4A32' });
     // hidden 64, 2 layers, K+V at fp16, max_position_embeddings 2048.
     t.deepEqual(v.memory.kvCacheBytes, 2 * 2 * 64 * 2048 * 2, name);
     t.is(v.memory.contextLength, 2048);

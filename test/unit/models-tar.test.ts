@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -146,3 +147,42 @@ test('link targets must stay inside the package', (t) => {
     message: 'hardlink "link" points outside the package ("/etc/shadow")',
   });
 });
+
+const hasTar = spawnSync('tar', ['--version']).status === 0;
+(hasTar ? test : test.skip)(
+  'interoperates with GNU tar in gnu and pax formats, both directions',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'models-tar-interop-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const deep = `${'d'.repeat(60)}/${'e'.repeat(60)}`;
+    mkdirSync(join(dir, 'src', deep), { recursive: true });
+    writeFileSync(join(dir, 'src', deep, 'file.txt'), 'hi\n');
+    symlinkSync('file.txt', join(dir, 'src', deep, 'link'));
+    for (const [format, name] of [
+      ['gnu', 'gnu.tar'],
+      ['pax', 'pax.tgz'],
+    ] as const) {
+      const args = [
+        '-C',
+        join(dir, 'src'),
+        `--format=${format}`,
+        name.endsWith('tgz') ? '-czf' : '-cf',
+        join(dir, name),
+        '.',
+      ];
+      t.is(spawnSync('tar', args).status, 0);
+      const seen: string[] = [];
+      for await (const e of readTar(tarChunksFromFile(join(dir, name)))) {
+        const parts: Buffer[] = [];
+        for await (const c of e.body()) parts.push(c);
+        if (e.type !== 'directory')
+          seen.push(`${e.type} ${e.path} ${e.linkTarget ?? Buffer.concat(parts).toString()}`);
+      }
+      t.deepEqual(seen.sort(), [`file ./${deep}/file.txt hi\n`, `symlink ./${deep}/link file.txt`], format);
+    }
+    const long = `${'x/'.repeat(80)}long.txt`;
+    writeFileSync(join(dir, 'ours.tar'), await tarBytes([{ path: long, data: Buffer.from('ours') }]));
+    const listed = spawnSync('tar', ['-xOf', join(dir, 'ours.tar'), long], { encoding: 'utf8' });
+    t.is(listed.stdout, 'ours');
+  },
+);

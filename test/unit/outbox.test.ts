@@ -12,7 +12,13 @@ import { Outbox, type OutboxMessage } from '../../agent/telemetry/outbox.js';
 
 function fakeClock(start = 1_000_000): Clock & { advance(ms: number): void } {
   let now = start;
-  return { monotonicMs: () => now, nowMs: () => now, advance: (ms) => void (now += ms) };
+  return {
+    monotonicMs: () => now,
+    nowMs: () => now,
+    advance: (ms) => {
+      now += ms;
+    },
+  };
 }
 
 const baseConfig: OutboxConfig = {
@@ -25,7 +31,12 @@ const baseConfig: OutboxConfig = {
 };
 
 function makeOutbox(config: Partial<OutboxConfig> = {}, db: Db = openStore(':memory:'), clock = fakeClock()) {
-  const outbox = new Outbox({ db, config: { ...baseConfig, ...config }, clock, logger: createMemoryLogger() });
+  const outbox = new Outbox({
+    db,
+    config: { ...baseConfig, ...config },
+    clock,
+    logger: createMemoryLogger(),
+  });
   return { outbox, db, clock };
 }
 
@@ -46,7 +57,10 @@ test('messages get consecutive sequence numbers and become visible only when com
       [3, 'b', '{"seq":3}'],
     ],
   );
-  t.deepEqual(outbox.next(2, 10).map((r) => r.seq), [3]);
+  t.deepEqual(
+    outbox.next(2, 10).map((r) => r.seq),
+    [3],
+  );
   t.like(outbox.stats(), { queued: 3, pending: 0, nextSeq: 4 });
 });
 
@@ -73,7 +87,10 @@ test('acknowledged messages leave with the next commit', (t) => {
   outbox.acknowledge(99); // unknown: harmless
   t.is(outbox.stats().queued, 3);
   outbox.flush();
-  t.deepEqual(outbox.next(0, 10).map((r) => r.seq), [1, 3]);
+  t.deepEqual(
+    outbox.next(0, 10).map((r) => r.seq),
+    [1, 3],
+  );
   t.like(outbox.stats(), { queued: 2, queuedBytes: 2 * body(1).length });
 });
 
@@ -89,12 +106,19 @@ test('sequence numbers survive a restart; uncommitted messages are the loss wind
     first.db.close();
     const second = makeOutbox({}, openStore(path));
     t.is(second.outbox.stats().nextSeq, 3);
-    t.deepEqual(second.outbox.next(0, 10).map((r) => r.seq), [1, 2]);
+    t.deepEqual(
+      second.outbox.next(0, 10).map((r) => r.seq),
+      [1, 2],
+    );
     t.is(second.outbox.enqueue('a', body), 3);
     second.outbox.close();
     second.db.close();
     const third = makeOutbox({}, openStore(path));
-    t.deepEqual(third.outbox.next(0, 10).map((r) => r.seq), [1, 2, 3], 'close() commits what was buffered');
+    t.deepEqual(
+      third.outbox.next(0, 10).map((r) => r.seq),
+      [1, 2, 3],
+      'close() commits what was buffered',
+    );
     third.db.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -108,7 +132,10 @@ test('expired messages are skipped, deleted and counted', (t) => {
   outbox.enqueue('a', body);
   outbox.flush();
   clock.advance(6_000); // first expired, second not
-  t.deepEqual(outbox.next(0, 10).map((r) => r.seq), [2]);
+  t.deepEqual(
+    outbox.next(0, 10).map((r) => r.seq),
+    [2],
+  );
   t.is(outbox.expire(), 1);
   t.like(outbox.stats(), { queued: 1 });
   t.deepEqual(outbox.stats().dropped, { expired: 1, overflow: 0, diskFull: 0 });
@@ -120,7 +147,10 @@ test('the message bound drops the oldest first and counts them', (t) => {
   const { outbox } = makeOutbox({ maxMessages: 5 });
   for (let i = 0; i < 8; i++) outbox.enqueue('a', body);
   outbox.flush();
-  t.deepEqual(outbox.next(0, 10).map((r) => r.seq), [4, 5, 6, 7, 8]);
+  t.deepEqual(
+    outbox.next(0, 10).map((r) => r.seq),
+    [4, 5, 6, 7, 8],
+  );
   t.like(outbox.stats(), { queued: 5, dropped: { expired: 0, overflow: 3, diskFull: 0 } });
 });
 
@@ -129,7 +159,10 @@ test('the byte bound drops the oldest first', (t) => {
   const big = () => 'x'.repeat(300);
   for (let i = 0; i < 5; i++) outbox.enqueue('a', big);
   outbox.flush();
-  t.deepEqual(outbox.next(0, 10).map((r) => r.seq), [3, 4, 5]);
+  t.deepEqual(
+    outbox.next(0, 10).map((r) => r.seq),
+    [3, 4, 5],
+  );
   t.like(outbox.stats(), { queued: 3, queuedBytes: 900, dropped: { expired: 0, overflow: 2, diskFull: 0 } });
 });
 
@@ -153,7 +186,11 @@ test('a full disk degrades telemetry (drops counted) without throwing, and recov
     outbox.enqueue('a', body);
     outbox.flush();
     t.like(outbox.stats(), { degraded: false, queued: 2 });
-    t.deepEqual(outbox.next(0, 10).map((r) => r.seq), [1, 22], 'the gap 2..21 shows the loss to consumers');
+    t.deepEqual(
+      outbox.next(0, 10).map((r) => r.seq),
+      [1, 22],
+      'the gap 2..21 shows the loss to consumers',
+    );
   });
 });
 
@@ -190,9 +227,19 @@ test('the drainer publishes in order with a bounded window and deletes on PUBACK
   for (let i = 0; i < 10; i++) outbox.enqueue('a', body);
   outbox.flush();
   const pub = new FakePublisher();
-  const drainer = new OutboxDrainer({ outbox, publisher: pub, maxInflight: 4, ratePerSec: 0, clock, logger: createMemoryLogger() });
+  const drainer = new OutboxDrainer({
+    outbox,
+    publisher: pub,
+    maxInflight: 4,
+    ratePerSec: 0,
+    clock,
+    logger: createMemoryLogger(),
+  });
   drainer.kick();
-  t.deepEqual(pub.sent.map((s) => s.seq), [1, 2, 3, 4]);
+  t.deepEqual(
+    pub.sent.map((s) => s.seq),
+    [1, 2, 3, 4],
+  );
   const acked: number[] = [];
   while (pub.sent.length > 0) {
     acked.push(...pub.sent.map((s) => s.seq));
@@ -212,12 +259,22 @@ test('the drainer waits while disconnected, resumes on kick, and resends failure
   outbox.flush();
   const pub = new FakePublisher();
   pub.connected = false;
-  const drainer = new OutboxDrainer({ outbox, publisher: pub, maxInflight: 10, ratePerSec: 0, clock, logger: createMemoryLogger() });
+  const drainer = new OutboxDrainer({
+    outbox,
+    publisher: pub,
+    maxInflight: 10,
+    ratePerSec: 0,
+    clock,
+    logger: createMemoryLogger(),
+  });
   drainer.kick();
   t.is(pub.sent.length, 0);
   pub.connected = true;
   drainer.kick();
-  t.deepEqual(pub.sent.map((s) => s.seq), [1, 2, 3]);
+  t.deepEqual(
+    pub.sent.map((s) => s.seq),
+    [1, 2, 3],
+  );
   const [one, two, three] = pub.sent.splice(0);
   pub.connected = false;
   two!.done(new Error('connection lost'));
@@ -226,7 +283,10 @@ test('the drainer waits while disconnected, resumes on kick, and resends failure
   await settle();
   pub.connected = true;
   drainer.kick();
-  t.deepEqual(pub.sent.map((s) => s.seq), [2]);
+  t.deepEqual(
+    pub.sent.map((s) => s.seq),
+    [2],
+  );
   drainer.stop();
 });
 
@@ -235,7 +295,14 @@ test('the drain rate limit holds after a reconnect', async (t) => {
   for (let i = 0; i < 50; i++) outbox.enqueue('a', body);
   outbox.flush();
   const pub = new FakePublisher();
-  const drainer = new OutboxDrainer({ outbox, publisher: pub, maxInflight: 100, ratePerSec: 10, clock, logger: createMemoryLogger() });
+  const drainer = new OutboxDrainer({
+    outbox,
+    publisher: pub,
+    maxInflight: 100,
+    ratePerSec: 10,
+    clock,
+    logger: createMemoryLogger(),
+  });
   drainer.kick();
   t.is(pub.sent.length, 10, 'one second of burst');
   pub.ackAll();
@@ -250,10 +317,20 @@ test('the drain rate limit holds after a reconnect', async (t) => {
 test('new commits wake the drainer', async (t) => {
   const { outbox, clock } = makeOutbox();
   const pub = new FakePublisher();
-  const drainer = new OutboxDrainer({ outbox, publisher: pub, maxInflight: 10, ratePerSec: 0, clock, logger: createMemoryLogger() });
+  const drainer = new OutboxDrainer({
+    outbox,
+    publisher: pub,
+    maxInflight: 10,
+    ratePerSec: 0,
+    clock,
+    logger: createMemoryLogger(),
+  });
   outbox.enqueue('a', body);
   outbox.flush();
-  t.deepEqual(pub.sent.map((s) => s.seq), [1]);
+  t.deepEqual(
+    pub.sent.map((s) => s.seq),
+    [1],
+  );
   drainer.stop();
   outbox.enqueue('a', body);
   outbox.flush();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { Clock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
+import { validate } from '../../agent/common/schema.js';
 import { CommandServer, selectorMatches } from '../../agent/fleet/command-server.js';
 import { CommandRegistry } from '../../agent/fleet/commands.js';
 import {
@@ -21,7 +22,6 @@ import {
   parseCommandTopic,
   resolveResponseTopic,
 } from '../../agent/fleet/topics.js';
-import { validate } from '../../agent/common/schema.js';
 import { repoRoot } from '../helpers/paths.js';
 
 const clock: Clock = { monotonicMs: () => 5_000, nowMs: () => 1_800_000_000_000 };
@@ -63,7 +63,10 @@ test('response topics must stay under the device root; fleet patterns get the de
 });
 
 test('encode validates outgoing messages and names the bad key', (t) => {
-  t.is(encode('status', { v: 1, state: 'online', deviceId: 'd1' }), '{"v":1,"state":"online","deviceId":"d1"}');
+  t.is(
+    encode('status', { v: 1, state: 'online', deviceId: 'd1' }),
+    '{"v":1,"state":"online","deviceId":"d1"}',
+  );
   const err = t.throws(() => encode('status', { v: 1, state: 'sleeping', deviceId: 'd1' }), {
     instanceOf: ProtocolViolation,
   });
@@ -106,7 +109,12 @@ function server(maxPayloadBytes = 1024) {
   registry.register<{ n: number }>({
     name: 'double',
     summary: 'doubles n',
-    params: { type: 'object', additionalProperties: false, required: ['n'], properties: { n: { type: 'number' } } },
+    params: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['n'],
+      properties: { n: { type: 'number' } },
+    },
     handler: (p) => p.n * 2,
   });
   registry.register({ name: 'boom', summary: 'throws', handler: () => Promise.reject(new Error('kaput')) });
@@ -127,15 +135,27 @@ const msg = (name: string, payload: string | Buffer, extra: object = {}) => ({
 });
 
 test('a valid command runs and answers on the requested topic with the id', async (t) => {
-  const out = await server().handle(msg('double', '{"id":"r1","params":{"n":21},"responseTopic":"mnn-edge/d1/responses/x"}'));
+  const out = await server().handle(
+    msg('double', '{"id":"r1","params":{"n":21},"responseTopic":"mnn-edge/d1/responses/x"}'),
+  );
   t.is(out?.topic, 'mnn-edge/d1/responses/x');
-  t.deepEqual(out?.response, { v: 1, deviceId: 'd1', command: 'double', ok: true, ts: 1_800_000_000_000, id: 'r1', result: 42 });
+  t.deepEqual(out?.response, {
+    v: 1,
+    deviceId: 'd1',
+    command: 'double',
+    ok: true,
+    ts: 1_800_000_000_000,
+    id: 'r1',
+    result: 42,
+  });
   t.is(out?.payload, JSON.stringify(out?.response));
 });
 
 test('MQTT 5 properties: response topic and correlation data are used and echoed', async (t) => {
   const corr = Buffer.from('req-9');
-  const out = await server().handle(msg('double', '{"params":{"n":1}}', { responseTopic: 'mnn-edge/d1/responses/p', correlationData: corr }));
+  const out = await server().handle(
+    msg('double', '{"params":{"n":1}}', { responseTopic: 'mnn-edge/d1/responses/p', correlationData: corr }),
+  );
   t.is(out?.topic, 'mnn-edge/d1/responses/p');
   t.is(out?.correlationData, corr);
   t.is(out?.response.id, 'req-9');
@@ -146,15 +166,30 @@ test('errors name the problem exactly', async (t) => {
   const cases: [string, string | Buffer, string, string][] = [
     ['double', '{"params":', 'EBADJSON', 'Payload is not valid JSON: Unexpected end of JSON input'],
     ['double', '[1]', 'ESCHEMA', 'Payload must be a JSON object, got an array'],
-    ['double', '{"params":{"n":"x"}}', 'EPARAMS', 'Invalid params for double: n: expected number, got string "x"'],
+    [
+      'double',
+      '{"params":{"n":"x"}}',
+      'EPARAMS',
+      'Invalid params for double: n: expected number, got string "x"',
+    ],
     ['double', '{}', 'EPARAMS', 'Invalid params for double: n: is required but missing'],
     ['double', '{"v":2}', 'ESCHEMA', 'Invalid command request: v: expected 1, got 2'],
     ['nope', '{}', 'EUNKNOWN', 'Unknown command "nope" (known: bigint, boom, double)'],
     ['double', Buffer.alloc(65, 32), 'ETOOLARGE', 'Payload of 65 bytes exceeds the limit of 64 bytes'],
     ['double', '{"expiresAt":5}', 'EEXPIRED', 'Request expired at 1970-01-01T00:00:00.005Z'],
     ['boom', '', 'EHANDLER', 'boom failed: kaput'],
-    ['bigint', '', 'EHANDLER', 'bigint returned an unserialisable result: Do not know how to serialize a BigInt'],
-    ['double', '{"selector":{"tags":["lab"]}}', 'ESCHEMA', 'A selector is only allowed on fleet commands (mnn-edge/fleet/cmd/…)'],
+    [
+      'bigint',
+      '',
+      'EHANDLER',
+      'bigint returned an unserialisable result: Do not know how to serialize a BigInt',
+    ],
+    [
+      'double',
+      '{"selector":{"tags":["lab"]}}',
+      'ESCHEMA',
+      'A selector is only allowed on fleet commands (mnn-edge/fleet/cmd/…)',
+    ],
   ];
   for (const [name, payload, code, message] of cases) {
     const out = await s.handle(msg(name, payload));
@@ -172,9 +207,14 @@ test('errors name the problem exactly', async (t) => {
 
 test('fleet commands for other devices are ignored silently', async (t) => {
   const s = server();
-  const fleet = (payload: object) => ({ topic: 'mnn-edge/fleet/cmd/double', payload: Buffer.from(JSON.stringify(payload)) });
+  const fleet = (payload: object) => ({
+    topic: 'mnn-edge/fleet/cmd/double',
+    payload: Buffer.from(JSON.stringify(payload)),
+  });
   t.is(await s.handle(fleet({ params: { n: 1 }, selector: { tags: ['prod'] } })), undefined);
-  const mine = await s.handle(fleet({ params: { n: 1 }, selector: { tags: ['lab'] }, responseTopic: 'mnn-edge/+/responses/q' }));
+  const mine = await s.handle(
+    fleet({ params: { n: 1 }, selector: { tags: ['lab'] }, responseTopic: 'mnn-edge/+/responses/q' }),
+  );
   t.is(mine?.topic, 'mnn-edge/d1/responses/q');
   t.is(mine?.response.result, 2);
 });
@@ -186,17 +226,46 @@ test('fuzz: 2,000 random payloads always yield exactly one schema-valid response
     seed = (seed * 48271) % 2147483647;
     return seed / 2147483647;
   };
-  const fragments = ['{', '}', '[', ']', '"', ':', ',', 'params', 'id', 'n', 'null', '1e999', '-', 'true', '\\u0000', 'selector', 'v'];
+  const fragments = [
+    '{',
+    '}',
+    '[',
+    ']',
+    '"',
+    ':',
+    ',',
+    'params',
+    'id',
+    'n',
+    'null',
+    '1e999',
+    '-',
+    'true',
+    '\\u0000',
+    'selector',
+    'v',
+  ];
   for (let i = 0; i < 2000; i++) {
     const kind = i % 3;
     let payload: Buffer;
-    if (kind === 0) payload = Buffer.from(Array.from({ length: Math.floor(rnd() * 80) }, () => Math.floor(rnd() * 256)));
-    else if (kind === 1) payload = Buffer.from(Array.from({ length: Math.floor(rnd() * 30) }, () => fragments[Math.floor(rnd() * fragments.length)]).join(''));
-    else payload = Buffer.from(JSON.stringify({ params: { n: rnd() > 0.5 ? 'x' : rnd() }, id: rnd() > 0.5 ? 'a' : 3 }));
+    if (kind === 0)
+      payload = Buffer.from(Array.from({ length: Math.floor(rnd() * 80) }, () => Math.floor(rnd() * 256)));
+    else if (kind === 1)
+      payload = Buffer.from(
+        Array.from(
+          { length: Math.floor(rnd() * 30) },
+          () => fragments[Math.floor(rnd() * fragments.length)],
+        ).join(''),
+      );
+    else
+      payload = Buffer.from(
+        JSON.stringify({ params: { n: rnd() > 0.5 ? 'x' : rnd() }, id: rnd() > 0.5 ? 'a' : 3 }),
+      );
     const out = await s.handle(msg(rnd() > 0.9 ? 'unknown-x' : 'double', payload));
     t.truthy(out);
     const r = JSON.parse(out!.payload) as CommandResponse;
-    if (validate(commandResponseSchema, r).length > 0) t.fail(`invalid response for ${payload.toString('hex')}`);
+    if (validate(commandResponseSchema, r).length > 0)
+      t.fail(`invalid response for ${payload.toString('hex')}`);
   }
   t.pass();
 });

@@ -452,3 +452,56 @@ test('precedence: config < planner < operator pin < OTA job, and the document sa
   t.true(doc.revision >= 4);
   await runtime.stop();
 });
+
+test('probe models: one result per candidate, stored under board + engine + config, then used by the plan', async (t) => {
+  const { runtime } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  const seen: string[] = [];
+  const results = await runtime.probeModels(
+    { modelId: 'tiny-llm' },
+    { onResult: (r) => seen.push(r.version) },
+  );
+  t.deepEqual(seen, ['1', '2']);
+  t.deepEqual(
+    results.map((r) => [r.modelId, r.version, r.variantId, r.config, r.engineVersion, r.boardId, r.ok]),
+    [
+      ['tiny-llm', '1', 'fp32', 'cpu t2 p:low m:low cpus:any', '3.6.1-test', 'test-board', true],
+      ['tiny-llm', '2', 'fp32', 'cpu t2 p:low m:low cpus:any', '3.6.1-test', 'test-board', true],
+    ],
+  );
+  // The fake engine reports 3 prompt tokens in 1 ms and 32 tokens in 32 ms.
+  t.is(results[0]!.prefillTokPerSec, 3000);
+  t.is(results[0]!.decodeTokPerSec, 1000);
+  t.is(results[0]!.peakRssBytes, 110 * MiB);
+  t.deepEqual(runtime.probes.forBoard('test-board', '3.6.1-test').length, 2);
+  t.deepEqual(runtime.probes.forBoard('other-board', '3.6.1-test'), []);
+  const inst = runtime.desired.placement()!.instances[0]!;
+  t.regex(
+    inst.reasons[0]!,
+    /^fp32 on cpu: measured: decode 1000 tok\/s, prefill 3000 tok\/s, load \d+ ms, peak RSS 110 MiB$/,
+  );
+  await runtime.stop();
+});
+
+test('a failed probe is stored; a failed CPU probe is reported but the CPU stays the floor', async (t) => {
+  const { world, runtime } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  world.behaviour.loadFails.set('cpu', 'out of memory while loading weights');
+  const results = await runtime.probeModels({ modelId: 'tiny-llm', version: '2' });
+  t.deepEqual(
+    results.map((r) => [r.ok, r.error]),
+    [[false, 'out of memory while loading weights']],
+  );
+  world.behaviour.loadFails.clear();
+  await runtime.setModelVersion('tiny-llm', '2', 'job');
+  const inst = runtime.desired.placement()!.instances[0]!;
+  t.is(
+    inst.reasons[0],
+    'fp32 on cpu: probe failed on this board: out of memory while loading weights; kept as the CPU floor',
+  );
+  await ready(runtime);
+  t.is((await runtime.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 1 })).text, '2:0 ');
+  await runtime.stop();
+});

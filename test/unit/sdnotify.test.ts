@@ -101,6 +101,9 @@ test('ready, status and stopping are sent in call order', async (t) => {
   t.deepEqual(results, [true, true, true]);
   t.true(await n.stopping());
   t.deepEqual(sent, [['STATUS=starting'], ['READY=1'], ['STATUS=serving on :8080'], ['STOPPING=1']]);
+  await t.throwsAsync(n.status(42 as unknown as string), {
+    message: 'Expected a string for status text but received number 42',
+  });
 });
 
 test('a failed delivery resolves false, is logged, and does not block later ones', async (t) => {

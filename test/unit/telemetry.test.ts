@@ -27,7 +27,13 @@ import { socFixturesDir } from '../helpers/paths.js';
 
 function fakeClock(start = 1_800_000_000_000): Clock & { advance(ms: number): void } {
   let now = start;
-  return { monotonicMs: () => now, nowMs: () => now, advance: (ms) => void (now += ms) };
+  return {
+    monotonicMs: () => now,
+    nowMs: () => now,
+    advance: (ms) => {
+      now += ms;
+    },
+  };
 }
 
 test('the aggregator keeps min/mean/max/n per metric and resets on take()', (t) => {
@@ -94,7 +100,10 @@ test('thermal zones are read per zone from a board root', async (t) => {
   t.is(thermalZoneName('soc thermal/x', 1), 'soc_thermal_x');
 });
 
-const NET_DEV = (rx: number, tx: number) => `Inter-|   Receive                                                |  Transmit
+const NET_DEV = (
+  rx: number,
+  tx: number,
+) => `Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo: 999 1 0 0 0 0 0 0 999 1 0 0 0 0 0 0
   eth0: ${rx} 10 0 0 0 0 0 0 ${tx} 10 0 0 0 0 0 0
@@ -121,7 +130,10 @@ test('network rates come from /proc/net/dev deltas; loopback and counter resets 
 });
 
 test('cpu, memory and disk samplers name their metrics', async (t) => {
-  const cpu = await cpuSampler(async () => ({ currentLoad: 50, cpus: [{ load: 40 }, { load: 60 }] })).sample();
+  const cpu = await cpuSampler(async () => ({
+    currentLoad: 50,
+    cpus: [{ load: 40 }, { load: 60 }],
+  })).sample();
   t.deepEqual(cpu, { 'cpu.load_pct': 50, 'cpu.core0.load_pct': 40, 'cpu.core1.load_pct': 60 });
   const mem = await memorySampler(async () => ({ total: 1000, available: 250 })).sample();
   t.deepEqual(mem, { 'mem.used_bytes': 750, 'mem.available_bytes': 250, 'mem.used_pct': 75 });
@@ -150,6 +162,10 @@ function service(samplers: Sampler[], clock = fakeClock()) {
   const outbox = new Outbox({ db, config: config.outbox, clock, logger: createMemoryLogger() });
   const history = new TelemetryHistory(db, config.history, clock);
   let tps = 10;
+  const nextTps = () => {
+    tps += 10;
+    return tps;
+  };
   const svc = new TelemetryService({
     deviceId: 'd1',
     topic: 'mnn-edge/d1/telemetry',
@@ -159,7 +175,17 @@ function service(samplers: Sampler[], clock = fakeClock()) {
     history,
     samplers,
     runtime: {
-      slots: () => [{ slot: 'chat', model: 'qwen', variant: 'int4', backend: 'cpu', tokensPerSec: (tps += 10), requests: 3, errors: 1 }],
+      slots: () => [
+        {
+          slot: 'chat',
+          model: 'qwen',
+          variant: 'int4',
+          backend: 'cpu',
+          tokensPerSec: nextTps(),
+          requests: 3,
+          errors: 1,
+        },
+      ],
     },
     workloads: { metrics: () => ({ 'workload.voice.turn_ms': 800 }) },
     clock,
@@ -171,7 +197,13 @@ function service(samplers: Sampler[], clock = fakeClock()) {
 test('one telemetry message per interval: aggregated, schema-valid, with slots and outbox counters', async (t) => {
   let load = 0;
   const failing: Sampler = { name: 'broken', sample: () => Promise.reject(new Error('EIO')) };
-  const counting: Sampler = { name: 'cpu', sample: async () => ({ 'cpu.load_pct': (load += 10) }) };
+  const counting: Sampler = {
+    name: 'cpu',
+    sample: async () => {
+      load += 10;
+      return { 'cpu.load_pct': load };
+    },
+  };
   const { svc, outbox, history, clock } = service([counting, failing]);
   await svc.sample();
   clock.advance(1000);
@@ -190,7 +222,10 @@ test('one telemetry message per interval: aggregated, schema-valid, with slots a
   t.deepEqual(m.metrics['workload.voice.turn_ms'], { min: 800, mean: 800, max: 800, n: 3 });
   t.deepEqual(m.slots, { chat: { requests: 3, errors: 1, model: 'qwen', variant: 'int4', backend: 'cpu' } });
   t.deepEqual(m.outbox, { queued: 0, dropped: { expired: 0, overflow: 0, diskFull: 0 } });
-  t.deepEqual(history.query({ metrics: ['cpu.load_pct'], since: 0 })['cpu.load_pct']!.map((p) => p.mean), [20]);
+  t.deepEqual(
+    history.query({ metrics: ['cpu.load_pct'], since: 0 })['cpu.load_pct']!.map((p) => p.mean),
+    [20],
+  );
   t.is(await svc.publish(), undefined, 'an interval without samples produces no message');
 });
 

@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { matchProfile } from '../../../board-support/index.js';
 import { MnnEdgeError } from '../../common/errors.js';
 import { readCapabilitiesCache, writeCapabilitiesCache } from '../../detect/cache.js';
 import { detect } from '../../detect/detect.js';
@@ -61,7 +62,9 @@ export const command: Command = {
         );
       }
     }
-    io.stdout.write(args.flags['json'] ? JSON.stringify(caps, null, 2) + '\n' : formatReport(caps));
+    io.stdout.write(
+      args.flags['json'] ? JSON.stringify(caps, null, 2) + '\n' : formatReport(caps, matchProfile(caps)),
+    );
     return 0;
   },
 };

@@ -10,6 +10,7 @@ export async function loadCommands(): Promise<Command[]> {
     import('./models.js'),
     import('./detect.js'),
     import('./ota.js'),
+    import('./fleet.js'),
   ]);
   return modules.map((m) => m.command);
 }

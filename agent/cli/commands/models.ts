@@ -100,8 +100,15 @@ function printInspection(out: Writable, path: string, r: MnnInspection): void {
     out.write(`external weights: ${formatBytes(w.bytes)} in ${w.files.join(', ')} (${w.ops} ops)\n`);
   }
   const bits = Object.entries(r.weightQuantBits);
+  const blocks = Object.entries(r.weightQuantBlocks).map(([b, n]) =>
+    b === '0' ? `per channel × ${n}` : `block ${b} × ${n}`,
+  );
   if (bits.length > 0)
-    out.write(`weight quantisation: ${bits.map(([b, n]) => `${b}-bit × ${n}`).join(', ')}\n`);
+    out.write(
+      `weight quantisation: ${bits.map(([b, n]) => `${b}-bit × ${n}`).join(', ')}` +
+        (blocks.length > 0 ? ` (${blocks.join(', ')})` : '') +
+        '\n',
+    );
   out.write(`backends lacking ops (MNN ${r.coverageCommit}):\n`);
   for (const [b, gaps] of Object.entries(r.backendGaps))
     out.write(
@@ -123,7 +130,10 @@ function openModelStore(
   });
   return {
     store,
-    close: () => db.close(),
+    close: () => {
+      store.close();
+      db.close();
+    },
     ...(models.diskBudgetBytes !== undefined ? { budget: models.diskBudgetBytes } : {}),
   };
 }

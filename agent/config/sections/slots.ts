@@ -68,7 +68,7 @@ const DEFAULT_CONTEXT: Record<SlotName, number> = {
 const id = { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,128}$' } as const;
 
 const slotSchema: JsonSchema = {
-  oneOf: [
+  anyOf: [
     {
       type: 'object',
       additionalProperties: false,

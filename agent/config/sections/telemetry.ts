@@ -32,6 +32,12 @@ export interface TelemetryConfig {
   history: HistoryConfig;
 }
 
+/** What a configuration file may give: any subset, defaults fill the rest. */
+export type TelemetryConfigInput = Partial<Omit<TelemetryConfig, 'outbox' | 'history'>> & {
+  outbox?: Partial<OutboxConfig>;
+  history?: Partial<HistoryConfig>;
+};
+
 export const defaultTelemetryConfig: TelemetryConfig = {
   enabled: true,
   sampleIntervalMs: 5_000,

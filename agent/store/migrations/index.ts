@@ -1,4 +1,5 @@
 import { modelsMigration } from '../../../models/store/migration.js';
+import { voiceTurnsMigration } from '../../workloads/voice/migration.js';
 import type { Migration } from '../migration.js';
 import { coreMigration } from './001-core.js';
 import { httpSessionsMigration } from './002-http-sessions.js';
@@ -18,4 +19,5 @@ export const allMigrations: readonly Migration[] = [
   otaTrustMigration,
   otaJobsMigration,
   otaRolloutsMigration,
+  voiceTurnsMigration,
 ];

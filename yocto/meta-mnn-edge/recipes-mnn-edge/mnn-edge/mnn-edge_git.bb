@@ -11,7 +11,8 @@ LIC_FILES_CHKSUM = "file://package.json;beginline=5;endline=5;md5=a5e133c2bb5bec
 
 # The engine addon is compiled against the target's MNN (headers, libMNN, Express, the LLM engine):
 # a layer of yours provides the `mnn` recipe; docs/YOCTO.md has its exact contract.
-DEPENDS += "mnn nodejs-native cmake-native"
+DEPENDS += "mnn nodejs-native cmake-native chrpath-replacement-native"
+EXTRANATIVEPATH += "chrpath-native"
 
 SRC_URI = " \
     git://github.com/mnn-edge/mnn-edge.git;protocol=https;branch=main;destsuffix=git \
@@ -30,6 +31,8 @@ SRC_URI = " \
 # Release builds pin the commit (SRCREV:pn-mnn-edge in the distro); AUTOREV follows the branch.
 SRCREV ?= "${AUTOREV}"
 PV = "0.1.0+git"
+# scarthgap unpacks into WORKDIR and has no UNPACKDIR; later releases set it themselves.
+UNPACKDIR ??= "${WORKDIR}"
 S = "${UNPACKDIR}/git"
 
 inherit npm systemd useradd features_check
@@ -86,8 +89,11 @@ do_install:append() {
     done < "$manifest"
     rm -rf "$app.npm"
 
-    [ -f "$app/engine/build/Release/mnn_edge_engine.node" ] || \
+    addon="$app/engine/build/Release/mnn_edge_engine.node"
+    [ -f "$addon" ] || \
         bbfatal "the engine addon was not built: the mnn recipe must install include/MNN, include/llm/llm.hpp and libMNN.so"
+    # The addon's build RPATH points into the recipe sysroot; on the target libMNN.so is on the default path.
+    chrpath -d "$addon"
 }
 
 USERADD_PACKAGES = "${PN}"

@@ -13,4 +13,4 @@ RDEPENDS:${PN} = " \
     ${@bb.utils.contains('MNN_EDGE_LOCAL_BROKER', '1', 'mnn-edge-mosquitto', '', d)} \
 "
 # Useful on a device in the field, not required by the agent.
-RRECOMMENDS:${PN} = "avahi-daemon alsa-utils v4l-utils"
+RRECOMMENDS:${PN} = "alsa-utils v4l-utils"

@@ -1,0 +1,28 @@
+// Errors a workload caller can act on, each with a stable code: bad audio or frames are the caller's fault
+// (EAUDIO, EFRAME), a missing engine or model is the device's (ENOENGINE, ENOMODEL), a full queue is load (EBUSY).
+import { MnnEdgeError } from '../common/errors.js';
+
+export type WorkloadErrorCode =
+  | 'EAUDIO'
+  | 'EFRAME'
+  | 'ENOENGINE'
+  | 'ENOMODEL'
+  | 'EBUSY'
+  | 'ETOOLARGE'
+  | 'ESTATE'
+  | 'ETOOL'
+  | 'ECANCELLED';
+
+export class WorkloadError extends MnnEdgeError {
+  constructor(code: WorkloadErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(code, message, details, options);
+    this.name = 'WorkloadError';
+  }
+}
+
+export function isAbort(err: unknown): boolean {
+  return (
+    (err instanceof Error && (err.name === 'AbortError' || (err as { code?: unknown }).code === 'EABORT')) ||
+    (err instanceof WorkloadError && err.code === 'ECANCELLED')
+  );
+}

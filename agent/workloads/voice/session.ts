@@ -1,0 +1,442 @@
+// One voice conversation: 16 kHz mono PCM in → VAD → utterances → ASR → LLM (chat history) → TTS → PCM out,
+// chunk by chunk. Turns run one at a time while the microphone keeps being listened to, so speech during a
+// reply (barge-in) cancels the reply's LLM and TTS work at once.
+//
+// Without echo cancellation the device hears its own speaker. In half duplex (the default) input is ignored
+// while a reply is playing, unless it is clearly louder than what is being played (bargeInMarginDb above the
+// playback level): a person talking over the assistant at arm's length is, the assistant's own echo is not.
+import type { Clock } from '../../common/clock.js';
+import { TypedEventEmitter } from '../../common/typed-events.js';
+import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
+import type { ChatMessage } from '../chat-model.js';
+import { errorMessage } from '../../common/errors.js';
+import { WorkloadError } from '../errors.js';
+import { type SegmenterEvent, type SegmenterOptions, type Utterance, UtteranceSegmenter } from './segmenter.js';
+import { type AsrStage, checkUtterance, type ReplyStage, SentenceChunker, type TtsStage } from './stages.js';
+import type { TurnMetrics, TurnSink } from './turn-store.js';
+import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from './vad.js';
+
+export type TurnStatus = 'completed' | 'cancelled' | 'failed';
+
+export type VoiceEvents = {
+  'speech-start': { atMs: number };
+  /** The utterance that becomes a turn (or is ignored because it was too short). */
+  'speech-end': { turn: number; speechMs: number; endedBy: Utterance['endedBy'] };
+  'speech-discarded': { reason: 'too-short' };
+  transcript: { turn: number; text: string };
+  'reply-delta': { turn: number; text: string };
+  /** One chunk of speech out; `seq` counts chunks within the turn. */
+  audio: { turn: number; seq: number; sampleRate: number; samples: Float32Array };
+  /** Speech interrupted a turn: the client should drop what it still has queued for playback. */
+  'barge-in': { turn: number };
+  'turn-end': {
+    turn: number;
+    status: TurnStatus;
+    transcript: string | undefined;
+    reply: string;
+    metrics: TurnMetrics;
+    error?: string;
+  };
+};
+
+export interface VoiceSessionOptions {
+  id: string;
+  vad: VoiceActivityDetector;
+  segmenter?: Partial<SegmenterOptions>;
+  /** Absent when the reply stage hears audio itself (omni). */
+  asr?: AsrStage;
+  reply: ReplyStage;
+  tts: TtsStage;
+  systemPrompt: string;
+  /** Messages of history kept besides the system prompt (oldest dropped first). */
+  maxHistoryMessages: number;
+  /** `vad`: hands-free; `push-to-talk`: the client marks the start and end of each request. */
+  mode: 'vad' | 'push-to-talk';
+  duplex: 'half' | 'full';
+  bargeIn: boolean;
+  /** In half duplex, input this many dB above the playback level still counts as the user. */
+  bargeInMarginDb: number;
+  /** Continuous speech needed before a reply is interrupted (a cough should not stop it). */
+  bargeInMinSpeechMs: number;
+  /** Frames waiting for the VAD beyond this are dropped (and counted) instead of piling up. */
+  maxVadBacklogFrames?: number;
+  clock: Clock;
+  sink?: TurnSink;
+  /** Told when a turn starts and ends, so other workloads (vision watch mode) can yield the SoC. */
+  priority?: { begin(): void; end(): void };
+}
+
+interface ActiveTurn {
+  turn: number;
+  controller: AbortController;
+  done: Promise<void>;
+  bargeInAt?: number;
+}
+
+export interface VoiceSessionStats {
+  turns: number;
+  framesDropped: number;
+  framesGated: number;
+  utterancesIgnored: number;
+}
+
+export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
+  readonly id: string;
+  readonly #o: VoiceSessionOptions;
+  readonly #segmenter: UtteranceSegmenter;
+  readonly #history: ChatMessage[] = [];
+  #frame = new Float32Array(VAD_FRAME_SAMPLES);
+  #frameFill = 0;
+  #vadChain: Promise<void> = Promise.resolve();
+  #backlog = 0;
+  #turnCounter = 0;
+  #active: ActiveTurn | undefined;
+  #playbackUntil = 0;
+  #playbackDb = -120;
+  #speechRunMs = 0;
+  #ptt: Float32Array[] | undefined;
+  #closed = false;
+  readonly stats: VoiceSessionStats = { turns: 0, framesDropped: 0, framesGated: 0, utterancesIgnored: 0 };
+
+  constructor(options: VoiceSessionOptions) {
+    super();
+    if (!options.asr && !options.reply.audioIn) {
+      throw new WorkloadError('ENOMODEL', 'A voice session needs an ASR stage or a reply model that takes audio (omni)');
+    }
+    this.id = options.id;
+    this.#o = options;
+    this.#segmenter = new UtteranceSegmenter(options.segmenter);
+  }
+
+  get busy(): boolean {
+    return this.#active !== undefined;
+  }
+
+  /** Whether the client is (by our account) still playing the reply. */
+  get playing(): boolean {
+    return this.#o.clock.monotonicMs() < this.#playbackUntil;
+  }
+
+  /** 16 kHz mono float samples from the microphone, any chunk size. */
+  pushAudio(samples: Float32Array): void {
+    if (this.#closed) throw new WorkloadError('ESTATE', `Voice session ${this.id} is closed`);
+    if (this.#ptt) {
+      this.#ptt.push(samples.slice());
+      return;
+    }
+    if (this.#o.mode !== 'vad') return;
+    let at = 0;
+    while (at < samples.length) {
+      const n = Math.min(VAD_FRAME_SAMPLES - this.#frameFill, samples.length - at);
+      this.#frame.set(samples.subarray(at, at + n), this.#frameFill);
+      this.#frameFill += n;
+      at += n;
+      if (this.#frameFill === VAD_FRAME_SAMPLES) {
+        this.#enqueueFrame(this.#frame);
+        this.#frame = new Float32Array(VAD_FRAME_SAMPLES);
+        this.#frameFill = 0;
+      }
+    }
+  }
+
+  /** End of the input stream (a WAV file ran out): a running utterance ends here. Resolves when VAD caught up. */
+  async endOfInput(): Promise<void> {
+    if (this.#frameFill > 0) {
+      this.#frame.fill(0, this.#frameFill);
+      this.#enqueueFrame(this.#frame);
+      this.#frame = new Float32Array(VAD_FRAME_SAMPLES);
+      this.#frameFill = 0;
+    }
+    await this.#vadChain;
+    this.#handleSegments(this.#segmenter.flush());
+  }
+
+  /** Push-to-talk: start collecting a request (interrupting a reply). */
+  pushToTalkStart(): void {
+    this.#ptt = [];
+    if (this.#active) this.#bargeIn();
+  }
+
+  /** Push-to-talk: the request is complete; it becomes a turn. */
+  pushToTalkEnd(): void {
+    const parts = this.#ptt;
+    this.#ptt = undefined;
+    if (!parts) throw new WorkloadError('ESTATE', 'push-to-talk end without a start');
+    const total = parts.reduce((n, p) => n + p.length, 0);
+    const samples = new Float32Array(total);
+    let at = 0;
+    for (const p of parts) {
+      samples.set(p, at);
+      at += p.length;
+    }
+    this.#startTurn({ startSample: 0, endSample: total, samples, endedBy: 'flush' });
+  }
+
+  /** The client says its playback queue ran dry (or it dropped it). */
+  playbackDone(): void {
+    this.#playbackUntil = 0;
+  }
+
+  /** Waits for the running turn (if any) to finish. */
+  async idle(): Promise<void> {
+    await this.#vadChain;
+    while (this.#active) await this.#active.done;
+  }
+
+  /** Clears the conversation history (the system prompt stays). */
+  resetHistory(): void {
+    this.#history.length = 0;
+  }
+
+  get history(): readonly ChatMessage[] {
+    return this.#history;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#active?.controller.abort(new WorkloadError('ECANCELLED', 'voice session closed'));
+    await this.#vadChain.catch(() => {});
+    await this.#active?.done;
+    await this.#o.vad.dispose();
+  }
+
+  #enqueueFrame(frame: Float32Array): void {
+    const limit = this.#o.maxVadBacklogFrames ?? 64;
+    if (this.#backlog >= limit) {
+      this.stats.framesDropped++;
+      return;
+    }
+    this.#backlog++;
+    this.#vadChain = this.#vadChain
+      .then(() => this.#processFrame(frame))
+      .catch((err: unknown) => {
+        // A VAD failure must not wedge the chain; the session reports it as a failed (empty) turn.
+        this.emit('turn-end', {
+          turn: this.#turnCounter,
+          status: 'failed',
+          transcript: undefined,
+          reply: '',
+          metrics: { speechMs: 0 },
+          error: `VAD failed: ${errorMessage(err)}`,
+        });
+      })
+      .finally(() => {
+        this.#backlog--;
+      });
+  }
+
+  async #processFrame(frame: Float32Array): Promise<void> {
+    if (this.#closed) return;
+    let probability: number;
+    const gated =
+      this.#o.duplex === 'half' && this.playing && dbfs(rms(frame)) - this.#playbackDb < this.#o.bargeInMarginDb;
+    if (gated) {
+      // Our own voice coming back: treated as silence, so it neither starts nor prolongs an utterance.
+      this.stats.framesGated++;
+      probability = 0;
+    } else {
+      probability = await this.#o.vad.process(frame);
+    }
+    this.#handleSegments(this.#segmenter.push(frame, probability));
+    if (this.#segmenter.inSpeech && !gated) {
+      this.#speechRunMs += VAD_FRAME_MS;
+      if (this.#active && this.#o.bargeIn && this.#speechRunMs >= this.#o.bargeInMinSpeechMs) this.#bargeIn();
+    } else {
+      this.#speechRunMs = 0;
+    }
+  }
+
+  #handleSegments(events: SegmenterEvent[]): void {
+    for (const e of events) {
+      if (e.type === 'speech-start') this.emit('speech-start', { atMs: (e.atSample / PIPELINE_RATE) * 1000 });
+      else if (e.type === 'discarded') this.emit('speech-discarded', { reason: e.reason });
+      else if (this.#active && !this.#o.bargeIn) this.stats.utterancesIgnored++;
+      else this.#startTurn(e.utterance);
+    }
+  }
+
+  #bargeIn(): void {
+    const active = this.#active;
+    if (!active || active.bargeInAt !== undefined) return;
+    active.bargeInAt = this.#o.clock.monotonicMs();
+    this.#playbackUntil = 0;
+    this.emit('barge-in', { turn: active.turn });
+    active.controller.abort(new WorkloadError('ECANCELLED', 'barge-in: the user spoke during the reply'));
+  }
+
+  #startTurn(utterance: Utterance): void {
+    const previous = this.#active;
+    if (previous) {
+      this.#bargeIn();
+    }
+    const turn = ++this.#turnCounter;
+    const controller = new AbortController();
+    const active: ActiveTurn = { turn, controller, done: Promise.resolve() };
+    active.done = (async () => {
+      // Turns never overlap: the interrupted one releases the models first.
+      await previous?.done;
+      await this.#runTurn(active, utterance);
+    })();
+    this.#active = active;
+    void active.done.finally(() => {
+      if (this.#active === active) this.#active = undefined;
+    });
+  }
+
+  async #runTurn(active: ActiveTurn, utterance: Utterance): Promise<void> {
+    const { clock } = this.#o;
+    const signal = active.controller.signal;
+    const speechMs = (utterance.samples.length / PIPELINE_RATE) * 1000;
+    const startedAt = clock.nowMs();
+    const t0 = clock.monotonicMs();
+    const metrics: TurnMetrics = { speechMs };
+    let transcript: string | undefined;
+    let reply = '';
+    let status: TurnStatus = 'completed';
+    let error: string | undefined;
+    this.stats.turns++;
+    this.emit('speech-end', { turn: active.turn, speechMs, endedBy: utterance.endedBy });
+    this.#o.priority?.begin();
+    try {
+      signal.throwIfAborted();
+      checkUtterance(utterance.samples);
+      let userContent: string;
+      if (this.#o.asr) {
+        const asr = await this.#o.asr.transcribe(utterance.samples, signal);
+        metrics.asrMs = clock.monotonicMs() - t0;
+        metrics.asrRtf = metrics.asrMs / speechMs;
+        transcript = asr.text;
+        this.emit('transcript', { turn: active.turn, text: transcript });
+        userContent = transcript;
+      } else {
+        userContent = '(spoken request in the attached audio)';
+      }
+      signal.throwIfAborted();
+      const history: ChatMessage[] = [
+        { role: 'system', content: this.#o.systemPrompt },
+        ...this.#history,
+        { role: 'user', content: userContent },
+      ];
+      const stream = this.#o.reply.reply({
+        history,
+        ...(this.#o.reply.audioIn ? { audio: utterance.samples } : {}),
+        signal,
+      });
+      const speech = this.#speak(active, signal, metrics, t0);
+      const chunker = new SentenceChunker();
+      try {
+        for await (const piece of stream) {
+          if (metrics.ttftMs === undefined) metrics.ttftMs = clock.monotonicMs() - t0;
+          reply += piece;
+          this.emit('reply-delta', { turn: active.turn, text: piece });
+          for (const s of chunker.push(piece)) speech.say(s);
+        }
+        for (const s of chunker.flush()) speech.say(s);
+      } finally {
+        speech.end();
+      }
+      await speech.finished;
+      const result = await stream.result;
+      signal.throwIfAborted();
+      metrics.promptTokens = result.promptTokens;
+      metrics.generatedTokens = result.generatedTokens;
+      if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
+      this.#remember({ role: 'user', content: userContent }, { role: 'assistant', content: reply });
+    } catch (err) {
+      if (signal.aborted) {
+        status = 'cancelled';
+        error = errorMessage(signal.reason);
+      } else {
+        status = 'failed';
+        error = errorMessage(err);
+      }
+    } finally {
+      this.#o.priority?.end();
+    }
+    if (active.bargeInAt !== undefined) metrics.bargeInMs = clock.monotonicMs() - active.bargeInAt;
+    this.#o.sink?.record({
+      sessionId: this.id,
+      turn: active.turn,
+      startedAt,
+      status,
+      transcript,
+      reply,
+      metrics,
+      ...(error !== undefined ? { error } : {}),
+    });
+    this.emit('turn-end', {
+      turn: active.turn,
+      status,
+      transcript,
+      reply,
+      metrics,
+      ...(error !== undefined ? { error } : {}),
+    });
+  }
+
+  /** A sentence queue drained by the TTS stage while the LLM keeps generating. */
+  #speak(active: ActiveTurn, signal: AbortSignal, metrics: TurnMetrics, t0: number) {
+    const { clock, tts } = this.#o;
+    const queue: string[] = [];
+    let ended = false;
+    let wake: (() => void) | undefined;
+    let seq = 0;
+    let synthMs = 0;
+    let audioMs = 0;
+    const notify = () => {
+      wake?.();
+      wake = undefined;
+    };
+    const onAbort = () => notify();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const finished = (async () => {
+      try {
+        for (;;) {
+          signal.throwIfAborted();
+          const sentence = queue.shift();
+          if (sentence === undefined) {
+            if (ended) break;
+            await new Promise<void>((r) => {
+              wake = r;
+            });
+            continue;
+          }
+          let mark = clock.monotonicMs();
+          for await (const chunk of tts.synthesize(sentence, signal)) {
+            signal.throwIfAborted();
+            const now = clock.monotonicMs();
+            synthMs += now - mark;
+            if (metrics.ttfaMs === undefined) metrics.ttfaMs = now - t0;
+            const chunkMs = (chunk.samples.length / chunk.sampleRate) * 1000;
+            audioMs += chunkMs;
+            this.#playbackUntil = Math.max(now, this.#playbackUntil) + chunkMs;
+            this.#playbackDb = dbfs(rms(chunk.samples));
+            this.emit('audio', { turn: active.turn, seq: seq++, sampleRate: chunk.sampleRate, samples: chunk.samples });
+            mark = clock.monotonicMs();
+          }
+        }
+        if (audioMs > 0) metrics.ttsRtf = synthMs / audioMs;
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+      }
+    })();
+    finished.catch(() => {});
+    return {
+      say(sentence: string) {
+        queue.push(sentence);
+        notify();
+      },
+      end() {
+        ended = true;
+        notify();
+      },
+      finished,
+    };
+  }
+
+  #remember(user: ChatMessage, assistant: ChatMessage): void {
+    this.#history.push(user, assistant);
+    while (this.#history.length > this.#o.maxHistoryMessages) this.#history.splice(0, 2);
+  }
+}

@@ -1,0 +1,249 @@
+// The voice pipeline's stages as small interfaces, one implementation per model family:
+//
+//   ASR  AudioLlmAsr    audio-input LLMs exported by MNN's llmexport: Qwen2-Audio, Qwen2.5-Omni, Qwen3-ASR
+//                       (audio goes into the prompt; the model is asked for a transcript)
+//   LLM  ChatReplyStage any text LLM (Qwen, Llama, Gemma, … exports) or an omni model; with `audioIn` an omni
+//                       model (Qwen2.5-Omni) hears the utterance itself and there is no separate ASR stage
+//   TTS  TalkerTts      an omni model's talker (Qwen2.5-Omni token2wav, Qwen3-TTS): 24 kHz PCM streamed by
+//                       the engine
+//        EspeakTts      espeak-ng (Debian, Yocto meta-oe) when no speech model is installed, so the assistant
+//                       always speaks
+import { spawn } from 'node:child_process';
+import type { ChatMessage, ChatModel, ChatResult, ChatStream } from '../chat-model.js';
+import { WorkloadError } from '../errors.js';
+
+/** MNN's whisper front end crashes on clips shorter than one 10 ms hop; 100 ms is the shortest useful request. */
+export const MIN_ASR_SAMPLES = 1600;
+
+export interface Transcript {
+  text: string;
+  result: ChatResult;
+}
+
+export interface AsrStage {
+  readonly family: string;
+  /** 16 kHz mono float PCM in, text out. */
+  transcribe(audio: Float32Array, signal: AbortSignal): Promise<Transcript>;
+}
+
+export interface ReplyRequest {
+  history: ChatMessage[];
+  /** The utterance itself, for an omni model that hears it (no ASR stage). */
+  audio?: Float32Array;
+  signal: AbortSignal;
+}
+
+export interface ReplyStage {
+  readonly family: string;
+  /** Whether the model takes the utterance's audio directly (omni); then no ASR stage is needed. */
+  readonly audioIn: boolean;
+  reply(request: ReplyRequest): ChatStream;
+}
+
+export interface PcmChunk {
+  samples: Float32Array;
+  sampleRate: number;
+}
+
+export interface TtsStage {
+  readonly family: string;
+  /** PCM of one sentence, chunk by chunk; aborting stops synthesis. */
+  synthesize(text: string, signal: AbortSignal): AsyncIterable<PcmChunk>;
+}
+
+export function checkUtterance(audio: Float32Array): void {
+  if (audio.length < MIN_ASR_SAMPLES) {
+    throw new WorkloadError(
+      'EAUDIO',
+      `Utterance too short for speech recognition: ${audio.length} samples (at least ${MIN_ASR_SAMPLES}, 100 ms at 16 kHz)`,
+    );
+  }
+}
+
+export class AudioLlmAsr implements AsrStage {
+  readonly family = 'audio-llm (Qwen2-Audio, Qwen2.5-Omni, Qwen3-ASR)';
+  readonly #model: ChatModel;
+  readonly #instruction: string;
+  readonly #maxNewTokens: number;
+
+  constructor(model: ChatModel, options: { instruction?: string; maxNewTokens?: number } = {}) {
+    if (!model.capabilities.audio) {
+      throw new WorkloadError('ENOMODEL', `${model.id} takes no audio input (is_audio is not set): it cannot be the ASR stage`);
+    }
+    this.#model = model;
+    this.#instruction = options.instruction ?? 'Transcribe the audio exactly.';
+    this.#maxNewTokens = options.maxNewTokens ?? 128;
+  }
+
+  async transcribe(audio: Float32Array, signal: AbortSignal): Promise<Transcript> {
+    checkUtterance(audio);
+    const stream = this.#model.generate({
+      messages: [{ role: 'user', content: this.#instruction }],
+      audio,
+      maxNewTokens: this.#maxNewTokens,
+      signal,
+    });
+    for await (const _ of stream) {
+      // the result carries the whole text
+    }
+    const result = await stream.result;
+    return { text: result.text.trim(), result };
+  }
+}
+
+export class ChatReplyStage implements ReplyStage {
+  readonly family: string;
+  readonly audioIn: boolean;
+  readonly #model: ChatModel;
+  readonly #maxNewTokens: number;
+
+  constructor(model: ChatModel, options: { maxNewTokens: number; audioIn?: boolean }) {
+    this.#model = model;
+    this.#maxNewTokens = options.maxNewTokens;
+    this.audioIn = options.audioIn ?? false;
+    if (this.audioIn && !model.capabilities.audio) {
+      throw new WorkloadError('ENOMODEL', `${model.id} takes no audio input: it cannot answer speech directly (omni mode)`);
+    }
+    this.family = this.audioIn ? 'omni (Qwen2.5-Omni)' : 'text LLM';
+  }
+
+  reply(request: ReplyRequest): ChatStream {
+    return this.#model.generate({
+      messages: request.history,
+      ...(this.audioIn && request.audio ? { audio: request.audio } : {}),
+      maxNewTokens: this.#maxNewTokens,
+      signal: request.signal,
+    });
+  }
+}
+
+export class TalkerTts implements TtsStage {
+  readonly family = 'omni talker (Qwen2.5-Omni, Qwen3-TTS)';
+  readonly #model: ChatModel;
+
+  constructor(model: ChatModel) {
+    if (!model.capabilities.talker || !model.speak) {
+      throw new WorkloadError('ENOMODEL', `${model.id} has no talker (has_talker is not set): it cannot be the TTS stage`);
+    }
+    this.#model = model;
+  }
+
+  async *synthesize(text: string, signal: AbortSignal): AsyncIterable<PcmChunk> {
+    for await (const chunk of this.#model.speak!({ text, signal })) {
+      yield { samples: chunk.samples, sampleRate: chunk.sampleRate };
+    }
+  }
+}
+
+export interface EspeakOptions {
+  /** espeak-ng binary; a board image may put it elsewhere. */
+  command: string;
+  voice: string;
+  wordsPerMinute: number;
+}
+
+export const defaultEspeakOptions: EspeakOptions = { command: 'espeak-ng', voice: 'en-us', wordsPerMinute: 175 };
+
+/** espeak-ng writes a WAV to stdout as it synthesises; its header is 44 bytes, then s16le mono PCM. */
+const ESPEAK_HEADER = 44;
+
+export class EspeakTts implements TtsStage {
+  readonly family = 'espeak-ng (formant synthesis, no model)';
+  readonly #options: EspeakOptions;
+
+  constructor(options: Partial<EspeakOptions> = {}) {
+    this.#options = { ...defaultEspeakOptions, ...options };
+  }
+
+  async *synthesize(text: string, signal: AbortSignal): AsyncIterable<PcmChunk> {
+    if (text.trim().length === 0) return;
+    signal.throwIfAborted();
+    const { command, voice, wordsPerMinute } = this.#options;
+    // Text goes through stdin so nothing in it can be read as an option.
+    const child = spawn(command, ['--stdout', '--stdin', '-v', voice, '-s', String(wordsPerMinute)], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const onAbort = () => child.kill('SIGKILL');
+    signal.addEventListener('abort', onAbort, { once: true });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr = (stderr + d).slice(-500);
+    });
+    const exited = new Promise<{ code: number | null; error?: Error }>((resolve) => {
+      child.once('error', (error) => resolve({ code: null, error }));
+      child.once('close', (code) => resolve({ code }));
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(text);
+    let header: Buffer | undefined = Buffer.alloc(0);
+    let sampleRate = 22050;
+    let carry = Buffer.alloc(0);
+    try {
+      for await (const data of child.stdout as AsyncIterable<Buffer>) {
+        let bytes = data;
+        if (header !== undefined) {
+          header = Buffer.concat([header, bytes]);
+          if (header.length < ESPEAK_HEADER) continue;
+          sampleRate = header.readUInt32LE(24);
+          bytes = header.subarray(ESPEAK_HEADER);
+          header = undefined;
+        }
+        bytes = carry.length > 0 ? Buffer.concat([carry, bytes]) : bytes;
+        const whole = bytes.length - (bytes.length % 2);
+        carry = Buffer.from(bytes.subarray(whole));
+        if (whole === 0) continue;
+        const samples = new Float32Array(whole / 2);
+        for (let i = 0; i < samples.length; i++) samples[i] = bytes.readInt16LE(i * 2) / 32768;
+        yield { samples, sampleRate };
+      }
+      const { code, error } = await exited;
+      signal.throwIfAborted();
+      if (error) {
+        throw new WorkloadError('ETOOL', `Cannot run ${command} for speech output: ${error.message} (install espeak-ng)`);
+      }
+      if (code !== 0) throw new WorkloadError('ETOOL', `${command} exited with code ${code}: ${stderr.trim()}`);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }
+}
+
+const SENTENCE_END = /[.!?。！？;:\n]["')\]]*\s/u;
+
+/**
+ * Cuts the LLM's token stream into sentences so speech can start after the first one instead of after the
+ * whole reply; very long runs without punctuation are cut at a word boundary.
+ */
+export class SentenceChunker {
+  #buffer = '';
+  readonly #maxChars: number;
+
+  constructor(maxChars = 200) {
+    this.#maxChars = maxChars;
+  }
+
+  push(text: string): string[] {
+    this.#buffer += text;
+    const out: string[] = [];
+    for (;;) {
+      const m = SENTENCE_END.exec(this.#buffer);
+      let cut = m ? m.index + m[0].length : -1;
+      if (cut < 0 && this.#buffer.length > this.#maxChars) {
+        const space = this.#buffer.lastIndexOf(' ', this.#maxChars);
+        cut = space > 0 ? space + 1 : this.#maxChars;
+      }
+      if (cut < 0) break;
+      const sentence = this.#buffer.slice(0, cut).trim();
+      this.#buffer = this.#buffer.slice(cut);
+      if (sentence) out.push(sentence);
+    }
+    return out;
+  }
+
+  flush(): string[] {
+    const rest = this.#buffer.trim();
+    this.#buffer = '';
+    return rest ? [rest] : [];
+  }
+}

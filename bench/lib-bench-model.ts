@@ -1,0 +1,52 @@
+// The benchmark-size random-weight LLM (shared/tools/tiny-mnn-llm, README "Benchmark-size model"), generated
+// outside the repository into $MNN_EDGE_CACHE (default ~/.cache/mnn-edge) on first use. The same directory
+// and sizes as bench/engine, so both benchmarks share one copy; other seeds give same-size models with other
+// weights (a swap needs two). Needs MNN_SRC (default /opt/src/MNN) only to build the generator once.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { sharedDir } from '../test/helpers/paths.js';
+
+const mnnRoot = process.env['MNN_ROOT'] ?? '/opt/mnn';
+const mnnSrc = process.env['MNN_SRC'] ?? '/opt/src/MNN';
+export const benchCacheDir = process.env['MNN_EDGE_CACHE'] ?? join(homedir(), '.cache', 'mnn-edge');
+const generatorDir = join(sharedDir, 'tools', 'tiny-mnn-llm');
+const SIZE = ['--hidden', '512', '--layers', '8'];
+const GRAPH = [...SIZE, '--heads', '8', '--kv-heads', '4', '--head-dim', '64', '--inter', '1408'];
+const DEFAULT_SEED = 20260101;
+
+export class BenchModelUnavailable extends Error {}
+
+/** config.json of the benchmark model with this seed (the default seed is bench/engine's `bench-llm`). */
+export function ensureBenchModel(seed = DEFAULT_SEED): string {
+  const modelDir = join(benchCacheDir, seed === DEFAULT_SEED ? 'bench-llm' : `bench-llm-seed${seed}`);
+  const config = join(modelDir, 'config.json');
+  if (existsSync(join(modelDir, 'llm.mnn')) && existsSync(config)) return config;
+  const generator = join(benchCacheDir, 'gen_tiny_llm');
+  if (!existsSync(generator)) {
+    if (!existsSync(join(mnnSrc, 'schema', 'current', 'MNN_generated.h')))
+      throw new BenchModelUnavailable(
+        `the benchmark model is not in ${modelDir} and MNN_SRC (${mnnSrc}) has no schema/current to build the generator`,
+      );
+    mkdirSync(benchCacheDir, { recursive: true });
+    console.log(`building the tiny-mnn-llm generator into ${generator}`);
+    execFileSync('g++', [
+      '-O2',
+      '-std=c++17',
+      join(generatorDir, 'gen_tiny_llm.cpp'),
+      `-I${mnnRoot}/include`,
+      `-I${mnnSrc}/schema/current`,
+      `-I${mnnSrc}/3rd_party/flatbuffers/include`,
+      `-L${mnnRoot}/lib`,
+      '-lMNN',
+      `-Wl,-rpath,${mnnRoot}/lib`,
+      '-o',
+      generator,
+    ]);
+  }
+  console.log(`generating the benchmark model (seed ${seed}) into ${modelDir}`);
+  execFileSync('python3', [join(generatorDir, 'gen_tiny_assets.py'), modelDir, ...SIZE], { stdio: 'ignore' });
+  execFileSync(generator, [modelDir, ...GRAPH, '--seed', String(seed)], { stdio: 'ignore' });
+  return config;
+}

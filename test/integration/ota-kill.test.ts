@@ -1,0 +1,183 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { KvStore, openStore } from '../../agent/store/database.js';
+import { ModelStore, packageFiles } from '../../models/index.js';
+import { JOB_STATES, type JobState, type OtaJob } from '../../ota/job.js';
+import { JobJournal } from '../../ota/journal.js';
+import { generateSigningKey, parsePrivateKey } from '../../ota/keys.js';
+import { packModel } from '../../ota/pack.js';
+import { servePackages } from '../../ota/serve.js';
+import { ModelStoreInstaller, StoreActivation } from '../../ota/store-adapter.js';
+import { type Artifact, signTargets } from '../../ota/targets.js';
+import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
+
+// kill -9 of the process driving an install, at random moments, at least 20 times: after every kill the
+// store must hold the old or the new version as active, every installed package must match its manifest,
+// and the next start must resume the job or report why it failed.
+
+const LLM_DEMO = process.env['MNN_LLM_DEMO'] ?? '/opt/src/MNN/build-edge/llm_demo';
+const CHILD = join(repoRoot, 'test', 'integration', 'ota-kill-child.ts');
+const KILLS = 20;
+
+interface RunResult {
+  killed: boolean;
+  lastState: JobState | undefined;
+}
+
+function runChild(args: string[], killAfterMs: number | undefined): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import=tsx', CHILD, ...args], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    let lastState: JobState | undefined;
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      let nl = out.indexOf('\n');
+      while (nl !== -1) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        if (line === 'ready' && killAfterMs !== undefined)
+          setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+        else if (line.startsWith('{')) lastState = (JSON.parse(line) as { state: JobState }).state;
+        nl = out.indexOf('\n');
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (signal === 'SIGKILL') return resolve({ killed: true, lastState });
+      if (code !== 0) return reject(new Error(`child exited with ${code}: ${err}`));
+      resolve({ killed: false, lastState });
+    });
+  });
+}
+
+function sha256(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
+
+/** What a restarted agent would find: recovery done, one active version, every package intact. */
+function inspect(dataDir: string, jobId: string) {
+  const db = openStore(join(dataDir, 'agent.db'));
+  try {
+    const { store } = ModelStore.open({ dataDir, db });
+    const active = new KvStore(db).get<Record<string, { version: string }>>('ota.active')?.['tiny-llm']
+      ?.version;
+    const broken: string[] = [];
+    for (const pkg of store.list()) {
+      for (const [path, want] of packageFiles(pkg.manifest)) {
+        const file = join(pkg.dir, path);
+        if (!existsSync(file) || sha256(file) !== want.sha256) broken.push(`${pkg.version}/${path}`);
+      }
+    }
+    return {
+      active,
+      activeInstalled: active !== undefined && store.get({ id: 'tiny-llm', version: active }) !== undefined,
+      versions: store.list().map((p) => p.version),
+      broken,
+      state: new JobJournal(db).get(jobId)?.state,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+test('kill -9 at random points during installs: old or new active, store consistent, job resumes', async (t) => {
+  t.timeout(180_000);
+  const dir = mkdtempSync(join(tmpdir(), 'ota-kill-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const served = join(dir, 'served');
+  const dataDir = join(dir, 'device');
+  mkdirSync(served);
+  mkdirSync(dataDir);
+  const tiny = join(modelFixturesDir, 'tiny-llm');
+  const artifacts = new Map<string, Artifact>();
+  for (const v of ['1.0.0', '2.0.0', '3.0.0']) {
+    artifacts.set(v, (await packModel(tiny, { id: 'tiny-llm', version: v, outDir: served })).artifact);
+  }
+  const srv = await servePackages(served);
+  t.teardown(() => srv.close());
+  const key = generateSigningKey();
+  const signer = parsePrivateKey(key.privateKeyPem);
+
+  // The device starts with 1.0.0 installed and active.
+  {
+    const db = openStore(join(dataDir, 'agent.db'));
+    const { store } = ModelStore.open({ dataDir, db });
+    await new ModelStoreInstaller(store).install(join(served, artifacts.get('1.0.0')!.name), {
+      id: 'tiny-llm',
+      version: '1.0.0',
+    });
+    const act = new StoreActivation(store, new KvStore(db));
+    await act.activate('tiny-llm', '1.0.0');
+    await act.commit('tiny-llm', '1.0.0');
+    db.close();
+  }
+
+  const llmDemo = existsSync(LLM_DEMO) ? LLM_DEMO : '';
+  let jobNo = 0;
+  const writeJob = (): string => {
+    jobNo++;
+    const version = jobNo % 2 === 1 ? '2.0.0' : '3.0.0';
+    const artifact = artifacts.get(version)!;
+    const job: OtaJob = {
+      jobId: `kill-${jobNo}`,
+      package: { id: 'tiny-llm', version },
+      targets: signTargets(
+        {
+          _type: 'mnn-edge/targets',
+          specVersion: 1,
+          version: jobNo,
+          expires: new Date(Date.now() + 3_600_000).toISOString(),
+          packages: [{ id: 'tiny-llm', version, artifacts: [artifact] }],
+        },
+        [signer],
+      ),
+      baseUrl: srv.baseUrl,
+    };
+    writeFileSync(join(dir, 'job.json'), JSON.stringify(job));
+    return job.jobId;
+  };
+  let jobId = writeJob();
+  const args = () => [dataDir, join(dir, 'job.json'), key.publicKey, String(600 * 1024), llmDemo];
+  const killedIn = new Map<string, number>();
+  let kills = 0;
+  let finishedJobs = 0;
+  while (kills < KILLS) {
+    const r = await runChild(args(), Math.floor(Math.random() * 400));
+    const after = inspect(dataDir, jobId);
+    t.deepEqual(after.broken, [], `after run ${kills}: packages match their manifests`);
+    t.true(after.active === '1.0.0' || after.active === '2.0.0' || after.active === '3.0.0');
+    t.true(after.activeInstalled, `active ${after.active} is installed`);
+    t.true(after.state === undefined || JOB_STATES.includes(after.state));
+    if (r.killed) {
+      kills++;
+      const where = after.state ?? 'not yet journalled';
+      killedIn.set(where, (killedIn.get(where) ?? 0) + 1);
+    }
+    if (after.state && ['succeeded', 'failed', 'rolled-back', 'rejected'].includes(after.state)) {
+      finishedJobs++;
+      jobId = writeJob();
+    }
+  }
+  // Let the last job run to its end.
+  const last = await runChild(args(), undefined);
+  const end = inspect(dataDir, jobId);
+  t.false(last.killed);
+  t.deepEqual(end.broken, []);
+  t.true(
+    end.state === 'succeeded' || end.state === 'rolled-back' || end.state === 'failed',
+    `final ${end.state}`,
+  );
+  if (llmDemo) t.is(end.state, 'succeeded');
+  t.log(
+    `${kills} kills; journal state at the kill: ${[...killedIn].map(([s, n]) => `${s} ${n}`).join(', ')}; jobs finished between kills: ${finishedJobs}; final ${end.state}, active ${end.active}`,
+  );
+});
