@@ -5,6 +5,8 @@ import { type MqttConfig, mqttSchema } from './sections/mqtt.js';
 import { otaSchema } from './sections/ota.js';
 import { runtimeSchema, slotsSchema } from './sections/slots.js';
 import { telemetrySchema } from './sections/telemetry.js';
+import { visionSchema } from './sections/vision.js';
+import { voiceSchema } from './sections/voice.js';
 
 export interface AgentConfig {
   deviceId?: string;
@@ -37,8 +39,8 @@ export const agentConfigSchema: JsonSchema = {
     slots: slotsSchema,
     models: modelsConfigSchema,
     ota: otaSchema,
-    voice: { type: 'object' },
-    vision: { type: 'object' },
+    voice: voiceSchema,
+    vision: visionSchema,
     runtime: runtimeSchema,
   },
 };
