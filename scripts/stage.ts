@@ -103,6 +103,8 @@ export function stage(options: StageOptions): StageResult {
   const log = options.log ?? (() => {});
   const manifest = options.manifest ?? parseStageManifest(readFileSync(manifestPath, 'utf8'), manifestPath);
   const destdir = resolve(options.destdir);
+  // The stage replaces the app directory under destdir; on / that would be the host's own install.
+  if (destdir === '/') throw new Error('refusing to stage into /: pass an empty staging directory');
   const appDir = join(destdir, manifest.app);
   const installed: string[] = [];
   const skippedOptional: string[] = [];

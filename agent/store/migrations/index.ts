@@ -1,4 +1,5 @@
 import { modelsMigration } from '../../../models/store/migration.js';
+import { runtimeMigrations } from '../../runtime/migrations.js';
 import { voiceTurnsMigration } from '../../workloads/voice/migration.js';
 import type { Migration } from '../migration.js';
 import { coreMigration } from './001-core.js';
@@ -14,6 +15,7 @@ export const allMigrations: readonly Migration[] = [
   coreMigration,
   httpSessionsMigration,
   modelsMigration,
+  ...runtimeMigrations,
   telemetryOutboxMigration,
   telemetryHistoryMigration,
   otaTrustMigration,

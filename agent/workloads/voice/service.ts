@@ -88,13 +88,9 @@ export class VoiceService {
       clock: this.#deps.clock,
       ...(this.#deps.sink ? { sink: this.#deps.sink } : {}),
       ...(this.#deps.priority ? { priority: this.#deps.priority } : {}),
+      onClose: () => this.#sessions.delete(session),
     });
     this.#sessions.add(session);
-    const close = session.close.bind(session);
-    session.close = async () => {
-      this.#sessions.delete(session);
-      await close();
-    };
     return session;
   }
 

@@ -64,6 +64,7 @@ export interface VoiceSessionOptions {
   sink?: TurnSink;
   /** Told when a turn starts and ends, so other workloads (vision watch mode) can yield the SoC. */
   priority?: { begin(): void; end(): void };
+  onClose?: () => void;
 }
 
 interface ActiveTurn {
@@ -195,6 +196,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#o.onClose?.();
     this.#active?.controller.abort(new WorkloadError('ECANCELLED', 'voice session closed'));
     await this.#vadChain.catch(() => {});
     await this.#active?.done;
