@@ -1,0 +1,149 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { matchProfile } from '../../board-support/index.js';
+import type { BoardProfile } from '../../board-support/types.js';
+import { engineAvailability, runtimeInfo, unavailableMessage } from '../../engine/src/index.js';
+import { MnnEdgeError } from '../common/errors.js';
+import {
+  planPolicyFromConfig,
+  type RuntimeConfig,
+  type SlotsConfig,
+  slotSpecsFromConfig,
+} from '../config/sections/slots.js';
+import { detect } from '../detect/index.js';
+import type { Capabilities } from '../detect/types.js';
+import { HttpError } from '../http/errors.js';
+import type { AgentContext, AgentModule } from '../main.js';
+import { explainPlacement } from '../plan/explain.js';
+import { boardFromCapabilities } from '../plan/from-capabilities.js';
+import type { PlanBoard, PlanCatalog, SlotConstraints } from '../plan/types.js';
+import { assertConstraints, assertSlot } from './desired-state.js';
+import { engineHostFactory } from './engine-host-adapter.js';
+import { EngineFailure, type EngineHostFactory } from './engine-port.js';
+import { procSystemMemory } from './proc-memory.js';
+import { type PlanSources, Runtime } from './runtime.js';
+
+// The runtime as an agent module: built from the agent's config, store and logger at start, with the planner's
+// sources (board, catalog) and the engine hosts injected or defaulted here, and its HTTP routes registered.
+
+export interface RuntimeModuleDeps {
+  /** The installed models for the planner (models/: catalogFromStore(new ModelCatalog(store).variants())). */
+  catalog: () => PlanCatalog | Promise<PlanCatalog>;
+  /** Default: detect() below config.root + the matched board-support profile, once. */
+  board?: () => PlanBoard | Promise<PlanBoard>;
+  /** Default: engine hosts over the installed MNN; when MNN is missing every load fails with the loader's reason. */
+  hosts?: EngineHostFactory;
+  /** Receives the runtime once started (workloads, fleet and OTA take it from here). */
+  onStarted?: (runtime: Runtime) => void;
+}
+
+/** Engine hosts that cannot start, for a device whose MNN is missing: every slot reports the same clear reason. */
+export function unavailableHosts(reason: string): EngineHostFactory {
+  return {
+    engineVersion: 'unavailable',
+    async start() {
+      throw new EngineFailure('load', reason);
+    },
+  };
+}
+
+/** The board as detect sees it below `root`, planned with the matched profile's priors and thread advice. */
+export function detectedBoard(root: string, engineBackends?: readonly string[]): PlanBoard {
+  const caps: Capabilities = detect({ root, ...(engineBackends ? { engineBackends } : {}) });
+  const profile: BoardProfile | null = matchProfile(caps);
+  return boardFromCapabilities(caps, profile);
+}
+
+function defaultHosts(ctx: AgentContext): EngineHostFactory {
+  const availability = engineAvailability();
+  if (!availability.available) {
+    const reason = unavailableMessage(availability.reason);
+    ctx.logger.warn('engine unavailable: models will not load', { reason });
+    return unavailableHosts(reason);
+  }
+  const cwd = join(ctx.config.dataDir, 'engine-tmp');
+  mkdirSync(cwd, { recursive: true });
+  return engineHostFactory({ engineVersion: runtimeInfo().mnnVersion, log: ctx.logger, cwd });
+}
+
+function toHttp(err: unknown): never {
+  if (err instanceof MnnEdgeError && err.code === 'EINVAL')
+    throw new HttpError(400, 'invalid_request', err.message);
+  throw err;
+}
+
+export function registerRuntimeRoutes(ctx: Pick<AgentContext, 'router'>, runtime: Runtime): (() => void)[] {
+  const r = ctx.router;
+  return [
+    r.route('GET', '/api/runtime', (c) =>
+      c.json(200, { state: runtime.state(), desired: runtime.document() }),
+    ),
+    r.route('GET', '/api/runtime/placement', (c) => {
+      const placement = runtime.desired.placement();
+      if (!placement) throw new HttpError(404, 'not_found', 'No placement yet: the runtime has not planned');
+      c.json(200, { placement, text: explainPlacement(placement) });
+    }),
+    r.route('PUT', '/api/runtime/pins/:slot', async (c) => {
+      try {
+        const slot = assertSlot(c.params['slot']);
+        const body = assertConstraints(await c.readJson(), `pin for ${slot}`) as SlotConstraints;
+        const placement = await runtime.pin(slot, body, 'dashboard');
+        c.json(200, { placement });
+      } catch (err) {
+        toHttp(err);
+      }
+    }),
+    r.route('DELETE', '/api/runtime/pins/:slot', async (c) => {
+      try {
+        const placement = await runtime.unpin(assertSlot(c.params['slot']), 'dashboard');
+        c.json(200, { placement });
+      } catch (err) {
+        toHttp(err);
+      }
+    }),
+  ];
+}
+
+export function createRuntimeModule(
+  deps: RuntimeModuleDeps,
+): AgentModule & { runtime(): Runtime | undefined } {
+  let runtime: Runtime | undefined;
+  let unroute: (() => void)[] = [];
+  return {
+    name: 'runtime',
+    runtime: () => runtime,
+    async start(ctx) {
+      const hosts = deps.hosts ?? defaultHosts(ctx);
+      let board: PlanBoard | undefined;
+      const sources: PlanSources = {
+        board: deps.board ?? (() => (board ??= detectedBoard(ctx.config.root))),
+        catalog: deps.catalog,
+      };
+      const cfg = ctx.config['runtime'] as RuntimeConfig | undefined;
+      runtime = new Runtime({
+        db: ctx.db,
+        clock: ctx.clock,
+        log: ctx.logger,
+        hosts,
+        memory: procSystemMemory(ctx.config.root),
+        sources,
+        policy: planPolicyFromConfig(cfg),
+        options: {
+          ...(cfg?.drainTimeoutMs !== undefined ? { drainTimeoutMs: cfg.drainTimeoutMs } : {}),
+          ...(cfg?.swapReserveMiB !== undefined
+            ? { memoryReserveBytes: cfg.swapReserveMiB * 1024 * 1024 }
+            : {}),
+        },
+      });
+      unroute = registerRuntimeRoutes(ctx, runtime);
+      await runtime.configure(slotSpecsFromConfig(ctx.config['slots'] as SlotsConfig | undefined));
+      runtime.start();
+      deps.onStarted?.(runtime);
+    },
+    async stop() {
+      for (const off of unroute) off();
+      unroute = [];
+      await runtime?.stop();
+    },
+  };
+}
