@@ -82,7 +82,7 @@ async function measure(children: ChildProcess[], seconds: number): Promise<Measu
   const t0 = performance.now();
   for (let s = 0; s < seconds; s++) {
     await new Promise((r) => setTimeout(r, 1000));
-    children.forEach((c, i) => rss[i]!.push(sum(treePids(c.pid!), rssBytes) / 1e6));
+    for (const [i, c] of children.entries()) rss[i]!.push(sum(treePids(c.pid!), rssBytes) / 1e6);
   }
   const elapsedSec = (performance.now() - t0) / 1000;
   return children.map((c, i) => {
@@ -106,19 +106,37 @@ async function main(): Promise<void> {
     const [agent, bare, loader] = await measure(children, seconds);
     const loaderMb = loader!.rssMb.median - bare!.rssMb.median;
     const agentNet = agent!.rssMb.median - Math.max(0, loaderMb);
-    console.log(`${seconds} s idle; agent = fleet agent + embedded aedes broker + telemetry (default intervals)`);
+    console.log(
+      `${seconds} s idle; agent = fleet agent + embedded aedes broker + telemetry (default intervals)`,
+    );
     console.log(`process tree pids: agent ${treePids(children[0]!.pid!).length}, baseline 1`);
     const scale = Math.max(agent!.rssMb.max, 80);
     console.log(bar('bare node -e (RSS)', bare!.rssMb.median, scale, `${fmt(bare!.rssMb.median, 1)} MB`));
-    console.log(bar('node --import=tsx (RSS)', loader!.rssMb.median, scale, `${fmt(loader!.rssMb.median, 1)} MB`));
     console.log(
-      bar('agent via tsx (RSS)', agent!.rssMb.median, scale, `${fmt(agent!.rssMb.median, 1)} MB (max ${fmt(agent!.rssMb.max, 1)})`),
+      bar('node --import=tsx (RSS)', loader!.rssMb.median, scale, `${fmt(loader!.rssMb.median, 1)} MB`),
     );
-    console.log(bar('agent minus tsx loader', agentNet, scale, `${fmt(agentNet, 1)} MB  ${fmt(agentNet / bare!.rssMb.median)}x bare node`));
+    console.log(
+      bar(
+        'agent via tsx (RSS)',
+        agent!.rssMb.median,
+        scale,
+        `${fmt(agent!.rssMb.median, 1)} MB (max ${fmt(agent!.rssMb.max, 1)})`,
+      ),
+    );
+    console.log(
+      bar(
+        'agent minus tsx loader',
+        agentNet,
+        scale,
+        `${fmt(agentNet, 1)} MB  ${fmt(agentNet / bare!.rssMb.median)}x bare node`,
+      ),
+    );
     const cpuScale = Math.max(1, agent!.cpuPct);
     console.log(bar('bare node -e (CPU)', bare!.cpuPct, cpuScale, `${fmt(bare!.cpuPct, 2)} % of one core`));
     console.log(bar('agent (CPU)', agent!.cpuPct, cpuScale, `${fmt(agent!.cpuPct, 2)} % of one core`));
-    console.log(`RSS target ≤ 80 MB (without the tsx loader): ${verdict(agentNet <= 80)} (${fmt(agentNet, 1)} MB)`);
+    console.log(
+      `RSS target ≤ 80 MB (without the tsx loader): ${verdict(agentNet <= 80)} (${fmt(agentNet, 1)} MB)`,
+    );
     console.log(`CPU target ≤ 1 %: ${verdict(agent!.cpuPct <= 1)} (${fmt(agent!.cpuPct, 2)} %)`);
   } finally {
     for (const c of children) c.kill('SIGTERM');

@@ -43,11 +43,17 @@ function payload(seq: number): string {
 async function baselineRun(port: number, lines: string): Promise<number> {
   const started = performance.now();
   await new Promise<void>((resolve, reject) => {
-    const p = spawn(MOSQUITTO_PUB, ['-h', '127.0.0.1', '-p', String(port), '-q', '1', '-t', TOPIC, '-l', '-V', 'mqttv5'], {
-      stdio: ['pipe', 'ignore', 'inherit'],
-    });
+    const p = spawn(
+      MOSQUITTO_PUB,
+      ['-h', '127.0.0.1', '-p', String(port), '-q', '1', '-t', TOPIC, '-l', '-V', 'mqttv5'],
+      {
+        stdio: ['pipe', 'ignore', 'inherit'],
+      },
+    );
     p.once('error', reject);
-    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`mosquitto_pub exited with ${code}`))));
+    p.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`mosquitto_pub exited with ${code}`)),
+    );
     p.stdin.end(lines);
   });
   return (COUNT / (performance.now() - started)) * 1000;

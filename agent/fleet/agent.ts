@@ -1,6 +1,6 @@
 import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
 import type { Clock } from '../common/clock.js';
-import { errorMessage } from '../common/errors.js';
+import { errorMessage, MnnEdgeError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { TypedEventEmitter } from '../common/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
@@ -125,6 +125,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   let reconnectTimer: NodeJS.Timeout | undefined;
   const documents = new Map<DocumentKind, { json: string; ts: number }>();
   const queuedEvents: EventMessage[] = [];
+  let announcedTemps = '';
 
   const isConnected = () => client?.connected === true;
   const v5 = () => target?.protocolVersion === 5;
@@ -140,9 +141,10 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       // retain flag only on that on-subscribe copy, never on live forwards: sequence counters skip it.
       const opts: IClientPublishOptions = { qos: 1, retain: m.topic === topics.telemetry };
       if (v5()) {
-        const remaining = Math.ceil((m.expiresAt - clock.nowMs()) / 1000);
-        if (remaining <= 0) return done(); // Expired while waiting: acknowledging removes it, nobody wants it.
-        opts.properties = { messageExpiryInterval: remaining };
+        // The drainer never hands over an expired message, so at least one second remains.
+        opts.properties = {
+          messageExpiryInterval: Math.max(1, Math.ceil((m.expiresAt - clock.nowMs()) / 1000)),
+        };
       }
       c.publish(m.topic, m.payload, opts, (err) => done(err ?? undefined));
     },
@@ -171,6 +173,13 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
         ...(deps.workloads ? { workloads: deps.workloads } : {}),
         clock,
         logger: log.child('telemetry'),
+        onSnapshot: (s) => {
+          // Thermal zones are known only once sampled: announce again when the set of sensors changes.
+          const temps = Object.keys(s.metrics)
+            .filter((m) => m.startsWith('temp.'))
+            .join(',');
+          if (temps !== announcedTemps && isConnected()) announceHomeAssistant();
+        },
       })
     : undefined;
 
@@ -238,6 +247,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   const announceHomeAssistant = () => {
     const board = deps.board();
     const tempMetrics = Object.keys(telemetry?.latest()?.metrics ?? {}).filter((m) => m.startsWith('temp.'));
+    announcedTemps = tempMetrics.join(',');
     const discovery = buildHaDiscovery({
       deviceId,
       agentVersion: deps.agentVersion,
@@ -334,7 +344,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
         // aedes speaks MQTT 3.1.1 only; the contract's payload fields stand in for the MQTT 5 properties.
         target = { url: broker.url, protocolVersion: 4 };
       } else {
-        throw new Error('No MQTT broker: set mqtt.url or enable mqtt.embeddedBroker');
+        throw new MnnEdgeError('ECONFIG', 'No MQTT broker: set mqtt.url or enable mqtt.embeddedBroker');
       }
       const will = { topic: topics.status, payload: encode('status', statusMessage('offline', false)) };
       const options = buildClientOptions(config.mqtt, target, `mnn-edge-${deviceId}`, will);

@@ -67,7 +67,8 @@ export function buildClientOptions(
     reconnectPeriod: 0,
     connectTimeout: 10_000,
     queueQoSZero: false,
-    resubscribe: true,
+    // The agent subscribes itself after every CONNACK (clean sessions start empty); no second copy.
+    resubscribe: false,
     ...(config.username !== undefined ? { username: config.username } : {}),
     ...(config.password !== undefined ? { password: config.password } : {}),
     ...(ca ? { ca } : {}),

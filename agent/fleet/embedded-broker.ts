@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:net';
 import { Aedes } from 'aedes';
+import { errorMessage, MnnEdgeError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 
 // With no broker configured, the agent brings its own (aedes, MQTT 3.1.1) on localhost, so that the agent and
@@ -21,13 +22,21 @@ export async function startEmbeddedBroker(options: {
   broker.on('clientError', (client, err) =>
     options.logger.debug('embedded broker client error', { client: client.id, error: err.message }),
   );
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    broker.close();
+    throw new MnnEdgeError(
+      'EBROKER',
+      `Cannot start the embedded MQTT broker on ${options.host}:${options.port}: ${errorMessage(err)} (set mqtt.embeddedBroker.port, or mqtt.url to use an external broker)`,
+    );
+  }
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;

@@ -49,6 +49,10 @@ export function priorsFromProfile(priors: readonly MeasuredPrior[]): BackendPrio
   return out;
 }
 
+function threadCount(n: number): string {
+  return n === 1 ? '1 thread' : `${n} threads`;
+}
+
 function threadAdvice(
   caps: Capabilities,
   profile: BoardProfile | null,
@@ -62,7 +66,7 @@ function threadAdvice(
         ? {
             threads: all.length,
             cpus: [],
-            reason: `${all.length} threads on all cores: ${profile.threads.advice}`,
+            reason: `${threadCount(all.length)} on all cores: ${profile.threads.advice}`,
           }
         : undefined;
     case 'x-cluster-only': {
@@ -71,7 +75,7 @@ function threadAdvice(
         ? {
             threads: first.cpus.length,
             cpus: [...first.cpus],
-            reason: `${first.cpus.length} threads pinned to ${first.name}: ${profile.threads.advice}`,
+            reason: `${threadCount(first.cpus.length)} pinned to ${first.name}: ${profile.threads.advice}`,
           }
         : undefined;
     }
@@ -83,7 +87,7 @@ function threadAdvice(
       return {
         threads: physical,
         cpus: [],
-        reason: `${physical} threads, one per physical core: ${profile.threads.advice}`,
+        reason: `${threadCount(physical)}, one per physical core: ${profile.threads.advice}`,
       };
     }
     default:

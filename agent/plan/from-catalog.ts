@@ -6,9 +6,10 @@ import type { BackendType, CatalogModel, CatalogVariant, ModelKind, PlanCatalog 
 
 const KINDS: readonly string[] = ['llm', 'vlm', 'omni', 'asr', 'tts', 'vad'];
 
-/** A .mnn graph built for the CPU is backend-neutral: MNN's GPU backends run it too (per-op CPU fallback
- *  inside MNN where they lack an op). Accelerator builds (QNN/Hexagon contexts) run only where built for. */
-const GENERAL: BackendType[] = ['cpu', 'opencl', 'vulkan', 'cuda', 'metal'];
+/** A .mnn graph built for the CPU is backend-neutral: MNN's GPU backends run it too, with per-op CPU fallback
+ *  inside MNN where they lack an op (Metal is left out: the agent runs on Linux boards). Accelerator builds
+ *  (QNN/Hexagon contexts) run only where they were built for. */
+const GENERAL: BackendType[] = ['cpu', 'opencl', 'vulkan', 'cuda'];
 
 function backendsFor(required: string): BackendType[] {
   switch (required) {
@@ -16,7 +17,6 @@ function backendsFor(required: string): BackendType[] {
     case 'opencl':
     case 'vulkan':
     case 'cuda':
-    case 'metal':
       return GENERAL;
     case 'qnn':
     case 'nnapi':

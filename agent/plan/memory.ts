@@ -3,7 +3,9 @@ import type { CatalogVariant, MemoryBudget, PlanBoard, PlanPolicy } from './type
 export const MiB = 1024 * 1024;
 
 export function mib(bytes: number): string {
-  return `${Math.round(bytes / MiB)} MiB`;
+  const v = bytes / MiB;
+  // Small models (and the test fixtures) would all read "0 MiB" when rounded.
+  return Math.abs(v) < 10 && v !== Math.round(v) ? `${v.toFixed(1)} MiB` : `${Math.round(v)} MiB`;
 }
 
 /** What one loaded instance of a variant is expected to hold: its weights, a KV cache for the context the slot

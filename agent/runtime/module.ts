@@ -20,7 +20,7 @@ import type { PlanBoard, PlanCatalog, SlotConstraints } from '../plan/types.js';
 import { assertConstraints, assertSlot } from './desired-state.js';
 import { engineHostFactory } from './engine-host-adapter.js';
 import { EngineFailure, type EngineHostFactory } from './engine-port.js';
-import { procSystemMemory } from './proc-memory.js';
+import { procSystemMemory, type SystemMemory } from './proc-memory.js';
 import { type PlanSources, Runtime } from './runtime.js';
 
 // The runtime as an agent module: built from the agent's config, store and logger at start, with the planner's
@@ -33,6 +33,10 @@ export interface RuntimeModuleDeps {
   board?: () => PlanBoard | Promise<PlanBoard>;
   /** Default: engine hosts over the installed MNN; when MNN is missing every load fails with the loader's reason. */
   hosts?: EngineHostFactory;
+  /** The store's in-use marking (ModelStore.setInUse), so GC never removes what the placement uses. */
+  inUse?: (refs: { id: string; version: string }[]) => void;
+  /** Default: procfs below config.root. */
+  memory?: SystemMemory;
   /** Receives the runtime once started (workloads, fleet and OTA take it from here). */
   onStarted?: (runtime: Runtime) => void;
 }
@@ -125,9 +129,10 @@ export function createRuntimeModule(
         clock: ctx.clock,
         log: ctx.logger,
         hosts,
-        memory: procSystemMemory(ctx.config.root),
+        memory: deps.memory ?? procSystemMemory(ctx.config.root),
         sources,
         policy: planPolicyFromConfig(cfg),
+        ...(deps.inUse ? { inUse: deps.inUse } : {}),
         options: {
           ...(cfg?.drainTimeoutMs !== undefined ? { drainTimeoutMs: cfg.drainTimeoutMs } : {}),
           ...(cfg?.swapReserveMiB !== undefined

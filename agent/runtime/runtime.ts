@@ -53,6 +53,9 @@ export interface RuntimeOptions {
    *  share of the host's peak RSS. */
   release: { timeoutMs: number; pollMs: number; tolerance: number };
   runnerBackoff: { baseMs: number; maxMs: number };
+  /** Load and warm-up each get this long; a hung driver then counts as a failed candidate. */
+  startupTimeoutMs: number;
+  /** A reconcile run longer than this is reported and cancelled by the loop's watchdog. */
   stuckAfterMs: number;
   failureBackoff: FailureBackoff;
 }
@@ -65,7 +68,8 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   warmUp: { prompt: 'Hello', maxNewTokens: 2 },
   release: { timeoutMs: 2_000, pollMs: 50, tolerance: 0.1 },
   runnerBackoff: { baseMs: 500, maxMs: 60_000 },
-  stuckAfterMs: 5 * 60_000,
+  startupTimeoutMs: 5 * 60_000,
+  stuckAfterMs: 15 * 60_000,
   failureBackoff: defaultFailureBackoff,
 };
 
@@ -84,6 +88,9 @@ export interface RuntimeDeps {
   sources: PlanSources;
   policy?: PlanPolicy;
   options?: Partial<RuntimeOptions>;
+  /** Told which model versions the placement uses (chosen and fallbacks), so the store's GC keeps them
+   *  (models/: ModelStore.setInUse). */
+  inUse?: (refs: { id: string; version: string }[]) => void;
 }
 
 /** A request's hold on a slot: the engine host serving it, or the built-in that does. */
@@ -157,6 +164,9 @@ export class Runtime {
   #exclusive: Promise<unknown> = Promise.resolve();
   #stopped = false;
   #background = new Set<Promise<unknown>>();
+  /** The stored placement, kept in memory: acquire() reads it on every request. */
+  #placement: Placement | undefined;
+  #watchdog: NodeJS.Timeout | undefined;
   readonly #stopping = new AbortController();
 
   constructor(deps: RuntimeDeps) {
@@ -167,6 +177,7 @@ export class Runtime {
     this.desired = new DesiredStateStore(deps.db, deps.clock);
     this.probes = new ProbeStore(deps.db);
     this.#failures = new FailureBook(deps.clock, this.#opts.failureBackoff);
+    this.#placement = this.desired.placement();
     this.#runner = new ExclusiveRunner((signal) => this.exclusive(() => this.#reconcile(signal)), {
       clock: deps.clock,
       backoff: this.#opts.runnerBackoff,
@@ -226,6 +237,14 @@ export class Runtime {
       policy: this.#policy,
     });
     const revision = this.desired.setPlacement(placement);
+    this.#placement = placement;
+    if (this.#deps.inUse) {
+      const refs = new Map<string, { id: string; version: string }>();
+      for (const i of placement.instances)
+        for (const c of [i.chosen, ...i.fallback])
+          refs.set(`${c.modelId}@${c.version}`, { id: c.modelId, version: c.version });
+      this.#deps.inUse([...refs.values()]);
+    }
     this.#log.info('placement', { revision, reason });
     this.events.emit('placement', { revision, placement, reason });
     this.#wakeServingWaiters();
@@ -242,10 +261,10 @@ export class Runtime {
     for (;;) {
       opts.signal?.throwIfAborted();
       if (this.#stopped) throw new MnnEdgeError('ESTOPPED', `runtime stopped: ${slot} is not served`);
-      const planned = this.desired.placement()?.slots.find((s) => s.slot === slot);
+      const planned = this.#placement?.slots.find((s) => s.slot === slot);
       if (planned?.status === 'builtin' && planned.builtin)
         return { kind: 'builtin', slot, builtin: planned.builtin, release: () => {} };
-      if (planned === undefined && this.desired.placement() !== undefined)
+      if (planned === undefined && this.#placement !== undefined)
         throw new MnnEdgeError('EUNSERVED', `slot ${slot} is not configured`);
       if (planned?.status === 'unloaded' || planned?.status === 'disabled')
         throw new MnnEdgeError(
@@ -384,6 +403,21 @@ export class Runtime {
 
   start(): void {
     this.#runner.trigger();
+    this.#watchdog ??= setInterval(() => this.#checkLoop(), Math.min(30_000, this.#opts.stuckAfterMs / 4));
+    this.#watchdog.unref?.();
+  }
+
+  /** The loop's own health check: a run stuck past its limit is reported and cancelled, so the loop recovers. */
+  #checkLoop(): void {
+    const h = this.#runner.health();
+    if (!h.running || h.runningForMs <= this.#opts.stuckAfterMs) return;
+    this.#log.error('reconcile run stuck; cancelling it', { runningForMs: h.runningForMs });
+    this.events.emit('runner-error', {
+      error: h.reason,
+      consecutiveFailures: h.consecutiveFailures,
+      retryInMs: 0,
+    });
+    this.#runner.cancelCurrent(`reconcile run cancelled by the watchdog: ${h.reason}`);
   }
 
   /** Resolves once the reconcile loop has nothing running or queued. */
@@ -402,6 +436,7 @@ export class Runtime {
     this.#stopped = true;
     this.#stopping.abort(new Error('runtime stopping'));
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    if (this.#watchdog) clearInterval(this.#watchdog);
     await this.#runner.stop();
     await Promise.all(this.#background);
     this.#serving = {};
@@ -423,7 +458,7 @@ export class Runtime {
   state(): RuntimeState {
     return {
       revision: this.desired.revision().revision,
-      placement: this.desired.placement(),
+      placement: this.#placement,
       serving: { ...this.#serving },
       active: this.#choices.map((c) => ({ ...c })),
       instances: [...this.#instances.values()].map((i) => ({
@@ -451,7 +486,7 @@ export class Runtime {
   async #reconcile(signal: AbortSignal): Promise<void> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS_PER_RUN; attempt++) {
       signal.throwIfAborted();
-      const placement = this.desired.placement();
+      const placement = this.#placement;
       if (!placement) return;
       const { target, choices } = activeTarget(placement, this.#failures);
       this.#announceChoices(choices);
@@ -539,11 +574,11 @@ export class Runtime {
       case 'startHost':
         return this.#startHost(step.instance, signal);
       case 'load':
-        return this.#startupStep(step.instance, 'loading', 'load failed', (inst) =>
+        return this.#startupStep(step.instance, 'loading', 'load failed', signal, (inst) =>
           inst.host.load(inst.spec, signal),
         );
       case 'warmUp':
-        return this.#startupStep(step.instance, 'warming', 'warm-up failed', async (inst) => {
+        return this.#startupStep(step.instance, 'warming', 'warm-up failed', signal, async (inst) => {
           for await (const _ of inst.host.generate(this.#opts.warmUp, signal)) {
             // Only completion matters: the instance answered.
           }
@@ -596,13 +631,14 @@ export class Runtime {
     key: string,
     status: InstanceStatus,
     what: string,
+    signal: AbortSignal,
     fn: (inst: Instance) => Promise<void>,
   ): Promise<void> {
     const inst = this.#instances.get(key);
     if (!inst) throw new CandidateFailed(key, `${key}: ${what}: its engine host is gone`);
     this.#setStatus(inst, status);
     try {
-      await fn(inst);
+      await bounded(fn(inst), this.#opts.startupTimeoutMs, signal);
     } catch (err) {
       const exit = await Promise.race([inst.host.exited, sleep(0).then(() => undefined)]);
       const reason = exit
@@ -611,6 +647,8 @@ export class Runtime {
       this.#setStatus(inst, 'failed', reason);
       this.#expectedExit.add(inst);
       await this.#stopHost(inst);
+      // Cancelled from outside (stop, watchdog): not the candidate's fault, nothing to record.
+      if (signal.aborted) throw signal.reason;
       this.#candidateFailed(key, reason, what);
     }
   }
@@ -763,4 +801,18 @@ export class Runtime {
   #wakeServingWaiters(): void {
     for (const w of this.#servingWaiters.splice(0)) w();
   }
+}
+
+/** `p`, or a rejection when it takes longer than `ms` or the signal aborts (the caller then stops the host). */
+function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => reject(new Error(`did not finish within ${ms} ms`)), ms);
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    });
+  });
 }

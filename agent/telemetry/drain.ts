@@ -90,8 +90,11 @@ export class OutboxDrainer {
         this.#ahead = outbox.next(this.#cursor, READ_AHEAD).filter((m) => !this.#inflight.has(m.seq));
         if (this.#ahead.length === 0) return;
       }
+      const now = this.#o.clock.nowMs();
       for (const m of this.#ahead.splice(0, allowed)) {
         this.#cursor = Math.max(this.#cursor, m.seq);
+        // Read ahead, then expired: left in place for the outbox's expiry sweep to delete and count.
+        if (m.expiresAt <= now) continue;
         this.#inflight.add(m.seq);
         if (ratePerSec > 0) this.#tokens -= 1;
         this.#stats.published++;

@@ -129,6 +129,11 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
     const seq = this.#nextSeq++;
     const now = this.#clock.nowMs();
     const body = build(seq);
+    if (this.#pending.length >= this.#config.maxMessages) {
+      // Commits keep failing (see flush): the buffer obeys the same bound as the table.
+      this.#pending.shift();
+      this.#drops.overflow++;
+    }
     this.#pending.push({
       seq,
       topic,
@@ -153,7 +158,13 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
     if (this.#flushTimer !== undefined) return;
     this.#flushTimer = setTimeout(() => {
       this.#flushTimer = undefined;
-      this.flush();
+      try {
+        this.flush();
+      } catch (err) {
+        // Not a full disk (that degrades inside flush): a broken or closed database. Telemetry stops being
+        // stored, the agent must not crash over it; the batch stays buffered for the next attempt.
+        this.#log.error('outbox commit failed', { error: errorMessage(err) });
+      }
     }, this.#config.flushIntervalMs);
     this.#flushTimer.unref();
   }
@@ -188,7 +199,11 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
         if (this.#degraded) this.#stmt.setCounter.run('dropped_disk_full', this.#drops.diskFull);
       })();
     } catch (err) {
-      if (!isDiskFull(err)) throw err;
+      if (!isDiskFull(err)) {
+        this.#pending.unshift(...batch);
+        for (const seq of acked) this.#acked.add(seq);
+        throw err;
+      }
       this.#onDiskFull(err, batch.length, acked);
       return;
     }
@@ -243,15 +258,19 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
     this.#log.warn('outbox full: dropped the oldest messages', { dropped: dropCount, upToSeq: lastSeq });
   }
 
-  /** Deletes messages whose expiry has passed; returns how many. */
+  /** Deletes messages whose expiry has passed; returns how many were never delivered (counted as dropped). */
   expire(): number {
     const rows = this.#stmt.expire.all(this.#clock.nowMs()) as { seq: number; bytes: number }[];
     if (rows.length === 0) return 0;
     this.#queued -= rows.length;
     this.#queuedBytes -= rows.reduce((n, r) => n + r.bytes, 0);
-    this.#drops.expired += rows.length;
+    // A row whose PUBACK is waiting for the next commit was delivered, not lost: not a drop.
+    let lost = 0;
+    for (const r of rows) if (!this.#acked.delete(r.seq)) lost++;
+    if (lost === 0) return 0;
+    this.#drops.expired += lost;
     this.#stmt.setCounter.run('dropped_expired', this.#drops.expired);
-    return rows.length;
+    return lost;
   }
 
   /** Committed, unexpired, not yet acknowledged messages after `afterSeq`, oldest first. */

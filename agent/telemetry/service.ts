@@ -31,6 +31,8 @@ export interface TelemetryServiceOptions {
   workloads?: WorkloadMetricsProvider;
   clock: Clock;
   logger: Logger;
+  /** Called with each interval's summary (after it is queued), e.g. to refresh Home Assistant discovery. */
+  onSnapshot?: (snapshot: TelemetrySnapshot) => void;
 }
 
 export interface TelemetrySnapshot {
@@ -62,7 +64,11 @@ export class TelemetryService {
       this.#timers.push(t);
     };
     every(sampleIntervalMs, () => void this.sample());
-    every(publishIntervalMs, () => void this.publish());
+    every(publishIntervalMs, () => {
+      this.publish().catch((err: unknown) =>
+        this.#o.logger.error('telemetry publish failed', { error: errorMessage(err) }),
+      );
+    });
     every(maintenanceIntervalMs, () => this.maintain());
     void this.sample();
   }
@@ -127,7 +133,7 @@ export class TelemetryService {
     }
     const { outbox, deviceId, topic, config } = this.#o;
     const stats = outbox.stats();
-    return outbox.enqueue(topic, (seq) => {
+    const seq = outbox.enqueue(topic, (seq) => {
       const message: TelemetryMessage = {
         v: PROTOCOL_VERSION,
         deviceId,
@@ -141,6 +147,12 @@ export class TelemetryService {
       };
       return encode('telemetry', message);
     });
+    try {
+      this.#o.onSnapshot?.(this.#latest);
+    } catch (err) {
+      this.#o.logger.warn('telemetry snapshot listener failed', { error: errorMessage(err) });
+    }
+    return seq;
   }
 
   /** Retention and VACUUM; called on the maintenance schedule. */

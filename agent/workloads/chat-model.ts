@@ -2,7 +2,13 @@
 // stream of text out, with the numbers the per-turn metrics need. EngineChatModel adapts the engine's Llm;
 // a runtime-slot adapter can implement the same interface, so voice, vision and the OpenAI API do not care
 // whether the model runs in this process or in an engine host.
-import type { ChatMessage, EngineAvailability, ImageInput, Llm, SpeechChunk } from '../../engine/src/index.js';
+import type {
+  ChatMessage,
+  EngineAvailability,
+  ImageInput,
+  Llm,
+  SpeechChunk,
+} from '../../engine/src/index.js';
 import { WorkloadError } from './errors.js';
 
 export type { ChatMessage };
@@ -43,7 +49,10 @@ export interface ChatModel {
   readonly capabilities: ModelCapabilities;
   generate(request: ChatRequest): ChatStream;
   /** Speech for models with a talker (Qwen2.5-Omni, Qwen3-TTS). */
-  speak?(options: { text: string; signal?: AbortSignal }): AsyncIterable<{ samples: Float32Array; sampleRate: number }>;
+  speak?(options: {
+    text: string;
+    signal?: AbortSignal;
+  }): AsyncIterable<{ samples: Float32Array; sampleRate: number }>;
 }
 
 /** Wraps an engine Llm loaded in this process. */
@@ -87,8 +96,12 @@ export class EngineChatModel implements ChatModel {
 /** The one refusal every workload gives when the engine is missing, so the dashboard can show it as is. */
 export function requireEngine(availability: EngineAvailability, what: string): void {
   if (!availability.available) {
-    throw new WorkloadError('ENOENGINE', `MNN engine not available: ${availability.reason} (${what} needs it)`, {
-      reason: availability.reason,
-    });
+    throw new WorkloadError(
+      'ENOENGINE',
+      `MNN engine not available: ${availability.reason} (${what} needs it)`,
+      {
+        reason: availability.reason,
+      },
+    );
   }
 }

@@ -14,7 +14,12 @@ export type WorkloadErrorCode =
   | 'ECANCELLED';
 
 export class WorkloadError extends MnnEdgeError {
-  constructor(code: WorkloadErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
+  constructor(
+    code: WorkloadErrorCode,
+    message: string,
+    details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
     super(code, message, details, options);
     this.name = 'WorkloadError';
   }

@@ -64,6 +64,15 @@ const slots: SlotSpec[] = [
   },
 ];
 
+/** Every payload of one event, in order. */
+function listen<K extends keyof RuntimeEvents & string>(runtime: Runtime, name: K): RuntimeEvents[K][] {
+  const seen: RuntimeEvents[K][] = [];
+  runtime.events.on(name, (p) => {
+    seen.push(p);
+  });
+  return seen;
+}
+
 function setup() {
   const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-runtime-'));
   const log = createMemoryLogger(5000);
@@ -76,11 +85,11 @@ function setup() {
     sources: { board: () => board, catalog: () => catalog },
     options: { memoryReserveBytes: 64 * MiB, drainTimeoutMs: 5_000, acquireTimeoutMs: 60_000 },
   });
-  const events: { [K in keyof RuntimeEvents]?: RuntimeEvents[K][] } = {};
-  for (const name of ['switch', 'fallback', 'memory-released', 'plan'] as const)
-    runtime.events.on(name, (p) => {
-      (events[name] ??= [] as never[]).push(p as never);
-    });
+  const events = {
+    switch: listen(runtime, 'switch'),
+    fallback: listen(runtime, 'fallback'),
+    'memory-released': listen(runtime, 'memory-released'),
+  };
   return {
     runtime,
     events,

@@ -3,7 +3,12 @@ import test from 'ava';
 import { main } from '../../agent/cli/main.js';
 import { systemClock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
+import { defaultConfig } from '../../agent/config/defaults.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
+import { startEmbeddedBroker } from '../../agent/fleet/embedded-broker.js';
+import { createFleetModule } from '../../agent/fleet/module.js';
+import { FleetOperator } from '../../agent/fleet/operator.js';
+import type { AgentContext } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
 
 // With no broker configured the agent brings up the embedded one; the fleet CLI then lists, commands and
@@ -123,4 +128,44 @@ test.serial('usage errors exit with 2 and say what is wrong', async (t) => {
   const r4 = await cli('fleet', 'cmd', 'ping');
   t.is(r4.code, 2);
   t.regex(r4.err, /missing command name/);
+});
+
+test.serial('as an AgentModule: identity, store and config come from the agent context', async (t) => {
+  const config = defaultConfig({ MNN_EDGE_DATA_DIR: '/tmp/mnn-edge-fleet-module' });
+  config.mqtt = { protocolVersion: 5, embeddedBroker: { enabled: true, port: 0, host: '127.0.0.1' } };
+  config['telemetry'] = { enabled: false };
+  const module = createFleetModule({ agentVersion: '4.5.6', board: () => ({ family: 'qcs6490' }) });
+  module.commands.register({
+    name: 'detect',
+    summary: 'registered by another module',
+    handler: () => ({ found: 1 }),
+  });
+  // Only the fields the fleet module reads; the rest of the context belongs to other modules.
+  const ctx = {
+    config,
+    db: openStore(':memory:'),
+    logger: createMemoryLogger(),
+    identity: { deviceId: 'module-dev', tags: ['edge'], source: 'config', evidence: { note: 'test' } },
+    clock: systemClock,
+  } as unknown as AgentContext;
+  await module.start(ctx);
+  try {
+    const fleet = module.agent!;
+    if (!fleet.connected)
+      await new Promise<void>((resolve) => fleet.events.once('connected', () => resolve()));
+    const op = await FleetOperator.connect({ url: fleet.brokerUrl!, protocolVersion: 4 });
+    const [r] = await op.command({ deviceId: 'module-dev' }, 'detect');
+    t.deepEqual(r?.result, { found: 1 });
+    await op.close();
+  } finally {
+    await module.stop!();
+  }
+  t.is(module.agent, undefined);
+});
+
+test.serial('a busy port for the embedded broker is a clear error', async (t) => {
+  const port = Number(new URL(url).port);
+  await t.throwsAsync(startEmbeddedBroker({ host: '127.0.0.1', port, logger: createMemoryLogger() }), {
+    message: `Cannot start the embedded MQTT broker on 127.0.0.1:${port}: listen EADDRINUSE: address already in use 127.0.0.1:${port} (set mqtt.embeddedBroker.port, or mqtt.url to use an external broker)`,
+  });
 });

@@ -15,6 +15,7 @@ import {
   commandResponseSchema,
   documentSchema,
   encode,
+  eventSchema,
   statusSchema,
   type TelemetryMessage,
   telemetrySchema,
@@ -129,6 +130,8 @@ interface Received {
   payload: Buffer;
   /** Set only on the copy a broker sends because of a new subscription. */
   retain: boolean;
+  /** MQTT 5 message expiry interval, seconds. */
+  expiry?: number;
 }
 
 /** Collects messages on `filter` until `until` says enough (or the timeout passes). */
@@ -140,11 +143,16 @@ async function collect(
   trigger?: () => Promise<void> | void,
 ): Promise<Received[]> {
   const msgs: Received[] = [];
-  let onMessage: (topic: string, payload: Buffer, packet: { retain: boolean }) => void = () => undefined;
+  let onMessage: (
+    topic: string,
+    payload: Buffer,
+    packet: { retain: boolean; properties?: { messageExpiryInterval?: number } },
+  ) => void = () => undefined;
   const done = new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
     onMessage = (topic, payload, packet) => {
-      msgs.push({ topic, payload, retain: packet.retain });
+      const expiry = packet.properties?.messageExpiryInterval;
+      msgs.push({ topic, payload, retain: packet.retain, ...(expiry !== undefined ? { expiry } : {}) });
       if (until(msgs)) {
         clearTimeout(timer);
         resolve();
@@ -372,6 +380,28 @@ for (const spec of brokers) {
     t.deepEqual(datas, ['qwen', 'llama']); // the retained copy, then the change
   });
 
+  serial(
+    title('events are published valid at QoS 1; get-state reports the outbox and documents'),
+    async (t) => {
+      if (!(await setup(t))) return;
+      const events = await collect(
+        raw,
+        deviceTopics(idA).events,
+        (m) => m.length >= 1,
+        3_000,
+        () => agentA.publishEvent('model.loaded', { slot: 'chat', model: 'qwen' }),
+      );
+      const e = JSON.parse(events[0]!.payload.toString());
+      t.deepEqual(validate(eventSchema, e), []);
+      t.like(e, { deviceId: idA, type: 'model.loaded', data: { slot: 'chat', model: 'qwen' } });
+      const [state] = await operator.command({ deviceId: idA }, 'get-state');
+      t.true(state?.ok);
+      t.like(state?.result as object, { deviceId: idA, status: 'online', tags: ['lab', 'voice'] });
+      const outbox = (state!.result as { outbox: { dropped: object } }).outbox;
+      t.deepEqual(outbox.dropped, { expired: 0, overflow: 0, diskFull: 0 });
+    },
+  );
+
   serial(title('telemetry arrives valid, aggregated, with consecutive sequence numbers'), async (t) => {
     if (!(await setup(t))) return;
     const msgs = await collect(
@@ -386,15 +416,24 @@ for (const spec of brokers) {
     for (const m of tel) t.deepEqual(validate(telemetrySchema, m), []);
     t.like(tel[0]!.metrics['cpu.load_pct'], { min: 12.5, mean: 12.5, max: 12.5 });
     for (let i = 1; i < tel.length; i++) t.is(tel[i]!.seq, tel[i - 1]!.seq + 1);
+    // Expiry: the payload field for everyone, the MQTT 5 property (remaining seconds) where there is one.
+    for (const m of tel) t.is(m.expiresAt - m.ts, 60_000);
+    if (spec.protocolVersion === 5)
+      for (const m of live) t.true(m.expiry! > 0 && m.expiry! <= 60, `expiry ${m.expiry}`);
+    else for (const m of live) t.is(m.expiry, undefined);
   });
 
   serial(title('Home Assistant discovery is announced and re-announced on HA birth'), async (t) => {
     if (!(await setup(t))) return;
     const topic = haDiscoveryTopic(idA);
-    const retained = await collect(raw, topic, (m) => m.length >= 1);
-    const cfg = JSON.parse(retained[0]!.payload.toString());
+    const tempSensor = `mnn_edge_${idA}_temp_cpu`;
+    const hasTemp = (m: Received) => tempSensor in JSON.parse(m.payload.toString()).cmps;
+    // Thermal zones are known after the first telemetry interval; discovery is refreshed then.
+    const retained = await collect(raw, topic, (m) => m.some(hasTemp));
+    const cfg = JSON.parse(retained.find(hasTemp)!.payload.toString());
     t.is(cfg.o.name, 'mnn-edge');
     t.truthy(cfg.cmps[`mnn_edge_${idA}_cpu_load`]);
+    t.is(cfg.cmps[tempSensor].device_class, 'temperature');
     const again = await collect(
       raw,
       topic,

@@ -10,6 +10,7 @@ import { resolveTelemetryConfig } from '../../agent/fleet/agent.js';
 import { LogRing, registerBuiltinCommands } from '../../agent/fleet/builtin-commands.js';
 import { CommandError, CommandRegistry } from '../../agent/fleet/commands.js';
 import { backoffDelay, buildClientOptions } from '../../agent/fleet/connection.js';
+import { formatAge, formatResponses, table } from '../../agent/fleet/format.js';
 
 const clock: Clock = { monotonicMs: () => 10_000, nowMs: () => 1_700_000_000_000 };
 const ctx = { deviceId: 'd1', logger: createMemoryLogger() };
@@ -217,4 +218,37 @@ test('telemetry config: defaults fill in, and the config schema names bad keys',
   t.throws(() => parseConfig({ mqtt: { reconnect: { minMs: 5, maxMs: 100 } } }, 'test.json'), {
     message: 'Invalid configuration in test.json: mqtt.reconnect.minMs: expected a number >= 10, got 5',
   });
+});
+
+test('CLI formatting: ages and tables', (t) => {
+  t.is(formatAge(undefined), '-');
+  t.is(formatAge(-5), '0s');
+  t.is(formatAge(42_000), '42s');
+  t.is(formatAge(125_000), '2m05s');
+  t.is(formatAge(3_660_000), '1h01m');
+  t.is(formatAge(3 * 86_400_000), '3d');
+  t.is(
+    table(
+      ['A', 'LONGER'],
+      [
+        ['x', 'y'],
+        ['wide-cell', 'z'],
+      ],
+    ),
+    'A          LONGER\nx          y\nwide-cell  z\n',
+  );
+  t.is(
+    formatResponses([
+      { v: 1, deviceId: 'd1', command: 'ping', ok: true, ts: 1, result: { pong: true } },
+      {
+        v: 1,
+        deviceId: 'd2',
+        command: 'ping',
+        ok: false,
+        ts: 1,
+        error: { code: 'ETIMEOUT', message: 'slow' },
+      },
+    ]),
+    'd1: ok {"pong":true}\nd2: error ETIMEOUT: slow\n',
+  );
 });

@@ -336,3 +336,51 @@ test('new commits wake the drainer', async (t) => {
   outbox.flush();
   t.is(pub.sent.length, 1, 'a stopped drainer stays quiet');
 });
+
+test('a broken database keeps the batch buffered (bounded) and the flush timer does not crash the process', async (t) => {
+  const logger = createMemoryLogger();
+  const db = openStore(':memory:');
+  const outbox = new Outbox({
+    db,
+    config: { ...baseConfig, maxMessages: 3, flushIntervalMs: 5 },
+    clock: fakeClock(),
+    logger,
+  });
+  db.close();
+  for (let i = 0; i < 5; i++) outbox.enqueue('a', body);
+  t.throws(() => outbox.flush(), { message: 'The database connection is not open' });
+  t.like(outbox.stats(), { pending: 3, dropped: { expired: 0, overflow: 2, diskFull: 0 } });
+  outbox.enqueue('a', body); // arms the timer again
+  await new Promise((r) => setTimeout(r, 30));
+  t.true(logger.lines.some((l) => l.includes('outbox commit failed')));
+});
+
+test('the drainer skips messages that expired after they were read ahead', async (t) => {
+  const { outbox, clock } = makeOutbox({ messageExpirySec: 10 });
+  outbox.enqueue('a', body);
+  clock.advance(5_000);
+  outbox.enqueue('a', body);
+  outbox.flush();
+  const pub = new FakePublisher();
+  const drainer = new OutboxDrainer({
+    outbox,
+    publisher: pub,
+    maxInflight: 1,
+    ratePerSec: 0,
+    clock,
+    logger: createMemoryLogger(),
+  });
+  drainer.kick(); // reads both ahead, publishes #1
+  t.deepEqual(
+    pub.sent.map((s) => s.seq),
+    [1],
+  );
+  clock.advance(5_000); // #1 and #2's ages: 10 s and 5 s; #1 is now expired but already in flight
+  clock.advance(5_000); // #2 expires too
+  pub.ackAll();
+  await settle();
+  t.deepEqual(pub.sent, [], 'the expired #2 is not published');
+  t.is(outbox.expire(), 1);
+  t.is(outbox.stats().dropped.expired, 1);
+  drainer.stop();
+});

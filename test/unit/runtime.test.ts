@@ -7,121 +7,15 @@ import {
   type PlanBoard,
   type SlotSpec,
 } from '../../agent/plan/types.js';
-import {
-  EngineFailure,
-  type EngineHost,
-  type EngineHostFactory,
-  type GenerateEvent,
-  type GenerateRequest,
-  type HostExit,
-} from '../../agent/runtime/engine-port.js';
+import type { EngineFailure } from '../../agent/runtime/engine-port.js';
 import type { RuntimeEvents } from '../../agent/runtime/events.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
-import type { SystemMemory } from '../../agent/runtime/proc-memory.js';
 import { Runtime, type RuntimeOptions } from '../../agent/runtime/runtime.js';
-import type { InstanceSpec } from '../../agent/runtime/types.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { FakeWorld } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;
-
-// ---- test doubles: engine hosts as in-process objects, memory as a counter ----
-
-interface FakeBehaviour {
-  /** Backends whose load fails with this message. */
-  loadFails: Map<string, string>;
-  /** Backends whose generation throws a backend fault. */
-  generateFaults: Map<string, string>;
-  tokenDelayMs: number;
-  tokens: number;
-}
-
-class FakeHost implements EngineHost {
-  static nextPid = 5000;
-  readonly pid = FakeHost.nextPid++;
-  readonly exited: Promise<HostExit>;
-  spec: InstanceSpec | undefined;
-  alive = true;
-  #exit!: (e: HostExit) => void;
-  readonly #world: FakeWorld;
-
-  constructor(world: FakeWorld) {
-    this.#world = world;
-    this.exited = new Promise((resolve) => {
-      this.#exit = resolve;
-    });
-  }
-
-  async load(spec: InstanceSpec): Promise<void> {
-    await sleep(5);
-    const fail = this.#world.behaviour.loadFails.get(spec.config.backend_type);
-    if (fail) throw new EngineFailure('load', fail);
-    this.spec = spec;
-    this.#world.memAvailable -= 100 * MiB;
-  }
-
-  async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
-    const spec = this.spec;
-    if (!spec) throw new EngineFailure('request', 'no model loaded');
-    const n = request.maxNewTokens ?? this.#world.behaviour.tokens;
-    for (let i = 0; i < n; i++) {
-      await sleep(this.#world.behaviour.tokenDelayMs);
-      if (!this.alive) throw new EngineFailure('crash', `host ${this.pid} connection closed`);
-      if (signal?.aborted) throw new EngineFailure('cancelled', 'generation cancelled');
-      const fault = this.#world.behaviour.generateFaults.get(spec.config.backend_type);
-      if (fault) throw new EngineFailure('backend', fault);
-      yield { type: 'text', text: `${spec.version}:${i} ` };
-    }
-    yield { type: 'done', stats: { promptTokens: 3, decodeTokens: n, prefillMs: 1, decodeMs: n } };
-  }
-
-  async memory() {
-    return { rssBytes: 100 * MiB, peakRssBytes: 110 * MiB };
-  }
-
-  async unload(): Promise<void> {}
-
-  async stop(): Promise<HostExit> {
-    this.#die({ code: 0, signal: null });
-    return this.exited;
-  }
-
-  kill(): void {
-    this.#die({ code: null, signal: 'SIGKILL' });
-  }
-
-  #die(exit: HostExit): void {
-    if (!this.alive) return;
-    this.alive = false;
-    if (this.spec) this.#world.memAvailable += 100 * MiB;
-    this.#exit(exit);
-  }
-}
-
-class FakeWorld implements EngineHostFactory, SystemMemory {
-  readonly engineVersion = '3.6.1-test';
-  memAvailable = 4000 * MiB;
-  hosts: FakeHost[] = [];
-  behaviour: FakeBehaviour = { loadFails: new Map(), generateFaults: new Map(), tokenDelayMs: 2, tokens: 5 };
-
-  async start(): Promise<EngineHost> {
-    const h = new FakeHost(this);
-    this.hosts.push(h);
-    return h;
-  }
-
-  async memAvailableBytes(): Promise<number> {
-    return this.memAvailable;
-  }
-
-  async processAlive(pid: number): Promise<boolean> {
-    return this.hosts.some((h) => h.pid === pid && h.alive);
-  }
-
-  live(): FakeHost[] {
-    return this.hosts.filter((h) => h.alive);
-  }
-}
 
 const board: PlanBoard = {
   boardId: 'test-board',
@@ -192,21 +86,25 @@ function setup(options: Partial<RuntimeOptions> = {}) {
       ...options,
     },
   });
-  const events: { [K in keyof RuntimeEvents]?: RuntimeEvents[K][] } = {};
-  for (const name of [
-    'switch',
-    'fallback',
-    'recovered',
-    'memory-released',
-    'plan',
-    'drain',
-    'step-failed',
-  ] as const) {
-    runtime.events.on(name, (p) => {
-      (events[name] ??= [] as never[]).push(p as never);
-    });
-  }
+  const events = {
+    switch: listen(runtime, 'switch'),
+    fallback: listen(runtime, 'fallback'),
+    recovered: listen(runtime, 'recovered'),
+    'memory-released': listen(runtime, 'memory-released'),
+    plan: listen(runtime, 'plan'),
+    drain: listen(runtime, 'drain'),
+    'step-failed': listen(runtime, 'step-failed'),
+  };
   return { world, runtime, events, log, db };
+}
+
+/** Every payload of one event, in order. */
+function listen<K extends keyof RuntimeEvents & string>(runtime: Runtime, name: K): RuntimeEvents[K][] {
+  const seen: RuntimeEvents[K][] = [];
+  runtime.events.on(name, (p) => {
+    seen.push(p);
+  });
+  return seen;
 }
 
 async function ready(runtime: Runtime): Promise<void> {
@@ -503,5 +401,38 @@ test('a failed probe is stored; a failed CPU probe is reported but the CPU stays
   );
   await ready(runtime);
   t.is((await runtime.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 1 })).text, '2:0 ');
+  await runtime.stop();
+});
+
+test('a load that hangs (driver stuck) times out, counts as a failed candidate and falls back', async (t) => {
+  const { world, runtime, events } = setup({ startupTimeoutMs: 50 });
+  world.behaviour.loadHangs.add('opencl');
+  await runtime.configure(slots);
+  await runtime.pin('voice.llm', { backend: 'opencl' }, 'test');
+  await ready(runtime);
+  t.is(runtime.state().serving['voice.llm'], v1);
+  t.is(events.fallback.at(-1)!.reason, 'load failed: did not finish within 50 ms');
+  const hung = world.hosts.find((h) => h.spec === undefined)!;
+  t.false(hung.alive);
+  await runtime.stop();
+});
+
+test('the watchdog cancels a reconcile run stuck past its limit', async (t) => {
+  const { world, runtime } = setup({
+    stuckAfterMs: 40,
+    startupTimeoutMs: 60_000,
+    runnerBackoff: { baseMs: 10_000, maxMs: 10_000 },
+  });
+  world.behaviour.loadHangs.add('cpu');
+  const errors = listen(runtime, 'runner-error');
+  await runtime.configure(slots);
+  runtime.start();
+  while (!errors.some((e) => e.error.startsWith('a run has been going for'))) await sleep(10);
+  await runtime.settled();
+  t.is(runtime.state().instances.length, 0);
+  t.regex(
+    runtime.health().lastError ?? '',
+    /^reconcile run cancelled by the watchdog: a run has been going for \d+ ms \(limit 40 ms\)$/,
+  );
   await runtime.stop();
 });

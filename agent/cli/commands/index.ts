@@ -11,6 +11,7 @@ export async function loadCommands(): Promise<Command[]> {
     import('./detect.js'),
     import('./ota.js'),
     import('./fleet.js'),
+    import('./bench.js'),
   ]);
   return modules.map((m) => m.command);
 }

@@ -47,7 +47,8 @@ export const voiceDefaults: VoiceConfig = {
   bargeInMarginDb: 15,
   bargeInMinSpeechMs: 96,
   vad: { threshold: 0.5, minSpeechMs: 250, hangoverMs: 500, maxUtteranceMs: 20_000, padMs: 30 },
-  systemPrompt: 'You are a helpful voice assistant on a small device. Answer briefly, in plain spoken sentences.',
+  systemPrompt:
+    'You are a helpful voice assistant on a small device. Answer briefly, in plain spoken sentences.',
   maxNewTokens: 256,
   maxHistoryMessages: 12,
   models: { omni: false },

@@ -21,7 +21,8 @@ export interface SessionLimiter {
 }
 
 export function createSessionLimiter(limit: number): SessionLimiter {
-  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`Session limit must be a positive integer, got ${limit}`);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new RangeError(`Session limit must be a positive integer, got ${limit}`);
   let active = 0;
   return {
     limit,

@@ -37,7 +37,13 @@ function parseLine(line: string, maxChars: number): LogRecord {
           ns: typeof r['ns'] === 'string' ? r['ns'] : '',
         } as LogRecord;
         if (line.length <= maxChars) return record;
-        return { ts: record.ts, level: record.level, ns: record.ns, msg: record.msg.slice(0, maxChars), cut: true };
+        return {
+          ts: record.ts,
+          level: record.level,
+          ns: record.ns,
+          msg: record.msg.slice(0, maxChars),
+          cut: true,
+        };
       }
     }
   } catch {
@@ -66,13 +72,19 @@ export class LogTail {
     const bytes = Math.min(line.length, this.#maxLineChars) * 2;
     this.#records.push({ record, bytes, seq: ++this.#seq });
     this.#bytes += bytes;
-    while (this.#records.length > this.#maxLines || (this.#bytes > this.#maxBytes && this.#records.length > 1)) {
+    while (
+      this.#records.length > this.#maxLines ||
+      (this.#bytes > this.#maxBytes && this.#records.length > 1)
+    ) {
       this.#bytes -= this.#records.shift()!.bytes;
     }
   };
 
   /** The newest `limit` records at or above `minLevel` (oldest first), and the sequence number to poll after. */
-  tail(query: { limit: number; minLevel?: LogLevel; after?: number }): { records: LogRecord[]; last: number } {
+  tail(query: { limit: number; minLevel?: LogLevel; after?: number }): {
+    records: LogRecord[];
+    last: number;
+  } {
     const min = LEVELS.indexOf(query.minLevel ?? 'debug');
     const picked: LogRecord[] = [];
     for (let i = this.#records.length - 1; i >= 0 && picked.length < query.limit; i--) {

@@ -112,7 +112,12 @@ function acceleratorView(a: AcceleratorInfo): AcceleratorView {
       return {
         ...base,
         title: 'SpacemiT AI cores',
-        details: [{ label: 'AI thread gate', value: a.aiThreadGate.value === null ? null : String(a.aiThreadGate.value) }],
+        details: [
+          {
+            label: 'AI thread gate',
+            value: a.aiThreadGate.value === null ? null : String(a.aiThreadGate.value),
+          },
+        ],
       };
   }
 }
@@ -132,7 +137,11 @@ export function overviewOf(
   return {
     device: { deviceId: status.deviceId, version: status.version, uptimeS: status.uptimeS },
     board: caps
-      ? { vendor: claim(caps.board.vendor), model: claim(caps.board.model), compatible: caps.board.compatible.value ?? [] }
+      ? {
+          vendor: claim(caps.board.vendor),
+          model: claim(caps.board.model),
+          compatible: caps.board.compatible.value ?? [],
+        }
       : { vendor: unknown(), model: unknown(), compatible: [] },
     soc: caps
       ? { family: claim(caps.soc.family), vendor: claim(caps.soc.vendor), name: claim(caps.soc.name) }
@@ -140,7 +149,11 @@ export function overviewOf(
     cpu: {
       architecture: caps?.cpu.architecture.value ?? null,
       logicalCpus: caps?.cpu.logicalCpus.value ?? null,
-      clusters: (caps?.cpu.clusters ?? []).map((c) => ({ cpus: c.cpus, core: c.core, maxFreqKHz: c.maxFreqKHz })),
+      clusters: (caps?.cpu.clusters ?? []).map((c) => ({
+        cpus: c.cpus,
+        core: c.core,
+        maxFreqKHz: c.maxFreqKHz,
+      })),
       features: caps
         ? Object.entries(caps.cpu.features)
             .filter(([name, c]) => name !== 'rvvVlen' && c.value === true)
@@ -152,7 +165,11 @@ export function overviewOf(
       availableBytes: caps?.memory.availableBytes.value ?? null,
     },
     accelerators: (caps?.accelerators ?? []).map(acceleratorView),
-    backends: (caps?.backends ?? []).map((b) => ({ backend: b.backend, usable: b.usable, reasons: b.reasons })),
+    backends: (caps?.backends ?? []).map((b) => ({
+      backend: b.backend,
+      usable: b.usable,
+      reasons: b.reasons,
+    })),
     thermal: (caps?.thermal ?? []).map((z) => ({
       zone: z.zone,
       type: z.type,

@@ -88,10 +88,12 @@ export interface TelemetrySample {
 
 export interface TelemetryPort {
   metrics(): string[];
-  history(query: { metrics: string[]; since: number; until?: number; maxPoints?: number }): Record<
-    string,
-    TelemetryPoint[]
-  >;
+  history(query: {
+    metrics: string[];
+    since: number;
+    until?: number;
+    maxPoints?: number;
+  }): Record<string, TelemetryPoint[]>;
   /** Live samples as they are taken; returns the unsubscribe function. */
   subscribe(listener: (sample: TelemetrySample) => void): () => void;
   /** The most recent sample, so a new chart is not empty until the next tick. */
@@ -114,9 +116,7 @@ export interface OtaPort {
 }
 
 /** A workload's endpoint and whether it can serve now. */
-export type WorkloadStatus =
-  | { available: true; path: string }
-  | { available: false; reason: string };
+export type WorkloadStatus = { available: true; path: string } | { available: false; reason: string };
 
 export interface WorkloadsPort {
   voice(): WorkloadStatus;

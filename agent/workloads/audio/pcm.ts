@@ -24,7 +24,12 @@ export function checkPcmFormat(value: unknown): PcmFormat {
     throw new WorkloadError('EAUDIO', 'Audio format must be an object {sampleRate, channels, format}');
   }
   const { sampleRate, channels, format } = value as Record<string, unknown>;
-  if (typeof sampleRate !== 'number' || !Number.isInteger(sampleRate) || sampleRate < MIN_RATE || sampleRate > MAX_RATE) {
+  if (
+    typeof sampleRate !== 'number' ||
+    !Number.isInteger(sampleRate) ||
+    sampleRate < MIN_RATE ||
+    sampleRate > MAX_RATE
+  ) {
     throw new WorkloadError(
       'EAUDIO',
       `Unsupported sample rate ${String(sampleRate)}: expected an integer from ${MIN_RATE} to ${MAX_RATE} Hz`,
@@ -34,7 +39,10 @@ export function checkPcmFormat(value: unknown): PcmFormat {
     throw new WorkloadError('EAUDIO', `Unsupported channel count ${String(channels)}: expected 1 or 2`);
   }
   if (format !== 's16le' && format !== 'f32le') {
-    throw new WorkloadError('EAUDIO', `Unsupported sample format ${JSON.stringify(format)}: expected "s16le" or "f32le"`);
+    throw new WorkloadError(
+      'EAUDIO',
+      `Unsupported sample format ${JSON.stringify(format)}: expected "s16le" or "f32le"`,
+    );
   }
   return { sampleRate, channels, format };
 }
@@ -137,7 +145,8 @@ export class StreamingResampler {
     for (let j = first; j <= last; j++) {
       const x = (j - centre) * this.#cutoff;
       const sinc = x === 0 ? 1 : Math.sin(Math.PI * x) / (Math.PI * x);
-      const w = 0.42 + 0.5 * Math.cos((Math.PI * x) / HALF_TAPS) + 0.08 * Math.cos((2 * Math.PI * x) / HALF_TAPS);
+      const w =
+        0.42 + 0.5 * Math.cos((Math.PI * x) / HALF_TAPS) + 0.08 * Math.cos((2 * Math.PI * x) / HALF_TAPS);
       acc += this.#buffer[j - this.#bufferStart]! * sinc * w;
       norm += sinc * w;
     }

@@ -42,7 +42,8 @@ export function parseWav(bytes: Uint8Array): DecodedAudio {
     const size = view.getUint32(offset + 4, true);
     const body = offset + 8;
     if (id === 'fmt ') {
-      if (size < 16 || body + 16 > bytes.length) throw new WorkloadError('EAUDIO', 'WAV fmt chunk is truncated');
+      if (size < 16 || body + 16 > bytes.length)
+        throw new WorkloadError('EAUDIO', 'WAV fmt chunk is truncated');
       let format = view.getUint16(body, true);
       if (format === FORMAT_EXTENSIBLE && size >= 26) format = view.getUint16(body + 24, true);
       fmt = {

@@ -103,7 +103,10 @@ export class UtteranceSegmenter {
   /** End of input: a running utterance ends where the audio does. */
   flush(): SegmenterEvent[] {
     if (this.#speechStart < 0) return [];
-    const end = this.#quietSince !== undefined ? Math.min(this.#position, this.#quietSince + ms(this.#opt.padMs)) : this.#position;
+    const end =
+      this.#quietSince !== undefined
+        ? Math.min(this.#position, this.#quietSince + ms(this.#opt.padMs))
+        : this.#position;
     return [this.#finish(end, 'flush', this.#position, undefined)];
   }
 
@@ -119,7 +122,8 @@ export class UtteranceSegmenter {
   #remember(start: number, frame: Float32Array): void {
     this.#history.push({ start, samples: frame });
     const keep = ms(this.#opt.padMs) + frame.length;
-    while (this.#history.length > 1 && start + frame.length - this.#history[1]!.start >= keep) this.#history.shift();
+    while (this.#history.length > 1 && start + frame.length - this.#history[1]!.start >= keep)
+      this.#history.shift();
   }
 
   #append(samples: Float32Array): void {
@@ -127,7 +131,12 @@ export class UtteranceSegmenter {
     this.#collectedLength += samples.length;
   }
 
-  #finish(endSample: number, endedBy: Utterance['endedBy'], streamEnd: number, lastFrame: Float32Array | undefined): SegmenterEvent {
+  #finish(
+    endSample: number,
+    endedBy: Utterance['endedBy'],
+    streamEnd: number,
+    lastFrame: Float32Array | undefined,
+  ): SegmenterEvent {
     const startSample = this.#collectedStart;
     const speechStart = this.#speechStart;
     const speechEnd = this.#quietSince ?? streamEnd;

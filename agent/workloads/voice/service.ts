@@ -49,20 +49,29 @@ export class VoiceService {
 
   async open(id: string, overrides: SessionOverrides = {}): Promise<VoiceSession> {
     const c = this.#config;
-    if (!c.enabled) throw new WorkloadError('ESTATE', 'Voice is disabled in the configuration (voice.enabled)');
+    if (!c.enabled)
+      throw new WorkloadError('ESTATE', 'Voice is disabled in the configuration (voice.enabled)');
     if (this.#sessions.size >= c.maxSessions) {
-      throw new WorkloadError('EBUSY', `Too many voice sessions: ${this.#sessions.size} of ${c.maxSessions} in use (voice.maxSessions)`);
+      throw new WorkloadError(
+        'EBUSY',
+        `Too many voice sessions: ${this.#sessions.size} of ${c.maxSessions} in use (voice.maxSessions)`,
+      );
     }
     const { models } = this.#deps;
     if (!c.models.llm) {
       throw new WorkloadError('ENOMODEL', 'No reply model configured for voice (voice.models.llm)');
     }
     if (!c.models.omni && !c.models.asr) {
-      throw new WorkloadError('ENOMODEL', 'No speech recognition model configured (voice.models.asr, or voice.models.omni with an omni llm)');
+      throw new WorkloadError(
+        'ENOMODEL',
+        'No speech recognition model configured (voice.models.asr, or voice.models.omni with an omni llm)',
+      );
     }
     const llm = await models.chat(c.models.llm, 'the voice reply stage');
     const asr: AsrStage | undefined =
-      c.models.omni || !c.models.asr ? undefined : new AudioLlmAsr(await models.chat(c.models.asr, 'speech recognition'));
+      c.models.omni || !c.models.asr
+        ? undefined
+        : new AudioLlmAsr(await models.chat(c.models.asr, 'speech recognition'));
     const tts: TtsStage = c.models.tts
       ? new TalkerTts(await models.chat(c.models.tts, 'speech output'))
       : new EspeakTts(c.espeak);

@@ -6,12 +6,17 @@
 // while a reply is playing, unless it is clearly louder than what is being played (bargeInMarginDb above the
 // playback level): a person talking over the assistant at arm's length is, the assistant's own echo is not.
 import type { Clock } from '../../common/clock.js';
+import { errorMessage } from '../../common/errors.js';
 import { TypedEventEmitter } from '../../common/typed-events.js';
 import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
 import type { ChatMessage } from '../chat-model.js';
-import { errorMessage } from '../../common/errors.js';
 import { WorkloadError } from '../errors.js';
-import { type SegmenterEvent, type SegmenterOptions, type Utterance, UtteranceSegmenter } from './segmenter.js';
+import {
+  type SegmenterEvent,
+  type SegmenterOptions,
+  type Utterance,
+  UtteranceSegmenter,
+} from './segmenter.js';
 import { type AsrStage, checkUtterance, type ReplyStage, SentenceChunker, type TtsStage } from './stages.js';
 import type { TurnMetrics, TurnSink } from './turn-store.js';
 import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from './vad.js';
@@ -58,7 +63,8 @@ export interface VoiceSessionOptions {
   bargeInMarginDb: number;
   /** Continuous speech needed before a reply is interrupted (a cough should not stop it). */
   bargeInMinSpeechMs: number;
-  /** Frames waiting for the VAD beyond this are dropped (and counted) instead of piling up. */
+  /** Frames waiting for the VAD beyond this are dropped (and counted) instead of piling up; file sources wait
+   *  for `drained()` when pushAudio returns false instead. Default 256 frames (8 s). */
   maxVadBacklogFrames?: number;
   clock: Clock;
   sink?: TurnSink;
@@ -66,6 +72,8 @@ export interface VoiceSessionOptions {
   priority?: { begin(): void; end(): void };
   onClose?: () => void;
 }
+
+class NothingHeard extends Error {}
 
 interface ActiveTurn {
   turn: number;
@@ -102,7 +110,10 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
   constructor(options: VoiceSessionOptions) {
     super();
     if (!options.asr && !options.reply.audioIn) {
-      throw new WorkloadError('ENOMODEL', 'A voice session needs an ASR stage or a reply model that takes audio (omni)');
+      throw new WorkloadError(
+        'ENOMODEL',
+        'A voice session needs an ASR stage or a reply model that takes audio (omni)',
+      );
     }
     this.id = options.id;
     this.#o = options;
@@ -118,14 +129,17 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     return this.#o.clock.monotonicMs() < this.#playbackUntil;
   }
 
-  /** 16 kHz mono float samples from the microphone, any chunk size. */
-  pushAudio(samples: Float32Array): void {
+  /**
+   * 16 kHz mono float samples from the microphone, any chunk size. Returns false when the VAD is behind by more
+   * than its backlog limit: a live source drops (counted in stats), a file source should await drained().
+   */
+  pushAudio(samples: Float32Array): boolean {
     if (this.#closed) throw new WorkloadError('ESTATE', `Voice session ${this.id} is closed`);
     if (this.#ptt) {
       this.#ptt.push(samples.slice());
-      return;
+      return true;
     }
-    if (this.#o.mode !== 'vad') return;
+    if (this.#o.mode !== 'vad') return true;
     let at = 0;
     while (at < samples.length) {
       const n = Math.min(VAD_FRAME_SAMPLES - this.#frameFill, samples.length - at);
@@ -138,6 +152,19 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
         this.#frameFill = 0;
       }
     }
+    return this.#backlog < this.#backlogLimit;
+  }
+
+  /** Resolves when every frame pushed so far has been through the VAD. */
+  async drained(): Promise<void> {
+    for (let chain = this.#vadChain; ; chain = this.#vadChain) {
+      await chain;
+      if (chain === this.#vadChain) return;
+    }
+  }
+
+  get #backlogLimit(): number {
+    return this.#o.maxVadBacklogFrames ?? 256;
   }
 
   /** End of the input stream (a WAV file ran out): a running utterance ends here. Resolves when VAD caught up. */
@@ -148,7 +175,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       this.#frame = new Float32Array(VAD_FRAME_SAMPLES);
       this.#frameFill = 0;
     }
-    await this.#vadChain;
+    await this.drained();
     this.#handleSegments(this.#segmenter.flush());
   }
 
@@ -180,7 +207,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
 
   /** Waits for the running turn (if any) to finish. */
   async idle(): Promise<void> {
-    await this.#vadChain;
+    await this.drained();
     while (this.#active) await this.#active.done;
   }
 
@@ -204,8 +231,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
   }
 
   #enqueueFrame(frame: Float32Array): void {
-    const limit = this.#o.maxVadBacklogFrames ?? 64;
-    if (this.#backlog >= limit) {
+    if (this.#backlog >= this.#backlogLimit) {
       this.stats.framesDropped++;
       return;
     }
@@ -232,7 +258,9 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     if (this.#closed) return;
     let probability: number;
     const gated =
-      this.#o.duplex === 'half' && this.playing && dbfs(rms(frame)) - this.#playbackDb < this.#o.bargeInMarginDb;
+      this.#o.duplex === 'half' &&
+      this.playing &&
+      dbfs(rms(frame)) - this.#playbackDb < this.#o.bargeInMarginDb;
     if (gated) {
       // Our own voice coming back: treated as silence, so it neither starts nor prolongs an utterance.
       this.stats.framesGated++;
@@ -311,6 +339,8 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
         transcript = asr.text;
         this.emit('transcript', { turn: active.turn, text: transcript });
         userContent = transcript;
+        // Nothing intelligible (a door, a cough the VAD let through): no reply rather than a reply to nothing.
+        if (transcript.length === 0) throw new NothingHeard();
       } else {
         userContent = '(spoken request in the attached audio)';
       }
@@ -346,7 +376,9 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
       this.#remember({ role: 'user', content: userContent }, { role: 'assistant', content: reply });
     } catch (err) {
-      if (signal.aborted) {
+      if (err instanceof NothingHeard) {
+        // completed, with an empty reply
+      } else if (signal.aborted) {
         status = 'cancelled';
         error = errorMessage(signal.reason);
       } else {
@@ -414,7 +446,12 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
             audioMs += chunkMs;
             this.#playbackUntil = Math.max(now, this.#playbackUntil) + chunkMs;
             this.#playbackDb = dbfs(rms(chunk.samples));
-            this.emit('audio', { turn: active.turn, seq: seq++, sampleRate: chunk.sampleRate, samples: chunk.samples });
+            this.emit('audio', {
+              turn: active.turn,
+              seq: seq++,
+              sampleRate: chunk.sampleRate,
+              samples: chunk.samples,
+            });
             mark = clock.monotonicMs();
           }
         }

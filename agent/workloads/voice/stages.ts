@@ -68,7 +68,10 @@ export class AudioLlmAsr implements AsrStage {
 
   constructor(model: ChatModel, options: { instruction?: string; maxNewTokens?: number } = {}) {
     if (!model.capabilities.audio) {
-      throw new WorkloadError('ENOMODEL', `${model.id} takes no audio input (is_audio is not set): it cannot be the ASR stage`);
+      throw new WorkloadError(
+        'ENOMODEL',
+        `${model.id} takes no audio input (is_audio is not set): it cannot be the ASR stage`,
+      );
     }
     this.#model = model;
     this.#instruction = options.instruction ?? 'Transcribe the audio exactly.';
@@ -102,7 +105,10 @@ export class ChatReplyStage implements ReplyStage {
     this.#maxNewTokens = options.maxNewTokens;
     this.audioIn = options.audioIn ?? false;
     if (this.audioIn && !model.capabilities.audio) {
-      throw new WorkloadError('ENOMODEL', `${model.id} takes no audio input: it cannot answer speech directly (omni mode)`);
+      throw new WorkloadError(
+        'ENOMODEL',
+        `${model.id} takes no audio input: it cannot answer speech directly (omni mode)`,
+      );
     }
     this.family = this.audioIn ? 'omni (Qwen2.5-Omni)' : 'text LLM';
   }
@@ -123,7 +129,10 @@ export class TalkerTts implements TtsStage {
 
   constructor(model: ChatModel) {
     if (!model.capabilities.talker || !model.speak) {
-      throw new WorkloadError('ENOMODEL', `${model.id} has no talker (has_talker is not set): it cannot be the TTS stage`);
+      throw new WorkloadError(
+        'ENOMODEL',
+        `${model.id} has no talker (has_talker is not set): it cannot be the TTS stage`,
+      );
     }
     this.#model = model;
   }
@@ -142,7 +151,11 @@ export interface EspeakOptions {
   wordsPerMinute: number;
 }
 
-export const defaultEspeakOptions: EspeakOptions = { command: 'espeak-ng', voice: 'en-us', wordsPerMinute: 175 };
+export const defaultEspeakOptions: EspeakOptions = {
+  command: 'espeak-ng',
+  voice: 'en-us',
+  wordsPerMinute: 175,
+};
 
 /** espeak-ng writes a WAV to stdout as it synthesises; its header is 44 bytes, then s16le mono PCM. */
 const ESPEAK_HEADER = 44;
@@ -199,9 +212,13 @@ export class EspeakTts implements TtsStage {
       const { code, error } = await exited;
       signal.throwIfAborted();
       if (error) {
-        throw new WorkloadError('ETOOL', `Cannot run ${command} for speech output: ${error.message} (install espeak-ng)`);
+        throw new WorkloadError(
+          'ETOOL',
+          `Cannot run ${command} for speech output: ${error.message} (install espeak-ng)`,
+        );
       }
-      if (code !== 0) throw new WorkloadError('ETOOL', `${command} exited with code ${code}: ${stderr.trim()}`);
+      if (code !== 0)
+        throw new WorkloadError('ETOOL', `${command} exited with code ${code}: ${stderr.trim()}`);
     } finally {
       signal.removeEventListener('abort', onAbort);
       if (child.exitCode === null) child.kill('SIGKILL');

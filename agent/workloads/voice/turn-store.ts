@@ -1,6 +1,7 @@
 // Per-turn metrics and transcripts in SQLite, bounded by age and count, plus the rolling summary telemetry reads.
-import type { MetricSample } from '../../telemetry/samplers.js';
+
 import type { Db } from '../../store/database.js';
+import type { MetricSample } from '../../telemetry/samplers.js';
 
 export interface TurnMetrics {
   /** Length of the user's utterance. */
@@ -84,7 +85,8 @@ export class VoiceTurnStore implements TurnSink {
     this.#db = db;
     this.#retention = retention;
     this.#now = now;
-    this.#insert = db.prepare(`INSERT INTO voice_turns (session_id, turn, started_at, status, transcript, reply,
+    this.#insert =
+      db.prepare(`INSERT INTO voice_turns (session_id, turn, started_at, status, transcript, reply,
       speech_ms, asr_ms, ttft_ms, ttfa_ms, asr_rtf, tts_rtf, tokens_per_sec, prompt_tokens, generated_tokens,
       barge_in_ms, error) VALUES (@session_id, @turn, @started_at, @status, @transcript, @reply, @speech_ms,
       @asr_ms, @ttft_ms, @ttfa_ms, @asr_rtf, @tts_rtf, @tokens_per_sec, @prompt_tokens, @generated_tokens,
@@ -133,9 +135,7 @@ export class VoiceTurnStore implements TurnSink {
   }
 
   recent(limit = 50): TurnRecord[] {
-    const rows = this.#db
-      .prepare('SELECT * FROM voice_turns ORDER BY id DESC LIMIT ?')
-      .all(limit) as Row[];
+    const rows = this.#db.prepare('SELECT * FROM voice_turns ORDER BY id DESC LIMIT ?').all(limit) as Row[];
     return rows.map((r) => {
       const metrics: TurnMetrics = { speechMs: r.speech_ms };
       const set = <K extends keyof TurnMetrics>(k: K, v: number | null) => {
@@ -177,7 +177,8 @@ export class VoiceTurnStore implements TurnSink {
     };
     for (const [key, name] of GAUGES) {
       const values = turns.map((t) => t.metrics[key]).filter((v): v is number => v !== undefined);
-      if (values.length > 0) out[`workload.voice.${name}`] = values.reduce((a, b) => a + b, 0) / values.length;
+      if (values.length > 0)
+        out[`workload.voice.${name}`] = values.reduce((a, b) => a + b, 0) / values.length;
     }
     return out;
   }

@@ -103,7 +103,10 @@ export class SileroVad implements VoiceActivityDetector {
       { data: this.#sr, shape: [] },
     ]);
     if (!prob || !stateN || stateN.data.length !== SILERO_STATE) {
-      throw new WorkloadError('ENOMODEL', 'Silero VAD returned unexpected outputs (expected output [1,1], stateN [2,1,128])');
+      throw new WorkloadError(
+        'ENOMODEL',
+        'Silero VAD returned unexpected outputs (expected output [1,1], stateN [2,1,128])',
+      );
     }
     this.#state = Float32Array.from(stateN.data);
     return prob.data[0] ?? 0;
@@ -138,9 +141,14 @@ export async function createVad(
   if (modelPath === undefined) return new EnergyVad(energy);
   const availability = deps.availability();
   if (!availability.available) {
-    deps.log?.('Silero VAD skipped, using the energy VAD', { reason: `MNN engine not available: ${availability.reason}` });
+    deps.log?.('Silero VAD skipped, using the energy VAD', {
+      reason: `MNN engine not available: ${availability.reason}`,
+    });
     return new EnergyVad(energy);
   }
-  const model = await deps.loadModule(modelPath, { inputs: ['input', 'state', 'sr'], outputs: ['output', 'stateN'] });
+  const model = await deps.loadModule(modelPath, {
+    inputs: ['input', 'state', 'sr'],
+    outputs: ['output', 'stateN'],
+  });
   return new SileroVad(model);
 }

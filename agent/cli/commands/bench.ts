@@ -1,0 +1,149 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { engineAvailability, runtimeInfo, unavailableMessage } from '../../../engine/src/index.js';
+import { ModelCatalog, ModelStore, parseRef } from '../../../models/index.js';
+import { systemClock } from '../../common/clock.js';
+import { MnnEdgeError } from '../../common/errors.js';
+import { createLogger } from '../../common/log.js';
+import {
+  planPolicyFromConfig,
+  type RuntimeConfig,
+  type SlotsConfig,
+  slotSpecsFromConfig,
+} from '../../config/sections/slots.js';
+import { explainPlacement } from '../../plan/explain.js';
+import { catalogFromStore } from '../../plan/from-catalog.js';
+import { planPlacement } from '../../plan/planner.js';
+import type { ProbeResult } from '../../plan/types.js';
+import { engineHostFactory } from '../../runtime/engine-host-adapter.js';
+import { detectedBoard } from '../../runtime/module.js';
+import { probeCandidate, probeCandidates } from '../../runtime/probe.js';
+import { ProbeStore } from '../../runtime/probe-store.js';
+import { specOf } from '../../runtime/target.js';
+import { openStore } from '../../store/database.js';
+import { parseArgs, stringFlag, UsageError } from '../args.js';
+import type { Command } from '../command.js';
+import { configFromFlags } from './config.js';
+
+// `mnn-edge bench models`: the measured-selection probe, run by hand. Every (variant, backend) candidate the
+// planner could choose on this board is loaded in its own engine host and timed on a fixed prompt; the numbers
+// go to the store (keyed by model version, backend config, engine version and board) and the placement they
+// lead to is printed with them.
+
+const USAGE = `mnn-edge bench models [--model ID[@VERSION]] [--list] [--json] [--data-dir DIR] [--config FILE] [--root DIR]
+  --model  probe only this model (default: every installed model)
+  --list   print the stored results and the placement they give, without probing`;
+
+function fmt(n: number, digits = 1): string {
+  return Number.isFinite(n) ? n.toFixed(digits) : '-';
+}
+
+export function probeTable(results: readonly ProbeResult[]): string {
+  const rows = [
+    ['model', 'variant', 'config', 'load ms', 'prefill tok/s', 'decode tok/s', 'peak RSS MiB', 'result'],
+  ];
+  for (const r of results)
+    rows.push([
+      `${r.modelId}@${r.version}`,
+      r.variantId,
+      r.config,
+      fmt(r.loadMs, 0),
+      r.ok ? fmt(r.prefillTokPerSec) : '-',
+      r.ok ? fmt(r.decodeTokPerSec) : '-',
+      r.ok ? fmt(r.peakRssBytes / 1048576, 0) : '-',
+      r.ok ? 'ok' : `failed: ${r.error ?? 'unknown'}`,
+    ]);
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return (
+    rows
+      .map((row) =>
+        row
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
+}
+
+export const command: Command = {
+  name: 'bench',
+  summary: 'measure models on this board (bench models) and show the placement the numbers give',
+  usage: USAGE,
+  async run(argv, io) {
+    const args = parseArgs(argv, {
+      values: ['model', 'data-dir', 'config', 'root'],
+      booleans: ['list', 'json'],
+    });
+    const [what, ...extra] = args.positionals;
+    if (what !== 'models')
+      throw new UsageError(what ? `unknown benchmark '${what}'` : 'missing what to bench');
+    if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
+    const modelArg = stringFlag(args, 'model');
+    let filter: { modelId?: string; version?: string } = {};
+    if (modelArg !== undefined) {
+      const ref = modelArg.includes('@') ? parseRef(modelArg) : { id: modelArg };
+      filter = 'version' in ref ? { modelId: ref.id, version: ref.version } : { modelId: ref.id };
+    }
+
+    const { config } = configFromFlags(args, io.env);
+    const availability = engineAvailability();
+    if (!availability.available) throw new MnnEdgeError('ENOENGINE', unavailableMessage(availability.reason));
+    const info = runtimeInfo();
+    const engineVersion = info.mnnVersion;
+    const board = detectedBoard(
+      config.root,
+      info.backends.filter((b) => b.compiledIn).map((b) => b.name),
+    );
+    const db = openStore(join(config.dataDir, 'agent.db'));
+    const { store } = ModelStore.open({ dataDir: config.dataDir, db });
+    const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-'));
+    try {
+      const catalog = catalogFromStore(new ModelCatalog(store).variants());
+      const policy = planPolicyFromConfig(config['runtime'] as RuntimeConfig | undefined);
+      const probes = new ProbeStore(db);
+      const fresh: ProbeResult[] = [];
+      if (!args.flags['list']) {
+        const candidates = probeCandidates(board, catalog, policy, engineVersion, filter);
+        if (candidates.length === 0)
+          throw new MnnEdgeError(
+            'ENOENT',
+            modelArg ? `No installed model matches ${modelArg}` : 'No models installed: nothing to measure',
+          );
+        const log = createLogger({ level: 'warn', write: (line) => io.stderr.write(`${line}\n`) });
+        const hosts = engineHostFactory({ engineVersion, log, cwd: scratch });
+        for (const c of candidates) {
+          if (!args.flags['json']) io.stdout.write(`probing ${c.key} …\n`);
+          const r = await probeCandidate(specOf(c), { hosts, boardId: board.boardId, clock: systemClock });
+          probes.put(r);
+          fresh.push(r);
+        }
+      }
+      const stored = probes.forBoard(board.boardId, engineVersion);
+      const placement = planPlacement({
+        board,
+        catalog,
+        slots: slotSpecsFromConfig(config['slots'] as SlotsConfig | undefined),
+        constraints: {},
+        probes: stored,
+        engineVersion,
+        policy,
+      });
+      if (args.flags['json']) {
+        io.stdout.write(
+          `${JSON.stringify({ board: board.boardId, engineVersion, results: fresh, stored, placement }, null, 2)}\n`,
+        );
+        return fresh.some((r) => !r.ok) ? 1 : 0;
+      }
+      io.stdout.write(`\nboard ${board.boardId}, MNN ${engineVersion}: ${stored.length} stored result(s)\n`);
+      io.stdout.write(probeTable(stored));
+      io.stdout.write(`\n${explainPlacement(placement)}\n`);
+      return fresh.some((r) => !r.ok) ? 1 : 0;
+    } finally {
+      store.close();
+      db.close();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  },
+};

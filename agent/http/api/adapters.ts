@@ -1,0 +1,158 @@
+import type { EngineAvailability } from '../../../engine/src/loader.js';
+import type { ModelStore } from '../../../models/store/model-store.js';
+import type { JobJournal } from '../../../ota/journal.js';
+import type { SlotConstraints, SlotName } from '../../plan/types.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { TelemetryHistory } from '../../telemetry/history.js';
+import type {
+  EngineStatus,
+  InstallProgressView,
+  ModelsPort,
+  OtaPort,
+  PlacementPort,
+  TelemetryPort,
+  TelemetrySample,
+} from './ports.js';
+
+// Adapters from the agent's real modules to the dashboard's ports, for the composition root. Each one only
+// reads the module's public API, so the dashboard stays testable with plain values and the modules stay
+// unaware of it.
+
+export function engineStatusFrom(availability: () => EngineAvailability): () => EngineStatus {
+  return () => {
+    const a = availability();
+    if (!a.available) return { available: false, reason: a.reason };
+    return {
+      available: true,
+      version: a.info.mnnVersion,
+      backends: a.info.backends.filter((b) => b.compiledIn && b.usable).map((b) => b.name),
+    };
+  };
+}
+
+export function placementPortFrom(runtime: Runtime): PlacementPort {
+  return {
+    view() {
+      const s = runtime.state();
+      const pins: Partial<Record<SlotName, SlotConstraints>> = {};
+      for (const slot of runtime.document().slots)
+        if (slot.operator) pins[slot.slot] = slot.operator.constraints;
+      return {
+        placement: s.placement,
+        serving: s.serving,
+        instances: s.instances.map((i) => ({
+          key: i.key,
+          status: i.status,
+          pid: i.pid,
+          rssBytes: i.rssBytes,
+          inflight: i.inflight,
+          slots: i.slots,
+        })),
+        fallbacks: s.active
+          .filter((a) => a.fallback !== undefined)
+          .map((a) => ({ plannedKey: a.plannedKey, activeKey: a.active.key, reason: a.fallback!.reason })),
+        pins,
+      };
+    },
+    pin: async (slot, constraints, author) => void (await runtime.pin(slot, constraints, author)),
+    unpin: async (slot, author) => void (await runtime.unpin(slot, author)),
+    replan: async (reason) => void (await runtime.replan(reason)),
+  };
+}
+
+/** Installed packages from the store, and imports in progress from its progress events (bounded list). */
+export function modelsPortFrom(
+  store: ModelStore,
+  now: () => number = Date.now,
+  keep = 8,
+): ModelsPort & { dispose(): void } {
+  const installs = new Map<string, InstallProgressView>();
+  const offProgress = store.on('progress', (p) => {
+    const existing = installs.get(p.source);
+    installs.delete(p.source);
+    installs.set(p.source, {
+      ref: p.source,
+      step: `copying ${p.file}`,
+      doneBytes: p.bytesDone,
+      totalBytes: p.bytesTotal ?? p.bytesDone,
+      startedAt: existing?.startedAt ?? new Date(now()).toISOString(),
+    });
+    while (installs.size > keep) installs.delete(installs.keys().next().value!);
+  });
+  const offInstalled = store.on('installed', () => installs.clear());
+  return {
+    installed: () =>
+      store.list().map((p) => ({
+        id: p.id,
+        version: p.version,
+        kind: p.task,
+        sizeBytes: p.sizeBytes,
+        variants: p.manifest.variants.map((v) => ({
+          id: v.name,
+          quant: String(v.precision),
+          backends: [v.requirements.backend],
+        })),
+        installedAt: new Date(p.installedAt).toISOString(),
+      })),
+    installs: () => [...installs.values()].reverse(),
+    dispose() {
+      offProgress();
+      offInstalled();
+    },
+  };
+}
+
+export function otaPortFrom(journal: JobJournal): OtaPort {
+  return {
+    jobs: (limit) =>
+      journal.list(limit).map((e) => ({
+        jobId: e.jobId,
+        kind: 'model',
+        target: `${e.packageId}@${e.packageVersion}`,
+        state: e.state,
+        ...(e.bytesTotal ? { progress: { doneBytes: e.bytesDone, totalBytes: e.bytesTotal } } : {}),
+        ...(e.reason || e.message ? { reason: [e.reason, e.message].filter(Boolean).join(': ') } : {}),
+        createdAt: new Date(e.createdAt).toISOString(),
+        updatedAt: new Date(e.updatedAt).toISOString(),
+      })),
+  };
+}
+
+/**
+ * Live samples fan out from here: the telemetry service publishes each sampling round (its onSnapshot, or a
+ * sampler tap), and every open chart socket subscribes. Keeps only the latest sample.
+ */
+export class SampleHub {
+  readonly #listeners = new Set<(s: TelemetrySample) => void>();
+  #latest: TelemetrySample | undefined;
+
+  publish(sample: TelemetrySample): void {
+    this.#latest = sample;
+    for (const l of this.#listeners) l(sample);
+  }
+
+  subscribe(listener: (s: TelemetrySample) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  latest(): TelemetrySample | undefined {
+    return this.#latest;
+  }
+}
+
+export function telemetryPortFrom(
+  history: Pick<TelemetryHistory, 'metrics' | 'query'>,
+  hub: SampleHub,
+): TelemetryPort {
+  return {
+    metrics: () => {
+      const names = new Set(history.metrics());
+      for (const k of Object.keys(hub.latest()?.values ?? {})) names.add(k);
+      return [...names].sort();
+    },
+    history: (q) => history.query(q),
+    subscribe: (l) => hub.subscribe(l),
+    latest: () => hub.latest(),
+  };
+}

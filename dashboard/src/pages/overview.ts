@@ -1,0 +1,171 @@
+import type { OverviewView } from '../../../agent/http/api/overview.js';
+import { card, formatBytes, formatDuration, h, notice, pill, table } from '../dom.js';
+import type { Page } from '../page.js';
+
+// What the agent found: board, SoC, CPU, accelerators with the evidence for each, backends, and the health of
+// the parts around it. Evidence lines are collapsed so the page reads at a glance.
+
+function evidence(lines: readonly string[]): HTMLElement | null {
+  if (lines.length === 0) return null;
+  return h(
+    'details',
+    { class: 'evidence' },
+    h('summary', {}, 'evidence'),
+    h('ul', {}, ...lines.map((l) => h('li', {}, l))),
+  );
+}
+
+function statusNotices(o: OverviewView): HTMLElement[] {
+  const out: HTMLElement[] = [];
+  if (!o.engine.available) {
+    out.push(
+      notice(
+        'warn',
+        'Engine not available',
+        `${o.engine.reason}. Models cannot run until this is fixed.`,
+        'engine-unavailable',
+      ),
+    );
+  }
+  if (o.broker.state === 'unreachable') {
+    out.push(
+      notice(
+        'warn',
+        'Broker unreachable',
+        `The fleet broker at ${o.broker.url} cannot be reached (${o.broker.error}). The device keeps working and queues telemetry until it is back.`,
+        'broker-unreachable',
+      ),
+    );
+  }
+  if (!o.health.healthy) out.push(notice('error', 'Unhealthy', o.health.problems.join('; '), 'unhealthy'));
+  return out;
+}
+
+export const overviewPage: Page = async (ctx) => {
+  const o = await ctx.api.get<OverviewView>('/api/overview');
+  const boardName = o.board.model.value ?? 'Unknown board';
+  const socName = [o.soc.vendor.value, o.soc.name.value].filter(Boolean).join(' ') || 'Unknown SoC';
+  const brokerText =
+    o.broker.state === 'connected'
+      ? `connected to ${o.broker.url}`
+      : o.broker.state === 'unreachable'
+        ? 'unreachable'
+        : 'not used';
+
+  const summary = card(
+    'Device',
+    h('p', { class: 'headline', 'data-testid': 'board-name' }, boardName),
+    h(
+      'p',
+      { class: 'sub', 'data-testid': 'soc-name' },
+      socName,
+      o.soc.family.value ? ` · ${o.soc.family.value}` : '',
+    ),
+    evidence([...o.board.model.evidence, ...o.soc.name.evidence]),
+    h(
+      'dl',
+      { class: 'facts' },
+      h('dt', {}, 'Device id'),
+      h('dd', {}, o.device.deviceId),
+      h('dt', {}, 'Agent'),
+      h('dd', {}, o.device.version),
+      h('dt', {}, 'Uptime'),
+      h('dd', { 'data-testid': 'uptime' }, formatDuration(o.device.uptimeS)),
+      h('dt', {}, 'Health'),
+      h('dd', {}, o.health.healthy ? pill('healthy', 'ok') : pill('unhealthy', 'bad')),
+      h('dt', {}, 'Engine'),
+      h('dd', {}, o.engine.available ? pill(`MNN ${o.engine.version}`, 'ok') : pill('not available', 'warn')),
+      h('dt', {}, 'Fleet broker'),
+      h(
+        'dd',
+        {},
+        pill(
+          brokerText,
+          o.broker.state === 'connected' ? 'ok' : o.broker.state === 'unreachable' ? 'warn' : 'muted',
+        ),
+      ),
+    ),
+  );
+
+  const cpu = card(
+    'CPU and memory',
+    h(
+      'p',
+      {},
+      `${o.cpu.architecture ?? 'unknown architecture'}, ${o.cpu.logicalCpus ?? '?'} logical CPUs, ${formatBytes(o.memory.totalBytes)} RAM`,
+    ),
+    table(
+      ['CPUs', 'Core', 'Max frequency'],
+      o.cpu.clusters.map((c) => [
+        c.cpus.join(', '),
+        c.core ?? 'unknown',
+        c.maxFreqKHz ? `${(c.maxFreqKHz / 1e6).toFixed(2)} GHz` : 'unknown',
+      ]),
+    ),
+    o.cpu.features.length > 0 ? h('p', { class: 'sub' }, 'Features: ', o.cpu.features.join(', ')) : null,
+  );
+
+  const accel = card(
+    'Accelerators',
+    o.accelerators.length === 0
+      ? h('p', { class: 'muted' }, 'None found; models run on the CPU.')
+      : h(
+          'div',
+          { class: 'accelerators', 'data-testid': 'accelerators' },
+          ...o.accelerators.map((a) =>
+            h(
+              'div',
+              { class: 'accelerator' },
+              h('h3', {}, a.title),
+              h(
+                'dl',
+                { class: 'facts' },
+                ...a.details.flatMap((d) => [
+                  h('dt', {}, d.label),
+                  h('dd', {}, d.value === null ? 'unknown' : String(d.value)),
+                ]),
+              ),
+              a.deviceNodes.length > 0
+                ? h('p', { class: 'sub' }, 'Devices: ', a.deviceNodes.join(', '))
+                : null,
+              evidence(a.evidence),
+            ),
+          ),
+        ),
+  );
+
+  const backends = card(
+    'MNN backends',
+    table(
+      ['Backend', 'Usable', 'Why'],
+      o.backends.map((b) => [
+        b.backend,
+        b.usable ? pill('yes', 'ok') : pill('no', 'muted'),
+        b.reasons.join(' '),
+      ]),
+    ),
+  );
+
+  const thermal =
+    o.thermal.length > 0
+      ? card(
+          'Temperatures',
+          table(
+            ['Zone', 'Type', '°C'],
+            o.thermal.map((z) => [z.zone, z.type ?? '', z.tempC === null ? 'unknown' : z.tempC.toFixed(1)]),
+          ),
+        )
+      : null;
+
+  const detected = o.detectedAt ? h('p', { class: 'sub' }, `Detected at ${o.detectedAt}`) : null;
+  return {
+    element: h(
+      'div',
+      { class: 'page' },
+      h('h1', {}, 'Overview'),
+      ...statusNotices(o),
+      h('div', { class: 'grid' }, summary, cpu, accel, backends, thermal),
+      detected,
+    ),
+  };
+};

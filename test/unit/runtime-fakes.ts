@@ -1,0 +1,119 @@
+// Test doubles for the runtime's ports: engine hosts as in-process objects, memory as a counter. Unit tests only.
+import { sleep } from '../../agent/common/clock.js';
+import {
+  EngineFailure,
+  type EngineHost,
+  type EngineHostFactory,
+  type GenerateEvent,
+  type GenerateRequest,
+  type HostExit,
+} from '../../agent/runtime/engine-port.js';
+import type { SystemMemory } from '../../agent/runtime/proc-memory.js';
+import type { InstanceSpec } from '../../agent/runtime/types.js';
+
+const MiB = 1024 * 1024;
+
+export interface FakeBehaviour {
+  /** Backends whose load fails with this message. */
+  loadFails: Map<string, string>;
+  /** Backends whose load never finishes (a hung driver). */
+  loadHangs: Set<string>;
+  /** Backends whose generation throws a backend fault. */
+  generateFaults: Map<string, string>;
+  tokenDelayMs: number;
+  tokens: number;
+}
+
+export class FakeHost implements EngineHost {
+  static nextPid = 5000;
+  readonly pid = FakeHost.nextPid++;
+  readonly exited: Promise<HostExit>;
+  spec: InstanceSpec | undefined;
+  alive = true;
+  #exit!: (e: HostExit) => void;
+  readonly #world: FakeWorld;
+
+  constructor(world: FakeWorld) {
+    this.#world = world;
+    this.exited = new Promise((resolve) => {
+      this.#exit = resolve;
+    });
+  }
+
+  async load(spec: InstanceSpec): Promise<void> {
+    await sleep(5);
+    if (this.#world.behaviour.loadHangs.has(spec.config.backend_type)) await new Promise(() => {});
+    const fail = this.#world.behaviour.loadFails.get(spec.config.backend_type);
+    if (fail) throw new EngineFailure('load', fail);
+    this.spec = spec;
+    this.#world.memAvailable -= 100 * MiB;
+  }
+
+  async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
+    const spec = this.spec;
+    if (!spec) throw new EngineFailure('request', 'no model loaded');
+    const n = request.maxNewTokens ?? this.#world.behaviour.tokens;
+    for (let i = 0; i < n; i++) {
+      await sleep(this.#world.behaviour.tokenDelayMs);
+      if (!this.alive) throw new EngineFailure('crash', `host ${this.pid} connection closed`);
+      if (signal?.aborted) throw new EngineFailure('cancelled', 'generation cancelled');
+      const fault = this.#world.behaviour.generateFaults.get(spec.config.backend_type);
+      if (fault) throw new EngineFailure('backend', fault);
+      yield { type: 'text', text: `${spec.version}:${i} ` };
+    }
+    yield { type: 'done', stats: { promptTokens: 3, decodeTokens: n, prefillMs: 1, decodeMs: n } };
+  }
+
+  async memory() {
+    return { rssBytes: 100 * MiB, peakRssBytes: 110 * MiB };
+  }
+
+  async unload(): Promise<void> {}
+
+  async stop(): Promise<HostExit> {
+    this.#die({ code: 0, signal: null });
+    return this.exited;
+  }
+
+  kill(): void {
+    this.#die({ code: null, signal: 'SIGKILL' });
+  }
+
+  #die(exit: HostExit): void {
+    if (!this.alive) return;
+    this.alive = false;
+    if (this.spec) this.#world.memAvailable += 100 * MiB;
+    this.#exit(exit);
+  }
+}
+
+export class FakeWorld implements EngineHostFactory, SystemMemory {
+  readonly engineVersion = '3.6.1-test';
+  memAvailable = 4000 * MiB;
+  hosts: FakeHost[] = [];
+  behaviour: FakeBehaviour = {
+    loadFails: new Map(),
+    loadHangs: new Set(),
+    generateFaults: new Map(),
+    tokenDelayMs: 2,
+    tokens: 5,
+  };
+
+  async start(): Promise<EngineHost> {
+    const h = new FakeHost(this);
+    this.hosts.push(h);
+    return h;
+  }
+
+  async memAvailableBytes(): Promise<number> {
+    return this.memAvailable;
+  }
+
+  async processAlive(pid: number): Promise<boolean> {
+    return this.hosts.some((h) => h.pid === pid && h.alive);
+  }
+
+  live(): FakeHost[] {
+    return this.hosts.filter((h) => h.alive);
+  }
+}

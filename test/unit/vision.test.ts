@@ -1,0 +1,172 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { systemClock } from '../../agent/common/clock.js';
+import { resolveVisionConfig } from '../../agent/workloads/config.js';
+import { SharedModels } from '../../agent/workloads/model-loader.js';
+import { SlotGate, VoicePriority } from '../../agent/workloads/scheduler.js';
+import { cameraInputArgs, ffmpegFrames, imageFiles } from '../../agent/workloads/vision/frame-sources.js';
+import { decodeImage, decodePng, encodePng, fitFrame, sniffImage } from '../../agent/workloads/vision/image.js';
+import { LatestFrame } from '../../agent/workloads/vision/latest-frame.js';
+import { compareFrames, defaultSceneChangeOptions, SceneChangeDetector } from '../../agent/workloads/vision/scene-change.js';
+import { VisionService } from '../../agent/workloads/vision/service.js';
+import { mediaFixturesDir } from '../helpers/paths.js';
+
+const seqDir = join(mediaFixturesDir, 'camera-seq');
+const framesJson = JSON.parse(readFileSync(join(seqDir, 'frames.json'), 'utf8')) as {
+  frames: Array<{ file: string; vsPrevious?: { meanAbsDiff: number; changedPixelFraction: number } }>;
+};
+const seqFrames = framesJson.frames.map((f) => decodePng(readFileSync(join(seqDir, f.file))));
+
+test('PNG decoding reads the fixtures and a PNG written by encodePng reads back exactly', (t) => {
+  const red = decodePng(readFileSync(join(mediaFixturesDir, 'test_red_64x64.png')));
+  t.is(red.width, 64);
+  t.deepEqual([...red.data.subarray(0, 3)], [200, 30, 30]);
+  t.true(red.data.every((v, i) => v === red.data[i % 3]), 'one colour everywhere');
+  const f = seqFrames[3]!;
+  t.is(f.width, 320);
+  t.is(f.height, 240);
+  const back = decodePng(encodePng(f));
+  t.deepEqual(back, f);
+});
+
+test('scene change matches frames.json at full resolution and fires where the scene changed', (t) => {
+  for (let i = 1; i < seqFrames.length; i++) {
+    const expected = framesJson.frames[i]!.vsPrevious!;
+    const d = compareFrames(seqFrames[i - 1]!, seqFrames[i]!, { ...defaultSceneChangeOptions, pixelDelta: 0 });
+    t.true(Math.abs(d.meanAbsDiff - expected.meanAbsDiff) < 0.01, `frame ${i}: ${d.meanAbsDiff}`);
+    t.true(Math.abs(d.changedFraction - expected.changedPixelFraction) < 0.001, `frame ${i}: ${d.changedFraction}`);
+  }
+  const detector = new SceneChangeDetector();
+  t.deepEqual(
+    seqFrames.map((f) => detector.update(f).changed),
+    [true, false, true, true, true],
+  );
+});
+
+test('frames that are not images are refused with a specific error', async (t) => {
+  t.is(sniffImage(Buffer.from('hello')), undefined);
+  await t.throwsAsync(decodeImage(Buffer.from('definitely not a picture')), {
+    code: 'EFRAME',
+    message: 'Frame is not an image: expected PNG, JPEG, BMP, WebP or GIF data',
+  });
+  const png = encodePng(seqFrames[0]!);
+  t.throws(() => decodePng(png.subarray(0, 60)), { code: 'EFRAME' });
+});
+
+test('JPEG frames decode through ffmpeg', async (t) => {
+  const { execFileSync } = await import('node:child_process');
+  const jpeg = execFileSync('ffmpeg', [
+    '-v', 'error', '-i', join(seqDir, 'frame-000.png'), '-f', 'image2pipe', '-vcodec', 'mjpeg', 'pipe:1',
+  ]);
+  t.is(sniffImage(jpeg), 'jpeg');
+  const frame = await decodeImage(jpeg);
+  t.is(frame.width, 320);
+  t.true(compareFrames(frame, seqFrames[0]!, defaultSceneChangeOptions).meanAbsDiff < 3);
+});
+
+test('fitFrame keeps the aspect ratio and averages areas', (t) => {
+  const small = fitFrame(seqFrames[0]!, 160, 160);
+  t.is(small.width, 160);
+  t.is(small.height, 120);
+  t.is(fitFrame(small, 1000, 1000), small);
+});
+
+test('camera specs map to ffmpeg inputs; lavfi testsrc stands in for a V4L2/RTSP camera', async (t) => {
+  t.deepEqual(cameraInputArgs('/dev/video0'), ['-f', 'v4l2', '-i', '/dev/video0']);
+  t.deepEqual(cameraInputArgs('rtsp://cam.local/stream'), ['-rtsp_transport', 'tcp', '-i', 'rtsp://cam.local/stream']);
+  const controller = new AbortController();
+  const frames = [];
+  for await (const f of ffmpegFrames(
+    'lavfi:testsrc=size=320x240:rate=10',
+    { width: 160, height: 120, fps: 10 },
+    controller.signal,
+    () => systemClock.monotonicMs(),
+  )) {
+    frames.push(f);
+    if (frames.length === 3) break;
+  }
+  t.is(frames.length, 3);
+  t.true(frames.every((f) => f.frame.width === 160 && f.frame.data.length === 160 * 120 * 3));
+  await t.throwsAsync(
+    (async () => {
+      for await (const _ of ffmpegFrames('/nonexistent/video.mp4', { width: 8, height: 8, fps: 1 }, controller.signal, () => 0)) {
+        // no frames
+      }
+    })(),
+    { code: 'EFRAME', message: /^Camera \/nonexistent\/video\.mp4 failed: ffmpeg exited with 1: / },
+  );
+});
+
+test('at most one pending frame: newer frames replace it and drops are counted', async (t) => {
+  const q = new LatestFrame();
+  for (let i = 0; i < 5; i++) q.put({ frame: seqFrames[0]!, atMs: i });
+  t.is(q.dropped, 4);
+  t.is((await q.take())!.atMs, 4);
+  const waiting = q.take();
+  q.put({ frame: seqFrames[0]!, atMs: 9 });
+  t.is((await waiting)!.atMs, 9);
+  q.put({ frame: seqFrames[0]!, atMs: 10 });
+  q.end();
+  t.is((await q.take())!.atMs, 10, 'the last frame of a finished source is still taken');
+  t.is(await q.take(), undefined);
+  q.close();
+  t.is(await q.take(), undefined);
+});
+
+test('the slot gate queues up to its limit and refuses beyond it with a retry hint', async (t) => {
+  const gate = new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 1, retryAfterS: 3 });
+  const release1 = await gate.acquire();
+  const second = gate.acquire();
+  await t.throwsAsync(gate.acquire(), {
+    code: 'EBUSY',
+    message: 'The vision.vlm model is busy: 1 running and 1 waiting; retry in 3 s',
+  });
+  release1();
+  const release2 = await second;
+  t.is(gate.running, 1);
+  release2();
+  t.is(gate.running, 0);
+});
+
+test('voice priority holds background work until the voice turn ends', async (t) => {
+  const p = new VoicePriority();
+  p.begin();
+  let resumed = false;
+  const waiting = p.waitForVoiceIdle().then(() => {
+    resumed = true;
+  });
+  await new Promise((r) => setTimeout(r, 10));
+  t.false(resumed);
+  p.end();
+  await waiting;
+  t.true(resumed);
+});
+
+test('vision without the engine reports it, and bad frames are refused first', async (t) => {
+  const models = new SharedModels(
+    { loadChat: () => Promise.reject(new Error('no')), loadTensor: () => Promise.reject(new Error('no')) },
+    () => ({ available: false, reason: 'libMNN.so is not installed' }),
+  );
+  const service = new VisionService(resolveVisionConfig({ model: '/models/vlm/config.json' }), {
+    models,
+    gate: new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 1, retryAfterS: 1 }),
+    clock: systemClock,
+  });
+  await t.throwsAsync(service.query({ frame: seqFrames[0]!, question: 'What is there?' }), {
+    code: 'ENOENGINE',
+    message: 'MNN engine not available: libMNN.so is not installed (the camera VLM needs it)',
+  });
+  await t.throwsAsync(service.query({ frame: { width: 10, height: 10, data: new Uint8Array(5) }, question: 'x' }), {
+    message: 'Frame data is 5 bytes, expected 10×10×3 RGB bytes',
+  });
+  const watcher = service.watch(
+    imageFiles([join(seqDir, 'frame-000.png')], () => 0),
+    { prompt: 'p', intervalS: 0, onSceneChange: true },
+    new AbortController().signal,
+  );
+  const errors: string[] = [];
+  watcher.on('error', (e) => errors.push(e.message));
+  await watcher.done;
+  t.deepEqual(errors, ['MNN engine not available: libMNN.so is not installed (the camera VLM needs it)']);
+});
