@@ -4,6 +4,7 @@ import { type Clock, systemClock } from './common/clock.js';
 import { MnnEdgeError } from './common/errors.js';
 import { createLogger, type Logger } from './common/log.js';
 import { TypedEventEmitter } from './common/typed-events.js';
+import { type ComposeOptions, composeModules } from './compose.js';
 import type { AgentConfig } from './config/schema.js';
 import { createAuthenticator } from './http/auth.js';
 import { registerCoreRoutes } from './http/core-routes.js';
@@ -75,13 +76,9 @@ export interface Agent extends AgentContext {
 
 export const STORE_FILE = 'agent.db';
 
-/**
- * The modules `mnn-edge run` starts, in order. The fleet (MQTT) module goes here when it lands, e.g.
- * `createFleetModule(config.mqtt)`: it gets identity, events and the store through AgentContext and needs no
- * broker for the agent to run (an embedded one is its own concern).
- */
-export function builtinModules(_config: AgentConfig): AgentModule[] {
-  return [];
+/** The modules `mnn-edge run` starts, in order (see compose.ts for how they share handles). */
+export function builtinModules(config: AgentConfig, options: ComposeOptions): AgentModule[] {
+  return composeModules(config, options).modules;
 }
 
 function prepareDataDir(dataDir: string): void {
@@ -231,6 +228,7 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
         }
         await http.listen();
       } catch (err) {
+        logger.error('start failed', { err });
         await stop('start failed');
         throw err;
       }

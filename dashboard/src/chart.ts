@@ -16,6 +16,7 @@ interface Series {
   v: number[];
 }
 
+const MIN_SPAN_MS = 2 * 60_000;
 const PALETTE = ['#2f7ed8', '#e4572e', '#29a35a', '#a05bd5', '#d4a017', '#17a2b8', '#c2185b', '#6d8b1f'];
 
 export class LineChart {
@@ -95,15 +96,21 @@ export class LineChart {
     ctx.clearRect(0, 0, width, height);
 
     let tMax = 0;
+    let tFirst = Number.POSITIVE_INFINITY;
     let lo = Number.POSITIVE_INFINITY;
     let hi = Number.NEGATIVE_INFINITY;
     for (const s of this.#series.values()) {
-      if (s.t.length > 0) tMax = Math.max(tMax, s.t[s.t.length - 1]!);
+      if (s.t.length > 0) {
+        tMax = Math.max(tMax, s.t[s.t.length - 1]!);
+        tFirst = Math.min(tFirst, s.t[0]!);
+      }
       for (const v of s.v) {
         lo = Math.min(lo, v);
         hi = Math.max(hi, v);
       }
     }
+    // Until the window has filled, show what there is (at least two minutes) instead of a sliver at the edge.
+    const span = Math.min(this.#options.windowMs, Math.max(MIN_SPAN_MS, tMax - tFirst));
     const pad = { left: 44, right: 8, top: 8, bottom: 18 };
     const plotW = width - pad.left - pad.right;
     const plotH = height - pad.top - pad.bottom;
@@ -115,8 +122,8 @@ export class LineChart {
     }
     const yMin = this.#options.yMin ?? (lo === hi ? lo - 1 : lo);
     const yMax = this.#options.yMax ?? (lo === hi ? hi + 1 : hi + (hi - lo) * 0.1);
-    const tMin = tMax - this.#options.windowMs;
-    const x = (t: number) => pad.left + ((t - tMin) / this.#options.windowMs) * plotW;
+    const tMin = tMax - span;
+    const x = (t: number) => pad.left + ((t - tMin) / span) * plotW;
     const y = (v: number) =>
       pad.top + plotH - ((Math.min(Math.max(v, yMin), yMax) - yMin) / (yMax - yMin)) * plotH;
 
@@ -129,9 +136,9 @@ export class LineChart {
       ctx.moveTo(pad.left, yy);
       ctx.lineTo(width - pad.right, yy);
       ctx.stroke();
-      ctx.fillText(formatTick(v), 2, yy + 4);
+      ctx.fillText(formatTick(v, (yMax - yMin) / 4), 2, yy + 4);
     }
-    ctx.fillText(`-${Math.round(this.#options.windowMs / 60000)} min`, pad.left, height - 4);
+    ctx.fillText(`-${Math.round(span / 60000)} min`, pad.left, height - 4);
     ctx.fillText('now', width - pad.right - 22, height - 4);
 
     ctx.lineWidth = 1.6;
@@ -150,8 +157,10 @@ export class LineChart {
   }
 }
 
-function formatTick(v: number): string {
+function formatTick(v: number, step: number): string {
   const a = Math.abs(v);
+  // Enough decimals that neighbouring ticks differ (35.2 vs 35.4, not 35 vs 35).
+  if (a < 1e4 && step < 1) return v.toFixed(Math.min(3, Math.ceil(-Math.log10(step))));
   if (a >= 1e9) return `${(v / 1e9).toFixed(1)}G`;
   if (a >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
   if (a >= 1e4) return `${(v / 1e3).toFixed(0)}k`;

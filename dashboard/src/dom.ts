@@ -47,8 +47,13 @@ export function notice(
     'div',
     { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status', 'data-testid': testId },
     h('strong', {}, title),
-    h('p', {}, body),
+    h('p', {}, ...withCode(body)),
   );
+}
+
+/** `backticked` spans of agent messages (commands to run) shown as code. */
+export function withCode(text: string): Array<Node | string> {
+  return text.split('`').map((part, i) => (i % 2 === 1 ? h('code', {}, part) : part));
 }
 
 export function table(headers: readonly string[], rows: readonly Child[][]): HTMLTableElement {

@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { createMemoryLogger } from '../../agent/common/log.js';
@@ -392,6 +392,10 @@ test('the clock.synchronized event fires once when NTP sync appears, and the tim
 });
 
 function spawnRun(dataDir: string, env: NodeJS.ProcessEnv = {}) {
+  // The embedded broker's default port (1883) is shared by every test that runs the daemon: let the OS choose.
+  mkdirSync(dataDir, { recursive: true });
+  const configPath = join(dataDir, '..', `agent-${basename(dataDir)}.json`);
+  writeFileSync(configPath, JSON.stringify({ mqtt: { embeddedBroker: { port: 0 } } }));
   return spawn(
     process.execPath,
     [
@@ -399,6 +403,8 @@ function spawnRun(dataDir: string, env: NodeJS.ProcessEnv = {}) {
       'tsx',
       'agent/cli/mnn-edge.ts',
       'run',
+      '--config',
+      configPath,
       '--port',
       '0',
       '--bind',

@@ -1,4 +1,5 @@
 import { createLogger } from '../../common/log.js';
+import { LogRing } from '../../fleet/builtin-commands.js';
 import { builtinModules, createAgent } from '../../main.js';
 import { createSystemdNotifier } from '../../systemd/index.js';
 import { parseArgs, UsageError } from '../args.js';
@@ -41,13 +42,22 @@ export const command: Command = {
     const args = parseArgs(argv, { values: [...CONFIG_FLAGS, 'port', 'bind'] });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
     const { config, source } = configFromFlags(args, io.env);
+    // The fleet's `logs` command and the dashboard read the same lines journald gets.
+    const logs = new LogRing(2000);
     const logger = createLogger({
       level: config.log.level,
       debug: config.log.debug ?? io.env['DEBUG'],
-      write: (line) => io.stdout.write(`${line}\n`),
+      write: (line) => {
+        io.stdout.write(`${line}\n`);
+        logs.write(line);
+      },
     });
     logger.info('starting', { version: agentVersion(), config: source, pid: process.pid });
-    const agent = createAgent(config, { logger, version: agentVersion(), modules: builtinModules(config) });
+    const agent = createAgent(config, {
+      logger,
+      version: agentVersion(),
+      modules: builtinModules(config, { agentVersion: agentVersion(), logs }),
+    });
     // A no-op outside a Type=notify unit.
     const systemd = createSystemdNotifier({ env: io.env, logger });
     const shutdown = nextShutdownSignal();

@@ -1,0 +1,166 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { createLogger } from '../../agent/common/log.js';
+import { defaultConfig } from '../../agent/config/defaults.js';
+import type { AgentConfig } from '../../agent/config/schema.js';
+import { detect } from '../../agent/detect/index.js';
+import {
+  engineStatusFrom,
+  otaPortFrom,
+  SampleHub,
+  telemetryPortFrom,
+} from '../../agent/http/api/adapters.js';
+import { LogTail } from '../../agent/http/api/log-tail.js';
+import type { DashboardSources, WorkloadsPort } from '../../agent/http/api/ports.js';
+import { createDashboardModule } from '../../agent/http/dashboard-routes.js';
+import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
+import { createRuntimeModule } from '../../agent/runtime/module.js';
+import { TelemetryHistory } from '../../agent/telemetry/history.js';
+import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
+import { engineAvailability } from '../../engine/src/index.js';
+import { JobJournal } from '../../ota/journal.js';
+import { repoRoot } from '../helpers/paths.js';
+
+// An agent composed the way the daemon composes it (real detect on a fixture root, real engine availability,
+// real telemetry samplers and history, the OTA journal, the in-memory log tail) serving the built dashboard,
+// and a real headless Chromium with fake camera and microphone pointed at it. Loopback only.
+
+export const CHROMIUM = process.env['MNN_EDGE_CHROMIUM'] ?? '/usr/bin/chromium';
+export const artifactsDir = join(repoRoot, 'test-artifacts', 'dashboard');
+
+export function buildDashboard(): void {
+  execFileSync(process.execPath, [join(repoRoot, 'dashboard', 'build.mjs')], { stdio: 'pipe' });
+}
+
+export interface DashboardAgent {
+  agent: Agent;
+  url: string;
+  token: string;
+  logTail: LogTail;
+  stop(): Promise<void>;
+}
+
+/** Starts samplers feeding history and the live hub, as the telemetry module does, once a second. */
+function telemetryLoop(root: string, history: TelemetryHistory, hub: SampleHub): () => void {
+  const samplers = [cpuSampler(), memorySampler(), thermalSampler(root)];
+  const timer = setInterval(async () => {
+    const values: Record<string, number> = {};
+    for (const s of samplers) Object.assign(values, await s.sample().catch(() => ({})));
+    const t = Date.now();
+    history.record(
+      Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { n: 1, min: v, max: v, mean: v }])),
+      t,
+    );
+    hub.publish({ t, values });
+  }, 1000);
+  return () => clearInterval(timer);
+}
+
+export async function startDashboardAgent(options: {
+  root: string;
+  workloads?: WorkloadsPort;
+  /** Slots for the real runtime module (planned against an empty catalog: every model slot is unloaded). */
+  slots?: Record<string, unknown>;
+  extraModules?: AgentModule[];
+}): Promise<DashboardAgent> {
+  const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-e2e-'));
+  const base = defaultConfig({});
+  const config: AgentConfig = {
+    ...base,
+    dataDir: join(dir, 'data'),
+    root: options.root,
+    http: { ...base.http, bind: '127.0.0.1', port: 0 },
+  };
+  const logTail = new LogTail();
+  const logger = createLogger({ level: 'debug', write: logTail.write });
+  const caps = detect({ root: options.root });
+  const hub = new SampleHub();
+  let stopSampling: (() => void) | undefined;
+  const dashboard = createDashboardModule({
+    version: '0.0.0-e2e',
+    distDir: join(repoRoot, 'dashboard', 'dist'),
+    logTail,
+    sources: (ctx): DashboardSources => {
+      const history = new TelemetryHistory(ctx.db, { bucketSec: 10, retentionHours: 24 }, ctx.clock);
+      stopSampling = telemetryLoop(options.root, history, hub);
+      return {
+        capabilities: () => caps,
+        engine: engineStatusFrom(engineAvailability),
+        telemetry: telemetryPortFrom(history, hub),
+        ota: otaPortFrom(new JobJournal(ctx.db)),
+        models: { installed: () => [], installs: () => [] },
+        placement: placementPortFrom(runtime.runtime()!),
+        ...(options.workloads ? { workloads: options.workloads } : {}),
+      };
+    },
+  });
+  const agent = createAgent(config, {
+    logger,
+    version: '0.0.0-e2e',
+    modules: [runtime, ...(options.extraModules ?? []), dashboard],
+  });
+  await agent.start();
+  const token = readFileSync(join(config.dataDir, 'pairing-token'), 'utf8').trim();
+  return {
+    agent,
+    url: `http://127.0.0.1:${agent.http.port}`,
+    token,
+    logTail,
+    async stop() {
+      stopSampling?.();
+      await agent.stop('e2e done');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A fresh profile every time, no network beyond loopback, fake media devices fed from fixture files. */
+export async function launchChromium(
+  fakeAudioWav: string,
+): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`Chromium not found at ${CHROMIUM} (install Debian's chromium or set MNN_EDGE_CHROMIUM)`);
+  const profile = mkdtempSync(join(tmpdir(), 'mnn-edge-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--use-fake-device-for-media-stream',
+      '--use-fake-ui-for-media-stream',
+      `--use-file-for-fake-audio-capture=${fakeAudioWav}`,
+      '--autoplay-policy=no-user-gesture-required',
+    ],
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(artifactsDir, { recursive: true });
+  const path = join(artifactsDir, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+export async function login(page: Page, url: string, token: string): Promise<void> {
+  await page.goto(`${url}/#/login`);
+  await page.getByTestId('token').fill(token);
+  await page.getByTestId('login').click();
+  await page.waitForSelector('[data-page="overview"] [data-testid="board-name"]');
+}

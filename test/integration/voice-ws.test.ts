@@ -1,0 +1,174 @@
+// The voice and vision session sockets on a real agent: the documented protocol over a real WebSocket, with the
+// fixture models on the engine (the error paths also without it).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import WebSocket from 'ws';
+import { createMemoryLogger } from '../../agent/common/log.js';
+import { defaultConfig } from '../../agent/config/defaults.js';
+import type { AgentConfig } from '../../agent/config/schema.js';
+import { createAgent } from '../../agent/main.js';
+import { floatToS16le } from '../../agent/workloads/audio/pcm.js';
+import { parseWav } from '../../agent/workloads/audio/wav.js';
+import { createWorkloadsModule, type WorkloadsModuleDeps } from '../../agent/workloads/module.js';
+import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
+
+const models = {
+  llm: join(modelFixturesDir, 'tiny-llm', 'config.json'),
+  asr: join(modelFixturesDir, 'tiny-omni-audio', 'config.json'),
+  vad: join(modelFixturesDir, 'silero-vad', 'silero_vad.mnn'),
+  vlm: join(modelFixturesDir, 'tiny-vlm', 'config.json'),
+};
+
+async function startAgent(t: ExecutionContext, deps: WorkloadsModuleDeps = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-ws-'));
+  const base = defaultConfig({});
+  const config: AgentConfig = {
+    ...base,
+    dataDir,
+    root: join(dataDir, 'no-root'),
+    http: { ...base.http, bind: '127.0.0.1', port: 0 },
+    voice: { models: { llm: models.llm, asr: models.asr, vad: models.vad }, maxNewTokens: 16 },
+    vision: { model: models.vlm, maxNewTokens: 6 },
+  };
+  const module = createWorkloadsModule(deps);
+  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [module] });
+  await agent.start();
+  t.teardown(async () => {
+    await agent.stop('test');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
+  const connect = async (path: string) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${agent.http.port}${path}`, { headers: { Authorization: `Bearer ${token}` } });
+    const messages: Array<Record<string, unknown> | Buffer> = [];
+    ws.on('message', (data, isBinary) =>
+      messages.push(isBinary ? (data as Buffer) : (JSON.parse(String(data)) as Record<string, unknown>)),
+    );
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const waitFor = async (pred: (m: Record<string, unknown>) => boolean, timeoutMs = 60_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = messages.find((m): m is Record<string, unknown> => !Buffer.isBuffer(m) && pred(m));
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(messages.filter((m) => !Buffer.isBuffer(m)))}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    return { ws, messages, closed, waitFor };
+  };
+  return { module, connect };
+}
+
+test('voice without the engine: the start is answered with the reason and the socket closes', async (t) => {
+  const { connect, module } = await startAgent(t, {
+    availability: () => ({ available: false, reason: 'the engine addon is not built' }),
+  });
+  t.deepEqual(module.voiceStatus(), {
+    available: false,
+    reason: 'MNN engine not available: the engine addon is not built',
+  });
+  const { ws, messages, closed } = await connect('/ws/voice');
+  ws.send(JSON.stringify({ type: 'start', mode: 'vad' }));
+  const { code } = await closed;
+  t.is(code, 1011);
+  t.deepEqual(messages, [
+    {
+      type: 'error',
+      code: 'ENOENGINE',
+      message: 'MNN engine not available: the engine addon is not built (the voice reply stage needs it)',
+    },
+  ]);
+});
+
+test('voice protocol errors are specific and keep the session', async (t) => {
+  const { connect } = await startAgent(t, {
+    availability: () => ({ available: false, reason: 'the engine addon is not built' }),
+  });
+  const { ws, waitFor } = await connect('/ws/voice');
+  ws.send(Buffer.alloc(320));
+  t.is((await waitFor((m) => m['type'] === 'error'))['message'], 'Send {"type":"start"} before audio');
+  ws.send('{"type":"sing"}');
+  await waitFor((m) => String(m['message']).startsWith('Unknown message type'));
+  ws.send(JSON.stringify({ type: 'start', format: { sampleRate: 4000, channels: 1, format: 's16le' } }));
+  await waitFor((m) => m['message'] === 'Unsupported sample rate 4000: expected an integer from 8000 to 192000 Hz');
+  t.pass();
+});
+
+const engine = engineAvailability();
+if (!engine.available) {
+  const line = `SKIP voice/vision socket answers: ${unavailableMessage(engine.reason)}`;
+  console.log(line);
+  test.skip(line, () => {});
+} else {
+  test('voice over the socket: 48 kHz stereo in, events and reply audio out in protocol order', async (t) => {
+    const { connect, module } = await startAgent(t);
+    t.deepEqual(module.voiceStatus(), { available: true, path: '/ws/voice' });
+    const { ws, messages, waitFor } = await connect('/ws/voice');
+    ws.send(JSON.stringify({ type: 'start', mode: 'vad', duplex: 'full', format: { sampleRate: 48000, channels: 2, format: 's16le' } }));
+    const ready = await waitFor((m) => m['type'] === 'ready');
+    t.is(ready['sampleRate'], 16000);
+    const wav = readFileSync(join(mediaFixturesDir, 'speech-hello-48k-stereo.wav'));
+    const pcm = wav.subarray(44);
+    const silence = Buffer.alloc(48000 * 4); // 1 s of stereo s16le
+    const audio = Buffer.concat([silence, pcm, silence]);
+    for (let at = 0; at < audio.length; at += 3840) ws.send(audio.subarray(at, at + 3840)); // 20 ms chunks
+    const end = await waitFor((m) => m['type'] === 'turn-end');
+    t.is(end['status'], 'completed', JSON.stringify(end));
+    const events = messages.map((m) => (Buffer.isBuffer(m) ? 'binary' : String(m['type'])));
+    const order = ['speech-start', 'speech-end', 'transcript', 'reply-delta', 'audio', 'turn-end'];
+    t.deepEqual(
+      order.map((e) => events.indexOf(e)),
+      [...order.map((e) => events.indexOf(e))].sort((a, b) => a - b),
+      events.join(' '),
+    );
+    // Every audio event is followed by exactly one binary frame of s16le at the announced rate.
+    events.forEach((e, i) => {
+      if (e === 'audio') t.is(events[i + 1], 'binary');
+      if (e === 'binary') t.is(events[i - 1], 'audio');
+    });
+    const pcmBytes = messages.filter(Buffer.isBuffer).reduce((n, b) => n + b.length, 0);
+    const rate = (messages.find((m) => !Buffer.isBuffer(m) && m['type'] === 'audio') as Record<string, number>)['sampleRate']!;
+    t.true(pcmBytes / 2 / rate > 0.3, `reply audio ${(pcmBytes / 2 / rate).toFixed(2)} s`);
+    const metrics = end['metrics'] as Record<string, number>;
+    t.true(metrics['speechMs']! > 1500 && metrics['speechMs']! < 3000, `speech ${metrics['speechMs']} ms`);
+    t.is(typeof metrics['ttfaMs'], 'number');
+    ws.close();
+  });
+
+  test('vision over the socket: ask with a PNG streams an answer; a non-image is refused', async (t) => {
+    const { connect } = await startAgent(t);
+    const { ws, messages, waitFor } = await connect('/ws/vision');
+    await waitFor((m) => m['type'] === 'ready');
+    const png = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
+    ws.send(JSON.stringify({ type: 'ask', question: 'What do you see?', mime: 'image/png', bytes: png.length }));
+    ws.send(png);
+    const answer = await waitFor((m) => m['type'] === 'answer');
+    const deltas = messages.filter((m) => !Buffer.isBuffer(m) && m['type'] === 'answer-delta').map((m) => (m as Record<string, string>)['text']);
+    t.true(deltas.length > 0);
+    t.is(deltas.join(''), String(answer['text']));
+    const junk = Buffer.from('this is not an image at all');
+    ws.send(JSON.stringify({ type: 'ask', question: 'And this?', mime: 'image/jpeg', bytes: junk.length }));
+    ws.send(junk);
+    const err = await waitFor((m) => m['type'] === 'error');
+    t.is(err['message'], 'Frame is not an image: expected PNG, JPEG, BMP, WebP or GIF data');
+    ws.send(JSON.stringify({ type: 'ask', question: 'Big?', mime: 'image/jpeg', bytes: 50 * 1024 * 1024 }));
+    await waitFor((m) => m['message'] === 'Image of 52428800 bytes exceeds 8388608 bytes (vision.maxFrameBytes)');
+    // Watch mode with pushed frames: the first frame is always described, with a thumbnail.
+    ws.send(JSON.stringify({ type: 'watch', prompt: 'Hello', intervalMs: 60_000 }));
+    ws.send(JSON.stringify({ type: 'frame', mime: 'image/png', bytes: png.length }));
+    ws.send(png);
+    const watched = await waitFor((m) => m['type'] === 'watch-event');
+    t.is(watched['trigger'], 'first');
+    t.regex(String(watched['thumbnail']), /^data:image\/png;base64,/);
+    ws.close();
+  });
+}
