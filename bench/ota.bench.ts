@@ -2,9 +2,9 @@
 // streaming, fsync, rename into place) next to `curl URL | tee >(sha256sum) > file; sync`, the shell's way of
 // doing the same work, measured in the same run and alternated so both see the same page cache and CPU.
 // Target (issue 7): ours ≥ 0.8× curl's throughput. OTA_BENCH_BYTES overrides the 1 GiB size.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Downloader } from '../ota/download.js';
@@ -20,13 +20,14 @@ try {
   // Generated, not sparse: a sparse file would let the server skip real page-cache reads.
   const served = join(work, 'served');
   const staging = join(work, 'staging');
-  spawnSync('mkdir', ['-p', served, staging]);
+  mkdirSync(served);
+  mkdirSync(staging);
   const file = join(served, 'pkg.tar');
   const hash = createHash('sha256');
   const block = Buffer.alloc(4 * 1024 * 1024);
   const fd = openSync(file, 'w');
   for (let done = 0; done < SIZE; done += block.length) {
-    for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((done + i) * 2654435761 >>> 0, i);
+    for (let i = 0; i < block.length; i += 4) block.writeUInt32LE(((done + i) * 2654435761) >>> 0, i);
     const chunk = block.subarray(0, Math.min(block.length, SIZE - done));
     hash.update(chunk);
     writeSync(fd, chunk);
@@ -48,9 +49,12 @@ try {
       const out = join(staging, `curl-${run}.tar`);
       const script = `curl -sS --fail '${url}' | tee >(sha256sum > '${out}.sha') > '${out}'; sync`;
       const t1 = process.hrtime.bigint();
-      const r = spawnSync('bash', ['-c', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+      // Asynchronous: the package server runs in this process and must keep serving while curl reads.
+      const status = await new Promise<number | null>((resolve) =>
+        spawn('bash', ['-c', script], { stdio: ['ignore', 'ignore', 'inherit'] }).on('exit', resolve),
+      );
       theirs.push(Number(process.hrtime.bigint() - t1) / 1e9);
-      if (r.status !== 0) throw new Error(`baseline failed with status ${r.status}`);
+      if (status !== 0) throw new Error(`baseline failed with status ${status}`);
       rmSync(out);
       rmSync(`${out}.sha`);
     }
@@ -66,7 +70,9 @@ try {
     const ratio = oursRate.median / theirRate.median;
     const max = Math.max(oursRate.median, theirRate.median);
     console.log(bar('ota downloader', oursRate.median, max, `${fmt(oursRate.median, 0)} MiB/s`));
-    console.log(bar('curl | tee sha256sum; sync', theirRate.median, max, `${fmt(theirRate.median, 0)} MiB/s`));
+    console.log(
+      bar('curl | tee sha256sum; sync', theirRate.median, max, `${fmt(theirRate.median, 0)} MiB/s`),
+    );
     console.log(`ratio ours/curl: ${fmt(ratio)}× (target ≥ ${TARGET}×) ${verdict(ratio >= TARGET)}`);
   } else {
     console.log('curl not found: no baseline this run');

@@ -63,7 +63,8 @@ class PushedFrames implements AsyncIterable<TimedFrame> {
 }
 
 function positiveInt(v: unknown, what: string): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new WorkloadError('EFRAME', `${what} must be a positive integer`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+    throw new WorkloadError('EFRAME', `${what} must be a positive integer`);
   return v;
 }
 
@@ -138,9 +139,13 @@ export function attachVisionSocket(ws: WebSocket, deps: VisionSocketDeps): void 
     if (isBinary) {
       const header = expecting;
       expecting = undefined;
-      if (!header) throw new WorkloadError('EFRAME', 'Binary frame without a preceding "ask" or "frame" message');
+      if (!header)
+        throw new WorkloadError('EFRAME', 'Binary frame without a preceding "ask" or "frame" message');
       if (bytes.length !== header.bytes) {
-        throw new WorkloadError('EFRAME', `Image is ${bytes.length} bytes but the message announced ${header.bytes}`);
+        throw new WorkloadError(
+          'EFRAME',
+          `Image is ${bytes.length} bytes but the message announced ${header.bytes}`,
+        );
       }
       if (header.kind === 'ask') return ask(header.question, bytes);
       if (!watch) throw new WorkloadError('EFRAME', 'Frame sent while not watching: send "watch" first');
@@ -159,19 +164,33 @@ export function attachVisionSocket(ws: WebSocket, deps: VisionSocketDeps): void 
           throw new WorkloadError('EFRAME', 'ask.question must be a non-empty string');
         }
         const size = positiveInt(m['bytes'], 'ask.bytes');
-        if (size > maxBytes) throw new WorkloadError('EFRAME', `Image of ${size} bytes exceeds ${maxBytes} bytes (vision.maxFrameBytes)`);
+        if (size > maxBytes)
+          throw new WorkloadError(
+            'EFRAME',
+            `Image of ${size} bytes exceeds ${maxBytes} bytes (vision.maxFrameBytes)`,
+          );
         expecting = { kind: 'ask', question: m['question'], bytes: size };
         return;
       }
       case 'frame': {
         const size = positiveInt(m['bytes'], 'frame.bytes');
-        if (size > maxBytes) throw new WorkloadError('EFRAME', `Image of ${size} bytes exceeds ${maxBytes} bytes (vision.maxFrameBytes)`);
+        if (size > maxBytes)
+          throw new WorkloadError(
+            'EFRAME',
+            `Image of ${size} bytes exceeds ${maxBytes} bytes (vision.maxFrameBytes)`,
+          );
         expecting = { kind: 'frame', bytes: size };
         return;
       }
       case 'watch': {
-        const prompt = typeof m['prompt'] === 'string' && m['prompt'].trim() ? m['prompt'] : deps.vision.config.watch.prompt;
-        const intervalMs = m['intervalMs'] === undefined ? deps.vision.config.watch.intervalS * 1000 : positiveInt(m['intervalMs'], 'watch.intervalMs');
+        const prompt =
+          typeof m['prompt'] === 'string' && m['prompt'].trim()
+            ? m['prompt']
+            : deps.vision.config.watch.prompt;
+        const intervalMs =
+          m['intervalMs'] === undefined
+            ? deps.vision.config.watch.intervalS * 1000
+            : positiveInt(m['intervalMs'], 'watch.intervalMs');
         startWatch(prompt, intervalMs);
         return;
       }
@@ -179,7 +198,10 @@ export function attachVisionSocket(ws: WebSocket, deps: VisionSocketDeps): void 
         stopWatch();
         return;
       default:
-        throw new WorkloadError('EFRAME', `Unknown message type ${JSON.stringify(m['type'])} (expected ask, frame, watch, unwatch)`);
+        throw new WorkloadError(
+          'EFRAME',
+          `Unknown message type ${JSON.stringify(m['type'])} (expected ask, frame, watch, unwatch)`,
+        );
     }
   };
 

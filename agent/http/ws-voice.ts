@@ -8,8 +8,8 @@ import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { floatToS16le, PcmToPipeline, PIPELINE_FORMAT, PIPELINE_RATE } from '../workloads/audio/pcm.js';
 import { WorkloadError } from '../workloads/errors.js';
-import type { VoiceEvents, VoiceSession } from '../workloads/voice/session.js';
 import type { SessionOverrides } from '../workloads/voice/service.js';
+import type { VoiceEvents, VoiceSession } from '../workloads/voice/session.js';
 import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from './api/limits.js';
 import type { HttpRouter } from './router.js';
 
@@ -44,21 +44,31 @@ function parseClientMessage(text: string): ClientMessage {
   switch (type) {
     case 'start':
       if (m['mode'] !== undefined && m['mode'] !== 'vad' && m['mode'] !== 'push-to-talk') {
-        throw new WorkloadError('ESTATE', `start.mode must be "vad" or "push-to-talk", got ${JSON.stringify(m['mode'])}`);
+        throw new WorkloadError(
+          'ESTATE',
+          `start.mode must be "vad" or "push-to-talk", got ${JSON.stringify(m['mode'])}`,
+        );
       }
       if (m['duplex'] !== undefined && m['duplex'] !== 'half' && m['duplex'] !== 'full') {
-        throw new WorkloadError('ESTATE', `start.duplex must be "half" or "full", got ${JSON.stringify(m['duplex'])}`);
+        throw new WorkloadError(
+          'ESTATE',
+          `start.duplex must be "half" or "full", got ${JSON.stringify(m['duplex'])}`,
+        );
       }
       return m as ClientMessage;
     case 'ptt':
-      if (typeof m['pressed'] !== 'boolean') throw new WorkloadError('ESTATE', 'ptt.pressed must be a boolean');
+      if (typeof m['pressed'] !== 'boolean')
+        throw new WorkloadError('ESTATE', 'ptt.pressed must be a boolean');
       return m as ClientMessage;
     case 'playback-done':
     case 'reset':
     case 'stop':
       return m as ClientMessage;
     default:
-      throw new WorkloadError('ESTATE', `Unknown message type ${JSON.stringify(type)} (expected start, ptt, playback-done, reset, stop)`);
+      throw new WorkloadError(
+        'ESTATE',
+        `Unknown message type ${JSON.stringify(type)} (expected start, ptt, playback-done, reset, stop)`,
+      );
   }
 }
 
@@ -93,13 +103,19 @@ export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps): void {
     send({ type: 'error', ...(typeof code === 'string' ? { code } : {}), message: errorMessage(err) });
   };
 
-  const forward = <K extends keyof VoiceEvents & string>(s: VoiceSession, type: K, map?: (e: VoiceEvents[K]) => Record<string, unknown>) => {
+  const forward = <K extends keyof VoiceEvents & string>(
+    s: VoiceSession,
+    type: K,
+    map?: (e: VoiceEvents[K]) => Record<string, unknown>,
+  ) => {
     offs.push(s.on(type, (e) => send({ type, ...(map ? map(e) : (e as Record<string, unknown>)) })));
   };
 
   const start = async (m: Extract<ClientMessage, { type: 'start' }>) => {
     if (session) throw new WorkloadError('ESTATE', 'The session has already started');
-    converter = new PcmToPipeline(m.format === undefined ? PIPELINE_FORMAT : (m.format as typeof PIPELINE_FORMAT));
+    converter = new PcmToPipeline(
+      m.format === undefined ? PIPELINE_FORMAT : (m.format as typeof PIPELINE_FORMAT),
+    );
     const opened = await deps.open(id, {
       ...(m.mode ? { mode: m.mode } : {}),
       ...(m.duplex ? { duplex: m.duplex } : {}),
@@ -123,7 +139,13 @@ export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps): void {
         ws.send(floatToS16le(e.samples));
       }),
     );
-    send({ type: 'ready', id, mode: m.mode ?? 'vad', sampleRate: PIPELINE_RATE, stages: deps.describeStages() });
+    send({
+      type: 'ready',
+      id,
+      mode: m.mode ?? 'vad',
+      sampleRate: PIPELINE_RATE,
+      stages: deps.describeStages(),
+    });
   };
 
   const handle = async (data: RawData, isBinary: boolean) => {

@@ -57,6 +57,8 @@ export interface RuntimeOptions {
   startupTimeoutMs: number;
   /** A reconcile run longer than this is reported and cancelled by the loop's watchdog. */
   stuckAfterMs: number;
+  /** How often the watchdog looks at the loop and refreshes the hosts' RSS for the dashboard. */
+  tickMs: number;
   failureBackoff: FailureBackoff;
 }
 
@@ -70,6 +72,7 @@ export const defaultRuntimeOptions: RuntimeOptions = {
   runnerBackoff: { baseMs: 500, maxMs: 60_000 },
   startupTimeoutMs: 5 * 60_000,
   stuckAfterMs: 15 * 60_000,
+  tickMs: 10_000,
   failureBackoff: defaultFailureBackoff,
 };
 
@@ -106,6 +109,8 @@ export interface GenerateResult {
 
 export interface InstanceState {
   key: string;
+  modelId: string;
+  version: string;
   status: InstanceStatus;
   pid: number;
   rssBytes: number;
@@ -403,8 +408,16 @@ export class Runtime {
 
   start(): void {
     this.#runner.trigger();
-    this.#watchdog ??= setInterval(() => this.#checkLoop(), Math.min(30_000, this.#opts.stuckAfterMs / 4));
+    this.#watchdog ??= setInterval(
+      () => this.#tick(),
+      Math.max(5, Math.min(this.#opts.tickMs, this.#opts.stuckAfterMs / 4)),
+    );
     this.#watchdog.unref?.();
+  }
+
+  #tick(): void {
+    for (const inst of this.#instances.values()) if (inst.status === 'ready') void this.#sampleMemory(inst);
+    this.#checkLoop();
   }
 
   /** The loop's own health check: a run stuck past its limit is reported and cancelled, so the loop recovers. */
@@ -463,6 +476,8 @@ export class Runtime {
       active: this.#choices.map((c) => ({ ...c })),
       instances: [...this.#instances.values()].map((i) => ({
         key: i.spec.key,
+        modelId: i.spec.modelId,
+        version: i.spec.version,
         status: i.status,
         pid: i.host.pid,
         rssBytes: i.rssBytes,

@@ -1,7 +1,7 @@
 // Loading the models the workloads run, once each, shared by every session that uses them. The loader is a
 // port: in this process through the engine (engineModelLoader), or whatever the composition root supplies.
-import type { EngineAvailability } from '../../engine/src/index.js';
-import { type ChatModel, requireEngine } from './chat-model.js';
+import { type EngineAvailability, Llm, Module } from '../../engine/src/index.js';
+import { type ChatModel, EngineChatModel, requireEngine } from './chat-model.js';
 import type { TensorModel } from './voice/vad.js';
 
 export interface ModelLoader {
@@ -9,10 +9,9 @@ export interface ModelLoader {
   loadTensor(path: string, io: { inputs: string[]; outputs: string[] }): Promise<TensorModel>;
 }
 
-/** In-process engine models: Llm for chat/ASR/talker, Module for Silero VAD. */
+/** In-process engine models: Llm for chat/ASR/talker, Module for Silero VAD. Nothing loads the addon until a
+ *  model is loaded, so this is safe to create where the engine is missing. */
 export async function engineModelLoader(): Promise<ModelLoader> {
-  const { Llm, Module } = await import('../../engine/src/index.js');
-  const { EngineChatModel } = await import('./chat-model.js');
   return {
     async loadChat(configPath) {
       return new EngineChatModel(configPath, await Llm.load(configPath));

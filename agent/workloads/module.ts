@@ -14,7 +14,14 @@ import { registerVisionSocket, VISION_WS_PATH } from '../http/ws-vision.js';
 import { registerVoiceSocket, VOICE_WS_PATH } from '../http/ws-voice.js';
 import type { AgentContext, AgentModule } from '../main.js';
 import type { MetricSample } from '../telemetry/samplers.js';
-import { AplaySink, type AudioSink, arecordSource, type AudioSource, WavFileSink, wavFileSource } from './audio/io.js';
+import {
+  AplaySink,
+  type AudioSink,
+  type AudioSource,
+  arecordSource,
+  WavFileSink,
+  wavFileSource,
+} from './audio/io.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
 import { engineModelLoader, type ModelLoader, SharedModels } from './model-loader.js';
 import { SlotGate, VoicePriority } from './scheduler.js';
@@ -79,7 +86,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
       const engine = engineReason();
       if (engine) return unavailable(engine);
       if (!c.models.llm) return unavailable('No reply model configured for voice (voice.models.llm)');
-      if (!c.models.omni && !c.models.asr) return unavailable('No speech recognition model configured (voice.models.asr)');
+      if (!c.models.omni && !c.models.asr)
+        return unavailable('No speech recognition model configured (voice.models.asr)');
       return { available: true, path: VOICE_WS_PATH };
     },
 
@@ -115,7 +123,11 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
       const gateFor = (path: string, name: string) => {
         let g = gates.get(path);
         if (!g) {
-          g = new SlotGate(name, { concurrency: vic.concurrency, maxQueued: vic.maxQueued, retryAfterS: vic.retryAfterS });
+          g = new SlotGate(name, {
+            concurrency: vic.concurrency,
+            maxQueued: vic.maxQueued,
+            retryAfterS: vic.retryAfterS,
+          });
           gates.set(path, g);
         }
         return g;
@@ -169,7 +181,9 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
           messagesPerSecond,
           clock: ctx.clock,
           logger: log,
-          ...(deps.publishEvent ? { publish: (e: Record<string, unknown>) => deps.publishEvent!('vision.watch', e) } : {}),
+          ...(deps.publishEvent
+            ? { publish: (e: Record<string, unknown>) => deps.publishEvent!('vision.watch', e) }
+            : {}),
         }),
       );
 
@@ -196,10 +210,17 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
       if (vic.watch.enabled && vic.camera) {
         const camera = vic.camera;
         const runner = vision.watch(
-          ffmpegFrames(camera, { width: vic.frameWidth, height: vic.frameHeight, fps: 1 }, background.signal, () =>
-            ctx.clock.monotonicMs(),
+          ffmpegFrames(
+            camera,
+            { width: vic.frameWidth, height: vic.frameHeight, fps: 1 },
+            background.signal,
+            () => ctx.clock.monotonicMs(),
           ),
-          { prompt: vic.watch.prompt, intervalS: vic.watch.intervalS, onSceneChange: vic.watch.onSceneChange },
+          {
+            prompt: vic.watch.prompt,
+            intervalS: vic.watch.intervalS,
+            onSceneChange: vic.watch.onSceneChange,
+          },
           background.signal,
         );
         runner.on('answer', (a) =>

@@ -10,6 +10,7 @@ import { detect } from '../../agent/detect/index.js';
 import {
   engineStatusFrom,
   otaPortFrom,
+  placementPortFrom,
   SampleHub,
   telemetryPortFrom,
 } from '../../agent/http/api/adapters.js';
@@ -17,9 +18,11 @@ import { LogTail } from '../../agent/http/api/log-tail.js';
 import type { DashboardSources, WorkloadsPort } from '../../agent/http/api/ports.js';
 import { createDashboardModule } from '../../agent/http/dashboard-routes.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
+import { boardFromCapabilities } from '../../agent/plan/from-capabilities.js';
 import { createRuntimeModule } from '../../agent/runtime/module.js';
 import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
+import { matchProfile } from '../../board-support/index.js';
 import { engineAvailability } from '../../engine/src/index.js';
 import { JobJournal } from '../../ota/journal.js';
 import { repoRoot } from '../helpers/paths.js';
@@ -73,10 +76,16 @@ export async function startDashboardAgent(options: {
     dataDir: join(dir, 'data'),
     root: options.root,
     http: { ...base.http, bind: '127.0.0.1', port: 0 },
+    ...(options.slots ? { slots: options.slots } : {}),
   };
+  const caps = detect({ root: options.root });
+  // The fixture trees carry no /proc/meminfo; plan as the 8 GB ROCK 5B the fixture was captured on.
+  const runtime = createRuntimeModule({
+    catalog: () => ({ models: [] }),
+    board: () => boardFromCapabilities(caps, matchProfile(caps), { ramBytes: 8 * 1024 ** 3 }),
+  });
   const logTail = new LogTail();
   const logger = createLogger({ level: 'debug', write: logTail.write });
-  const caps = detect({ root: options.root });
   const hub = new SampleHub();
   let stopSampling: (() => void) | undefined;
   const dashboard = createDashboardModule({

@@ -15,9 +15,9 @@ import { mediaFixturesDir } from '../helpers/paths.js';
 import { engineOrSkip, models } from './_engine.js';
 
 const seqDir = join(mediaFixturesDir, 'camera-seq');
-const files = (JSON.parse(readFileSync(join(seqDir, 'frames.json'), 'utf8')) as { frames: Array<{ file: string }> }).frames.map(
-  (f) => join(seqDir, f.file),
-);
+const files = (
+  JSON.parse(readFileSync(join(seqDir, 'frames.json'), 'utf8')) as { frames: Array<{ file: string }> }
+).frames.map((f) => join(seqDir, f.file));
 
 if (engineOrSkip(test, 'vision')) {
   const shared = new SharedModels(await engineModelLoader(), engineAvailability);
@@ -39,7 +39,11 @@ if (engineOrSkip(test, 'vision')) {
       }
     }
     const controller = new AbortController();
-    runner = service().watch(camera(), { prompt: 'What changed?', intervalS: 0, onSceneChange: true }, controller.signal);
+    runner = service().watch(
+      camera(),
+      { prompt: 'What changed?', intervalS: 0, onSceneChange: true },
+      controller.signal,
+    );
     const triggers: Array<string | undefined> = [];
     const answers: WatchAnswer[] = [];
     runner.on('frame', (f) => triggers.push(f.trigger));
@@ -62,20 +66,33 @@ if (engineOrSkip(test, 'vision')) {
     }
   });
 
-  test.serial('a camera faster than the VLM: the pending frame is replaced and drops are counted', async (t) => {
-    async function* burst(): AsyncGenerator<TimedFrame> {
-      for (const file of files) yield { frame: decodePng(readFileSync(file)), atMs: systemClock.monotonicMs() };
-    }
-    const runner = service().watch(burst(), { prompt: 'Hello', intervalS: 0, onSceneChange: true }, new AbortController().signal);
-    await runner.done;
-    t.is(runner.framesSeen + runner.framesDropped, files.length);
-    t.true(runner.framesDropped > 0);
-  });
+  test.serial(
+    'a camera faster than the VLM: the pending frame is replaced and drops are counted',
+    async (t) => {
+      async function* burst(): AsyncGenerator<TimedFrame> {
+        for (const file of files)
+          yield { frame: decodePng(readFileSync(file)), atMs: systemClock.monotonicMs() };
+      }
+      const runner = service().watch(
+        burst(),
+        { prompt: 'Hello', intervalS: 0, onSceneChange: true },
+        new AbortController().signal,
+      );
+      await runner.done;
+      t.is(runner.framesSeen + runner.framesDropped, files.length);
+      t.true(runner.framesDropped > 0);
+    },
+  );
 
   test.serial('query mode on a frame from ffmpeg testsrc streams an answer', async (t) => {
     const controller = new AbortController();
     let frame: TimedFrame | undefined;
-    for await (const f of ffmpegFrames('lavfi:testsrc=size=320x240:rate=5', { width: 320, height: 240, fps: 5 }, controller.signal, () => 0)) {
+    for await (const f of ffmpegFrames(
+      'lavfi:testsrc=size=320x240:rate=5',
+      { width: 320, height: 240, fps: 5 },
+      controller.signal,
+      () => 0,
+    )) {
       frame = f;
       break;
     }

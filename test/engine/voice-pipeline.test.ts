@@ -6,18 +6,18 @@ import { join } from 'node:path';
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
-import { rms } from '../../agent/workloads/audio/pcm.js';
 import { WavFileSink } from '../../agent/workloads/audio/io.js';
+import { rms } from '../../agent/workloads/audio/pcm.js';
 import { parseWav } from '../../agent/workloads/audio/wav.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
 import { engineModelLoader, SharedModels } from '../../agent/workloads/model-loader.js';
 import { runVoiceLoop } from '../../agent/workloads/voice/loop.js';
-import type { VoiceEvents } from '../../agent/workloads/voice/session.js';
+import { UtteranceSegmenter } from '../../agent/workloads/voice/segmenter.js';
 import { VoiceService } from '../../agent/workloads/voice/service.js';
+import type { VoiceEvents } from '../../agent/workloads/voice/session.js';
 import { AudioLlmAsr } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
 import { createVad, VAD_FRAME_SAMPLES } from '../../agent/workloads/voice/vad.js';
-import { UtteranceSegmenter } from '../../agent/workloads/voice/segmenter.js';
 import { engineAvailability } from '../../engine/src/index.js';
 import { engineOrSkip, media, models } from './_engine.js';
 
@@ -44,7 +44,8 @@ if (engineOrSkip(test, 'voice pipeline')) {
         if (e.type === 'utterance') found.push([e.utterance.startSample, e.utterance.endSample]);
       }
     }
-    for (const e of seg.flush()) if (e.type === 'utterance') found.push([e.utterance.startSample, e.utterance.endSample]);
+    for (const e of seg.flush())
+      if (e.type === 'utterance') found.push([e.utterance.startSample, e.utterance.endSample]);
     t.deepEqual(
       found,
       expected.segmentsSileroDefaults.segments.map((s) => [s.startSample, s.endSample]),
@@ -65,96 +66,111 @@ if (engineOrSkip(test, 'voice pipeline')) {
     });
   });
 
-  test.serial('a WAV conversation: two requests, two turns with transcripts, speech out, metrics stored', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-voice-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const db = openStore(':memory:');
-    const store = new VoiceTurnStore(db, { maxTurns: 100, maxAgeHours: 24 });
-    const service = new VoiceService(
-      resolveVoiceConfig({
-        models: { vad: models.sileroVad, asr: models.tinyOmniAudio, llm: models.tinyLlm },
-        maxNewTokens: 24,
-      }),
-      { models: shared, clock: systemClock, sink: store },
-    );
-    const session = await service.open('wav-1', { duplex: 'full' });
-    const log: Array<{ type: string; turn?: number }> = [];
-    for (const type of ['speech-start', 'speech-end', 'transcript', 'reply-delta', 'audio', 'turn-end'] as const) {
-      session.on(type, (e: VoiceEvents[typeof type]) => log.push({ type, ...('turn' in e ? { turn: e.turn } : {}) }));
-    }
-    const out = join(dir, 'reply.wav');
-    // The second request comes after the first reply, as in a conversation (pushed at once it would barge in).
-    const audio = parseWav(readFileSync(media.vadWav)).channels[0]!;
-    const middle = 61631; // inside the 1.5 s of silence between the two requests
-    async function* conversation() {
-      yield audio.subarray(0, middle);
-      await session.idle();
-      yield audio.subarray(middle);
-    }
-    await runVoiceLoop(session, conversation(), new WavFileSink(out));
-    await session.close();
-    t.is(service.sessions, 0);
-
-    const turns = store.recent().reverse();
-    t.deepEqual(
-      turns.map((x) => [x.turn, x.status]),
-      [
-        [1, 'completed'],
-        [2, 'completed'],
-      ],
-    );
-    const last = turns.at(-1)!;
-    t.is(last.status, 'completed');
-    t.true(last.transcript !== undefined && last.transcript.length > 0);
-    t.true((last.reply ?? '').length > 0);
-    t.true(last.metrics.promptTokens! > 0 && last.metrics.generatedTokens! > 0);
-    for (const k of ['asrMs', 'ttftMs', 'ttfaMs', 'asrRtf', 'ttsRtf', 'tokensPerSec'] as const) {
-      t.true(typeof last.metrics[k] === 'number', k);
-    }
-    // Per turn: transcript, then text, then audio; each turn ends with turn-end.
-    for (const turn of turns.map((x) => x.turn)) {
-      const own = log.filter((e) => e.turn === turn).map((e) => e.type);
-      t.is(own[0], 'speech-end');
-      t.is(own[1], 'transcript');
-      t.true(own.indexOf('reply-delta') < own.indexOf('audio'));
-      t.is(own.at(-1), 'turn-end');
-    }
-    const wav = parseWav(readFileSync(out));
-    const seconds = wav.channels[0]!.length / wav.sampleRate;
-    t.true(seconds > 0.5 && seconds < 60, `reply audio ${seconds} s`);
-    t.true(rms(wav.channels[0]!) > 0.01, 'espeak-ng produced audible speech');
-  });
-
-  test.serial('barge-in on the engine: speech during generation aborts it, the next request is answered', async (t) => {
-    const service = new VoiceService(
-      resolveVoiceConfig({
-        models: { vad: models.sileroVad, asr: models.tinyOmniAudio, llm: models.tinyLlm },
-        // Long enough that the reply is still being generated when the user speaks again.
-        maxNewTokens: 1500,
-      }),
-      { models: shared, clock: systemClock },
-    );
-    const session = await service.open('barge', { duplex: 'full' });
-    const log: Array<{ type: string; turn?: number; status?: string }> = [];
-    for (const type of ['speech-end', 'barge-in', 'turn-end'] as const) {
-      session.on(type, (e: VoiceEvents[typeof type]) =>
-        log.push({ type, turn: e.turn, ...('status' in e ? { status: e.status } : {}) }),
+  test.serial(
+    'a WAV conversation: two requests, two turns with transcripts, speech out, metrics stored',
+    async (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-voice-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      const db = openStore(':memory:');
+      const store = new VoiceTurnStore(db, { maxTurns: 100, maxAgeHours: 24 });
+      const service = new VoiceService(
+        resolveVoiceConfig({
+          models: { vad: models.sileroVad, asr: models.tinyOmniAudio, llm: models.tinyLlm },
+          maxNewTokens: 24,
+        }),
+        { models: shared, clock: systemClock, sink: store },
       );
-    }
-    const audio = parseWav(readFileSync(media.vadWav)).channels[0]!;
-    const firstDelta = new Promise<void>((resolve) => session.once('reply-delta', () => resolve()));
-    session.pushAudio(audio.subarray(0, 61631));
-    await firstDelta;
-    session.pushAudio(audio.subarray(61631));
-    await session.endOfInput();
-    await session.idle();
-    await session.close();
-    t.deepEqual(log, [
-      { type: 'speech-end', turn: 1 },
-      { type: 'barge-in', turn: 1 },
-      { type: 'turn-end', turn: 1, status: 'cancelled' },
-      { type: 'speech-end', turn: 2 },
-      { type: 'turn-end', turn: 2, status: 'completed' },
-    ]);
-  });
+      const session = await service.open('wav-1', { duplex: 'full' });
+      const log: Array<{ type: string; turn?: number }> = [];
+      for (const type of [
+        'speech-start',
+        'speech-end',
+        'transcript',
+        'reply-delta',
+        'audio',
+        'turn-end',
+      ] as const) {
+        session.on(type, (e: VoiceEvents[typeof type]) =>
+          log.push({ type, ...('turn' in e ? { turn: e.turn } : {}) }),
+        );
+      }
+      const out = join(dir, 'reply.wav');
+      // The second request comes after the first reply, as in a conversation (pushed at once it would barge in).
+      const audio = parseWav(readFileSync(media.vadWav)).channels[0]!;
+      const middle = 61631; // inside the 1.5 s of silence between the two requests
+      async function* conversation() {
+        yield audio.subarray(0, middle);
+        await session.idle();
+        yield audio.subarray(middle);
+      }
+      await runVoiceLoop(session, conversation(), new WavFileSink(out));
+      await session.close();
+      t.is(service.sessions, 0);
+
+      const turns = store.recent().reverse();
+      t.deepEqual(
+        turns.map((x) => [x.turn, x.status]),
+        [
+          [1, 'completed'],
+          [2, 'completed'],
+        ],
+      );
+      const last = turns.at(-1)!;
+      t.is(last.status, 'completed');
+      t.true(last.transcript !== undefined && last.transcript.length > 0);
+      t.true((last.reply ?? '').length > 0);
+      t.true(last.metrics.promptTokens! > 0 && last.metrics.generatedTokens! > 0);
+      for (const k of ['asrMs', 'ttftMs', 'ttfaMs', 'asrRtf', 'ttsRtf', 'tokensPerSec'] as const) {
+        t.true(typeof last.metrics[k] === 'number', k);
+      }
+      // Per turn: transcript, then text, then audio; each turn ends with turn-end.
+      for (const turn of turns.map((x) => x.turn)) {
+        const own = log.filter((e) => e.turn === turn).map((e) => e.type);
+        t.is(own[0], 'speech-end');
+        t.is(own[1], 'transcript');
+        t.true(own.indexOf('reply-delta') < own.indexOf('audio'));
+        t.is(own.at(-1), 'turn-end');
+      }
+      const wav = parseWav(readFileSync(out));
+      const seconds = wav.channels[0]!.length / wav.sampleRate;
+      t.true(seconds > 0.5 && seconds < 60, `reply audio ${seconds} s`);
+      t.true(rms(wav.channels[0]!) > 0.01, 'espeak-ng produced audible speech');
+    },
+  );
+
+  test.serial(
+    'barge-in on the engine: speech during generation aborts it, the next request is answered',
+    async (t) => {
+      const service = new VoiceService(
+        resolveVoiceConfig({
+          models: { vad: models.sileroVad, asr: models.tinyOmniAudio, llm: models.tinyLlm },
+          // Long enough that the reply is still being generated when the user speaks again.
+          maxNewTokens: 1500,
+        }),
+        { models: shared, clock: systemClock },
+      );
+      const session = await service.open('barge', { duplex: 'full' });
+      const log: Array<{ type: string; turn?: number; status?: string }> = [];
+      for (const type of ['speech-end', 'barge-in', 'turn-end'] as const) {
+        session.on(type, (e: VoiceEvents[typeof type]) =>
+          log.push({ type, turn: e.turn, ...('status' in e ? { status: e.status } : {}) }),
+        );
+      }
+      const audio = parseWav(readFileSync(media.vadWav)).channels[0]!;
+      const firstDelta = new Promise<void>((resolve) => session.once('reply-delta', () => resolve()));
+      session.pushAudio(audio.subarray(0, 61631));
+      await firstDelta;
+      session.pushAudio(audio.subarray(61631));
+      await session.endOfInput();
+      await session.idle();
+      await session.close();
+      t.deepEqual(log, [
+        { type: 'speech-end', turn: 1 },
+        { type: 'barge-in', turn: 1 },
+        { type: 'turn-end', turn: 1, status: 'cancelled' },
+        { type: 'speech-end', turn: 2 },
+        { type: 'turn-end', turn: 2, status: 'completed' },
+      ]);
+    },
+  );
 }

@@ -18,7 +18,11 @@ const tinyLlm = join(modelFixturesDir, 'tiny-llm', 'config.json');
 const tinyVlm = join(modelFixturesDir, 'tiny-vlm', 'config.json');
 const framePng = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
 
-async function startAgent(t: ExecutionContext, deps: WorkloadsModuleDeps = {}, sections: Record<string, unknown> = {}) {
+async function startAgent(
+  t: ExecutionContext,
+  deps: WorkloadsModuleDeps = {},
+  sections: Record<string, unknown> = {},
+) {
   const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-openai-'));
   const base = defaultConfig({});
   const config: AgentConfig = {
@@ -68,13 +72,21 @@ test('without the engine, completions answer 503 in OpenAI error shape', async (
   t.is(api.status, 503);
   t.is(api.type, 'service_unavailable');
   t.is(api.code, 'engine_unavailable');
-  t.is(api.message, '503 MNN engine not available: the engine addon is not built (the OpenAI-compatible API needs it)');
+  t.is(
+    api.message,
+    '503 MNN engine not available: the engine addon is not built (the OpenAI-compatible API needs it)',
+  );
 });
 
 test('bad requests get specific OpenAI-shaped errors', async (t) => {
   const { client } = await startAgent(t, { availability: noEngine });
   const cases: Array<[() => Promise<unknown>, number, string | null, RegExp]> = [
-    [() => client.chat.completions.create({ model: 'tiny-llm', messages: [] }), 400, 'messages', /messages must be a non-empty array/],
+    [
+      () => client.chat.completions.create({ model: 'tiny-llm', messages: [] }),
+      400,
+      'messages',
+      /messages must be a non-empty array/,
+    ],
     [
       () => client.chat.completions.create({ model: 'gpt-9', messages: [{ role: 'user', content: 'hi' }] }),
       404,
@@ -85,7 +97,12 @@ test('bad requests get specific OpenAI-shaped errors', async (t) => {
       () =>
         client.chat.completions.create({
           model: 'tiny-vlm',
-          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }],
+          messages: [
+            {
+              role: 'user',
+              content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }],
+            },
+          ],
         }),
       400,
       'messages[0].content[0].image_url.url',
@@ -100,7 +117,12 @@ test('bad requests get specific OpenAI-shaped errors', async (t) => {
               role: 'user',
               content: [
                 { type: 'text', text: 'What is this?' },
-                { type: 'image_url', image_url: { url: `data:image/png;base64,${Buffer.from('not an image').toString('base64')}` } },
+                {
+                  type: 'image_url',
+                  image_url: {
+                    url: `data:image/png;base64,${Buffer.from('not an image').toString('base64')}`,
+                  },
+                },
               ],
             },
           ],
@@ -110,7 +132,12 @@ test('bad requests get specific OpenAI-shaped errors', async (t) => {
       /Frame is not an image: expected PNG, JPEG, BMP, WebP or GIF data/,
     ],
     [
-      () => client.chat.completions.create({ model: 'tiny-llm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 }),
+      () =>
+        client.chat.completions.create({
+          model: 'tiny-llm',
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: 0,
+        }),
       400,
       'max_tokens',
       /max_tokens must be a positive integer/,
@@ -167,10 +194,19 @@ if (!engine.available) {
     const { client } = await startAgent(t);
     const expected = (
       JSON.parse(readFileSync(join(modelFixturesDir, 'expected-outputs.json'), 'utf8')) as {
-        cases: Array<{ model: string; prompt: string; text: string; image: string | null; audio?: string | null }>;
+        cases: Array<{
+          model: string;
+          prompt: string;
+          text: string;
+          image: string | null;
+          audio?: string | null;
+        }>;
       }
     ).cases.find((c) => c.model === 'tiny-llm' && c.prompt === 'Hello')!;
-    const whole = await client.chat.completions.create({ model: 'tiny-llm', messages: [{ role: 'user', content: 'Hello' }] });
+    const whole = await client.chat.completions.create({
+      model: 'tiny-llm',
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
     t.is(whole.object, 'chat.completion');
     t.is(whole.choices[0]!.message.content, expected.text);
     t.is(whole.choices[0]!.finish_reason, 'length');
@@ -205,7 +241,15 @@ if (!engine.available) {
     const image = `data:image/png;base64,${framePng.toString('base64')}`;
     const answer = await client.chat.completions.create({
       model: 'tiny-vlm',
-      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: image } }, { type: 'text', text: 'Hello' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: image } },
+            { type: 'text', text: 'Hello' },
+          ],
+        },
+      ],
       max_tokens: 4,
     });
     // 18 image tokens (vision_start + 16 pads + vision_end) on top of the 9 of "Hello" (fixtures README).
@@ -231,7 +275,11 @@ if (!engine.available) {
     // The server notices the disconnect at the next token; until then the slot may still answer 429.
     for (let attempt = 0; ; attempt++) {
       try {
-        const after = await client.chat.completions.create({ model: 'tiny-vlm', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 });
+        const after = await client.chat.completions.create({
+          model: 'tiny-vlm',
+          messages: [{ role: 'user', content: 'Hi' }],
+          max_tokens: 2,
+        });
         t.is(after.usage?.completion_tokens, 2);
         break;
       } catch (err) {

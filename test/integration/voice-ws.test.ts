@@ -9,8 +9,6 @@ import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
-import { floatToS16le } from '../../agent/workloads/audio/pcm.js';
-import { parseWav } from '../../agent/workloads/audio/wav.js';
 import { createWorkloadsModule, type WorkloadsModuleDeps } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
@@ -42,7 +40,9 @@ async function startAgent(t: ExecutionContext, deps: WorkloadsModuleDeps = {}) {
   });
   const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
   const connect = async (path: string) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${agent.http.port}${path}`, { headers: { Authorization: `Bearer ${token}` } });
+    const ws = new WebSocket(`ws://127.0.0.1:${agent.http.port}${path}`, {
+      headers: { Authorization: `Bearer ${token}` },
+    });
     const messages: Array<Record<string, unknown> | Buffer> = [];
     ws.on('message', (data, isBinary) =>
       messages.push(isBinary ? (data as Buffer) : (JSON.parse(String(data)) as Record<string, unknown>)),
@@ -59,7 +59,8 @@ async function startAgent(t: ExecutionContext, deps: WorkloadsModuleDeps = {}) {
       for (;;) {
         const found = messages.find((m): m is Record<string, unknown> => !Buffer.isBuffer(m) && pred(m));
         if (found) return found;
-        if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(messages.filter((m) => !Buffer.isBuffer(m)))}`);
+        if (Date.now() > deadline)
+          throw new Error(`timed out; got ${JSON.stringify(messages.filter((m) => !Buffer.isBuffer(m)))}`);
         await new Promise((r) => setTimeout(r, 10));
       }
     };
@@ -99,7 +100,9 @@ test('voice protocol errors are specific and keep the session', async (t) => {
   ws.send('{"type":"sing"}');
   await waitFor((m) => String(m['message']).startsWith('Unknown message type'));
   ws.send(JSON.stringify({ type: 'start', format: { sampleRate: 4000, channels: 1, format: 's16le' } }));
-  await waitFor((m) => m['message'] === 'Unsupported sample rate 4000: expected an integer from 8000 to 192000 Hz');
+  await waitFor(
+    (m) => m['message'] === 'Unsupported sample rate 4000: expected an integer from 8000 to 192000 Hz',
+  );
   t.pass();
 });
 
@@ -113,7 +116,14 @@ if (!engine.available) {
     const { connect, module } = await startAgent(t);
     t.deepEqual(module.voiceStatus(), { available: true, path: '/ws/voice' });
     const { ws, messages, waitFor } = await connect('/ws/voice');
-    ws.send(JSON.stringify({ type: 'start', mode: 'vad', duplex: 'full', format: { sampleRate: 48000, channels: 2, format: 's16le' } }));
+    ws.send(
+      JSON.stringify({
+        type: 'start',
+        mode: 'vad',
+        duplex: 'full',
+        format: { sampleRate: 48000, channels: 2, format: 's16le' },
+      }),
+    );
     const ready = await waitFor((m) => m['type'] === 'ready');
     t.is(ready['sampleRate'], 16000);
     const wav = readFileSync(join(mediaFixturesDir, 'speech-hello-48k-stereo.wav'));
@@ -136,7 +146,9 @@ if (!engine.available) {
       if (e === 'binary') t.is(events[i - 1], 'audio');
     });
     const pcmBytes = messages.filter(Buffer.isBuffer).reduce((n, b) => n + b.length, 0);
-    const rate = (messages.find((m) => !Buffer.isBuffer(m) && m['type'] === 'audio') as Record<string, number>)['sampleRate']!;
+    const rate = (
+      messages.find((m) => !Buffer.isBuffer(m) && m['type'] === 'audio') as Record<string, number>
+    )['sampleRate']!;
     t.true(pcmBytes / 2 / rate > 0.3, `reply audio ${(pcmBytes / 2 / rate).toFixed(2)} s`);
     const metrics = end['metrics'] as Record<string, number>;
     t.true(metrics['speechMs']! > 1500 && metrics['speechMs']! < 3000, `speech ${metrics['speechMs']} ms`);
@@ -149,10 +161,14 @@ if (!engine.available) {
     const { ws, messages, waitFor } = await connect('/ws/vision');
     await waitFor((m) => m['type'] === 'ready');
     const png = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
-    ws.send(JSON.stringify({ type: 'ask', question: 'What do you see?', mime: 'image/png', bytes: png.length }));
+    ws.send(
+      JSON.stringify({ type: 'ask', question: 'What do you see?', mime: 'image/png', bytes: png.length }),
+    );
     ws.send(png);
     const answer = await waitFor((m) => m['type'] === 'answer');
-    const deltas = messages.filter((m) => !Buffer.isBuffer(m) && m['type'] === 'answer-delta').map((m) => (m as Record<string, string>)['text']);
+    const deltas = messages
+      .filter((m) => !Buffer.isBuffer(m) && m['type'] === 'answer-delta')
+      .map((m) => (m as Record<string, string>)['text']);
     t.true(deltas.length > 0);
     t.is(deltas.join(''), String(answer['text']));
     const junk = Buffer.from('this is not an image at all');
@@ -161,7 +177,9 @@ if (!engine.available) {
     const err = await waitFor((m) => m['type'] === 'error');
     t.is(err['message'], 'Frame is not an image: expected PNG, JPEG, BMP, WebP or GIF data');
     ws.send(JSON.stringify({ type: 'ask', question: 'Big?', mime: 'image/jpeg', bytes: 50 * 1024 * 1024 }));
-    await waitFor((m) => m['message'] === 'Image of 52428800 bytes exceeds 8388608 bytes (vision.maxFrameBytes)');
+    await waitFor(
+      (m) => m['message'] === 'Image of 52428800 bytes exceeds 8388608 bytes (vision.maxFrameBytes)',
+    );
     // Watch mode with pushed frames: the first frame is always described, with a thumbnail.
     ws.send(JSON.stringify({ type: 'watch', prompt: 'Hello', intervalMs: 60_000 }));
     ws.send(JSON.stringify({ type: 'frame', mime: 'image/png', bytes: png.length }));

@@ -1,10 +1,14 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
 import { openStore } from '../../agent/store/database.js';
 import { canonicalJson } from '../../ota/canonical-json.js';
+import { otaSchemaFiles } from '../../ota/export-schemas.js';
 import { generateSigningKey, parsePrivateKey, parsePublicKey } from '../../ota/keys.js';
 import { OtaRejection } from '../../ota/rejection.js';
 import { selectTarget, signTargets, type TargetsBody, upsertArtifact } from '../../ota/targets.js';
 import { TrustStore, trustPolicyFromConfig, verifyTargets } from '../../ota/trust.js';
+import { repoRoot } from '../helpers/paths.js';
 
 const NOW = Date.UTC(2026, 10, 29);
 
@@ -161,4 +165,14 @@ test('TrustStore persists only accepted documents and refuses replays of older o
   );
   t.is(store.last()?.version, 5);
   db.close();
+});
+
+test('published docs/schemas/ota-*.json match the schemas the code validates with', (t) => {
+  for (const [name, text] of Object.entries(otaSchemaFiles())) {
+    t.is(
+      readFileSync(join(repoRoot, 'docs', 'schemas', name), 'utf8'),
+      text,
+      `${name}: run npx tsx ota/export-schemas.ts`,
+    );
+  }
 });

@@ -65,7 +65,7 @@ export class FakeHost implements EngineHost {
   }
 
   async memory() {
-    return { rssBytes: 100 * MiB, peakRssBytes: 110 * MiB };
+    return { rssBytes: this.#world.rssBytes, peakRssBytes: this.#world.peakRssBytes };
   }
 
   async unload(): Promise<void> {}
@@ -90,6 +90,9 @@ export class FakeHost implements EngineHost {
 export class FakeWorld implements EngineHostFactory, SystemMemory {
   readonly engineVersion = '3.6.1-test';
   memAvailable = 4000 * MiB;
+  /** What every host reports as its VmRSS / VmHWM. */
+  rssBytes = 100 * MiB;
+  peakRssBytes = 110 * MiB;
   hosts: FakeHost[] = [];
   behaviour: FakeBehaviour = {
     loadFails: new Map(),

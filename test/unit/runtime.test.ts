@@ -436,3 +436,17 @@ test('the watchdog cancels a reconcile run stuck past its limit', async (t) => {
   );
   await runtime.stop();
 });
+
+test('the hosts RSS is refreshed for the dashboard while they serve', async (t) => {
+  const { runtime } = setup({ tickMs: 10 });
+  await runtime.configure(slots);
+  runtime.start();
+  await ready(runtime);
+  await sleep(40);
+  const inst = runtime.state().instances[0]!;
+  t.deepEqual(
+    [inst.rssBytes, inst.peakRssBytes, inst.status, inst.modelId, inst.version],
+    [100 * MiB, 110 * MiB, 'ready', 'tiny-llm', '1'],
+  );
+  await runtime.stop();
+});

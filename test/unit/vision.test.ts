@@ -6,9 +6,19 @@ import { resolveVisionConfig } from '../../agent/workloads/config.js';
 import { SharedModels } from '../../agent/workloads/model-loader.js';
 import { SlotGate, VoicePriority } from '../../agent/workloads/scheduler.js';
 import { cameraInputArgs, ffmpegFrames, imageFiles } from '../../agent/workloads/vision/frame-sources.js';
-import { decodeImage, decodePng, encodePng, fitFrame, sniffImage } from '../../agent/workloads/vision/image.js';
+import {
+  decodeImage,
+  decodePng,
+  encodePng,
+  fitFrame,
+  sniffImage,
+} from '../../agent/workloads/vision/image.js';
 import { LatestFrame } from '../../agent/workloads/vision/latest-frame.js';
-import { compareFrames, defaultSceneChangeOptions, SceneChangeDetector } from '../../agent/workloads/vision/scene-change.js';
+import {
+  compareFrames,
+  defaultSceneChangeOptions,
+  SceneChangeDetector,
+} from '../../agent/workloads/vision/scene-change.js';
 import { VisionService } from '../../agent/workloads/vision/service.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 
@@ -22,7 +32,10 @@ test('PNG decoding reads the fixtures and a PNG written by encodePng reads back 
   const red = decodePng(readFileSync(join(mediaFixturesDir, 'test_red_64x64.png')));
   t.is(red.width, 64);
   t.deepEqual([...red.data.subarray(0, 3)], [200, 30, 30]);
-  t.true(red.data.every((v, i) => v === red.data[i % 3]), 'one colour everywhere');
+  t.true(
+    red.data.every((v, i) => v === red.data[i % 3]),
+    'one colour everywhere',
+  );
   const f = seqFrames[3]!;
   t.is(f.width, 320);
   t.is(f.height, 240);
@@ -33,9 +46,15 @@ test('PNG decoding reads the fixtures and a PNG written by encodePng reads back 
 test('scene change matches frames.json at full resolution and fires where the scene changed', (t) => {
   for (let i = 1; i < seqFrames.length; i++) {
     const expected = framesJson.frames[i]!.vsPrevious!;
-    const d = compareFrames(seqFrames[i - 1]!, seqFrames[i]!, { ...defaultSceneChangeOptions, pixelDelta: 0 });
+    const d = compareFrames(seqFrames[i - 1]!, seqFrames[i]!, {
+      ...defaultSceneChangeOptions,
+      pixelDelta: 0,
+    });
     t.true(Math.abs(d.meanAbsDiff - expected.meanAbsDiff) < 0.01, `frame ${i}: ${d.meanAbsDiff}`);
-    t.true(Math.abs(d.changedFraction - expected.changedPixelFraction) < 0.001, `frame ${i}: ${d.changedFraction}`);
+    t.true(
+      Math.abs(d.changedFraction - expected.changedPixelFraction) < 0.001,
+      `frame ${i}: ${d.changedFraction}`,
+    );
   }
   const detector = new SceneChangeDetector();
   t.deepEqual(
@@ -57,7 +76,15 @@ test('frames that are not images are refused with a specific error', async (t) =
 test('JPEG frames decode through ffmpeg', async (t) => {
   const { execFileSync } = await import('node:child_process');
   const jpeg = execFileSync('ffmpeg', [
-    '-v', 'error', '-i', join(seqDir, 'frame-000.png'), '-f', 'image2pipe', '-vcodec', 'mjpeg', 'pipe:1',
+    '-v',
+    'error',
+    '-i',
+    join(seqDir, 'frame-000.png'),
+    '-f',
+    'image2pipe',
+    '-vcodec',
+    'mjpeg',
+    'pipe:1',
   ]);
   t.is(sniffImage(jpeg), 'jpeg');
   const frame = await decodeImage(jpeg);
@@ -74,7 +101,12 @@ test('fitFrame keeps the aspect ratio and averages areas', (t) => {
 
 test('camera specs map to ffmpeg inputs; lavfi testsrc stands in for a V4L2/RTSP camera', async (t) => {
   t.deepEqual(cameraInputArgs('/dev/video0'), ['-f', 'v4l2', '-i', '/dev/video0']);
-  t.deepEqual(cameraInputArgs('rtsp://cam.local/stream'), ['-rtsp_transport', 'tcp', '-i', 'rtsp://cam.local/stream']);
+  t.deepEqual(cameraInputArgs('rtsp://cam.local/stream'), [
+    '-rtsp_transport',
+    'tcp',
+    '-i',
+    'rtsp://cam.local/stream',
+  ]);
   const controller = new AbortController();
   const frames = [];
   for await (const f of ffmpegFrames(
@@ -90,7 +122,12 @@ test('camera specs map to ffmpeg inputs; lavfi testsrc stands in for a V4L2/RTSP
   t.true(frames.every((f) => f.frame.width === 160 && f.frame.data.length === 160 * 120 * 3));
   await t.throwsAsync(
     (async () => {
-      for await (const _ of ffmpegFrames('/nonexistent/video.mp4', { width: 8, height: 8, fps: 1 }, controller.signal, () => 0)) {
+      for await (const _ of ffmpegFrames(
+        '/nonexistent/video.mp4',
+        { width: 8, height: 8, fps: 1 },
+        controller.signal,
+        () => 0,
+      )) {
         // no frames
       }
     })(),
@@ -157,9 +194,12 @@ test('vision without the engine reports it, and bad frames are refused first', a
     code: 'ENOENGINE',
     message: 'MNN engine not available: libMNN.so is not installed (the camera VLM needs it)',
   });
-  await t.throwsAsync(service.query({ frame: { width: 10, height: 10, data: new Uint8Array(5) }, question: 'x' }), {
-    message: 'Frame data is 5 bytes, expected 10×10×3 RGB bytes',
-  });
+  await t.throwsAsync(
+    service.query({ frame: { width: 10, height: 10, data: new Uint8Array(5) }, question: 'x' }),
+    {
+      message: 'Frame data is 5 bytes, expected 10×10×3 RGB bytes',
+    },
+  );
   const watcher = service.watch(
     imageFiles([join(seqDir, 'frame-000.png')], () => 0),
     { prompt: 'p', intervalS: 0, onSceneChange: true },

@@ -54,7 +54,8 @@ test('bad audio gets specific errors', (t) => {
   alaw.writeUInt16LE(6, 20);
   alaw.writeUInt16LE(8, 34);
   t.throws(() => parseWav(alaw), {
-    message: 'Unsupported WAV encoding (format 6, 8 bits): expected integer PCM of 8/16/24/32 bits or float32',
+    message:
+      'Unsupported WAV encoding (format 6, 8 bits): expected integer PCM of 8/16/24/32 bits or float32',
   });
   t.throws(() => checkPcmFormat({ sampleRate: 4000, channels: 1, format: 's16le' }), {
     message: 'Unsupported sample rate 4000: expected an integer from 8000 to 192000 Hz',

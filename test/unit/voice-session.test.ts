@@ -1,11 +1,15 @@
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
-import type { ChatModel, ChatRequest, ChatResult, ChatStream } from '../../agent/workloads/chat-model.js';
-import { SharedModels } from '../../agent/workloads/model-loader.js';
+import type { ChatResult, ChatStream } from '../../agent/workloads/chat-model.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
-import { type VoiceEvents, VoiceSession, type VoiceSessionOptions } from '../../agent/workloads/voice/session.js';
+import { SharedModels } from '../../agent/workloads/model-loader.js';
 import { VoiceService } from '../../agent/workloads/voice/service.js';
+import {
+  type VoiceEvents,
+  VoiceSession,
+  type VoiceSessionOptions,
+} from '../../agent/workloads/voice/session.js';
 import type { AsrStage, PcmChunk, ReplyStage, TtsStage } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
 import { EnergyVad } from '../../agent/workloads/voice/vad.js';
@@ -41,7 +45,14 @@ class FakeAsr implements AsrStage {
     const text = `heard ${audio.length} samples`;
     return {
       text,
-      result: { text, finishReason: 'stop', promptTokens: 1, generatedTokens: 1, prefillMs: 1, decodeMs: 1 } as ChatResult,
+      result: {
+        text,
+        finishReason: 'stop',
+        promptTokens: 1,
+        generatedTokens: 1,
+        prefillMs: 1,
+        decodeMs: 1,
+      } as ChatResult,
     };
   }
 }
@@ -137,7 +148,11 @@ function session(overrides: Partial<VoiceSessionOptions> = {}) {
     s.on(type, (e: VoiceEvents[typeof type]) => {
       const turn = 'turn' in e ? e.turn : undefined;
       const status = 'status' in e ? e.status : undefined;
-      log.push({ type, ...(turn !== undefined ? { turn } : {}), ...(status !== undefined ? { status } : {}) });
+      log.push({
+        type,
+        ...(turn !== undefined ? { turn } : {}),
+        ...(status !== undefined ? { status } : {}),
+      });
     });
   }
   return { s, log, store, asr, reply, tts, db };
@@ -158,11 +173,17 @@ test('one spoken request becomes one turn: events in pipeline order, metrics sto
   t.is(types[1], 'speech-end');
   t.is(types[2], 'transcript');
   t.is(types.at(-1), 'turn-end');
-  t.true(first(log, 'reply-delta') < first(log, 'audio'), 'speech starts after the first sentence is generated');
+  t.true(
+    first(log, 'reply-delta') < first(log, 'audio'),
+    'speech starts after the first sentence is generated',
+  );
   t.true(last(log, 'reply-delta') < last(log, 'audio'));
   t.deepEqual(tts.sentences, ['Hello there.', 'How are you?']);
   t.is(log.filter((e) => e.type === 'audio').length, 4);
-  t.deepEqual(reply.requests[0]!.history, ['system:Be brief.', `user:heard ${reply.requests[0]!.history[1]!.slice(11)}`]);
+  t.deepEqual(reply.requests[0]!.history, [
+    'system:Be brief.',
+    `user:heard ${reply.requests[0]!.history[1]!.slice(11)}`,
+  ]);
   const [turn] = store.recent();
   t.is(turn!.status, 'completed');
   t.is(turn!.reply, 'Hello there. How are you?');
@@ -174,7 +195,10 @@ test('one spoken request becomes one turn: events in pipeline order, metrics sto
   }
   t.is(m.tokensPerSec, 400);
   t.true(m.ttfaMs! >= m.ttftMs!);
-  t.deepEqual(s.history.map((h) => h.role), ['user', 'assistant']);
+  t.deepEqual(
+    s.history.map((h) => h.role),
+    ['user', 'assistant'],
+  );
   const telemetry = store.metrics();
   t.is(telemetry['workload.voice.turns'], 1);
   t.is(typeof telemetry['workload.voice.ttfa_ms'], 'number');
@@ -184,7 +208,10 @@ test('one spoken request becomes one turn: events in pipeline order, metrics sto
 
 test('barge-in: speech during a reply cancels it before the next turn starts', async (t) => {
   const { s, log, store } = session({
-    reply: new FakeReply(Array.from({ length: 200 }, (_, i) => `word${i}. `), 5),
+    reply: new FakeReply(
+      Array.from({ length: 200 }, (_, i) => `word${i}. `),
+      5,
+    ),
   });
   s.pushAudio(tone(600, 0.3));
   s.pushAudio(silence(600));
@@ -196,7 +223,10 @@ test('barge-in: speech during a reply cancels it before the next turn starts', a
   const bargeIn = log.findIndex((e) => e.type === 'barge-in' && e.turn === 1);
   const end1 = log.findIndex((e) => e.type === 'turn-end' && e.turn === 1);
   const speechEnd2 = log.findIndex((e) => e.type === 'speech-end' && e.turn === 2);
-  t.true(bargeIn >= 0 && bargeIn < end1 && end1 < speechEnd2, JSON.stringify(log.filter((e) => e.type !== 'audio' && e.type !== 'reply-delta')));
+  t.true(
+    bargeIn >= 0 && bargeIn < end1 && end1 < speechEnd2,
+    JSON.stringify(log.filter((e) => e.type !== 'audio' && e.type !== 'reply-delta')),
+  );
   t.is(log[end1]!.status, 'cancelled');
   t.false(
     log.slice(end1).some((e) => (e.type === 'audio' || e.type === 'reply-delta') && e.turn === 1),
@@ -214,7 +244,10 @@ test('half duplex ignores input quieter than the playback, and a clearly louder 
   const { s, log } = session({
     duplex: 'half',
     tts: new FakeTts(0.02, 2000),
-    reply: new FakeReply(Array.from({ length: 100 }, (_, i) => `w${i}. `), 10),
+    reply: new FakeReply(
+      Array.from({ length: 100 }, (_, i) => `w${i}. `),
+      10,
+    ),
   });
   s.pushAudio(tone(600, 0.3));
   s.pushAudio(silence(600));
@@ -242,7 +275,10 @@ test('push-to-talk: a too-short request fails with a specific error', async (t) 
   s.pushToTalkEnd();
   const end = await ended;
   t.is(end.status, 'failed');
-  t.is(end.error, 'Utterance too short for speech recognition: 100 samples (at least 1600, 100 ms at 16 kHz)');
+  t.is(
+    end.error,
+    'Utterance too short for speech recognition: 100 samples (at least 1600, 100 ms at 16 kHz)',
+  );
   t.throws(() => s.pushToTalkEnd(), { message: 'push-to-talk end without a start' });
   await s.close();
   t.throws(() => s.pushAudio(new Float32Array(10)), { message: 'Voice session test is closed' });
@@ -256,10 +292,13 @@ test('without the engine, opening a voice session says so', async (t) => {
     },
     () => ({ available: false, reason: 'the engine addon is not built' }),
   );
-  const service = new VoiceService(resolveVoiceConfig({ models: { llm: '/m/llm.json', asr: '/m/asr.json' } }), {
-    models,
-    clock: systemClock,
-  });
+  const service = new VoiceService(
+    resolveVoiceConfig({ models: { llm: '/m/llm.json', asr: '/m/asr.json' } }),
+    {
+      models,
+      clock: systemClock,
+    },
+  );
   await t.throwsAsync(service.open('s1'), {
     code: 'ENOENGINE',
     message: 'MNN engine not available: the engine addon is not built (the voice reply stage needs it)',
@@ -296,4 +335,22 @@ test('turn store keeps transcripts within the retention limits', (t) => {
     store.recent().map((r) => r.transcript),
     ['t6'],
   );
+});
+
+test('barge-in after the reply was generated but while it still plays: playback is told to stop', async (t) => {
+  // 2 s of speech per chunk: synthesis ends long before playback would.
+  const { s, log } = session({ tts: new FakeTts(0.02, 2000) });
+  s.pushAudio(tone(600, 0.3));
+  s.pushAudio(silence(700));
+  await s.idle();
+  t.is(log.filter((e) => e.type === 'turn-end').length, 1);
+  t.true(s.playing);
+  s.pushAudio(tone(300, 0.3));
+  await s.drained();
+  t.deepEqual(
+    log.filter((e) => e.type === 'barge-in'),
+    [{ type: 'barge-in', turn: 1 }],
+  );
+  t.false(s.playing);
+  await s.close();
 });

@@ -41,7 +41,9 @@ export function invalidRequest(message: string, param?: string, code?: string): 
 }
 
 export function sendOpenAiError(res: ServerResponse, err: OpenAiError): void {
-  const body = JSON.stringify({ error: { message: err.message, type: err.type, param: err.param, code: err.code } });
+  const body = JSON.stringify({
+    error: { message: err.message, type: err.type, param: err.param, code: err.code },
+  });
   if (err.status === 413) res.setHeader('Connection', 'close');
   res.writeHead(err.status, {
     'Content-Type': 'application/json; charset=utf-8',

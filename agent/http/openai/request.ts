@@ -35,7 +35,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function contentOf(raw: unknown, param: string, images: ImagePart[]): string {
   if (typeof raw === 'string') return raw;
   if (raw === null || raw === undefined) return '';
-  if (!Array.isArray(raw)) throw invalidRequest(`${param} must be a string or an array of content parts`, param);
+  if (!Array.isArray(raw))
+    throw invalidRequest(`${param} must be a string or an array of content parts`, param);
   const texts: string[] = [];
   raw.forEach((part, i) => {
     const p = `${param}[${i}]`;
@@ -46,7 +47,8 @@ function contentOf(raw: unknown, param: string, images: ImagePart[]): string {
     } else if (part['type'] === 'image_url') {
       const image = part['image_url'];
       const url = isObject(image) ? image['url'] : image;
-      if (typeof url !== 'string') throw invalidRequest(`${p}.image_url.url must be a string`, `${p}.image_url.url`);
+      if (typeof url !== 'string')
+        throw invalidRequest(`${p}.image_url.url must be a string`, `${p}.image_url.url`);
       images.push({ param: `${p}.image_url.url`, url });
     } else {
       throw invalidRequest(
@@ -84,7 +86,8 @@ export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest
     }
     return { role, content };
   });
-  if (!messages.some((m) => m.role === 'user')) throw invalidRequest('messages must contain a user message', 'messages');
+  if (!messages.some((m) => m.role === 'user'))
+    throw invalidRequest('messages must contain a user message', 'messages');
   const n = body['n'];
   if (n !== undefined && n !== null && n !== 1) throw invalidRequest('n must be 1 on this device', 'n');
   const stream = body['stream'];
@@ -93,7 +96,11 @@ export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest
   }
   const maxRaw = body['max_completion_tokens'] ?? body['max_tokens'];
   const maxParam = body['max_completion_tokens'] !== undefined ? 'max_completion_tokens' : 'max_tokens';
-  if (maxRaw !== undefined && maxRaw !== null && (typeof maxRaw !== 'number' || !Number.isInteger(maxRaw) || maxRaw < 1)) {
+  if (
+    maxRaw !== undefined &&
+    maxRaw !== null &&
+    (typeof maxRaw !== 'number' || !Number.isInteger(maxRaw) || maxRaw < 1)
+  ) {
     throw invalidRequest(`${maxParam} must be a positive integer`, maxParam);
   }
   const options = body['stream_options'];
@@ -120,9 +127,14 @@ export function decodeDataUrl(part: ImagePart, maxBytes: number): Buffer {
   const base64 = part.url.slice(m[0].length);
   // base64 length bounds the decoded size, so an oversized image is refused before it is decoded.
   if (Math.floor((base64.length * 3) / 4) > maxBytes) {
-    throw invalidRequest(`${part.param}: the image exceeds ${maxBytes} bytes (vision.maxFrameBytes)`, part.param, 'image_too_large');
+    throw invalidRequest(
+      `${part.param}: the image exceeds ${maxBytes} bytes (vision.maxFrameBytes)`,
+      part.param,
+      'image_too_large',
+    );
   }
   const bytes = Buffer.from(base64, 'base64');
-  if (bytes.length === 0) throw invalidRequest(`${part.param}: the data URL holds no data`, part.param, 'invalid_image');
+  if (bytes.length === 0)
+    throw invalidRequest(`${part.param}: the data URL holds no data`, part.param, 'invalid_image');
   return bytes;
 }

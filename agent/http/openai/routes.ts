@@ -43,7 +43,10 @@ function toOpenAiError(err: unknown): OpenAiError {
     switch (err.code) {
       case 'EBUSY': {
         const retry = String(err.details?.['retryAfterS'] ?? 1);
-        return new OpenAiError(429, 'rate_limit_error', err.message, { code: 'model_busy', headers: { 'Retry-After': retry } });
+        return new OpenAiError(429, 'rate_limit_error', err.message, {
+          code: 'model_busy',
+          headers: { 'Retry-After': retry },
+        });
       }
       case 'ENOENGINE':
         return new OpenAiError(503, 'service_unavailable', err.message, { code: 'engine_unavailable' });
@@ -60,7 +63,11 @@ function toOpenAiError(err: unknown): OpenAiError {
   return new OpenAiError(500, 'server_error', `The model failed: ${errorMessage(err)}`);
 }
 
-const FINISH: Record<ChatResult['finishReason'], 'stop' | 'length'> = { stop: 'stop', length: 'length', aborted: 'stop' };
+const FINISH: Record<ChatResult['finishReason'], 'stop' | 'length'> = {
+  stop: 'stop',
+  length: 'length',
+  aborted: 'stop',
+};
 
 function usage(r: ChatResult) {
   return {
@@ -80,7 +87,9 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
   const list = (ctx: RequestContext) => {
     ctx.json(200, {
       object: 'list',
-      data: deps.models().map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'mnn-edge' })),
+      data: deps
+        .models()
+        .map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'mnn-edge' })),
     });
   };
 
@@ -102,10 +111,15 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
     if (!entry) {
       return sendOpenAiError(
         ctx.res,
-        new OpenAiError(404, 'not_found_error', `The model '${request.model}' does not exist on this device`, {
-          param: 'model',
-          code: 'model_not_found',
-        }),
+        new OpenAiError(
+          404,
+          'not_found_error',
+          `The model '${request.model}' does not exist on this device`,
+          {
+            param: 'model',
+            code: 'model_not_found',
+          },
+        ),
       );
     }
     const controller = new AbortController();
@@ -127,11 +141,17 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
       release = await entry.gate.acquire(controller.signal);
       const model = await entry.open();
       if (images.length > 0 && !model.capabilities.vision) {
-        throw invalidRequest(`The model '${entry.id}' does not accept images`, 'messages', 'model_not_vision');
+        throw invalidRequest(
+          `The model '${entry.id}' does not accept images`,
+          'messages',
+          'model_not_vision',
+        );
       }
       const stream = model.generate({
         messages: request.messages,
-        ...(images.length > 0 ? { images: images.map((f) => ({ data: f.data, width: f.width, height: f.height })) } : {}),
+        ...(images.length > 0
+          ? { images: images.map((f) => ({ data: f.data, width: f.width, height: f.height })) }
+          : {}),
         ...(request.maxTokens !== undefined ? { maxNewTokens: request.maxTokens } : {}),
         signal: controller.signal,
       });
@@ -147,7 +167,14 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
           object: 'chat.completion',
           created,
           model: entry.id,
-          choices: [{ index: 0, message: { role: 'assistant', content: r.text }, finish_reason: FINISH[r.finishReason], logprobs: null }],
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: r.text },
+              finish_reason: FINISH[r.finishReason],
+              logprobs: null,
+            },
+          ],
           usage: usage(r),
         });
         return;
@@ -170,16 +197,28 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
       });
       sse(ctx.res, chunk({ role: 'assistant', content: '' }, null));
       try {
-        for (let step = first; !step.done; step = await iterator.next()) sse(ctx.res, chunk({ content: step.value }, null));
+        for (let step = first; !step.done; step = await iterator.next())
+          sse(ctx.res, chunk({ content: step.value }, null));
       } catch (err) {
         // Headers are gone: report in-band, as OpenAI does, and end the stream.
-        if (!controller.signal.aborted) sse(ctx.res, { error: { message: errorMessage(err), type: 'server_error', param: null, code: null } });
+        if (!controller.signal.aborted)
+          sse(ctx.res, {
+            error: { message: errorMessage(err), type: 'server_error', param: null, code: null },
+          });
         ctx.res.end();
         return;
       }
       const r = await stream.result;
       sse(ctx.res, chunk({}, FINISH[r.finishReason]));
-      if (request.includeUsage) sse(ctx.res, { id, object: 'chat.completion.chunk', created, model: entry.id, choices: [], usage: usage(r) });
+      if (request.includeUsage)
+        sse(ctx.res, {
+          id,
+          object: 'chat.completion.chunk',
+          created,
+          model: entry.id,
+          choices: [],
+          usage: usage(r),
+        });
       sse(ctx.res, '[DONE]');
       ctx.res.end();
     } catch (err) {
@@ -195,7 +234,10 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
     }
   };
 
-  const removers = [router.route('GET', '/v1/models', list), router.route('POST', '/v1/chat/completions', complete)];
+  const removers = [
+    router.route('GET', '/v1/models', list),
+    router.route('POST', '/v1/chat/completions', complete),
+  ];
   return () => {
     for (const r of removers) r();
   };

@@ -35,7 +35,12 @@ export function cameraInputArgs(spec: string): string[] {
 }
 
 /** Fixed-size RGB frames from ffmpeg's stdout; stops (and kills ffmpeg) when the signal aborts or the consumer stops. */
-export async function* ffmpegFrames(spec: string, options: CameraOptions, signal: AbortSignal, clock: () => number): FrameSource {
+export async function* ffmpegFrames(
+  spec: string,
+  options: CameraOptions,
+  signal: AbortSignal,
+  clock: () => number,
+): FrameSource {
   const { width, height, fps } = options;
   const ffmpeg = options.ffmpeg ?? 'ffmpeg';
   const args = [
@@ -75,9 +80,13 @@ export async function* ffmpegFrames(spec: string, options: CameraOptions, signal
       }
     }
     const code = await closed;
-    if (spawnError) throw new WorkloadError('ETOOL', `Cannot run ${ffmpeg} for camera ${spec}: ${spawnError.message}`);
+    if (spawnError)
+      throw new WorkloadError('ETOOL', `Cannot run ${ffmpeg} for camera ${spec}: ${spawnError.message}`);
     if (!signal.aborted && code !== 0) {
-      throw new WorkloadError('EFRAME', `Camera ${spec} failed: ffmpeg exited with ${code}: ${stderr.trim()}`);
+      throw new WorkloadError(
+        'EFRAME',
+        `Camera ${spec} failed: ffmpeg exited with ${code}: ${stderr.trim()}`,
+      );
     }
   } finally {
     signal.removeEventListener('abort', onAbort);

@@ -12,7 +12,7 @@ import type { SlotGate, VoicePriority } from '../scheduler.js';
 import type { FrameSource } from './frame-sources.js';
 import { encodePng, fitFrame, type RgbFrame } from './image.js';
 import { LatestFrame } from './latest-frame.js';
-import { type SceneDiff, SceneChangeDetector } from './scene-change.js';
+import { SceneChangeDetector, type SceneDiff } from './scene-change.js';
 
 export interface VisionDeps {
   models: SharedModels;
@@ -88,11 +88,15 @@ export class VisionService {
   }
 
   async model(): Promise<ChatModel> {
-    if (!this.#config.enabled) throw new WorkloadError('ESTATE', 'Vision is disabled in the configuration (vision.enabled)');
+    if (!this.#config.enabled)
+      throw new WorkloadError('ESTATE', 'Vision is disabled in the configuration (vision.enabled)');
     if (!this.#config.model) throw new WorkloadError('ENOMODEL', 'No vision model configured (vision.model)');
     const model = await this.#deps.models.chat(this.#config.model, 'the camera VLM');
     if (!model.capabilities.vision) {
-      throw new WorkloadError('ENOMODEL', `${model.id} has no vision encoder (is_visual is not set): it cannot answer about images`);
+      throw new WorkloadError(
+        'ENOMODEL',
+        `${model.id} has no vision encoder (is_visual is not set): it cannot answer about images`,
+      );
     }
     return model;
   }
@@ -136,7 +140,10 @@ export class VisionService {
   }
 
   get sceneOptions() {
-    return { meanAbsDiff: this.#config.watch.meanAbsDiff, changedFraction: this.#config.watch.changedFraction };
+    return {
+      meanAbsDiff: this.#config.watch.meanAbsDiff,
+      changedFraction: this.#config.watch.changedFraction,
+    };
   }
 }
 
@@ -146,7 +153,13 @@ export class WatchRunner extends TypedEventEmitter<WatchEvents> {
   framesSeen = 0;
   answers = 0;
 
-  constructor(service: VisionService, source: FrameSource, options: WatchOptions, signal: AbortSignal, deps: VisionDeps) {
+  constructor(
+    service: VisionService,
+    source: FrameSource,
+    options: WatchOptions,
+    signal: AbortSignal,
+    deps: VisionDeps,
+  ) {
     super();
     const detector = new SceneChangeDetector(service.sceneOptions);
     let stopped = false;
@@ -222,7 +235,11 @@ export class WatchRunner extends TypedEventEmitter<WatchEvents> {
         signal.removeEventListener('abort', onAbort);
         this.#queue.close();
         await pumping;
-        this.emit('stopped', { framesSeen: this.framesSeen, framesDropped: this.#queue.dropped, answers: this.answers });
+        this.emit('stopped', {
+          framesSeen: this.framesSeen,
+          framesDropped: this.#queue.dropped,
+          answers: this.answers,
+        });
       }
     })();
   }

@@ -271,7 +271,8 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     this.#handleSegments(this.#segmenter.push(frame, probability));
     if (this.#segmenter.inSpeech && !gated) {
       this.#speechRunMs += VAD_FRAME_MS;
-      if (this.#active && this.#o.bargeIn && this.#speechRunMs >= this.#o.bargeInMinSpeechMs) this.#bargeIn();
+      const interrupting = this.#active !== undefined || this.playing;
+      if (interrupting && this.#o.bargeIn && this.#speechRunMs >= this.#o.bargeInMinSpeechMs) this.#bargeIn();
     } else {
       this.#speechRunMs = 0;
     }
@@ -288,7 +289,15 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
 
   #bargeIn(): void {
     const active = this.#active;
-    if (!active || active.bargeInAt !== undefined) return;
+    if (!active) {
+      // The reply's work is done but the client is still playing it: only the playback has to stop.
+      if (this.playing) {
+        this.#playbackUntil = 0;
+        this.emit('barge-in', { turn: this.#turnCounter });
+      }
+      return;
+    }
+    if (active.bargeInAt !== undefined) return;
     active.bargeInAt = this.#o.clock.monotonicMs();
     this.#playbackUntil = 0;
     this.emit('barge-in', { turn: active.turn });
@@ -389,16 +398,21 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       this.#o.priority?.end();
     }
     if (active.bargeInAt !== undefined) metrics.bargeInMs = clock.monotonicMs() - active.bargeInAt;
-    this.#o.sink?.record({
-      sessionId: this.id,
-      turn: active.turn,
-      startedAt,
-      status,
-      transcript,
-      reply,
-      metrics,
-      ...(error !== undefined ? { error } : {}),
-    });
+    try {
+      this.#o.sink?.record({
+        sessionId: this.id,
+        turn: active.turn,
+        startedAt,
+        status,
+        transcript,
+        reply,
+        metrics,
+        ...(error !== undefined ? { error } : {}),
+      });
+    } catch (err) {
+      // A full disk must not end the conversation; the turn still ends, saying what was lost.
+      error = `${error ? `${error}; ` : ''}turn not stored: ${errorMessage(err)}`;
+    }
     this.emit('turn-end', {
       turn: active.turn,
       status,
