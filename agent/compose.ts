@@ -10,6 +10,7 @@ import { CommandRegistry } from './fleet/commands.js';
 import { createFleetModule, type FleetModule } from './fleet/module.js';
 import type { BoardInfo } from './fleet/protocol.js';
 import type { AgentContext, AgentModule } from './main.js';
+import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
 
 // Which modules `mnn-edge run` starts and how they see each other. Modules are created here, in dependency
 // order, and share typed handles (never module-level state); main.ts starts them in this order.
@@ -23,6 +24,7 @@ export interface AgentServices {
   capabilities(): Capabilities | undefined;
   models(): { store: ModelStore; catalog: ModelCatalog } | undefined;
   fleet(): FleetModule;
+  workloads(): WorkloadsModule;
 }
 
 export interface ComposeOptions {
@@ -107,12 +109,19 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     },
   };
 
+  // Watch-mode answers and other workload events go out on MQTT `events` once the fleet is connected.
+  let fleetRef: FleetModule | undefined;
+  const workloads = createWorkloadsModule({
+    publishEvent: (type, data) => fleetRef?.agent?.publishEvent(type, data),
+  });
   const fleet = createFleetModule({
     agentVersion: options.agentVersion,
     commands,
     logs,
     board: () => boardInfoOf(caps),
+    workloads,
   });
+  fleetRef = fleet;
 
   const services: AgentServices = {
     commands,
@@ -120,7 +129,8 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     capabilities: () => caps,
     models: () => models,
     fleet: () => fleet,
+    workloads: () => workloads,
   };
-  const modules: AgentModule[] = [detectModule, modelsModule, fleet];
+  const modules: AgentModule[] = [detectModule, modelsModule, fleet, workloads];
   return { modules, services };
 }

@@ -51,6 +51,12 @@ export function notice(
   );
 }
 
+/** Marks an element for tests and for people reading the DOM. */
+export function tagged<T extends HTMLElement>(testId: string, el: T): T {
+  el.dataset['testid'] = testId;
+  return el;
+}
+
 /** `backticked` spans of agent messages (commands to run) shown as code. */
 export function withCode(text: string): Array<Node | string> {
   return text.split('`').map((part, i) => (i % 2 === 1 ? h('code', {}, part) : part));

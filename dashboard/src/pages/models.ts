@@ -5,7 +5,7 @@ import type {
 } from '../../../agent/http/api/ports.js';
 import type { Candidate, SlotName } from '../../../agent/plan/types.js';
 import { ApiError } from '../api.js';
-import { card, formatBytes, h, notice, pill, table } from '../dom.js';
+import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
 import type { Page, PageContext } from '../page.js';
 
 // Slots, what serves each and why, the fallback chain, and the operator's levers: pin a backend or variant,
@@ -116,37 +116,40 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
         { class: 'sub' },
         `Board ${p.boardId} · engine ${p.engineVersion} · planned ${formatBytes(p.budget.plannedBytes)} of ${formatBytes(p.budget.budgetBytes)} (${p.budget.reason})`,
       ),
-      table(
-        ['Slot', 'Status', 'Serving', 'Why', 'Pin'],
-        p.slots.map((s) => {
-          const inst = p.instances.find((i) => i.key === s.instanceKey);
-          const serving = view.serving[s.slot];
-          return [
-            h('code', {}, s.slot),
-            pill(
-              s.status,
-              s.status === 'placed' || s.status === 'builtin'
-                ? 'ok'
-                : s.status === 'degraded'
-                  ? 'warn'
-                  : 'muted',
-            ),
-            inst
-              ? h(
-                  'span',
-                  {},
-                  candidateText(inst.chosen),
-                  h('br'),
-                  h('small', {}, inst.chosen.summary),
-                  serving && serving !== inst.key
-                    ? h('small', { class: 'warn' }, ` · running fallback ${serving}`)
-                    : null,
-                )
-              : (s.builtin ?? '—'),
-            h('span', {}, s.reasons.join(' ')),
-            pinControls(ctx, s.slot, view.pins[s.slot] !== undefined, refresh, status),
-          ];
-        }),
+      tagged(
+        'slots',
+        table(
+          ['Slot', 'Status', 'Serving', 'Why', 'Pin'],
+          p.slots.map((s) => {
+            const inst = p.instances.find((i) => i.key === s.instanceKey);
+            const serving = view.serving[s.slot];
+            return [
+              h('code', {}, s.slot),
+              pill(
+                s.status,
+                s.status === 'placed' || s.status === 'builtin'
+                  ? 'ok'
+                  : s.status === 'degraded'
+                    ? 'warn'
+                    : 'muted',
+              ),
+              inst
+                ? h(
+                    'span',
+                    {},
+                    candidateText(inst.chosen),
+                    h('br'),
+                    h('small', {}, inst.chosen.summary),
+                    serving && serving !== inst.key
+                      ? h('small', { class: 'warn' }, ` · running fallback ${serving}`)
+                      : null,
+                  )
+                : (s.builtin ?? '—'),
+              h('span', {}, s.reasons.join(' ')),
+              pinControls(ctx, s.slot, view.pins[s.slot] !== undefined, refresh, status),
+            ];
+          }),
+        ),
       ),
     );
     for (const inst of p.instances) {
