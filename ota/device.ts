@@ -115,7 +115,7 @@ export function createOtaModule(options: OtaModuleOptions): AgentModule {
         db: ctx.db,
         dataDir: ctx.config.dataDir,
         config,
-        facts: { deviceId: ctx.identity.deviceId, tags: ctx.config.tags, arch: hostArch() },
+        facts: { deviceId: ctx.identity.deviceId, tags: ctx.identity.tags, arch: hostArch() },
         time: ctx.time,
         logger: ctx.logger.child('ota'),
         ports,
@@ -126,7 +126,7 @@ export function createOtaModule(options: OtaModuleOptions): AgentModule {
         link = await attachOtaToMqtt(
           client,
           device.runner,
-          { deviceId: ctx.identity.deviceId, tags: ctx.config.tags },
+          { deviceId: ctx.identity.deviceId, tags: ctx.identity.tags },
           ctx.logger.child('ota'),
         );
       } else {

@@ -98,6 +98,8 @@ interface SinkState {
   hash: Hash;
   offset: number;
   length: number;
+  /** A write still in flight when a connection drops; the next attempt waits for it to land. */
+  inflight: Promise<void>;
 }
 
 export class Downloader extends TypedEventEmitter<DownloadEvents> {
@@ -135,7 +137,13 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
         offset = 0;
       }
       this.#checkSpace(dirname(part), target.length - offset + (options.extraBytes ?? 0));
-      const state: SinkState = { fd, hash: createHash('sha256'), offset: 0, length: target.length };
+      const state: SinkState = {
+        fd,
+        hash: createHash('sha256'),
+        offset: 0,
+        length: target.length,
+        inflight: Promise.resolve(),
+      };
       if (offset > 0) await hashPrefix(part, offset, state.hash);
       state.offset = offset;
       const resumedFrom = offset;
@@ -205,8 +213,17 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
         await this.#attempt(target, state, signal);
         if (state.offset < state.length) throw new RetryableError('connection closed early');
       } catch (err) {
+        // A destroyed stream does not cancel a write the filesystem already has: let it land (and be hashed)
+        // before the next Range request is computed from the offset.
+        await state.inflight;
         if (signal?.aborted) throw signal.reason;
-        if (!(err instanceof RetryableError) && !isNetworkError(err)) throw err;
+        if (!(err instanceof RetryableError) && !isNetworkError(err)) {
+          if (err instanceof MnnEdgeError) throw err;
+          // TLS and other permanent transport errors: retrying cannot help.
+          throw new MnnEdgeError('EDOWNLOAD', `Download of ${target.url} failed: ${(err as Error).message}`, {
+            code: (err as { code?: unknown }).code,
+          });
+        }
         failures = state.offset > before ? 1 : failures + 1;
         if (failures > this.#policy.retries) {
           throw new MnnEdgeError(
@@ -295,10 +312,21 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       if (state.offset + size > state.length) {
         return done(lengthMismatch(target, state.offset + size, 'at least '));
       }
-      const after = (err: NodeJS.ErrnoException | null) => {
-        if (err) return done(err);
+      let landed: () => void = () => {};
+      state.inflight = new Promise((resolve) => {
+        landed = resolve;
+      });
+      const after = (err: NodeJS.ErrnoException | null, written: number) => {
+        if (err || written !== size) {
+          landed();
+          // Nothing is counted: positional writes let the next attempt rewrite the same range.
+          return done(
+            err ?? new MnnEdgeError('EIO', `Short write to ${target.dest}.part: ${written} of ${size} bytes`),
+          );
+        }
         for (const c of chunks) state.hash.update(c);
         state.offset += size;
+        landed();
         this.emit('progress', { done: state.offset, total: state.length });
         if (rate <= 0) return done();
         // Token bucket with a zero-size burst: hold the stream until the average rate is back under the cap.

@@ -9,6 +9,7 @@
 
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { type Clock, systemClock } from '../agent/common/clock.js';
 import { errorMessage, MnnEdgeError } from '../agent/common/errors.js';
 import type { Logger } from '../agent/common/log.js';
 import { formatSchemaErrors, validate } from '../agent/common/schema.js';
@@ -36,6 +37,7 @@ export interface JobRunnerDeps {
   logger: Logger;
   /** Minimum spacing of `downloading` progress reports (and journal writes). */
   progressIntervalMs?: number;
+  clock?: Clock;
 }
 
 export type JobRunnerEvents = { status: JobStatus };
@@ -166,10 +168,11 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
       case 'downloading': {
         const artifact = e.artifact!;
         mkdirSync(this.#d.stagingDir, { recursive: true });
-        let lastReport = 0;
+        let lastReport = Number.NEGATIVE_INFINITY;
         const every = this.#d.progressIntervalMs ?? 1000;
+        const clock = this.#d.clock ?? systemClock;
         const off = this.#d.downloader.on('progress', (p) => {
-          const now = Date.now();
+          const now = clock.monotonicMs();
           if (now - lastReport < every || p.done === p.total) return;
           lastReport = now;
           this.#report(journal.update(e.jobId, { bytesDone: p.done }));
@@ -209,6 +212,9 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
       case 'health-check': {
         const counted = this.#countAttempt(e);
         if (typeof counted === 'string') return this.#rollback(e, 'crashed', counted);
+        // Resumed after a crash that may have happened mid-rollback: make sure the version under test serves.
+        if ((await this.#d.activation.activeVersion(id)) !== version)
+          await this.#d.activation.activate(id, version);
         return this.#gate(counted);
       }
       default:

@@ -84,6 +84,8 @@ class AdaptedHost implements EngineHost {
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
     const generation = this.#client.generate(request.prompt, {
       ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
+      ...(request.images ? { images: request.images } : {}),
+      ...(request.audios ? { audios: request.audios } : {}),
       ...(signal ? { signal } : {}),
     });
     try {
@@ -97,6 +99,7 @@ class AdaptedHost implements EngineHost {
       const s = result.stats;
       yield {
         type: 'done',
+        finishReason: result.finishReason === 'stop' ? 'stop' : 'length',
         stats: {
           promptTokens: s.promptTokens,
           decodeTokens: s.generatedTokens,

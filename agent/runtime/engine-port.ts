@@ -9,9 +9,18 @@ export interface HostExit {
   signal: NodeJS.Signals | null;
 }
 
+export interface ChatTurn {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+}
+
 export interface GenerateRequest {
-  /** Prompt text; images and audio go inline as MNN tags (`<img>PATH</img>`, `<audio>PATH</audio>`). */
-  prompt: string;
+  /** Prompt text (wrapped in the model's chat template), or the whole conversation. */
+  prompt: string | ChatTurn[];
+  /** Image files, or decoded RGB bytes (row-major HWC, 3 channels), for a VLM. */
+  images?: Array<string | { data: Uint8Array; width: number; height: number }>;
+  /** WAV files, or mono float PCM (16 kHz unless sampleRate says otherwise), for an omni model. */
+  audios?: Array<string | { samples: Float32Array; sampleRate?: number }>;
   maxNewTokens?: number;
 }
 
@@ -22,7 +31,10 @@ export interface GenerateStats {
   decodeMs: number;
 }
 
-export type GenerateEvent = { type: 'text'; text: string } | { type: 'done'; stats: GenerateStats };
+export type GenerateEvent =
+  | { type: 'text'; text: string }
+  /** `stop`: the model ended its answer; `length`: maxNewTokens ran out. A cancelled run throws instead. */
+  | { type: 'done'; stats: GenerateStats; finishReason: 'stop' | 'length' };
 
 export interface HostMemory {
   rssBytes: number;

@@ -37,6 +37,9 @@ export interface RuntimeModuleDeps {
   inUse?: (refs: { id: string; version: string }[]) => void;
   /** Default: procfs below config.root. */
   memory?: SystemMemory;
+  /** The model store's install events (ModelStore is one): each install replans and, unless
+   *  runtime.probeAfterInstall is false, probes the new model in the background at low priority. */
+  installs?: { on(event: 'installed', listener: (ref: { id: string; version: string }) => void): () => void };
   /** Receives the runtime once started (workloads, fleet and OTA take it from here). */
   onStarted?: (runtime: Runtime) => void;
 }
@@ -113,6 +116,7 @@ export function createRuntimeModule(
 ): AgentModule & { runtime(): Runtime | undefined } {
   let runtime: Runtime | undefined;
   let unroute: (() => void)[] = [];
+  let unsubscribe: (() => void) | undefined;
   return {
     name: 'runtime',
     runtime: () => runtime,
@@ -143,9 +147,21 @@ export function createRuntimeModule(
       unroute = registerRuntimeRoutes(ctx, runtime);
       await runtime.configure(slotSpecsFromConfig(ctx.config['slots'] as SlotsConfig | undefined));
       runtime.start();
+      const rt = runtime;
+      unsubscribe = deps.installs?.on('installed', (ref) => {
+        void rt.replan(`model ${ref.id}@${ref.version} installed`).then(
+          () => {
+            if (cfg?.probeAfterInstall !== false)
+              rt.probeInBackground({ modelId: ref.id, version: ref.version });
+          },
+          (err: unknown) => ctx.logger.warn('replan after install failed', { error: String(err) }),
+        );
+      });
       deps.onStarted?.(runtime);
     },
     async stop() {
+      unsubscribe?.();
+      unsubscribe = undefined;
       for (const off of unroute) off();
       unroute = [];
       await runtime?.stop();

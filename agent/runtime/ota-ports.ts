@@ -74,13 +74,20 @@ export function runtimeHealthProbe(runtime: Runtime): HealthProbe {
           `${request.modelId}@${request.version} is not serving any slot; nothing to probe`,
         );
       const signal = AbortSignal.timeout(request.timeoutMs);
-      const prompt = request.image ? `<img>${request.image}</img>${request.prompt}` : request.prompt;
       const t0 = performance.now();
       let ttftMs: number | undefined;
       let text = '';
       let decodeTokensPerSecond = 0;
       try {
-        for await (const ev of runtime.stream(slot, { prompt, maxNewTokens: request.maxNewTokens }, signal)) {
+        for await (const ev of runtime.stream(
+          slot,
+          {
+            prompt: request.prompt,
+            maxNewTokens: request.maxNewTokens,
+            ...(request.image ? { images: [request.image] } : {}),
+          },
+          signal,
+        )) {
           if (ev.type === 'text') {
             ttftMs ??= performance.now() - t0;
             text += ev.text;

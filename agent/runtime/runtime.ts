@@ -232,11 +232,12 @@ export class Runtime {
   async replan(reason: string): Promise<Placement> {
     const board = await this.#deps.sources.board();
     const catalog = await this.#deps.sources.catalog();
+    const slots = this.desired.configSlots();
     const placement = planPlacement({
       board,
       catalog,
-      slots: this.desired.configSlots(),
-      constraints: this.desired.constraints(),
+      slots,
+      constraints: this.#stickyVersions(slots, this.desired.constraints(), catalog),
       probes: this.probes.forBoard(board.boardId, this.engineVersion),
       engineVersion: this.engineVersion,
       policy: this.#policy,
@@ -255,6 +256,32 @@ export class Runtime {
     this.#wakeServingWaiters();
     this.#runner.trigger();
     return placement;
+  }
+
+  /**
+   * A slot whose version nobody set keeps the version it runs now: installing a newer version never switches by
+   * itself (an OTA job's health gate, or an operator, decides that). Only the first plan takes the newest.
+   */
+  #stickyVersions(
+    slots: readonly SlotSpec[],
+    constraints: Partial<Record<SlotName, SlotConstraints>>,
+    catalog: PlanCatalog,
+  ): Partial<Record<SlotName, SlotConstraints>> {
+    const out = { ...constraints };
+    for (const spec of slots) {
+      if (
+        !('model' in spec.use) ||
+        spec.use.model.version !== undefined ||
+        out[spec.slot]?.version !== undefined
+      )
+        continue;
+      const id = spec.use.model.id;
+      const prev = this.#placement?.instances.find((i) => i.slots.includes(spec.slot))?.chosen;
+      if (!prev || prev.modelId !== id) continue;
+      if (!catalog.models.some((m) => m.id === id && m.version === prev.version)) continue;
+      out[spec.slot] = { ...out[spec.slot], version: prev.version };
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- workloads

@@ -1,14 +1,17 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import type { BrowserContext, Page } from 'playwright-core';
-import { engineAvailability } from '../../engine/src/index.js';
-import { mediaFixturesDir, socFixturesDir } from '../helpers/paths.js';
+import { createAddonLoader, engineAvailability } from '../../engine/src/index.js';
+import { mediaFixturesDir, modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
 import {
   buildDashboard,
   type DashboardAgent,
   launchChromium,
   login,
   screenshot,
+  selfSignedCert,
   startDashboardAgent,
 } from './harness.js';
 
@@ -22,12 +25,25 @@ const test = anyTest as TestFn<{
 }>;
 const rock5b = join(socFixturesDir, 'rockchip-rk3588-rock5b');
 const speechWav = join(mediaFixturesDir, 'speech-hello-16k.wav');
+const fixtureModels = {
+  llm: join(modelFixturesDir, 'tiny-llm', 'config.json'),
+  asr: join(modelFixturesDir, 'tiny-omni-audio', 'config.json'),
+  vad: join(modelFixturesDir, 'silero-vad', 'silero_vad.mnn'),
+  vlm: join(modelFixturesDir, 'tiny-vlm', 'config.json'),
+};
 
 test.before(async (t) => {
   buildDashboard();
   t.context.agent = await startDashboardAgent({
     root: rock5b,
     slots: { 'voice.vad': { builtin: 'energy-vad' }, 'voice.llm': { model: 'tiny-llm' } },
+    workloads: {
+      voice: {
+        models: { llm: fixtureModels.llm, asr: fixtureModels.asr, vad: fixtureModels.vad },
+        maxNewTokens: 16,
+      },
+      vision: { model: fixtureModels.vlm, maxNewTokens: 6 },
+    },
   });
   t.context.browser = await launchChromium(speechWav);
   t.context.page = await t.context.browser.context.newPage();
@@ -100,7 +116,30 @@ test.serial(
       rows.some((r) => r.startsWith('voice.llm') && /unloaded/.test(r)),
       rows.join('\n'),
     );
+    // Pin the LLM slot to the CPU with 2 threads through the page; the runtime records it and Unpin comes alive.
+    const llmRow = page.locator('[data-testid="slots"] tbody tr', { hasText: 'voice.llm' });
+    await llmRow.getByLabel('Threads for voice.llm').fill('2');
+    await llmRow.getByRole('button', { name: 'Pin', exact: true }).click();
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('[data-testid="slots"] tbody tr')].some(
+        (r) =>
+          r.textContent?.startsWith('voice.llm') &&
+          !r.querySelector<HTMLButtonElement>('button:nth-of-type(2)')?.disabled,
+      ),
+    );
+    const placement = (await page.evaluate(async () => (await fetch('/api/placement')).json())) as {
+      pins: Record<string, unknown>;
+    };
+    t.deepEqual(placement.pins['voice.llm'], { backend: 'cpu', threads: 2 });
     await screenshot(page, 'models');
+    await page
+      .locator('[data-testid="slots"] tbody tr', { hasText: 'voice.llm' })
+      .getByRole('button', { name: 'Unpin' })
+      .click();
+    await page.waitForFunction(async () => {
+      const p = (await (await fetch('/api/placement')).json()) as { pins: Record<string, unknown> };
+      return p.pins['voice.llm'] === undefined;
+    });
   },
 );
 
@@ -167,25 +206,48 @@ test.serial(
   },
 );
 
-test.serial('vision: the fake camera plays in the preview and a snapshot is taken from it', async (t) => {
-  const { agent, page } = t.context;
-  await page.goto(`${agent.url}/#/vision`);
-  await page.getByTestId('camera-start').click();
-  await page.waitForFunction(() => {
-    const v = document.querySelector<HTMLVideoElement>('[data-testid="camera-preview"]');
-    return v !== null && v.videoWidth > 0 && !v.paused;
-  });
-  await page.getByTestId('snapshot-take').click();
-  await page.waitForFunction(() =>
-    /^Snapshot \d+×\d+/.test(document.querySelector('[data-testid="camera-state"]')?.textContent ?? ''),
-  );
-  const size = await page.evaluate(() => {
-    const c = document.querySelector<HTMLCanvasElement>('[data-testid="snapshot"]')!;
-    return { w: c.width, h: c.height };
-  });
-  t.true(size.w > 0 && size.h > 0);
-  await screenshot(page, 'vision');
-});
+test.serial(
+  'vision: the fake camera plays, a snapshot is asked about, and watch mode fills the timeline',
+  async (t) => {
+    const { agent, page } = t.context;
+    await page.goto(`${agent.url}/#/vision`);
+    await page.getByTestId('camera-start').click();
+    await page.waitForFunction(() => {
+      const v = document.querySelector<HTMLVideoElement>('[data-testid="camera-preview"]');
+      return v !== null && v.videoWidth > 0 && !v.paused;
+    });
+    await page.getByTestId('snapshot-take').click();
+    await page.waitForFunction(() =>
+      /^Snapshot \d+×\d+/.test(document.querySelector('[data-testid="camera-state"]')?.textContent ?? ''),
+    );
+    const size = await page.evaluate(() => {
+      const c = document.querySelector<HTMLCanvasElement>('[data-testid="snapshot"]')!;
+      return { w: c.width, h: c.height };
+    });
+    t.true(size.w > 0 && size.h > 0);
+    // With the VLM configured and the engine here, the snapshot goes to the device with a question.
+    const vision = (await page.evaluate(async () => (await fetch('/api/workloads')).json())) as {
+      vision: { available: boolean };
+    };
+    if (vision.vision.available) {
+      await page.getByTestId('ask').click();
+      await page.waitForFunction(
+        () => /\(\d+ ms\)$/.test(document.querySelector('[data-testid="answer"]')?.textContent ?? ''),
+        null,
+        { timeout: 90_000 },
+      );
+      t.true(((await page.getByTestId('answer').textContent()) ?? '').length > 0);
+      // Watch mode: a frame every 3 s; the first one is always answered (trigger "first").
+      await page.getByTestId('watch').click();
+      await page.waitForSelector('[data-testid="timeline"] li', { timeout: 60_000 });
+      await page.getByTestId('watch').click();
+      t.regex((await page.getByTestId('watch').textContent()) ?? '', /Start watching/);
+    } else {
+      t.is(await page.getByTestId('ask').isDisabled(), true);
+    }
+    await screenshot(page, 'vision');
+  },
+);
 
 test.serial('OTA and logs pages show their states', async (t) => {
   const { agent, page } = t.context;
@@ -211,3 +273,64 @@ test.serial('logout revokes the session: the API is 401 again and the page retur
   const cookies = await t.context.browser.context.cookies(agent.url);
   t.falsy(cookies.find((c) => c.name === 'mnn_edge_session'));
 });
+
+test.serial(
+  'without a loadable engine, voice and vision say so and why instead of a dead page',
+  async (t) => {
+    // A real loader pointed at an addon that is not there: what a board without MNN installed reports.
+    const missing = createAddonLoader([join(modelFixturesDir, 'no-such-addon', 'mnn_edge_engine.node')]);
+    const agent = await startDashboardAgent({
+      root: rock5b,
+      availability: () => missing.availability(),
+      workloads: {
+        voice: { models: { llm: fixtureModels.llm, asr: fixtureModels.asr, vad: fixtureModels.vad } },
+        vision: { model: fixtureModels.vlm },
+      },
+    });
+    t.teardown(() => agent.stop());
+    const page = await t.context.browser.context.newPage();
+    t.teardown(() => page.close());
+    await login(page, agent.url, agent.token);
+    t.regex(
+      (await page.getByTestId('engine-unavailable').textContent()) ?? '',
+      /the engine addon is not built/,
+    );
+    await page.goto(`${agent.url}/#/voice`);
+    await page.waitForSelector('[data-testid="engine-unavailable"]');
+    t.regex(
+      (await page.getByTestId('engine-unavailable').textContent()) ?? '',
+      /^Engine not availableVoice needs the MNN engine, which is not available here: the engine addon is not built/,
+    );
+    t.is(await page.getByTestId('voice-start').count(), 0);
+    await screenshot(page, 'voice-no-engine');
+    await page.goto(`${agent.url}/#/vision`);
+    await page.waitForSelector('[data-testid="engine-unavailable"]');
+    // The camera still works, so it can be checked before the engine is installed.
+    t.is(await page.getByTestId('camera-start').count(), 1);
+  },
+);
+
+test.serial(
+  'over TLS: the session cookie is Secure and the live telemetry socket runs on wss://',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-tls-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const agent = await startDashboardAgent({ root: rock5b, tls: selfSignedCert(dir) });
+    t.teardown(() => agent.stop());
+    t.regex(agent.url, /^https:/);
+    const page = await t.context.browser.context.newPage();
+    t.teardown(() => page.close());
+    const sockets: string[] = [];
+    page.on('websocket', (ws) => sockets.push(ws.url()));
+    await login(page, agent.url, agent.token);
+    const session = (await t.context.browser.context.cookies(agent.url)).find(
+      (c) => c.name === 'mnn_edge_session',
+    );
+    t.true(session?.secure);
+    await page.goto(`${agent.url}/#/telemetry`);
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="live-state"]')?.textContent === 'Live',
+    );
+    t.true(sockets.some((u) => u.startsWith('wss://127.0.0.1:') && u.endsWith('/api/telemetry/live')));
+  },
+);

@@ -14,16 +14,19 @@ import {
   SampleHub,
   telemetryPortFrom,
 } from '../../agent/http/api/adapters.js';
+import { createSessionLimiter } from '../../agent/http/api/limits.js';
 import { LogTail } from '../../agent/http/api/log-tail.js';
 import type { DashboardSources, WorkloadsPort } from '../../agent/http/api/ports.js';
 import { createDashboardModule } from '../../agent/http/dashboard-routes.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { boardFromCapabilities } from '../../agent/plan/from-capabilities.js';
 import { createRuntimeModule } from '../../agent/runtime/module.js';
+import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
+import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { matchProfile } from '../../board-support/index.js';
-import { engineAvailability } from '../../engine/src/index.js';
+import { type EngineAvailability, engineAvailability } from '../../engine/src/index.js';
 import { JobJournal } from '../../ota/journal.js';
 import { repoRoot } from '../helpers/paths.js';
 
@@ -64,9 +67,14 @@ function telemetryLoop(root: string, history: TelemetryHistory, hub: SampleHub):
 
 export async function startDashboardAgent(options: {
   root: string;
-  workloads?: WorkloadsPort;
+  /** Voice and vision config; when given, the real workloads module runs with these fixture models. */
+  workloads?: { voice: Record<string, unknown>; vision: Record<string, unknown> };
   /** Slots for the real runtime module (planned against an empty catalog: every model slot is unloaded). */
   slots?: Record<string, unknown>;
+  /** Serve over HTTPS with this certificate and key (PEM paths). */
+  tls?: { cert: string; key: string };
+  /** Which engine the agent sees; default: the installed one. */
+  availability?: () => EngineAvailability;
   extraModules?: AgentModule[];
 }): Promise<DashboardAgent> {
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-e2e-'));
@@ -75,14 +83,28 @@ export async function startDashboardAgent(options: {
     ...base,
     dataDir: join(dir, 'data'),
     root: options.root,
-    http: { ...base.http, bind: '127.0.0.1', port: 0 },
+    http: { ...base.http, bind: '127.0.0.1', port: 0, ...(options.tls ? { tls: options.tls } : {}) },
     ...(options.slots ? { slots: options.slots } : {}),
+    ...(options.workloads ? { voice: options.workloads.voice, vision: options.workloads.vision } : {}),
   };
+  // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
+  const sessions = createSessionLimiter(config.http.maxSessions);
+  const workloads = options.workloads
+    ? createWorkloadsModule({
+        sessions,
+        ...(options.availability ? { availability: options.availability } : {}),
+      })
+    : undefined;
+  const workloadsPort: WorkloadsPort | undefined = workloads
+    ? { voice: () => workloads.voiceStatus(), vision: () => workloads.visionStatus() }
+    : undefined;
   const caps = detect({ root: options.root });
   // The fixture trees carry no /proc/meminfo; plan as the 8 GB ROCK 5B the fixture was captured on.
   const runtime = createRuntimeModule({
     catalog: () => ({ models: [] }),
     board: () => boardFromCapabilities(caps, matchProfile(caps), { ramBytes: 8 * 1024 ** 3 }),
+    // The engine hosts run on this machine, so the swap's memory checks read this machine's /proc.
+    memory: procSystemMemory('/'),
   });
   const logTail = new LogTail();
   const logger = createLogger({ level: 'debug', write: logTail.write });
@@ -92,30 +114,31 @@ export async function startDashboardAgent(options: {
     version: '0.0.0-e2e',
     distDir: join(repoRoot, 'dashboard', 'dist'),
     logTail,
+    sessions,
     sources: (ctx): DashboardSources => {
       const history = new TelemetryHistory(ctx.db, { bucketSec: 10, retentionHours: 24 }, ctx.clock);
       stopSampling = telemetryLoop(options.root, history, hub);
       return {
         capabilities: () => caps,
-        engine: engineStatusFrom(engineAvailability),
+        engine: engineStatusFrom(options.availability ?? engineAvailability),
         telemetry: telemetryPortFrom(history, hub),
         ota: otaPortFrom(new JobJournal(ctx.db)),
         models: { installed: () => [], installs: () => [] },
         placement: placementPortFrom(runtime.runtime()!),
-        ...(options.workloads ? { workloads: options.workloads } : {}),
+        ...(workloadsPort ? { workloads: workloadsPort } : {}),
       };
     },
   });
   const agent = createAgent(config, {
     logger,
     version: '0.0.0-e2e',
-    modules: [runtime, ...(options.extraModules ?? []), dashboard],
+    modules: [runtime, ...(workloads ? [workloads] : []), ...(options.extraModules ?? []), dashboard],
   });
   await agent.start();
   const token = readFileSync(join(config.dataDir, 'pairing-token'), 'utf8').trim();
   return {
     agent,
-    url: `http://127.0.0.1:${agent.http.port}`,
+    url: `${agent.http.secure ? 'https' : 'http'}://127.0.0.1:${agent.http.port}`,
     token,
     logTail,
     async stop() {
@@ -136,6 +159,8 @@ export async function launchChromium(
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
+    // The TLS test's certificate is self-signed, made for that test.
+    ignoreHTTPSErrors: true,
     viewport: { width: 1280, height: 900 },
     args: [
       '--no-sandbox',
@@ -147,7 +172,8 @@ export async function launchChromium(
       '--disable-sync',
       '--use-fake-device-for-media-stream',
       '--use-fake-ui-for-media-stream',
-      `--use-file-for-fake-audio-capture=${fakeAudioWav}`,
+      // %noloop: the file plays once, then silence, so the agent's VAD sees the utterance end.
+      `--use-file-for-fake-audio-capture=${fakeAudioWav}%noloop`,
       '--autoplay-policy=no-user-gesture-required',
     ],
   });
@@ -172,4 +198,34 @@ export async function login(page: Page, url: string, token: string): Promise<voi
   await page.getByTestId('token').fill(token);
   await page.getByTestId('login').click();
   await page.waitForSelector('[data-page="overview"] [data-testid="board-name"]');
+}
+
+/** A throwaway self-signed certificate for 127.0.0.1 (openssl, local only). */
+export function selfSignedCert(dir: string): { cert: string; key: string } {
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'pipe' },
+  );
+  return { cert, key };
 }

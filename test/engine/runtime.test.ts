@@ -16,7 +16,7 @@ import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
 import { runtimeInfo } from '../../engine/src/index.js';
-import { engineOrSkip, expectedOutput, models } from './_engine.js';
+import { engineOrSkip, expectedOutput, media, models } from './_engine.js';
 
 const MiB = 1024 * 1024;
 
@@ -51,7 +51,11 @@ function tinyModel(version: string, configPath: string, quant: string): CatalogM
 }
 
 const catalog = {
-  models: [tinyModel('1', models.tinyLlm, 'fp32'), tinyModel('2', models.tinyLlmInt4, 'int4')],
+  models: [
+    tinyModel('1', models.tinyLlm, 'fp32'),
+    tinyModel('2', models.tinyLlmInt4, 'int4'),
+    { ...tinyModel('1', models.tinyVlm, 'fp32'), id: 'tiny-vlm', kind: 'vlm' as const },
+  ],
 };
 
 const slots: SlotSpec[] = [
@@ -207,4 +211,34 @@ if (engineOrSkip(test, 'runtime')) {
       await close();
     }
   });
+
+  test.serial(
+    'a VLM slot gets its image through the runtime, and shares nothing with the LLM slot',
+    async (t) => {
+      const { runtime, close } = setup();
+      try {
+        await runtime.configure([
+          ...slots,
+          {
+            slot: 'vision.vlm',
+            use: { model: { id: 'tiny-vlm' } },
+            priority: 50,
+            contextTokens: 256,
+            enabled: true,
+          },
+        ]);
+        await runtime.settled();
+        const r = await runtime.generate('vision.vlm', {
+          prompt: 'Hello',
+          images: [media.red],
+          maxNewTokens: 32,
+        });
+        t.is(r.text, expectedOutput('tiny-vlm', 'media/test_red_64x64.png').text);
+        t.is(r.stats?.promptTokens, 27);
+        t.is(runtime.state().instances.length, 2);
+      } finally {
+        await close();
+      }
+    },
+  );
 }

@@ -146,7 +146,7 @@ test('kill -9 at random points during installs: old or new active, store consist
     return job.jobId;
   };
   let jobId = writeJob();
-  const args = () => [dataDir, join(dir, 'job.json'), key.publicKey, String(600 * 1024), llmDemo];
+  const args = () => [dataDir, join(dir, 'job.json'), key.publicKey, String(4096 * 1024), llmDemo];
   const killedIn = new Map<string, number>();
   let kills = 0;
   let finishedJobs = 0;

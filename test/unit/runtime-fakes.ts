@@ -61,7 +61,11 @@ export class FakeHost implements EngineHost {
       if (fault) throw new EngineFailure('backend', fault);
       yield { type: 'text', text: `${spec.version}:${i} ` };
     }
-    yield { type: 'done', stats: { promptTokens: 3, decodeTokens: n, prefillMs: 1, decodeMs: n } };
+    yield {
+      type: 'done',
+      finishReason: 'length',
+      stats: { promptTokens: 3, decodeTokens: n, prefillMs: 1, decodeMs: n },
+    };
   }
 
   async memory() {

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
+import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import { parseConfig } from '../../agent/config/load.js';
 import { HttpError } from '../../agent/http/errors.js';
 import { HttpRouter, type RequestContext } from '../../agent/http/router.js';
@@ -132,5 +133,47 @@ test('without MNN every slot reports the loader reason instead of serving', asyn
       'slot voice.llm was not served within 50 ms (last reconcile error: tiny-llm@1/fp32|cpu t4 p:low m:low ' +
       'cpus:any: engine host did not start: MNN not found: set MNN_ROOT=/path/to/mnn)',
   });
+  await mod.stop!();
+});
+
+test('an installed model is probed in the background but not switched to until activated', async (t) => {
+  const world = new FakeWorld();
+  const installs = new TypedEventEmitter<{ installed: { id: string; version: string } }>();
+  const models = [...catalog.models];
+  const ctx = context({ slots: { 'voice.llm': { model: 'tiny-llm' } } });
+  const mod = createRuntimeModule({
+    board: () => board,
+    catalog: () => ({ models }),
+    hosts: world,
+    memory: world,
+    installs,
+  });
+  await mod.start(ctx);
+  const runtime = mod.runtime()!;
+  await runtime.settled();
+  const replanned = new Promise<string>((resolve) =>
+    runtime.events.once('placement', (p) => resolve(p.reason)),
+  );
+  models.push({ ...catalog.models[0]!, version: '2' });
+  installs.emit('installed', { id: 'tiny-llm', version: '2' });
+  t.is(await replanned, 'model tiny-llm@2 installed');
+  const probed = new Promise<string>((resolve) =>
+    runtime.events.on('placement', (p) => {
+      if (p.reason === '1 probe result(s) stored') resolve(p.reason);
+    }),
+  );
+  await probed;
+  t.deepEqual(
+    runtime.probes
+      .forBoard('module-test', world.engineVersion)
+      .map((p) => `${p.modelId}@${p.version} ${p.ok}`),
+    ['tiny-llm@2 true'],
+  );
+  await runtime.settled();
+  // Installing is not activating: the slot stays on the version it runs until OTA or an operator moves it.
+  t.is(runtime.state().serving['voice.llm'], 'tiny-llm@1/fp32|cpu t4 p:low m:low cpus:any');
+  await runtime.setModelVersion('tiny-llm', '2', 'job-1');
+  await runtime.settled();
+  t.is(runtime.state().serving['voice.llm'], 'tiny-llm@2/fp32|cpu t4 p:low m:low cpus:any');
   await mod.stop!();
 });

@@ -1,9 +1,15 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
-import type { JobStatus } from '../../../ota/job.js';
+import { isTerminal, type JobStatus } from '../../../ota/job.js';
 import { generateSigningKey, parsePrivateKey } from '../../../ota/keys.js';
-import { collectStatuses, connectOperator, driveRollout, publishJob } from '../../../ota/operator.js';
+import {
+  collectStatuses,
+  connectOperator,
+  driveRollout,
+  publishJob,
+  watchStatuses,
+} from '../../../ota/operator.js';
 import { packModel } from '../../../ota/pack.js';
 import { parsePhases, RolloutController, type RolloutView } from '../../../ota/rollout.js';
 import { servePackages } from '../../../ota/serve.js';
@@ -205,24 +211,19 @@ async function publish(args: ParsedArgs, io: CliIo): Promise<number> {
     });
     io.stdout.write(`job ${jobId} sent to ${device !== undefined ? `device ${device}` : `tag ${tag}`}\n`);
     const wait = Number(stringFlag(args, 'wait') ?? '0');
+    if (!(wait >= 0)) throw new UsageError(`--wait expects seconds, got '${stringFlag(args, 'wait')}'`);
     if (wait > 0) {
-      const done = new Set<string>();
+      // A device job ends with its device's final state; a tag job is watched until --wait runs out.
       await new Promise<void>((resolveWait) => {
         const timer = setTimeout(resolveWait, wait * 1000);
-        client.on('message', (topic, payload) => {
-          if (!topic.endsWith('/ota/status')) return;
-          const s = JSON.parse(payload.toString()) as JobStatus;
+        void watchStatuses(client, (s) => {
           if (s.jobId !== jobId) return;
           printStatus(io.stdout, s);
-          if (['succeeded', 'failed', 'rolled-back', 'rejected'].includes(s.state)) {
-            done.add(s.deviceId);
-            if (device !== undefined) {
-              clearTimeout(timer);
-              resolveWait();
-            }
+          if (device !== undefined && isTerminal(s.state)) {
+            clearTimeout(timer);
+            resolveWait();
           }
         });
-        void client.subscribeAsync('mnn-edge/+/ota/status', { qos: 1 });
       });
     }
     return 0;
@@ -297,9 +298,15 @@ async function status(args: ParsedArgs, io: CliIo): Promise<number> {
     await client.endAsync();
   }
   const statePath = stringFlag(args, 'state') ?? DEFAULT_STATE;
-  const rollouts = existsSync(statePath)
-    ? new RolloutController(openStore(statePath, { readonly: false }), async () => {}).list()
-    : [];
+  let rollouts: RolloutView[] = [];
+  if (existsSync(statePath)) {
+    const db = openStore(statePath);
+    try {
+      rollouts = new RolloutController(db, async () => {}).list();
+    } finally {
+      db.close();
+    }
+  }
   if (args.flags['json']) {
     io.stdout.write(`${JSON.stringify({ devices: [...statuses.values()], rollouts }, null, 2)}\n`);
     return 0;

@@ -21,6 +21,8 @@ export const loginPage: Page = (ctx) => {
     { class: 'login card' },
     h('h1', {}, 'mnn-edge'),
     h('p', {}, 'Enter the pairing token. Print it on the device with ', h('code', {}, 'mnn-edge token'), '.'),
+    // Password managers (and Chromium's form checks) expect a user name next to a password field.
+    h('input', { type: 'text', name: 'username', value: 'mnn-edge', autocomplete: 'username', hidden: true }),
     input,
     button,
     error,

@@ -3,7 +3,7 @@ import type {
   InstallProgressView,
   PlacementView,
 } from '../../../agent/http/api/ports.js';
-import type { Candidate, SlotName } from '../../../agent/plan/types.js';
+import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
 import { ApiError } from '../api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
 import type { Page, PageContext } from '../page.js';
@@ -29,7 +29,7 @@ function candidateText(c: Candidate): string {
 function pinControls(
   ctx: PageContext,
   slot: SlotName,
-  pinned: boolean,
+  pin: SlotConstraints | undefined,
   onChange: () => void,
   status: HTMLElement,
 ): HTMLElement {
@@ -55,8 +55,8 @@ function pinControls(
       status.textContent = err instanceof ApiError ? err.message : String(err);
     }
   };
-  const pin = h('button', { type: 'button' }, 'Pin');
-  pin.addEventListener('click', () =>
+  const pinBtn = h('button', { type: 'button' }, 'Pin');
+  pinBtn.addEventListener('click', () =>
     run(() =>
       ctx.api.send('PUT', `/api/placement/${encodeURIComponent(slot)}/pin`, {
         backend: backend.value,
@@ -64,11 +64,20 @@ function pinControls(
       }),
     ),
   );
-  const unpin = h('button', { type: 'button', disabled: !pinned }, 'Unpin');
+  const unpin = h('button', { type: 'button', disabled: pin === undefined }, 'Unpin');
   unpin.addEventListener('click', () =>
     run(() => ctx.api.send('DELETE', `/api/placement/${encodeURIComponent(slot)}/pin`)),
   );
-  return h('span', { class: 'controls' }, backend, threads, pin, unpin);
+  const current = pin
+    ? h(
+        'small',
+        { class: 'pinned' },
+        `pinned: ${Object.entries(pin)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+      )
+    : null;
+  return h('span', { class: 'controls' }, backend, threads, pinBtn, unpin, current);
 }
 
 async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTMLElement> {
@@ -146,7 +155,7 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
                   )
                 : (s.builtin ?? '—'),
               h('span', {}, s.reasons.join(' ')),
-              pinControls(ctx, s.slot, view.pins[s.slot] !== undefined, refresh, status),
+              pinControls(ctx, s.slot, view.pins[s.slot], refresh, status),
             ];
           }),
         ),
@@ -226,17 +235,19 @@ async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
 export const modelsPage: Page = async (ctx) => {
   const body = h('div', { class: 'stack' });
   let busy = false;
-  const refresh = async () => {
+  const refresh = async (afterAction = false) => {
     if (busy) return;
     busy = true;
     try {
       const [placement, models] = await Promise.all([
-        placementCard(ctx, () => void refresh()),
+        placementCard(ctx, () => void refresh(true)),
         modelsCard(ctx),
       ]);
-      // Do not rebuild while the user is editing a pin field.
-      if (!body.contains(document.activeElement) || document.activeElement === document.body)
-        body.replaceChildren(placement, models);
+      // The periodic refresh does not rebuild under a pin field being edited; an action's refresh always does.
+      const focus = document.activeElement;
+      const editing =
+        (focus instanceof HTMLInputElement || focus instanceof HTMLSelectElement) && body.contains(focus);
+      if (afterAction || !editing) body.replaceChildren(placement, models);
     } finally {
       busy = false;
     }

@@ -123,8 +123,14 @@ export const visionPage: Page = async (ctx) => {
           h(
             'li',
             { class: msg.changed ? 'changed' : undefined },
+            // Only our own agent's PNG data URLs are shown; anything else is dropped rather than fetched.
+            msg.thumbnail?.startsWith('data:image/png;base64,')
+              ? h('img', { src: msg.thumbnail, alt: '', class: 'thumb' })
+              : null,
             h('time', {}, new Date(msg.t).toLocaleTimeString()),
+            msg.trigger ? h('small', {}, `${msg.trigger} · `) : null,
             msg.text,
+            msg.latencyMs ? h('small', {}, ` (${Math.round(msg.latencyMs)} ms)`) : null,
           ),
         );
         while (timeline.children.length > 100) timeline.lastElementChild!.remove();

@@ -163,7 +163,7 @@ export const voicePage: Page = async (ctx) => {
       channelCount: 1,
     });
     source.connect(node);
-    player = new ReplyPlayer(audio);
+    player = new ReplyPlayer(audio, () => send({ type: 'playback-done' }));
 
     const socket = new WebSocket(ctx.api.wsUrl(path));
     socket.binaryType = 'arraybuffer';

@@ -12,8 +12,17 @@ export type VisionServerEvent =
   | { type: 'ready' }
   | { type: 'answer-delta'; id: number; text: string }
   | { type: 'answer'; id: number; text: string; latencyMs?: number }
-  | { type: 'watch-event'; t: number; text: string; changed?: boolean; latencyMs?: number }
-  | { type: 'error'; message: string };
+  | {
+      type: 'watch-event';
+      t: number;
+      text: string;
+      changed?: boolean;
+      trigger?: 'first' | 'scene-change' | 'interval';
+      latencyMs?: number;
+      /** PNG data URL of the frame that was asked about. */
+      thumbnail?: string;
+    }
+  | { type: 'error'; code?: string; message: string };
 
 export function parseVisionEvent(text: string): VisionServerEvent | undefined {
   try {

@@ -8,8 +8,12 @@ export class ReplyPlayer {
   playedSeconds = 0;
   chunks = 0;
 
-  constructor(ctx: AudioContext) {
+  readonly #onIdle: () => void;
+
+  /** `onIdle` runs when the last queued chunk has finished playing. */
+  constructor(ctx: AudioContext, onIdle: () => void = () => {}) {
     this.#ctx = ctx;
+    this.#onIdle = onIdle;
   }
 
   play(pcm: ArrayBuffer, sampleRate: number): void {
@@ -25,7 +29,10 @@ export class ReplyPlayer {
     src.start(at);
     this.#nextAt = at + buffer.duration;
     this.#sources.add(src);
-    src.addEventListener('ended', () => this.#sources.delete(src));
+    src.addEventListener('ended', () => {
+      this.#sources.delete(src);
+      if (this.#sources.size === 0) this.#onIdle();
+    });
     this.playedSeconds += buffer.duration;
     this.chunks++;
   }

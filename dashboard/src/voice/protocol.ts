@@ -38,6 +38,8 @@ export type ServerEvent =
 export type ClientMessage =
   | { type: 'start'; mode: VoiceMode }
   | { type: 'ptt'; pressed: boolean }
+  /** Our playback queue ran dry: lets a half-duplex session stop gating the microphone early. */
+  | { type: 'playback-done' }
   | { type: 'stop' };
 
 export function parseServerEvent(text: string): ServerEvent | undefined {

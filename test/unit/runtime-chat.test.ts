@@ -1,0 +1,111 @@
+import test from 'ava';
+import { sleep, systemClock } from '../../agent/common/clock.js';
+import { createMemoryLogger } from '../../agent/common/log.js';
+import type { PlanBoard, SlotSpec } from '../../agent/plan/types.js';
+import { runtimeChatModel } from '../../agent/runtime/chat-model-adapter.js';
+import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import { Runtime } from '../../agent/runtime/runtime.js';
+import { openStore } from '../../agent/store/database.js';
+import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { FakeWorld } from './runtime-fakes.js';
+
+const MiB = 1024 * 1024;
+const board: PlanBoard = {
+  boardId: 'chat-test',
+  ramBytes: 8192 * MiB,
+  cpuClusters: [],
+  backends: [{ backend: 'cpu', available: true, reason: 'always' }],
+  priors: [],
+};
+const slots: SlotSpec[] = [
+  { slot: 'voice.llm', use: { model: { id: 'llm' } }, priority: 80, contextTokens: 0, enabled: true },
+];
+
+async function setup() {
+  const world = new FakeWorld();
+  const runtime = new Runtime({
+    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+    clock: systemClock,
+    log: createMemoryLogger(),
+    hosts: world,
+    memory: world,
+    sources: {
+      board: () => board,
+      catalog: () => ({
+        models: [
+          {
+            id: 'llm',
+            version: '3',
+            kind: 'llm',
+            variants: [
+              {
+                variantId: 'q4',
+                quant: 'int4',
+                weightBytes: MiB,
+                kvBytesPerToken: 0,
+                backends: ['cpu'],
+                configPath: '/m',
+              },
+            ],
+          },
+        ],
+      }),
+    },
+  });
+  await runtime.configure(slots);
+  await runtime.settled();
+  return { world, runtime };
+}
+
+test('the workloads ChatModel port over a slot: pieces stream, the result has the engine numbers', async (t) => {
+  const { runtime } = await setup();
+  const model = runtimeChatModel(runtime, 'voice.llm', {
+    id: 'llm@3',
+    capabilities: { vision: false, audio: false, talker: false },
+  });
+  t.is(model.id, 'llm@3');
+  const stream = model.generate({ messages: [{ role: 'user', content: 'Hi' }], maxNewTokens: 2 });
+  const pieces: string[] = [];
+  for await (const p of stream) pieces.push(p);
+  t.deepEqual(pieces, ['3:0 ', '3:1 ']);
+  t.deepEqual(await stream.result, {
+    text: '3:0 3:1 ',
+    finishReason: 'length',
+    promptTokens: 3,
+    generatedTokens: 2,
+    prefillMs: 1,
+    decodeMs: 2,
+  });
+  await runtime.stop();
+});
+
+test('the caller aborting ends the stream as aborted; a host crash is an error', async (t) => {
+  const { world, runtime } = await setup();
+  world.behaviour.tokenDelayMs = 10;
+  const model = runtimeChatModel(runtime, 'voice.llm', {
+    capabilities: { vision: false, audio: false, talker: false },
+  });
+  const abort = new AbortController();
+  const stream = model.generate({
+    messages: [{ role: 'user', content: 'Hi' }],
+    maxNewTokens: 50,
+    signal: abort.signal,
+  });
+  let n = 0;
+  for await (const _ of stream) if (++n === 2) abort.abort();
+  t.is((await stream.result).finishReason, 'aborted');
+  t.is((await stream.result).text, '3:0 3:1 ');
+
+  const crash = model.generate({ messages: [{ role: 'user', content: 'Hi' }], maxNewTokens: 50 });
+  const consume = (async () => {
+    for await (const _ of crash) {
+      // pieces until the host dies
+    }
+  })();
+  await sleep(25);
+  const victim = world.live()[0]!;
+  victim.kill();
+  await t.throwsAsync(consume, { message: /exited unexpectedly \(signal SIGKILL\)/ });
+  await t.throwsAsync(crash.result, { message: /exited unexpectedly \(signal SIGKILL\)/ });
+  await runtime.stop();
+});
