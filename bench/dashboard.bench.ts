@@ -5,7 +5,7 @@
 // and the bytes on the wire. Targets: time ≤ 1.0× the baseline, bytes ≤ 0.5× the baseline.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { Agent as HttpAgent, createServer, get } from 'node:http';
+import { createServer, get, Agent as HttpAgent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
@@ -29,7 +29,9 @@ function fetchOnce(agent: HttpAgent, base: string, path: string): Promise<number
       res.on('data', (c: Buffer) => {
         bytes += c.length;
       });
-      res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${path}: ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${path}: ${res.statusCode}`)),
+      );
     }).on('error', reject);
   });
 }
@@ -54,7 +56,10 @@ const baseline = createServer((req, res) => {
   const path = req.url === '/' ? 'index.html' : (req.url ?? '').slice(1);
   try {
     const body = readFileSync(join(dist, path));
-    res.writeHead(200, { 'Content-Type': TYPES[extname(path)] ?? 'application/octet-stream', 'Content-Length': body.length });
+    res.writeHead(200, {
+      'Content-Type': TYPES[extname(path)] ?? 'application/octet-stream',
+      'Content-Length': body.length,
+    });
     res.end(body);
   } catch {
     res.writeHead(404).end();
@@ -93,8 +98,12 @@ try {
   console.log(`  agent (memory, gzip):          ${describe(o, 'ms', 3)}, ${ours.bytes} B`);
   const max = Math.max(1, timeRatio, bytesRatio);
   console.log(bar('baseline', 1, max, '1.00x'));
-  console.log(bar('agent time', timeRatio, max, `${fmt(timeRatio)}x  ${verdict(timeRatio <= 1.0)} (target ≤ 1.0x)`));
-  console.log(bar('agent bytes', bytesRatio, max, `${fmt(bytesRatio)}x  ${verdict(bytesRatio <= 0.5)} (target ≤ 0.5x)`));
+  console.log(
+    bar('agent time', timeRatio, max, `${fmt(timeRatio)}x  ${verdict(timeRatio <= 1.0)} (target ≤ 1.0x)`),
+  );
+  console.log(
+    bar('agent bytes', bytesRatio, max, `${fmt(bytesRatio)}x  ${verdict(bytesRatio <= 0.5)} (target ≤ 0.5x)`),
+  );
 } finally {
   await agent.stop('bench done');
   baseline.close();

@@ -1,10 +1,10 @@
 import { MnnEdgeError } from '../common/errors.js';
 import { UsageError } from './args.js';
 import type { CliIo } from './command.js';
-import { loadCommands } from './commands/index.js';
+import { commandEntries } from './commands/index.js';
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
-  const commands = await loadCommands();
+  const commands = commandEntries;
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     const width = Math.max(...commands.map((c) => c.name.length));
@@ -15,11 +15,12 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     );
     return name ? 0 : 2;
   }
-  const command = commands.find((c) => c.name === name);
-  if (!command) {
+  const entry = commands.find((c) => c.name === name);
+  if (!entry) {
     io.stderr.write(`mnn-edge: unknown command '${name}'. Run 'mnn-edge --help' for the list.\n`);
     return 2;
   }
+  const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     io.stdout.write(`Usage: ${command.usage}\n`);
     return 0;

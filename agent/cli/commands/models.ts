@@ -14,6 +14,7 @@ import {
   type ModelTask,
   parseRef,
 } from '../../../models/index.js';
+import { MODELS_PULL_USAGE, runModelsPull } from '../../../ota/pull.js';
 import { MnnEdgeError } from '../../common/errors.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
@@ -27,7 +28,9 @@ const USAGE = `mnn-edge models <ls | show <id>[@version] | inspect <file.mnn> | 
                  unkeep <id@version> | rm <id@version> | gc> [--data-dir DIR] [--config FILE] [--json]
   import:  [--id ID] [--version X.Y.Z] [--task TASK]  (for a bare MNN export without mnn-edge.json)
   rm:      [--force]  (also removes a kept version)
-  gc:      [--budget BYTES]  (default: models.diskBudgetBytes; without one, every collectable version)`;
+  gc:      [--budget BYTES]  (default: models.diskBudgetBytes; without one, every collectable version)
+  pull:    ${MODELS_PULL_USAGE}
+           (first boot: a signed package from a URL; a trusted key in the config, or a one-off --sha256)`;
 
 const STORE_FILE = 'agent.db';
 
@@ -146,6 +149,8 @@ function one(args: ParsedArgs, what: string): string {
 }
 
 async function run(argv: string[], io: CliIo): Promise<number> {
+  // `pull` is OTA's downloader and verification with its own flags (--targets, --sha256).
+  if (argv[0] === 'pull') return runModelsPull(argv.slice(1), io);
   const args = parseArgs(argv, {
     values: ['data-dir', 'config', 'id', 'version', 'task', 'budget'],
     booleans: ['json', 'force'],
