@@ -84,6 +84,8 @@ export interface FleetAgent {
   readonly connected: boolean;
   /** The broker in use, once started. */
   readonly brokerUrl: string | undefined;
+  /** The MQTT client, for modules with topics of their own (OTA); undefined before start. */
+  readonly client: MqttClient | undefined;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Publishes a retained document (capabilities, placement, models); unchanged data is not republished. */
@@ -330,6 +332,9 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     },
     get brokerUrl() {
       return target?.url;
+    },
+    get client() {
+      return client;
     },
     async start() {
       if (client) return;

@@ -39,6 +39,9 @@ export type GenerateEvent =
 export interface HostMemory {
   rssBytes: number;
   peakRssBytes: number;
+  /** Private anonymous memory (RssAnon): what leaving gives back. File-backed pages (the engine library,
+   *  mmapped weights) stay in the page cache, which MemAvailable already counts. */
+  anonBytes?: number;
 }
 
 export interface EngineHost {

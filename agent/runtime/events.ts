@@ -16,10 +16,12 @@ export interface ReleaseCheck {
   pid: number;
   processGone: boolean;
   rssAtStopBytes: number;
+  /** Private anonymous memory at stop: the part MemAvailable must get back. */
+  anonAtStopBytes: number;
   peakRssBytes: number;
   memAvailableBeforeBytes: number;
   memAvailableAfterBytes: number;
-  /** processGone and MemAvailable came back within 10 % of the host's peak RSS of what it held at stop. */
+  /** The process is gone and MemAvailable rose by what it held privately at stop, less 10 % of its peak RSS. */
   ok: boolean;
 }
 

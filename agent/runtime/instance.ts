@@ -25,6 +25,8 @@ export class Instance {
   readonly startedAtMs: number;
   peakRssBytes = 0;
   rssBytes = 0;
+  /** RssAnon when the host reports it, else its RSS. */
+  anonBytes = 0;
   readonly #leases = new Set<AbortController>();
   #idle: (() => void)[] = [];
 

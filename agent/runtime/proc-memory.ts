@@ -35,15 +35,18 @@ export function procSystemMemory(root = '/'): SystemMemory {
   };
 }
 
-/** VmRSS and VmHWM (peak) of a process, from /proc/<pid>/status. */
+/** VmRSS, VmHWM (peak) and RssAnon (kernel 4.5+) of a process, from /proc/<pid>/status. */
 export async function processMemory(
   pid: number,
   root = '/',
-): Promise<{ rssBytes: number; peakRssBytes: number }> {
+): Promise<{ rssBytes: number; peakRssBytes: number; anonBytes?: number }> {
   const path = join(root, 'proc', String(pid), 'status');
   const text = await readFile(path, 'utf8');
   const rss = kbField(text, 'VmRSS');
   const hwm = kbField(text, 'VmHWM');
   if (rss === undefined || hwm === undefined) throw new Error(`${path} has no VmRSS/VmHWM lines`);
-  return { rssBytes: rss, peakRssBytes: hwm };
+  const anon = kbField(text, 'RssAnon');
+  return anon === undefined
+    ? { rssBytes: rss, peakRssBytes: hwm }
+    : { rssBytes: rss, peakRssBytes: hwm, anonBytes: anon };
 }

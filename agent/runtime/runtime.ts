@@ -722,6 +722,7 @@ export class Runtime {
     try {
       const m = await inst.host.memory();
       inst.rssBytes = m.rssBytes;
+      inst.anonBytes = m.anonBytes ?? m.rssBytes;
       inst.peakRssBytes = Math.max(inst.peakRssBytes, m.peakRssBytes);
     } catch {
       // A host that cannot answer keeps its last numbers; a dead one is handled by its exit watcher.
@@ -731,12 +732,13 @@ export class Runtime {
   async #stopHost(inst: Instance): Promise<void> {
     const pid = inst.host.pid;
     if (inst.status !== 'failed') await this.#sampleMemory(inst);
-    const rssAtStop = inst.status === 'failed' ? 0 : inst.rssBytes;
+    const held =
+      inst.status === 'failed' ? { rss: 0, anon: 0 } : { rss: inst.rssBytes, anon: inst.anonBytes };
     this.#expectedExit.add(inst);
     if (inst.status !== 'failed') this.#setStatus(inst, 'stopping');
     const before = await this.#deps.memory.memAvailableBytes();
     await inst.host.stop();
-    const check = await this.#verifyReleased(inst.spec.key, pid, rssAtStop, inst.peakRssBytes, before);
+    const check = await this.#verifyReleased(inst.spec.key, pid, held, inst.peakRssBytes, before);
     if (this.#instances.get(inst.spec.key) === inst) this.#instances.delete(inst.spec.key);
     this.#transition(inst, inst.status, 'absent');
     this.events.emit('memory-released', check);
@@ -746,7 +748,7 @@ export class Runtime {
   async #verifyReleased(
     instanceKey: string,
     pid: number,
-    rssAtStop: number,
+    held: { rss: number; anon: number },
     peak: number,
     before: number,
   ): Promise<ReleaseCheck> {
@@ -755,13 +757,14 @@ export class Runtime {
     for (;;) {
       const gone = !(await this.#deps.memory.processAlive(pid));
       const after = await this.#deps.memory.memAvailableBytes();
-      const ok = gone && after - before >= rssAtStop - tolerance * peak;
+      const ok = gone && after - before >= held.anon - tolerance * peak;
       if (ok || this.#deps.clock.monotonicMs() >= deadline)
         return {
           instanceKey,
           pid,
           processGone: gone,
-          rssAtStopBytes: rssAtStop,
+          rssAtStopBytes: held.rss,
+          anonAtStopBytes: held.anon,
           peakRssBytes: peak,
           memAvailableBeforeBytes: before,
           memAvailableAfterBytes: after,

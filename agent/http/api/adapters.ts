@@ -1,10 +1,13 @@
 import type { EngineAvailability } from '../../../engine/src/loader.js';
 import type { ModelStore } from '../../../models/store/model-store.js';
 import type { JobJournal } from '../../../ota/journal.js';
+import type { TypedEventEmitter } from '../../common/typed-events.js';
 import type { SlotConstraints, SlotName } from '../../plan/types.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { TelemetryHistory } from '../../telemetry/history.js';
+import type { TelemetrySnapshot } from '../../telemetry/service.js';
 import type {
+  BrokerStatus,
   EngineStatus,
   InstallProgressView,
   ModelsPort,
@@ -154,5 +157,63 @@ export function telemetryPortFrom(
     history: (q) => history.query(q),
     subscribe: (l) => hub.subscribe(l),
     latest: () => hub.latest(),
+  };
+}
+
+/**
+ * Feeds the hub from the telemetry service's interval snapshots (their means), polled: live charts then move
+ * once per publish interval. When the service gains a per-sample hook, publish from that instead.
+ */
+export function feedFromSnapshots(
+  hub: SampleHub,
+  latest: () => TelemetrySnapshot | undefined,
+  pollMs = 1000,
+): () => void {
+  let lastTs: number | undefined;
+  const timer = setInterval(() => {
+    const s = latest();
+    if (s === undefined || s.ts === lastTs) return;
+    lastTs = s.ts;
+    hub.publish({
+      t: s.ts,
+      values: Object.fromEntries(Object.entries(s.metrics).map(([k, v]) => [k, v.mean])),
+    });
+  }, pollMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** The fleet connection as the Overview shows it: connected since, or unreachable with the last reason. */
+export function brokerStatusFrom(
+  fleet: {
+    readonly connected: boolean;
+    readonly brokerUrl: string | undefined;
+    readonly events: Pick<
+      TypedEventEmitter<{ connected: { url: string }; disconnected: { reason: string } }>,
+      'on'
+    >;
+  },
+  now: () => number = Date.now,
+): { status(): BrokerStatus; dispose(): void } {
+  let since = now();
+  let lastError = 'not connected yet';
+  const offUp = fleet.events.on('connected', () => {
+    since = now();
+  });
+  const offDown = fleet.events.on('disconnected', ({ reason }) => {
+    lastError = reason;
+  });
+  return {
+    status() {
+      const url = fleet.brokerUrl;
+      if (url === undefined) return { state: 'disabled', reason: 'No MQTT broker is configured (mqtt.url)' };
+      return fleet.connected
+        ? { state: 'connected', url, sinceMs: since }
+        : { state: 'unreachable', url, error: lastError };
+    },
+    dispose() {
+      offUp();
+      offDown();
+    },
   };
 }
