@@ -95,9 +95,16 @@ async function main(): Promise<void> {
   });
   let releasedOk = 0;
   let releasedTotal = 0;
+  const unverified: string[] = [];
   runtime.events.on('memory-released', (m) => {
     releasedTotal++;
     if (m.ok) releasedOk++;
+    else
+      unverified.push(
+        `pid ${m.pid}: gone ${m.processGone}, MemAvailable +${fmt((m.memAvailableAfterBytes - m.memAvailableBeforeBytes) / 1048576, 1)} MiB ` +
+          `(our other hosts grew ${fmt(m.otherHostsGrowthBytes / 1048576, 1)} MiB) ` +
+          `for ${fmt(m.anonAtStopBytes / 1048576, 1)} MiB private (peak RSS ${fmt(m.peakRssBytes / 1048576, 1)} MiB)`,
+      );
   });
   const waitSwitch = (key: string, after: number) =>
     new Promise<number>((resolve) => {
@@ -206,6 +213,7 @@ async function main(): Promise<void> {
     `    of which the runtime's own part (command → steps planned, ready → switch): ${describe(own, 'ms', 1)}`,
   );
   console.log(`requests served: ${served}; old hosts verified released: ${releasedOk}/${releasedTotal}`);
+  for (const u of unverified) console.log(`  not verified: ${u}`);
   console.log(
     `swap overhead (b) − (a): ${fmt(overhead, 1)} ms (target ≤ +100 ms)  ${verdict(overhead <= 100)}`,
   );

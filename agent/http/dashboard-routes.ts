@@ -1,4 +1,4 @@
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WebSocket } from 'ws';
 import type { Clock } from '../common/clock.js';
@@ -55,11 +55,9 @@ export interface DashboardRoutes {
 
 /** dashboard/dist relative to this file, both under tsx (agent/http) and compiled (dist/agent/http). */
 export function defaultDistDir(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const fromSource = resolve(here, '..', '..', 'dashboard', 'dist');
-  return here.includes(`${join('dist', 'agent')}`)
-    ? resolve(here, '..', '..', '..', 'dashboard', 'dist')
-    : fromSource;
+  const twoUp = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const repo = basename(twoUp) === 'dist' ? dirname(twoUp) : twoUp;
+  return join(repo, 'dashboard', 'dist');
 }
 
 function unavailable(what: string, reason: string): HttpError {

@@ -21,7 +21,10 @@ export interface ReleaseCheck {
   peakRssBytes: number;
   memAvailableBeforeBytes: number;
   memAvailableAfterBytes: number;
-  /** The process is gone and MemAvailable rose by what it held privately at stop, less 10 % of its peak RSS. */
+  /** How much our other engine hosts grew meanwhile (counted back in: it is not this host's memory). */
+  otherHostsGrowthBytes: number;
+  /** The process is gone and MemAvailable (plus our other hosts' growth meanwhile) rose by what it held
+   *  privately at stop, less 10 % of its peak RSS. */
   ok: boolean;
 }
 

@@ -736,13 +736,25 @@ export class Runtime {
       inst.status === 'failed' ? { rss: 0, anon: 0 } : { rss: inst.rssBytes, anon: inst.anonBytes };
     this.#expectedExit.add(inst);
     if (inst.status !== 'failed') this.#setStatus(inst, 'stopping');
+    const others = [...this.#instances.values()].filter((i) => i !== inst && i.status !== 'failed');
+    const othersBefore = await this.#privateBytes(others);
     const before = await this.#deps.memory.memAvailableBytes();
     await inst.host.stop();
-    const check = await this.#verifyReleased(inst.spec.key, pid, held, inst.peakRssBytes, before);
+    const check = await this.#verifyReleased(inst.spec.key, pid, held, inst.peakRssBytes, {
+      memAvailable: before,
+      others,
+      othersBefore,
+    });
     if (this.#instances.get(inst.spec.key) === inst) this.#instances.delete(inst.spec.key);
     this.#transition(inst, inst.status, 'absent');
     this.events.emit('memory-released', check);
     if (!check.ok) this.#log.warn('memory not verified released', { ...check });
+  }
+
+  /** Private memory of our other hosts, sampled now: while one host exits, a new one may still be growing. */
+  async #privateBytes(instances: Instance[]): Promise<number> {
+    await Promise.all(instances.map((i) => this.#sampleMemory(i)));
+    return instances.reduce((sum, i) => sum + i.anonBytes, 0);
   }
 
   async #verifyReleased(
@@ -750,14 +762,15 @@ export class Runtime {
     pid: number,
     held: { rss: number; anon: number },
     peak: number,
-    before: number,
+    before: { memAvailable: number; others: Instance[]; othersBefore: number },
   ): Promise<ReleaseCheck> {
     const { timeoutMs, pollMs, tolerance } = this.#opts.release;
     const deadline = this.#deps.clock.monotonicMs() + timeoutMs;
     for (;;) {
       const gone = !(await this.#deps.memory.processAlive(pid));
+      const othersGrowth = (await this.#privateBytes(before.others)) - before.othersBefore;
       const after = await this.#deps.memory.memAvailableBytes();
-      const ok = gone && after - before >= held.anon - tolerance * peak;
+      const ok = gone && after - before.memAvailable + othersGrowth >= held.anon - tolerance * peak;
       if (ok || this.#deps.clock.monotonicMs() >= deadline)
         return {
           instanceKey,
@@ -766,8 +779,9 @@ export class Runtime {
           rssAtStopBytes: held.rss,
           anonAtStopBytes: held.anon,
           peakRssBytes: peak,
-          memAvailableBeforeBytes: before,
+          memAvailableBeforeBytes: before.memAvailable,
           memAvailableAfterBytes: after,
+          otherHostsGrowthBytes: othersGrowth,
           ok,
         };
       await sleep(pollMs);

@@ -51,6 +51,11 @@ export function notice(
   );
 }
 
+/** A reason from the agent as a sentence: capital first letter, as the notices print it. */
+export function sentence(text: string): string {
+  return text.length > 0 ? text[0]!.toUpperCase() + text.slice(1) : text;
+}
+
 /** Marks an element for tests and for people reading the DOM. */
 export function tagged<T extends HTMLElement>(testId: string, el: T): T {
   el.dataset['testid'] = testId;

@@ -201,6 +201,30 @@ test.serial(
       );
       t.true((await page.locator('.turn .you').first().textContent())!.length > 0);
       t.true((await page.locator('[data-testid="latencies"] tbody tr').count()) >= 1);
+      await screenshot(page, 'voice');
+
+      // Push-to-talk: a new capture plays the fixture from its start; audio goes up only while the button is held.
+      await page.getByTestId('voice-start').click();
+      await page.getByTestId('voice-mode').selectOption('push-to-talk');
+      await page.getByTestId('voice-start').click();
+      await page.waitForFunction(() =>
+        /hold the button/.test(document.querySelector('[data-testid="voice-state"]')?.textContent ?? ''),
+      );
+      const ptt = page.getByTestId('voice-ptt');
+      await ptt.dispatchEvent('pointerdown');
+      await new Promise((r) => setTimeout(r, 4500));
+      await ptt.dispatchEvent('pointerup');
+      await page.waitForFunction(
+        () => document.querySelectorAll('[data-testid="latencies"] tbody tr').length >= 1,
+        null,
+        {
+          timeout: 90_000,
+        },
+      );
+      t.true((await page.locator('.turn').count()) >= 1);
+      await screenshot(page, 'voice-ptt');
+      await page.getByTestId('voice-start').click();
+      return;
     }
     await screenshot(page, 'voice');
   },
@@ -274,41 +298,56 @@ test.serial('logout revokes the session: the API is 401 again and the page retur
   t.falsy(cookies.find((c) => c.name === 'mnn_edge_session'));
 });
 
-test.serial(
-  'without a loadable engine, voice and vision say so and why instead of a dead page',
-  async (t) => {
-    // A real loader pointed at an addon that is not there: what a board without MNN installed reports.
-    const missing = createAddonLoader([join(modelFixturesDir, 'no-such-addon', 'mnn_edge_engine.node')]);
-    const agent = await startDashboardAgent({
-      root: rock5b,
-      availability: () => missing.availability(),
-      workloads: {
-        voice: { models: { llm: fixtureModels.llm, asr: fixtureModels.asr, vad: fixtureModels.vad } },
-        vision: { model: fixtureModels.vlm },
-      },
-    });
-    t.teardown(() => agent.stop());
-    const page = await t.context.browser.context.newPage();
-    t.teardown(() => page.close());
-    await login(page, agent.url, agent.token);
-    t.regex(
-      (await page.getByTestId('engine-unavailable').textContent()) ?? '',
-      /the engine addon is not built/,
-    );
-    await page.goto(`${agent.url}/#/voice`);
-    await page.waitForSelector('[data-testid="engine-unavailable"]');
-    t.regex(
-      (await page.getByTestId('engine-unavailable').textContent()) ?? '',
-      /^Engine not availableVoice needs the MNN engine, which is not available here: the engine addon is not built/,
-    );
-    t.is(await page.getByTestId('voice-start').count(), 0);
-    await screenshot(page, 'voice-no-engine');
-    await page.goto(`${agent.url}/#/vision`);
-    await page.waitForSelector('[data-testid="engine-unavailable"]');
-    // The camera still works, so it can be checked before the engine is installed.
-    t.is(await page.getByTestId('camera-start').count(), 1);
-  },
-);
+test.serial('without a loadable engine or a reachable broker, each page says so and why', async (t) => {
+  // A real loader pointed at an addon that is not there: what a board without MNN installed reports.
+  const missing = createAddonLoader([join(modelFixturesDir, 'no-such-addon', 'mnn_edge_engine.node')]);
+  const agent = await startDashboardAgent({
+    root: rock5b,
+    availability: () => missing.availability(),
+    // Port 9 (discard) is closed on loopback: a broker that cannot be reached.
+    brokerUrl: 'mqtt://127.0.0.1:9',
+    workloads: {
+      voice: { models: { llm: fixtureModels.llm, asr: fixtureModels.asr, vad: fixtureModels.vad } },
+      vision: { model: fixtureModels.vlm },
+    },
+  });
+  t.teardown(() => agent.stop());
+  const page = await t.context.browser.context.newPage();
+  t.teardown(() => page.close());
+  await login(page, agent.url, agent.token);
+  t.regex(
+    (await page.getByTestId('engine-unavailable').textContent()) ?? '',
+    /^Engine not availableThe engine addon is not built \(looked for .*no-such-addon\/mnn_edge_engine\.node/,
+  );
+  // The fleet's first connection attempt fails within moments; the overview is re-read until it says so.
+  await page.waitForFunction(
+    async () => {
+      const o = (await (await fetch('/api/overview')).json()) as { broker: { state: string } };
+      return o.broker.state === 'unreachable';
+    },
+    null,
+    { polling: 200, timeout: 20_000 },
+  );
+  await page.reload();
+  await page.waitForSelector('[data-testid="broker-unreachable"]');
+  t.regex(
+    (await page.getByTestId('broker-unreachable').textContent()) ?? '',
+    /^Broker unreachableThe fleet broker at mqtt:\/\/127\.0\.0\.1:9 cannot be reached \(.*ECONNREFUSED.*\)/,
+  );
+  await screenshot(page, 'overview-degraded');
+  await page.goto(`${agent.url}/#/voice`);
+  await page.waitForSelector('[data-testid="engine-unavailable"]');
+  t.regex(
+    (await page.getByTestId('engine-unavailable').textContent()) ?? '',
+    /^Engine not availableVoice needs the MNN engine, which is not available here: the engine addon is not built/,
+  );
+  t.is(await page.getByTestId('voice-start').count(), 0);
+  await screenshot(page, 'voice-no-engine');
+  await page.goto(`${agent.url}/#/vision`);
+  await page.waitForSelector('[data-testid="engine-unavailable"]');
+  // The camera still works, so it can be checked before the engine is installed.
+  t.is(await page.getByTestId('camera-start').count(), 1);
+});
 
 test.serial(
   'over TLS: the session cookie is Secure and the live telemetry socket runs on wss://',

@@ -7,7 +7,9 @@ import { createLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { detect } from '../../agent/detect/index.js';
+import { createFleetModule } from '../../agent/fleet/module.js';
 import {
+  brokerStatusFrom,
   engineStatusFrom,
   otaPortFrom,
   placementPortFrom,
@@ -71,6 +73,8 @@ export async function startDashboardAgent(options: {
   workloads?: { voice: Record<string, unknown>; vision: Record<string, unknown> };
   /** Slots for the real runtime module (planned against an empty catalog: every model slot is unloaded). */
   slots?: Record<string, unknown>;
+  /** Run the real fleet module against this MQTT broker URL (loopback only). */
+  brokerUrl?: string;
   /** Serve over HTTPS with this certificate and key (PEM paths). */
   tls?: { cert: string; key: string };
   /** Which engine the agent sees; default: the installed one. */
@@ -85,6 +89,7 @@ export async function startDashboardAgent(options: {
     root: options.root,
     http: { ...base.http, bind: '127.0.0.1', port: 0, ...(options.tls ? { tls: options.tls } : {}) },
     ...(options.slots ? { slots: options.slots } : {}),
+    ...(options.brokerUrl ? { mqtt: { ...base.mqtt, url: options.brokerUrl } } : {}),
     ...(options.workloads ? { voice: options.workloads.voice, vision: options.workloads.vision } : {}),
   };
   // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
@@ -95,6 +100,8 @@ export async function startDashboardAgent(options: {
         ...(options.availability ? { availability: options.availability } : {}),
       })
     : undefined;
+  const fleet = options.brokerUrl ? createFleetModule({ agentVersion: '0.0.0-e2e' }) : undefined;
+  let broker: ReturnType<typeof brokerStatusFrom> | undefined;
   const workloadsPort: WorkloadsPort | undefined = workloads
     ? { voice: () => workloads.voiceStatus(), vision: () => workloads.visionStatus() }
     : undefined;
@@ -116,6 +123,7 @@ export async function startDashboardAgent(options: {
     logTail,
     sessions,
     sources: (ctx): DashboardSources => {
+      if (fleet?.agent) broker = brokerStatusFrom(fleet.agent);
       const history = new TelemetryHistory(ctx.db, { bucketSec: 10, retentionHours: 24 }, ctx.clock);
       stopSampling = telemetryLoop(options.root, history, hub);
       return {
@@ -126,13 +134,20 @@ export async function startDashboardAgent(options: {
         models: { installed: () => [], installs: () => [] },
         placement: placementPortFrom(runtime.runtime()!),
         ...(workloadsPort ? { workloads: workloadsPort } : {}),
+        ...(broker ? { broker: broker.status } : {}),
       };
     },
   });
   const agent = createAgent(config, {
     logger,
     version: '0.0.0-e2e',
-    modules: [runtime, ...(workloads ? [workloads] : []), ...(options.extraModules ?? []), dashboard],
+    modules: [
+      runtime,
+      ...(workloads ? [workloads] : []),
+      ...(fleet ? [fleet] : []),
+      ...(options.extraModules ?? []),
+      dashboard,
+    ],
   });
   await agent.start();
   const token = readFileSync(join(config.dataDir, 'pairing-token'), 'utf8').trim();
@@ -143,6 +158,7 @@ export async function startDashboardAgent(options: {
     logTail,
     async stop() {
       stopSampling?.();
+      broker?.dispose();
       await agent.stop('e2e done');
       rmSync(dir, { recursive: true, force: true });
     },

@@ -1,6 +1,13 @@
 import { join } from 'node:path';
 import test from 'ava';
+import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import { detect } from '../../agent/detect/index.js';
+import {
+  brokerStatusFrom,
+  feedFromSnapshots,
+  SampleHub,
+  telemetryPortFrom,
+} from '../../agent/http/api/adapters.js';
 import { createSessionLimiter, MessageRateLimiter } from '../../agent/http/api/limits.js';
 import { LogTail } from '../../agent/http/api/log-tail.js';
 import { describeEvidence, overviewOf } from '../../agent/http/api/overview.js';
@@ -98,4 +105,44 @@ test('overview: every claim keeps its evidence in words; without detection the u
   const none = overviewOf(undefined, status);
   t.deepEqual(none.board.model, { value: null, evidence: ['capability detection has not run'] });
   t.deepEqual(none.accelerators, []);
+});
+
+test('adapters: broker status follows the fleet’s connection events; snapshots feed the live hub once each', async (t) => {
+  const events = new TypedEventEmitter<{ connected: { url: string }; disconnected: { reason: string } }>();
+  const fleet = { connected: false, brokerUrl: 'mqtt://broker.lan:1883' as string | undefined, events };
+  let now = 1000;
+  const broker = brokerStatusFrom(fleet, () => now);
+  t.deepEqual(broker.status(), {
+    state: 'unreachable',
+    url: 'mqtt://broker.lan:1883',
+    error: 'not connected yet',
+  });
+  events.emit('disconnected', { reason: 'connect ECONNREFUSED' });
+  t.deepEqual(broker.status(), {
+    state: 'unreachable',
+    url: 'mqtt://broker.lan:1883',
+    error: 'connect ECONNREFUSED',
+  });
+  now = 5000;
+  fleet.connected = true;
+  events.emit('connected', { url: 'mqtt://broker.lan:1883' });
+  t.deepEqual(broker.status(), { state: 'connected', url: 'mqtt://broker.lan:1883', sinceMs: 5000 });
+  fleet.brokerUrl = undefined;
+  t.is(broker.status().state, 'disabled');
+  broker.dispose();
+  t.is(events.listenerCount('connected'), 0);
+
+  const hub = new SampleHub();
+  const seen: number[] = [];
+  hub.subscribe((s) => seen.push(s.t));
+  let snapshot = { ts: 1, metrics: { 'cpu.load_pct': { min: 1, mean: 2, max: 3, n: 3 } }, slots: {} };
+  const stop = feedFromSnapshots(hub, () => snapshot, 5);
+  await new Promise((r) => setTimeout(r, 30));
+  snapshot = { ...snapshot, ts: 2 };
+  await new Promise((r) => setTimeout(r, 30));
+  stop();
+  t.deepEqual(seen, [1, 2]);
+  const port = telemetryPortFrom({ metrics: () => ['mem.used_pct'], query: () => ({}) }, hub);
+  t.deepEqual(port.metrics(), ['cpu.load_pct', 'mem.used_pct'], 'live metric names join the recorded ones');
+  t.deepEqual(port.latest(), { t: 2, values: { 'cpu.load_pct': 2 } });
 });

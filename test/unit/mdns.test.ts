@@ -1,6 +1,11 @@
 import { createSocket, type Socket } from 'node:dgram';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { createMemoryLogger } from '../../agent/common/log.js';
+import { defaultConfig } from '../../agent/config/defaults.js';
+import { createAgent } from '../../agent/main.js';
 import {
   DnsFormatError,
   decodeMessage,
@@ -10,6 +15,7 @@ import {
   type Message,
   TYPE,
 } from '../../agent/mdns/dns-packet.js';
+import { createMdnsModule } from '../../agent/mdns/module.js';
 import { createMdnsResponder, sanitizeLabel } from '../../agent/mdns/responder.js';
 
 // The DNS-SD responder over real UDP on loopback (no multicast: tests never send beyond 127.0.0.1), queried as
@@ -214,12 +220,6 @@ test('announces at start, answers PTR/SRV/TXT/A queries about itself only, and s
 });
 
 test('the mdns module stays silent unless http.mdns is on (development defaults and tests)', async (t) => {
-  const { mkdtempSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const { defaultConfig } = await import('../../agent/config/defaults.js');
-  const { createAgent } = await import('../../agent/main.js');
-  const { createMdnsModule } = await import('../../agent/mdns/module.js');
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-mdns-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const base = defaultConfig({});

@@ -86,7 +86,7 @@ export class FakeHost implements EngineHost {
   #die(exit: HostExit): void {
     if (!this.alive) return;
     this.alive = false;
-    if (this.spec) this.#world.memAvailable += 100 * MiB;
+    if (this.spec && !this.#world.leakOnExit) this.#world.memAvailable += 100 * MiB;
     this.#exit(exit);
   }
 }
@@ -97,6 +97,8 @@ export class FakeWorld implements EngineHostFactory, SystemMemory {
   /** What every host reports as its VmRSS / VmHWM. */
   rssBytes = 100 * MiB;
   peakRssBytes = 110 * MiB;
+  /** Exited hosts do not give their memory back (a leak the release check must catch). */
+  leakOnExit = false;
   hosts: FakeHost[] = [];
   behaviour: FakeBehaviour = {
     loadFails: new Map(),

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { type Clock, sleep, systemClock } from '../../agent/common/clock.js';
 import { FailureBook } from '../../agent/runtime/failures.js';
+import { processMemory, procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { ExclusiveRunner } from '../../agent/runtime/runner.js';
 
 test('never runs two jobs at once; triggers during a run coalesce into one more run', async (t) => {
@@ -98,4 +99,16 @@ test('failure book: a failed candidate is blocked for base × 2^(n−1), and for
   t.is(book.nextRetryAtMs(), 5000);
   now = 20_000;
   t.is(book.record('a', 'again').count, 1);
+});
+
+test('process memory is read from /proc: RSS, peak and the private anonymous part', async (t) => {
+  const m = await processMemory(process.pid);
+  t.true(m.rssBytes > 0);
+  t.true(m.peakRssBytes >= m.rssBytes);
+  t.true(m.anonBytes !== undefined && m.anonBytes > 0 && m.anonBytes <= m.rssBytes);
+  const sys = procSystemMemory('/');
+  t.true((await sys.memAvailableBytes()) > 0);
+  t.true(await sys.processAlive(process.pid));
+  t.false(await sys.processAlive(2 ** 22 + 1));
+  await t.throwsAsync(processMemory(2 ** 22 + 1), { message: /ENOENT/ });
 });

@@ -450,3 +450,23 @@ test('the hosts RSS is refreshed for the dashboard while they serve', async (t) 
   );
   await runtime.stop();
 });
+
+test('a stopped host whose memory does not come back is reported with the numbers', async (t) => {
+  const { world, runtime, events, log } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  world.leakOnExit = true;
+  await runtime.setModelVersion('tiny-llm', '2', 'job-leak');
+  await ready(runtime);
+  const check = events['memory-released'].find((m) => m.instanceKey === v1)!;
+  t.like(check, {
+    processGone: true,
+    ok: false,
+    rssAtStopBytes: 100 * MiB,
+    anonAtStopBytes: 100 * MiB,
+    peakRssBytes: 110 * MiB,
+  });
+  t.is(check.memAvailableAfterBytes, check.memAvailableBeforeBytes);
+  t.true(log.lines.some((l) => l.includes('"msg":"memory not verified released"')));
+  await runtime.stop();
+});

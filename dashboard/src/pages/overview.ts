@@ -1,5 +1,5 @@
 import type { OverviewView } from '../../../agent/http/api/overview.js';
-import { card, formatBytes, formatDuration, h, notice, pill, table } from '../dom.js';
+import { card, formatBytes, formatDuration, h, notice, pill, sentence, table } from '../dom.js';
 import type { Page } from '../page.js';
 
 // What the agent found: board, SoC, CPU, accelerators with the evidence for each, backends, and the health of
@@ -22,7 +22,7 @@ function statusNotices(o: OverviewView): HTMLElement[] {
       notice(
         'warn',
         'Engine not available',
-        `${o.engine.reason}. Models cannot run until this is fixed.`,
+        `${sentence(o.engine.reason)}. Models cannot run until this is fixed.`,
         'engine-unavailable',
       ),
     );

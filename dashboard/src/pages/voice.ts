@@ -133,6 +133,11 @@ export const voicePage: Page = async (ctx) => {
 
   const start = async () => {
     problem.replaceChildren();
+    // A new session is a new conversation on the agent (turns count from 1 again), so the page starts over too.
+    turns.clear();
+    conversation.replaceChildren();
+    latencyBody.replaceChildren();
+    playback.textContent = 'No reply audio yet.';
     const mode = modeSelect.value as VoiceMode;
     try {
       stream = await navigator.mediaDevices.getUserMedia({
