@@ -152,6 +152,21 @@ export function planPlacement(input: PlanInput): Placement {
       continue;
     }
     const best = candidates[0]!;
+    // Different pins can land on the very same engine config (a pin that restates the default): one instance.
+    const same = instances.find((i) => i.key === best.key);
+    if (same) {
+      same.slots.push(...slotNames);
+      same.priority = Math.max(same.priority, group.priority);
+      same.reasons.push(`shared by ${same.slots.join(', ')}: the same engine config, loaded once`);
+      for (const s of slotNames)
+        slotPlacements.set(s, {
+          slot: s,
+          status: 'placed',
+          instanceKey: same.key,
+          reasons: [`served by ${same.key}`],
+        });
+      continue;
+    }
     const chosen = candidates.find((c) => c.memoryBytes <= remaining);
     if (!chosen) {
       const smallest = Math.min(...candidates.map((c) => c.memoryBytes));

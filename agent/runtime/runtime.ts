@@ -131,6 +131,30 @@ export interface RuntimeState {
   health: RunnerHealth;
 }
 
+interface SlotCounters {
+  requests: number;
+  errors: number;
+  tokensPerSec?: number;
+  ttftMs?: number;
+}
+
+/** One slot for telemetry and the dashboard: what serves it and how its requests went. */
+export interface SlotStats {
+  slot: SlotName;
+  /** `id@version`, or the built-in's name. */
+  model?: string;
+  variant?: string;
+  backend?: string;
+  /** Decode speed of the last request, tokens per second. */
+  tokensPerSec?: number;
+  /** Time to first token of the last request. */
+  ttftMs?: number;
+  /** Since the agent started. */
+  requests: number;
+  errors: number;
+  hostRssBytes?: number;
+}
+
 /** A startup step of a candidate failed and the failure was recorded: the next attempt can fall back. */
 class CandidateFailed extends Error {
   readonly key: string;
@@ -173,6 +197,7 @@ export class Runtime {
   #placement: Placement | undefined;
   #watchdog: NodeJS.Timeout | undefined;
   readonly #stopping = new AbortController();
+  readonly #counters = new Map<SlotName, SlotCounters>();
 
   constructor(deps: RuntimeDeps) {
     this.#deps = deps;
@@ -327,14 +352,14 @@ export class Runtime {
     signal?: AbortSignal,
   ): AsyncGenerator<GenerateEvent> {
     const lease = await this.#engineLease(slot, signal);
-    yield* this.#streamOn(lease, request, signal);
+    yield* this.#streamOn(slot, lease, request, signal);
   }
 
   async generate(slot: SlotName, request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
     const lease = await this.#engineLease(slot, signal);
     let text = '';
     let stats: GenerateStats | undefined;
-    for await (const ev of this.#streamOn(lease, request, signal)) {
+    for await (const ev of this.#streamOn(slot, lease, request, signal)) {
       if (ev.type === 'text') text += ev.text;
       else stats = ev.stats;
     }
@@ -354,14 +379,28 @@ export class Runtime {
   }
 
   async *#streamOn(
+    slot: SlotName,
     lease: Lease,
     request: GenerateRequest,
     signal?: AbortSignal,
   ): AsyncGenerator<GenerateEvent> {
     const combined = signal ? AbortSignal.any([signal, lease.signal]) : lease.signal;
+    const stats = this.#slotCounters(slot);
+    stats.requests++;
+    const t0 = this.#deps.clock.monotonicMs();
+    let first = true;
     try {
-      for await (const ev of lease.host.generate(request, combined)) yield ev;
+      for await (const ev of lease.host.generate(request, combined)) {
+        if (ev.type === 'text' && first) {
+          first = false;
+          stats.ttftMs = this.#deps.clock.monotonicMs() - t0;
+        } else if (ev.type === 'done' && ev.stats.decodeMs > 0) {
+          stats.tokensPerSec = ev.stats.decodeTokens / (ev.stats.decodeMs / 1000);
+        }
+        yield ev;
+      }
     } catch (err) {
+      stats.errors++;
       // The lease's own abort reason is the clearest account of what happened to the host.
       if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure) throw lease.signal.reason;
       if (err instanceof EngineFailure && err.kind === 'backend') this.#backendFault(lease.instanceKey, err);
@@ -369,6 +408,37 @@ export class Runtime {
     } finally {
       lease.release();
     }
+  }
+
+  #slotCounters(slot: SlotName): SlotCounters {
+    let c = this.#counters.get(slot);
+    if (!c) {
+      c = { requests: 0, errors: 0 };
+      this.#counters.set(slot, c);
+    }
+    return c;
+  }
+
+  /** Per slot: what serves it and how the last requests went (telemetry's RuntimeStatsProvider shape). */
+  slotStats(): SlotStats[] {
+    const out: SlotStats[] = [];
+    for (const planned of this.#placement?.slots ?? []) {
+      const inst = this.#instances.get(this.#serving[planned.slot] ?? '');
+      const c = this.#counters.get(planned.slot) ?? { requests: 0, errors: 0 };
+      const s: SlotStats = { slot: planned.slot, requests: c.requests, errors: c.errors };
+      if (inst) {
+        s.model = `${inst.spec.modelId}@${inst.spec.version}`;
+        s.variant = inst.spec.variantId;
+        s.backend = inst.spec.config.backend_type;
+        s.hostRssBytes = inst.rssBytes;
+      } else if (planned.builtin) {
+        s.model = planned.builtin;
+      }
+      if (c.tokensPerSec !== undefined) s.tokensPerSec = c.tokensPerSec;
+      if (c.ttftMs !== undefined) s.ttftMs = c.ttftMs;
+      out.push(s);
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- measured selection

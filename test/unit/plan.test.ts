@@ -270,3 +270,19 @@ test('the placement is reproducible: the same inputs in another order give the s
     /instance qwen2-vl-2b@1\.1\.0\/int4\|npu t1 p:low m:low cpus:any {2}\(priority 80; voice\.llm, vision\.vlm\)/,
   );
 });
+
+test('a pin that restates the chosen config still shares the one instance', (t) => {
+  const p = plan(boards.qcs9075, applianceSlots, { constraints: { 'vision.vlm': { precision: 'low' } } });
+  const vlm = p.instances.filter((i) => i.key.startsWith('qwen2-vl-2b'));
+  t.is(vlm.length, 1);
+  t.deepEqual(vlm[0]!.slots, ['voice.llm', 'vision.vlm']);
+  t.is(p.budget.plannedBytes, (288 + 1504 + 384) * 1024 * 1024);
+});
+
+test('a slot pinned elsewhere does not join an instance that is only in its fallback chain', (t) => {
+  const p = plan(boards.qcs9075, applianceSlots, { constraints: { 'vision.vlm': { backend: 'npu' } } });
+  const vlm = p.slots.find((s) => s.slot === 'vision.vlm')!;
+  const llm = p.slots.find((s) => s.slot === 'voice.llm')!;
+  t.is(vlm.instanceKey, 'qwen2-vl-2b@1.1.0/int4|npu t1 p:low m:low cpus:any');
+  t.is(llm.instanceKey, `qwen2-vl-2b@1.1.0/int4|${cpuGold}`);
+});

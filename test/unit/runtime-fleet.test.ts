@@ -1,0 +1,112 @@
+import test from 'ava';
+import { systemClock } from '../../agent/common/clock.js';
+import { createMemoryLogger } from '../../agent/common/log.js';
+import { CommandRegistry } from '../../agent/fleet/commands.js';
+import type { PlanBoard, SlotSpec } from '../../agent/plan/types.js';
+import { registerRuntimeCommands } from '../../agent/runtime/fleet-commands.js';
+import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import { Runtime } from '../../agent/runtime/runtime.js';
+import { openStore } from '../../agent/store/database.js';
+import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { FakeWorld } from './runtime-fakes.js';
+
+const MiB = 1024 * 1024;
+const board: PlanBoard = {
+  boardId: 'fleet-test',
+  ramBytes: 8192 * MiB,
+  cpuClusters: [{ name: 'big', cpus: [0, 1], maxFreqKHz: 2_000_000 }],
+  backends: [{ backend: 'cpu', available: true, reason: 'always' }],
+  priors: [],
+};
+const slots: SlotSpec[] = [
+  { slot: 'voice.vad', use: { builtin: 'energy-vad' }, priority: 100, contextTokens: 0, enabled: true },
+  { slot: 'voice.llm', use: { model: { id: 'llm' } }, priority: 80, contextTokens: 0, enabled: true },
+];
+
+async function setup() {
+  const world = new FakeWorld();
+  const runtime = new Runtime({
+    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+    clock: systemClock,
+    log: createMemoryLogger(),
+    hosts: world,
+    memory: world,
+    sources: {
+      board: () => board,
+      catalog: () => ({
+        models: [
+          {
+            id: 'llm',
+            version: '1',
+            kind: 'llm',
+            variants: [
+              {
+                variantId: 'q4',
+                quant: 'int4',
+                weightBytes: MiB,
+                kvBytesPerToken: 0,
+                backends: ['cpu'],
+                configPath: '/m',
+              },
+            ],
+          },
+        ],
+      }),
+    },
+  });
+  await runtime.configure(slots);
+  await runtime.settled();
+  const registry = new CommandRegistry();
+  registerRuntimeCommands(registry, runtime);
+  const ctx = { deviceId: 'dev-1', logger: createMemoryLogger() };
+  return { world, runtime, registry, ctx };
+}
+
+test('fleet commands: set-placement pins and clears, get-placement shows why, bad params are refused', async (t) => {
+  const { runtime, registry, ctx } = await setup();
+  t.deepEqual(
+    registry.list().map((c) => c.name),
+    ['bench-models', 'get-placement', 'set-placement'],
+  );
+  const pinned = await registry.dispatch('set-placement', { slot: 'voice.llm', pin: { threads: 1 } }, ctx);
+  t.true(pinned.ok);
+  t.is(runtime.state().serving['voice.llm'], 'llm@1/q4|cpu t1 p:low m:low cpus:any');
+  t.is(runtime.document().slots.find((s) => s.slot === 'voice.llm')!.operator!.author, 'fleet');
+  const cleared = await registry.dispatch('set-placement', { slot: 'voice.llm', pin: null }, ctx);
+  t.true(cleared.ok);
+  t.is(runtime.state().serving['voice.llm'], 'llm@1/q4|cpu t2 p:low m:low cpus:any');
+  const got = await registry.dispatch('get-placement', {}, ctx);
+  t.true(
+    got.ok && /instance llm@1\/q4\|cpu t2 p:low m:low cpus:any/.test((got.result as { text: string }).text),
+  );
+  t.deepEqual(await registry.dispatch('set-placement', { slot: 'voice.chat' }, ctx), {
+    ok: false,
+    error: {
+      code: 'EPARAMS',
+      message:
+        'Invalid params for set-placement: slot: expected one of "voice.vad", "voice.asr", "voice.llm", ' +
+        '"voice.tts", "voice.omni", "vision.vlm", got "voice.chat"',
+    },
+  });
+  t.deepEqual(await registry.dispatch('bench-models', { version: '1' }, ctx), {
+    ok: false,
+    error: { code: 'EHANDLER', message: 'bench-models failed: bench-models: a version needs a modelId' },
+  });
+  const bench = await registry.dispatch('bench-models', { modelId: 'llm' }, ctx);
+  if (!bench.ok) return t.fail(bench.error.message);
+  t.is((bench.result as { results: unknown[] }).results.length, 1);
+  await runtime.stop();
+});
+
+test('slot stats for telemetry: what serves each slot and how its requests went', async (t) => {
+  const { world, runtime } = await setup();
+  await runtime.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 4 });
+  world.behaviour.generateFaults.set('cpu', 'driver fault');
+  await t.throwsAsync(runtime.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 1 }));
+  const stats = runtime.slotStats();
+  t.deepEqual(stats[0], { slot: 'voice.vad', model: 'energy-vad', requests: 0, errors: 0 });
+  const llm = stats[1]!;
+  t.like(llm, { slot: 'voice.llm', requests: 2, errors: 1, tokensPerSec: 1000 });
+  t.true(llm.ttftMs !== undefined && llm.ttftMs >= 0);
+  await runtime.stop();
+});
