@@ -1,7 +1,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { matchProfile } from '../board-support/index.js';
+import { engineAvailability } from '../engine/src/index.js';
 import { modelsConfigOf } from '../models/config.js';
 import { ModelCatalog, ModelStore } from '../models/index.js';
+import { createOtaModule } from '../ota/device.js';
+import { JobJournal } from '../ota/journal.js';
+import { ModelStoreInstaller } from '../ota/store-adapter.js';
 import type { AgentConfig } from './config/schema.js';
 import { readCapabilitiesCache } from './detect/cache.js';
 import { type Capabilities, detect } from './detect/index.js';
@@ -9,7 +14,28 @@ import { LogRing } from './fleet/builtin-commands.js';
 import { CommandRegistry } from './fleet/commands.js';
 import { createFleetModule, type FleetModule } from './fleet/module.js';
 import type { BoardInfo } from './fleet/protocol.js';
+import {
+  brokerStatusFrom,
+  engineStatusFrom,
+  feedFromSnapshots,
+  modelsPortFrom,
+  otaPortFrom,
+  placementPortFrom,
+  SampleHub,
+  telemetryPortFrom,
+} from './http/api/adapters.js';
+import { createSessionLimiter } from './http/api/limits.js';
+import type { LogTail } from './http/api/log-tail.js';
+import type { DashboardSources } from './http/api/ports.js';
+import { createDashboardModule } from './http/dashboard-routes.js';
 import type { AgentContext, AgentModule } from './main.js';
+import { createMdnsModule } from './mdns/module.js';
+import { boardFromCapabilities } from './plan/from-capabilities.js';
+import { catalogFromStore } from './plan/from-catalog.js';
+import { registerRuntimeCommands } from './runtime/fleet-commands.js';
+import { createRuntimeModule } from './runtime/module.js';
+import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.js';
+import type { Runtime } from './runtime/runtime.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
 
 // Which modules `mnn-edge run` starts and how they see each other. Modules are created here, in dependency
@@ -25,11 +51,14 @@ export interface AgentServices {
   models(): { store: ModelStore; catalog: ModelCatalog } | undefined;
   fleet(): FleetModule;
   workloads(): WorkloadsModule;
+  runtime(): Runtime | undefined;
 }
 
 export interface ComposeOptions {
   agentVersion: string;
   logs?: LogRing;
+  /** The dashboard's Logs page reads the same lines as journald. */
+  logTail?: LogTail;
 }
 
 /** A privileged ExecStartPre writes the cache (root-only files such as the RKNPU debugfs); else probe now. */
@@ -109,10 +138,42 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     },
   };
 
-  // Watch-mode answers and other workload events go out on MQTT `events` once the fleet is connected.
+  // Watch-mode answers, placement changes and fallbacks go out on MQTT `events` once the fleet is connected.
   let fleetRef: FleetModule | undefined;
+  const publishEvent = (type: string, data: Record<string, unknown>) =>
+    fleetRef?.agent?.publishEvent(type, data);
+
+  const runtime = createRuntimeModule({
+    board: () => {
+      if (!caps) throw new Error('the runtime started before detection');
+      return boardFromCapabilities(caps, matchProfile(caps));
+    },
+    catalog: () => catalogFromStore(models?.catalog.variants() ?? []),
+    inUse: (refs) => models?.store.setInUse(refs),
+    installs: {
+      on: (event, listener) => {
+        const store = models?.store;
+        if (!store) return () => {};
+        store.on(event, listener);
+        return () => store.off(event, listener);
+      },
+    },
+    onStarted: (rt) => {
+      registerRuntimeCommands(commands, rt);
+      rt.events.on('placement', (e) => {
+        fleetRef?.agent?.setDocument('placement', { revision: e.revision, reason: e.reason, ...e.placement });
+        publishEvent('runtime.placement', { revision: e.revision, reason: e.reason });
+      });
+      for (const ev of ['fallback', 'recovered', 'memory-released', 'host-exit'] as const)
+        rt.events.on(ev, (data) => publishEvent(`runtime.${ev}`, { ...data }));
+    },
+  });
+
+  // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
+  const sessions = createSessionLimiter(config.http.maxSessions);
   const workloads = createWorkloadsModule({
-    publishEvent: (type, data) => fleetRef?.agent?.publishEvent(type, data),
+    sessions,
+    publishEvent,
   });
   const fleet = createFleetModule({
     agentVersion: options.agentVersion,
@@ -120,8 +181,65 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     logs,
     board: () => boardInfoOf(caps),
     workloads,
+    runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
   });
   fleetRef = fleet;
+
+  const ota = createOtaModule({
+    mqtt: () => fleet.agent?.client,
+    store: () => {
+      if (!models) throw new Error('OTA started before the model store');
+      return models.store;
+    },
+    ports: () => {
+      const rt = runtime.runtime();
+      if (!rt || !models) return undefined;
+      return {
+        installer: new ModelStoreInstaller(models.store),
+        activation: runtimeActivationPort(rt),
+        probe: runtimeHealthProbe(rt),
+      };
+    },
+  });
+
+  const hub = new SampleHub();
+  const feeds: Array<() => void> = [];
+  const feedsModule: AgentModule = {
+    name: 'dashboard-feeds',
+    start() {},
+    stop() {
+      for (const dispose of feeds.splice(0)) dispose();
+    },
+  };
+  const dashboard = createDashboardModule({
+    version: options.agentVersion,
+    sessions,
+    ...(options.logTail ? { logTail: options.logTail } : {}),
+    sources: (ctx): DashboardSources => {
+      const agent = fleet.agent;
+      const rt = runtime.runtime();
+      const broker = agent ? brokerStatusFrom(agent) : undefined;
+      if (agent) feeds.push(feedFromSnapshots(hub, () => agent.telemetry?.latest()));
+      if (broker) feeds.push(broker.dispose);
+      return {
+        capabilities: () => caps,
+        engine: engineStatusFrom(engineAvailability),
+        ...(agent && broker
+          ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) }
+          : {}),
+        ...(models ? { models: modelsPortFrom(models.store) } : {}),
+        ...(rt ? { placement: placementPortFrom(rt) } : {}),
+        ota: otaPortFrom(new JobJournal(ctx.db)),
+        workloads: { voice: () => workloads.voiceStatus(), vision: () => workloads.visionStatus() },
+      };
+    },
+  });
+
+  const mdns = createMdnsModule({
+    board: () => caps?.board.model.value ?? undefined,
+    soc: () => caps?.soc.name.value ?? undefined,
+    version: options.agentVersion,
+  });
 
   const services: AgentServices = {
     commands,
@@ -130,7 +248,17 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     models: () => models,
     fleet: () => fleet,
     workloads: () => workloads,
+    runtime: () => runtime.runtime(),
   };
-  const modules: AgentModule[] = [detectModule, modelsModule, fleet, workloads];
+  const modules: AgentModule[] = [
+    detectModule,
+    modelsModule,
+    runtime,
+    fleet,
+    ota,
+    workloads,
+    dashboard,
+    mdns,
+  ];
   return { modules, services };
 }

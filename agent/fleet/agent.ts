@@ -110,7 +110,8 @@ export function resolveTelemetryConfig(partial: TelemetryConfigInput | undefined
 
 export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   const { config, db, clock, deviceId } = deps;
-  const log = deps.logger.child('fleet');
+  // The composition root already gives the module its 'fleet' namespace.
+  const log = deps.logger;
   const topics = deviceTopics(deviceId);
   const telemetryConfig = resolveTelemetryConfig(config.telemetry);
   const commands = deps.commands ?? new CommandRegistry();

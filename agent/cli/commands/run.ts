@@ -1,5 +1,6 @@
 import { createLogger } from '../../common/log.js';
 import { LogRing } from '../../fleet/builtin-commands.js';
+import { LogTail } from '../../http/api/log-tail.js';
 import { builtinModules, createAgent } from '../../main.js';
 import { createSystemdNotifier } from '../../systemd/index.js';
 import { parseArgs, UsageError } from '../args.js';
@@ -44,19 +45,21 @@ export const command: Command = {
     const { config, source } = configFromFlags(args, io.env);
     // The fleet's `logs` command and the dashboard read the same lines journald gets.
     const logs = new LogRing(2000);
+    const logTail = new LogTail();
     const logger = createLogger({
       level: config.log.level,
       debug: config.log.debug ?? io.env['DEBUG'],
       write: (line) => {
         io.stdout.write(`${line}\n`);
         logs.write(line);
+        logTail.write(line);
       },
     });
     logger.info('starting', { version: agentVersion(), config: source, pid: process.pid });
     const agent = createAgent(config, {
       logger,
       version: agentVersion(),
-      modules: builtinModules(config, { agentVersion: agentVersion(), logs }),
+      modules: builtinModules(config, { agentVersion: agentVersion(), logs, logTail }),
     });
     // A no-op outside a Type=notify unit.
     const systemd = createSystemdNotifier({ env: io.env, logger });

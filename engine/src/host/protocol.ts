@@ -8,14 +8,24 @@ import type {
   LlmCapabilities,
   LlmConfigOverrides,
 } from '../llm.js';
+import type { EngineAvailability } from '../loader.js';
+import type { ModuleLoadOptions, ModuleOutput, Tensor } from '../module.js';
+import type { NativeModuleInfo } from '../native.js';
 import type { ChatMessage } from '../prompt.js';
+
+/** Module load options as they cross the channel (the addon is the host's own). */
+export type HostModuleOptions = Omit<ModuleLoadOptions, 'addon'>;
 
 /** GenerateOptions without the signal, which stays on the client side and crosses as a `cancel` message. */
 export type HostGenerateOptions = Omit<GenerateOptions, 'signal'>;
 
 export type HostRequest =
   | { type: 'load'; id: number; configPath: string; overrides: LlmConfigOverrides }
+  | { type: 'load-module'; id: number; path: string; options: HostModuleOptions }
   | { type: 'generate'; id: number; input: string | ChatMessage[]; options: HostGenerateOptions }
+  | { type: 'forward'; id: number; inputs: Tensor[] }
+  /** Probes MNN (backends, CPU features) without loading a model; answers even when the addon is missing. */
+  | { type: 'runtime-info'; id: number }
   | { type: 'cancel'; id: number; target: number }
   | { type: 'stats'; id: number }
   | { type: 'reset'; id: number }
@@ -26,6 +36,11 @@ export interface LoadedModel {
   configPath: string;
   capabilities: LlmCapabilities;
   config: Record<string, unknown>;
+}
+
+export interface LoadedModule {
+  path: string;
+  info: NativeModuleInfo;
 }
 
 export interface WireError {
@@ -40,7 +55,14 @@ export type HostResponse =
   | { type: 'piece'; id: number; text: string }
   | { type: 'done'; id: number; result: GenerationResult };
 
-export type HostResultValue = LoadedModel | GenerationStats | null | undefined;
+export type HostResultValue =
+  | LoadedModel
+  | LoadedModule
+  | ModuleOutput[]
+  | EngineAvailability
+  | GenerationStats
+  | null
+  | undefined;
 
 export function isHostRequest(v: unknown): v is HostRequest {
   if (v === null || typeof v !== 'object') return false;
