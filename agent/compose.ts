@@ -258,6 +258,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     ota,
     workloads,
     dashboard,
+    feedsModule,
     mdns,
   ];
   return { modules, services };

@@ -1,7 +1,14 @@
 // Public surface of the engine: the agent imports from here only.
 import { createAddonLoader, type EngineAvailability, unavailableMessage } from './loader.js';
+import { type EngineInfoOptions, probeEngineInfo } from './engine-info.js';
 import type { EngineAddon } from './native.js';
 
+export {
+  createEngineInfo,
+  type EngineInfo,
+  type EngineInfoOptions,
+  probeEngineInfo,
+} from './engine-info.js';
 export { EngineError, type EngineErrorCode } from './errors.js';
 export {
   EngineHostClient,
@@ -10,7 +17,7 @@ export {
   type HostExit,
   HostGeneration,
 } from './host/client.js';
-export type { LoadedModel } from './host/protocol.js';
+export type { HostModuleOptions, LoadedModel, LoadedModule } from './host/protocol.js';
 export {
   type GenerateOptions,
   type GenerationResult,
@@ -59,7 +66,14 @@ export function loadEngineAddon(): EngineAddon {
   return createAddonLoader().load();
 }
 
-/** MNN version, backends compiled in and usable, CPU features. */
+/** MNN version, backends compiled in and usable, CPU features — in this process: loads the addon and MNN here.
+ *  The agent uses engineInfo() instead (a child answers), so MNN never runs in the agent's own process. */
 export function runtimeInfo() {
   return loadEngineAddon().runtimeInfo();
+}
+
+/** The engine's availability and RuntimeInfo as a short-lived engine host reports it (MNN is never loaded in the
+ *  caller). Each call spawns a host; createEngineInfo() keeps the answer. */
+export function engineInfo(options: EngineInfoOptions = {}): Promise<EngineAvailability> {
+  return probeEngineInfo(options);
 }

@@ -9,13 +9,17 @@ import { createLogger, type Logger } from '../../../agent/common/log.js';
 import { TypedEventEmitter } from '../../../agent/common/typed-events.js';
 import { EngineError, type EngineErrorCode } from '../errors.js';
 import type { GenerateOptions, GenerationResult, GenerationStats, LlmConfigOverrides } from '../llm.js';
+import type { EngineAvailability } from '../loader.js';
+import type { ModuleOutput, Tensor } from '../module.js';
 import type { ChatMessage } from '../prompt.js';
 import {
+  type HostModuleOptions,
   type HostRequest,
   type HostResponse,
   type HostResultValue,
   isHostResponse,
   type LoadedModel,
+  type LoadedModule,
 } from './protocol.js';
 
 export interface EngineHostOptions {
@@ -180,6 +184,21 @@ export class EngineHostClient {
   /** Loads the model this host will serve (one per host). */
   async load(configPath: string, overrides: LlmConfigOverrides = {}): Promise<LoadedModel> {
     return (await this.#request({ type: 'load', configPath, overrides }, 'load')) as LoadedModel;
+  }
+
+  /** Loads a non-LLM model (Silero VAD, an encoder) into this host instead of an LLM. */
+  async loadModule(path: string, options: HostModuleOptions): Promise<LoadedModule> {
+    return (await this.#request({ type: 'load-module', path, options }, 'load-module')) as LoadedModule;
+  }
+
+  /** Runs the loaded Module once; typed arrays cross the channel intact (advanced serialization). */
+  async forward(inputs: Tensor[]): Promise<ModuleOutput[]> {
+    return (await this.#request({ type: 'forward', inputs }, 'forward')) as ModuleOutput[];
+  }
+
+  /** MNN's runtime info as the host process sees it, or why the engine cannot load there. Needs no model. */
+  async runtimeInfo(): Promise<EngineAvailability> {
+    return (await this.#request({ type: 'runtime-info' }, 'runtime-info')) as EngineAvailability;
   }
 
   /** Streams text pieces; options.signal cancels within one token in the host. */

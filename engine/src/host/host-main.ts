@@ -1,10 +1,11 @@
-// Entry point of an engine host: a child process that owns at most one loaded model and serves the protocol
-// in ./protocol.ts over the IPC channel. A native crash here kills only this process; the agent's client
-// reports it. Started by EngineHostClient, never by hand.
+// Entry point of an engine host: a child process that owns at most one loaded model (an Llm or a Module) and
+// serves the protocol in ./protocol.ts over the IPC channel. A native crash here kills only this process; the
+// agent's client reports it. Started by EngineHostClient, never by hand.
 import { errorMessage } from '../../../agent/common/errors.js';
 import { EngineError } from '../errors.js';
 import { Llm } from '../llm.js';
 import { createAddonLoader } from '../loader.js';
+import { Module } from '../module.js';
 import { type HostRequest, type HostResponse, isHostRequest, type WireError } from './protocol.js';
 
 function wire(err: unknown): WireError {
@@ -12,28 +13,56 @@ function wire(err: unknown): WireError {
   return { code: typeof code === 'string' ? code : 'EENGINE', message: errorMessage(err) };
 }
 
+type Held = { kind: 'llm'; model: Llm } | { kind: 'module'; model: Module };
+
+type Request<T extends HostRequest['type']> = Extract<HostRequest, { type: T }>;
+
 export function serveEngineHost(channel: NodeJS.Process): void {
   const addonLoader = createAddonLoader();
-  let llm: Llm | undefined;
+  let held: Held | undefined;
   const running = new Map<number, AbortController>();
 
   const send = (msg: HostResponse) => {
     if (channel.connected) channel.send?.(msg);
   };
-  const requireModel = (what: string): Llm => {
-    if (!llm) throw new EngineError('ESTATE', `engine host: ${what} needs a loaded model (send load first)`);
-    return llm;
+  const refuseSecond = () => {
+    if (held)
+      throw new EngineError(
+        'ESTATE',
+        `engine host already holds ${held.kind === 'llm' ? held.model.configPath : held.model.path}; unload it first`,
+      );
+  };
+  const requireLlm = (what: string): Llm => {
+    if (held?.kind === 'llm') return held.model;
+    if (held) throw new EngineError('ESTATE', `engine host: ${what} needs an LLM, this host holds a Module`);
+    throw new EngineError('ESTATE', `engine host: ${what} needs a loaded model (send load first)`);
+  };
+  const requireModule = (what: string): Module => {
+    if (held?.kind === 'module') return held.model;
+    if (held) throw new EngineError('ESTATE', `engine host: ${what} needs a Module, this host holds an LLM`);
+    throw new EngineError('ESTATE', `engine host: ${what} needs a loaded module (send load-module first)`);
+  };
+  const release = async () => {
+    const h = held;
+    held = undefined;
+    await h?.model.dispose();
   };
 
   const handlers = {
-    async load(m: Extract<HostRequest, { type: 'load' }>) {
-      if (llm)
-        throw new EngineError('ESTATE', `engine host already holds ${llm.configPath}; unload it first`);
-      llm = await Llm.load(m.configPath, { overrides: m.overrides, addon: addonLoader.load() });
+    async load(m: Request<'load'>) {
+      refuseSecond();
+      const llm = await Llm.load(m.configPath, { overrides: m.overrides, addon: addonLoader.load() });
+      held = { kind: 'llm', model: llm };
       return { configPath: llm.configPath, capabilities: llm.capabilities, config: { ...llm.config } };
     },
-    async generate(m: Extract<HostRequest, { type: 'generate' }>) {
-      const model = requireModel('generate');
+    async loadModule(m: Request<'load-module'>) {
+      refuseSecond();
+      const module = await Module.load(m.path, { ...m.options, addon: addonLoader.load() });
+      held = { kind: 'module', model: module };
+      return { path: module.path, info: module.info };
+    },
+    async generate(m: Request<'generate'>) {
+      const model = requireLlm('generate');
       const abort = new AbortController();
       running.set(m.id, abort);
       try {
@@ -45,24 +74,21 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       }
       return undefined;
     },
+    forward(m: Request<'forward'>) {
+      return requireModule('forward').forward(m.inputs);
+    },
     async stats() {
-      return requireModel('stats').lastStats ?? null;
+      return requireLlm('stats').lastStats ?? null;
     },
     async reset() {
-      await requireModel('reset').reset();
-      return undefined;
-    },
-    async unload() {
-      const model = llm;
-      llm = undefined;
-      await model?.dispose();
+      await requireLlm('reset').reset();
       return undefined;
     },
   };
 
   const shutdown = async () => {
     for (const a of running.values()) a.abort();
-    await llm?.dispose().catch(() => {});
+    await release().catch(() => {});
     process.exit(0);
   };
 
@@ -77,18 +103,25 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       void shutdown();
       return;
     }
-    const run = (): Promise<unknown> => {
+    const run = async (): Promise<unknown> => {
       switch (m.type) {
         case 'load':
           return handlers.load(m);
+        case 'load-module':
+          return handlers.loadModule(m);
         case 'generate':
           return handlers.generate(m);
+        case 'forward':
+          return handlers.forward(m);
+        case 'runtime-info':
+          // Availability, not an error: a missing addon is an answer the caller wants to show as is.
+          return addonLoader.availability();
         case 'stats':
           return handlers.stats();
         case 'reset':
           return handlers.reset();
         case 'unload':
-          return handlers.unload();
+          return release();
       }
     };
     run().then(
