@@ -6,61 +6,32 @@
 // $MNN_EDGE_CACHE (default ~/.cache/mnn-edge). Needs MNN_SRC (default /opt/src/MNN) only the first time.
 // Targets (issue 3): (b)/(c) >= 0.97 for decode tok/s; TTFT of (b) at most 10 ms above (c).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMemoryLogger } from '../agent/common/log.js';
 import { EngineHostClient, engineAvailability, Llm, unavailableMessage } from '../engine/src/index.js';
-import { sharedDir } from '../test/helpers/paths.js';
+import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
 import { bar, describe, fmt, summarize, verdict } from './stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const PROMPT_TOKENS = 32;
 const DECODE_TOKENS = 64;
 const mnnRoot = process.env['MNN_ROOT'] ?? '/opt/mnn';
-const mnnSrc = process.env['MNN_SRC'] ?? '/opt/src/MNN';
-const cacheDir = process.env['MNN_EDGE_CACHE'] ?? join(homedir(), '.cache', 'mnn-edge');
-const generatorDir = join(sharedDir, 'tools', 'tiny-mnn-llm');
-const SIZE = ['--hidden', '512', '--layers', '8'];
-const GRAPH = [...SIZE, '--heads', '8', '--kv-heads', '4', '--head-dim', '64', '--inter', '1408'];
 
 function skip(reason: string): never {
   console.log(`SKIP bench/engine: ${reason}`);
   process.exit(0);
 }
 
-/** Builds the generator and the model once; later runs reuse them. */
-function ensureBenchModel(): string {
-  const modelDir = join(cacheDir, 'bench-llm');
-  const config = join(modelDir, 'config.json');
-  if (existsSync(join(modelDir, 'llm.mnn')) && existsSync(config)) return config;
-  if (!existsSync(join(mnnSrc, 'schema', 'current', 'MNN_generated.h'))) {
-    skip(
-      `the benchmark model is not in ${modelDir} and MNN_SRC (${mnnSrc}) has no schema/current to build the generator`,
-    );
+/** The generator and the model are built once (bench/lib-bench-model.ts); later runs reuse them. */
+function benchModel(): string {
+  try {
+    return ensureBenchModel();
+  } catch (err) {
+    if (err instanceof BenchModelUnavailable) skip(err.message);
+    throw err;
   }
-  mkdirSync(cacheDir, { recursive: true });
-  const generator = join(cacheDir, 'gen_tiny_llm');
-  if (!existsSync(generator)) {
-    console.log(`building the tiny-mnn-llm generator into ${generator}`);
-    execFileSync('g++', [
-      '-O2',
-      '-std=c++17',
-      join(generatorDir, 'gen_tiny_llm.cpp'),
-      `-I${mnnRoot}/include`,
-      `-I${mnnSrc}/schema/current`,
-      `-I${mnnSrc}/3rd_party/flatbuffers/include`,
-      `-L${mnnRoot}/lib`,
-      '-lMNN',
-      `-Wl,-rpath,${mnnRoot}/lib`,
-      '-o',
-      generator,
-    ]);
-  }
-  console.log(`generating the benchmark model into ${modelDir}`);
-  execFileSync('python3', [join(generatorDir, 'gen_tiny_assets.py'), modelDir, ...SIZE], { stdio: 'ignore' });
-  execFileSync(generator, [modelDir, ...GRAPH], { stdio: 'ignore' });
-  return config;
 }
 
 interface Sample {
@@ -110,7 +81,7 @@ async function main(): Promise<void> {
   const availability = engineAvailability();
   if (!availability.available) skip(unavailableMessage(availability.reason));
   if (!existsSync(join(mnnRoot, 'bin', 'llm_bench'))) skip(`no llm_bench in ${mnnRoot}/bin (set MNN_ROOT)`);
-  const config = ensureBenchModel();
+  const config = benchModel();
   const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-'));
   const overrides = { thread_num: 1, precision: 'normal' as const, max_new_tokens: DECODE_TOKENS };
   // A raw prompt (no chat template) of exactly PROMPT_TOKENS tokens, as llm_bench's pp32, chosen so that this

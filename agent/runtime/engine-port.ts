@@ -1,3 +1,4 @@
+import type { AudioInput, ChatMessage, ImageInput, Tensor, TensorData } from '../../engine/src/index.js';
 import { MnnEdgeError } from '../common/errors.js';
 import type { InstanceSpec } from './types.js';
 
@@ -9,19 +10,25 @@ export interface HostExit {
   signal: NodeJS.Signals | null;
 }
 
-export interface ChatTurn {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string;
-}
+export type ChatTurn = ChatMessage;
 
 export interface GenerateRequest {
   /** Prompt text (wrapped in the model's chat template), or the whole conversation. */
-  prompt: string | ChatTurn[];
-  /** Image files, or decoded RGB bytes (row-major HWC, 3 channels), for a VLM. */
-  images?: Array<string | { data: Uint8Array; width: number; height: number }>;
-  /** WAV files, or mono float PCM (16 kHz unless sampleRate says otherwise), for an omni model. */
-  audios?: Array<string | { samples: Float32Array; sampleRate?: number }>;
+  prompt: string | ChatMessage[];
   maxNewTokens?: number;
+  /** Image files, or decoded RGB bytes (row-major HWC, 3 channels), for a VLM. */
+  images?: ImageInput[];
+  /** WAV files, or mono float PCM (16 kHz unless sampleRate says otherwise), for an omni model. */
+  audios?: AudioInput[];
+}
+
+/** One input of a Module model (Silero VAD): a typed array with its shape. */
+export type TensorIn = Tensor;
+
+export interface TensorOut {
+  name: string;
+  data: TensorData;
+  shape: number[];
 }
 
 export interface GenerateStats {
@@ -51,6 +58,8 @@ export interface EngineHost {
   load(spec: InstanceSpec, signal?: AbortSignal): Promise<void>;
   /** Tokens as they come; aborting the signal cancels between steps. Throws EngineFailure. */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
+  /** One run of a Module model (spec.kind `vad`). Throws EngineFailure. */
+  forward(inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]>;
   memory(): Promise<HostMemory>;
   unload(): Promise<void>;
   /** Ask the process to exit, kill it after a grace period; resolves with how it exited. */
@@ -60,6 +69,8 @@ export interface EngineHost {
 export interface EngineHostFactory {
   /** Version of the engine the hosts run; part of every measurement key. */
   readonly engineVersion: string;
+  /** Set when no host can run here (MNN missing): the one sentence every workload shows. */
+  readonly unavailableReason?: string;
   start(options: { label: string; cpus: number[] }, signal?: AbortSignal): Promise<EngineHost>;
 }
 

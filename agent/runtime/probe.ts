@@ -107,6 +107,8 @@ export function probeCandidates(
   for (const model of catalog.models) {
     if (filter.modelId !== undefined && model.id !== filter.modelId) continue;
     if (filter.version !== undefined && model.version !== filter.version) continue;
+    // The probe measures token speed; a VAD has no tokens and costs a fraction of a millisecond per frame.
+    if (model.kind === 'vad') continue;
     const { candidates } = enumerateCandidates(
       model,
       {},

@@ -1,4 +1,4 @@
-import type { MnnConfig, SlotName } from '../plan/types.js';
+import type { MnnConfig, ModelKind, SlotName } from '../plan/types.js';
 
 /** Everything needed to start one engine host and load one model into it. */
 export interface InstanceSpec {
@@ -7,6 +7,8 @@ export interface InstanceSpec {
   modelId: string;
   version: string;
   variantId: string;
+  /** What the catalog says the model is; `vad` loads as a Module (Silero), everything else as an LLM. */
+  kind?: ModelKind;
   configPath: string;
   /** The variant's own MNN keys over config.json; the placement's `config` wins over them. */
   configOverrides?: Record<string, unknown>;
