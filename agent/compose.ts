@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { matchProfile } from '../board-support/index.js';
-import { engineAvailability } from '../engine/src/index.js';
 import { modelsConfigOf } from '../models/config.js';
 import { ModelCatalog, ModelStore } from '../models/index.js';
 import { createOtaModule } from '../ota/device.js';
@@ -172,6 +171,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
   const sessions = createSessionLimiter(config.http.maxSessions);
   const workloads = createWorkloadsModule({
+    runtime: () => runtime.runtime(),
     sessions,
     publishEvent,
   });
@@ -223,7 +223,13 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
       if (broker) feeds.push(broker.dispose);
       return {
         capabilities: () => caps,
-        engine: engineStatusFrom(engineAvailability),
+        engine: engineStatusFrom(
+          () =>
+            runtime.engineAvailability() ?? {
+              available: false,
+              reason: 'the runtime module has not probed the engine yet',
+            },
+        ),
         ...(agent && broker
           ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) }
           : {}),

@@ -12,13 +12,14 @@ import { systemClock } from '../agent/common/clock.js';
 import { parseWav } from '../agent/workloads/audio/wav.js';
 import type { ChatResult, ChatStream } from '../agent/workloads/chat-model.js';
 import { resolveVoiceConfig } from '../agent/workloads/config.js';
-import { engineModelLoader, SharedModels } from '../agent/workloads/model-loader.js';
+import { slotModels } from '../agent/workloads/slot-models.js';
 import { VoiceService } from '../agent/workloads/voice/service.js';
 import { VoiceSession } from '../agent/workloads/voice/session.js';
 import { EspeakTts } from '../agent/workloads/voice/stages.js';
 import { EnergyVad, VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../agent/workloads/voice/vad.js';
 import { engineAvailability, unavailableMessage } from '../engine/src/index.js';
-import { mediaFixturesDir, modelFixturesDir } from '../test/helpers/paths.js';
+import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
+import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { bar, describe, fmt, summarize, verdict } from './stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
@@ -126,20 +127,15 @@ async function measure(session: VoiceSession): Promise<Sample | undefined> {
 
 const availability = engineAvailability();
 let engineSession: (() => Promise<VoiceSession>) | undefined;
+let closeSlots: (() => Promise<void>) | undefined;
 if (availability.available) {
-  const shared = new SharedModels(await engineModelLoader(), engineAvailability);
-  const service = new VoiceService(
-    resolveVoiceConfig({
-      models: {
-        vad: join(modelFixturesDir, 'silero-vad', 'silero_vad.mnn'),
-        asr: join(modelFixturesDir, 'tiny-omni-audio', 'config.json'),
-        llm: join(modelFixturesDir, 'tiny-llm', 'config.json'),
-      },
-      maxNewTokens: 1800,
-      maxSessions: 64,
-    }),
-    { models: shared, clock: systemClock },
-  );
+  // Every model in its engine host, on the voice slots, as the agent runs them.
+  const slots = await startSlotRuntime(['silero-vad', 'tiny-omni-audio', 'tiny-llm'], voiceSlots);
+  closeSlots = () => slots.close();
+  const service = new VoiceService(resolveVoiceConfig({ maxNewTokens: 1800, maxSessions: 64 }), {
+    models: slotModels(() => slots.runtime),
+    clock: systemClock,
+  });
   engineSession = () => service.open('bench-engine', { duplex: 'full' });
 } else {
   console.log(`engine stages skipped: ${unavailableMessage(availability.reason)}`);
@@ -164,6 +160,7 @@ for (
     else missed++;
   }
 }
+await closeSlots?.();
 if (missed > 0) console.log(`${missed} round(s) not counted: the reply had finished before the interruption`);
 
 const total = (s: Sample) => s.detectAudioMs + s.stopMs;

@@ -19,13 +19,19 @@ export interface RuntimeChatModelOptions {
 }
 
 export function runtimeChatModel(
-  runtime: Runtime,
+  runtime: Pick<Runtime, 'stream' | 'speak'>,
   slot: SlotName,
   options: RuntimeChatModelOptions,
 ): ChatModel {
+  const talker = options.capabilities.talker
+    ? {
+        speak: (o: { text: string; signal?: AbortSignal }) => runtime.speak(slot, { text: o.text }, o.signal),
+      }
+    : {};
   return {
     id: options.id ?? slot,
     capabilities: { ...options.capabilities },
+    ...talker,
     generate(request: ChatRequest): ChatStream {
       let settle!: (r: ChatResult) => void;
       let fail!: (e: unknown) => void;

@@ -12,7 +12,12 @@ import {
   type GenerateRequest,
   type HostExit,
   type HostMemory,
+  type SpeakRequest,
+  type SpeechOut,
+  type TensorIn,
+  type TensorOut,
 } from './engine-port.js';
+import { moduleGraphPath, moduleProfileOf } from './module-models.js';
 import { processMemory } from './proc-memory.js';
 import type { InstanceSpec } from './types.js';
 
@@ -69,6 +74,18 @@ class AdaptedHost implements EngineHost {
 
   async load(spec: InstanceSpec): Promise<void> {
     try {
+      const profile = moduleProfileOf(spec.kind);
+      if (profile) {
+        await this.#client.loadModule(moduleGraphPath(spec.configPath), {
+          inputs: profile.inputs,
+          outputs: profile.outputs,
+          backend: spec.config.backend_type,
+          threads: spec.config.thread_num,
+          precision: spec.config.precision,
+          memory: spec.config.memory,
+        });
+        return;
+      }
       await this.#client.load(spec.configPath, {
         ...spec.configOverrides,
         backend_type: spec.config.backend_type,
@@ -107,6 +124,30 @@ class AdaptedHost implements EngineHost {
           decodeMs: s.decodeUs / 1000,
         },
       };
+    } catch (err) {
+      throw classify(err, 'generate');
+    }
+  }
+
+  async *speak(request: SpeakRequest, signal?: AbortSignal): AsyncIterable<SpeechOut> {
+    try {
+      for await (const chunk of this.#client.speak({ text: request.text, ...(signal ? { signal } : {}) }))
+        yield { samples: chunk.samples, sampleRate: chunk.sampleRate };
+    } catch (err) {
+      throw classify(err, 'generate');
+    }
+    if (signal?.aborted)
+      throw signal.reason instanceof EngineFailure
+        ? signal.reason
+        : new EngineFailure('cancelled', 'speech cancelled');
+  }
+
+  async forward(inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
+    // A forward of a VAD frame takes well under a millisecond: it is not cancelled inside the host, only
+    // refused before it starts.
+    signal?.throwIfAborted();
+    try {
+      return await this.#client.forward(inputs);
     } catch (err) {
       throw classify(err, 'generate');
     }

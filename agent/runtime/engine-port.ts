@@ -22,6 +22,15 @@ export interface GenerateRequest {
   audios?: AudioInput[];
 }
 
+export interface SpeakRequest {
+  text: string;
+}
+
+export interface SpeechOut {
+  samples: Float32Array;
+  sampleRate: number;
+}
+
 /** One input of a Module model (Silero VAD): a typed array with its shape. */
 export type TensorIn = Tensor;
 
@@ -58,6 +67,8 @@ export interface EngineHost {
   load(spec: InstanceSpec, signal?: AbortSignal): Promise<void>;
   /** Tokens as they come; aborting the signal cancels between steps. Throws EngineFailure. */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
+  /** Speech from the loaded model's talker (24 kHz mono float PCM), chunk by chunk. Throws EngineFailure. */
+  speak(request: SpeakRequest, signal?: AbortSignal): AsyncIterable<SpeechOut>;
   /** One run of a Module model (spec.kind `vad`). Throws EngineFailure. */
   forward(inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]>;
   memory(): Promise<HostMemory>;

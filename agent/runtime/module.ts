@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { matchProfile } from '../../board-support/index.js';
 import type { BoardProfile } from '../../board-support/types.js';
-import { engineAvailability, runtimeInfo, unavailableMessage } from '../../engine/src/index.js';
+import { createEngineInfo, type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { MnnEdgeError } from '../common/errors.js';
 import {
   planPolicyFromConfig,
@@ -40,6 +40,9 @@ export interface RuntimeModuleDeps {
   /** The model store's install events (ModelStore is one): each install replans and, unless
    *  runtime.probeAfterInstall is false, probes the new model in the background at low priority. */
   installs?: { on(event: 'installed', listener: (ref: { id: string; version: string }) => void): () => void };
+  /** MNN's availability and runtime info. Default: asked of a short-lived engine host (createEngineInfo), so
+   *  the agent process never loads the addon. */
+  engineInfo?: () => Promise<EngineAvailability>;
   /** Receives the runtime once started (workloads, fleet and OTA take it from here). */
   onStarted?: (runtime: Runtime) => void;
 }
@@ -48,6 +51,7 @@ export interface RuntimeModuleDeps {
 export function unavailableHosts(reason: string): EngineHostFactory {
   return {
     engineVersion: 'unavailable',
+    unavailableReason: reason,
     async start() {
       throw new EngineFailure('load', reason);
     },
@@ -61,16 +65,14 @@ export function detectedBoard(root: string, engineBackends?: readonly string[]):
   return boardFromCapabilities(caps, profile);
 }
 
-function defaultHosts(ctx: AgentContext): EngineHostFactory {
-  const availability = engineAvailability();
+/** Engine hosts over the MNN the probe found, or hosts that refuse with its reason. */
+function hostsFor(ctx: AgentContext, availability: EngineAvailability, cwd: string): EngineHostFactory {
   if (!availability.available) {
     const reason = unavailableMessage(availability.reason);
     ctx.logger.warn('engine unavailable: models will not load', { reason });
     return unavailableHosts(reason);
   }
-  const cwd = join(ctx.config.dataDir, 'engine-tmp');
-  mkdirSync(cwd, { recursive: true });
-  return engineHostFactory({ engineVersion: runtimeInfo().mnnVersion, log: ctx.logger, cwd });
+  return engineHostFactory({ engineVersion: availability.info.mnnVersion, log: ctx.logger, cwd });
 }
 
 function toHttp(err: unknown): never {
@@ -111,20 +113,43 @@ export function registerRuntimeRoutes(ctx: Pick<AgentContext, 'router'>, runtime
   ];
 }
 
-export function createRuntimeModule(
-  deps: RuntimeModuleDeps,
-): AgentModule & { runtime(): Runtime | undefined } {
+export interface RuntimeModule extends AgentModule {
+  runtime(): Runtime | undefined;
+  /** What the engine host reported at start (for the dashboard's engine status): the agent never asks MNN
+   *  itself. Undefined before start, or when the hosts were injected. */
+  engineAvailability(): EngineAvailability | undefined;
+}
+
+export function createRuntimeModule(deps: RuntimeModuleDeps): RuntimeModule {
   let runtime: Runtime | undefined;
+  let availability: EngineAvailability | undefined;
   let unroute: (() => void)[] = [];
   let unsubscribe: (() => void) | undefined;
   return {
     name: 'runtime',
     runtime: () => runtime,
+    engineAvailability: () => availability,
     async start(ctx) {
-      const hosts = deps.hosts ?? defaultHosts(ctx);
+      let hosts = deps.hosts;
+      if (!hosts) {
+        const cwd = join(ctx.config.dataDir, 'engine-tmp');
+        mkdirSync(cwd, { recursive: true });
+        const probed = await (deps.engineInfo ?? createEngineInfo({ logger: ctx.logger, cwd }))();
+        availability = probed;
+        hosts = hostsFor(ctx, probed, cwd);
+      }
       let board: PlanBoard | undefined;
       const sources: PlanSources = {
-        board: deps.board ?? (() => (board ??= detectedBoard(ctx.config.root))),
+        // The probe knows which backends this MNN build has: the planner never picks one it lacks.
+        board:
+          deps.board ??
+          (() =>
+            (board ??= detectedBoard(
+              ctx.config.root,
+              availability?.available
+                ? availability.info.backends.filter((b) => b.compiledIn).map((b) => b.name)
+                : undefined,
+            ))),
         catalog: deps.catalog,
       };
       const cfg = ctx.config['runtime'] as RuntimeConfig | undefined;

@@ -6,6 +6,7 @@ import { planPlacement } from '../plan/planner.js';
 import {
   type BuiltinName,
   defaultPlanPolicy,
+  type ModelKind,
   type Placement,
   type PlanBoard,
   type PlanCatalog,
@@ -26,16 +27,21 @@ import {
   type GenerateRequest,
   type GenerateStats,
   type HostExit,
+  type SpeakRequest,
+  type SpeechOut,
+  type TensorIn,
+  type TensorOut,
 } from './engine-port.js';
 import type { ReleaseCheck, RuntimeEvents, Transition } from './events.js';
 import { defaultFailureBackoff, type FailureBackoff, FailureBook, type FailureRecord } from './failures.js';
 import { Instance, type Lease } from './instance.js';
+import { moduleProfileOf } from './module-models.js';
 import { probeCandidate, probeCandidates } from './probe.js';
 import { ProbeStore } from './probe-store.js';
 import type { SystemMemory } from './proc-memory.js';
 import { ExclusiveRunner, type RunnerHealth } from './runner.js';
 import { describeStep, planSteps } from './steps.js';
-import { type ActiveChoice, activeTarget, specOf } from './target.js';
+import { type ActiveChoice, activeTarget, type KindOf, specOf } from './target.js';
 import type { CurrentState, InstanceSpec, InstanceStatus, Step, StepPlan } from './types.js';
 
 export interface RuntimeOptions {
@@ -155,6 +161,15 @@ export interface SlotStats {
   hostRssBytes?: number;
 }
 
+/** What a workload needs to know about a slot before it uses it. */
+export type SlotInfo =
+  | { status: 'placed' | 'degraded'; modelId: string; version: string; kind: ModelKind | undefined }
+  | { status: 'builtin'; builtin: BuiltinName }
+  /** Configured, but nothing can run it now (reasons say why), or switched off. */
+  | { status: 'unloaded' | 'disabled'; reasons: string[] }
+  /** The slot is not in the configuration (or the runtime has not planned yet). */
+  | { status: 'unconfigured' };
+
 /** A startup step of a candidate failed and the failure was recorded: the next attempt can fall back. */
 class CandidateFailed extends Error {
   readonly key: string;
@@ -198,6 +213,9 @@ export class Runtime {
   #watchdog: NodeJS.Timeout | undefined;
   readonly #stopping = new AbortController();
   readonly #counters = new Map<SlotName, SlotCounters>();
+  /** Catalog kind per `id@version`, from the last plan: decides LLM or Module hosting. */
+  #kinds = new Map<string, ModelKind>();
+  readonly #kindOf: KindOf = (id, version) => this.#kinds.get(`${id}@${version}`);
 
   constructor(deps: RuntimeDeps) {
     this.#deps = deps;
@@ -221,6 +239,30 @@ export class Runtime {
 
   get engineVersion(): string {
     return this.#deps.hosts.engineVersion;
+  }
+
+  /** Why no engine host can run on this device (MNN missing), or undefined. */
+  get engineUnavailableReason(): string | undefined {
+    return this.#deps.hosts.unavailableReason;
+  }
+
+  /** What the current placement does with a slot, in terms a workload can explain to its user. */
+  slotInfo(slot: SlotName): SlotInfo {
+    const planned = this.#placement?.slots.find((s) => s.slot === slot);
+    if (!planned) return { status: 'unconfigured' };
+    if (planned.status === 'builtin' && planned.builtin)
+      return { status: 'builtin', builtin: planned.builtin };
+    if (planned.status === 'placed' || planned.status === 'degraded') {
+      const chosen = this.#placement?.instances.find((i) => i.slots.includes(slot))?.chosen;
+      if (chosen)
+        return {
+          status: planned.status,
+          modelId: chosen.modelId,
+          version: chosen.version,
+          kind: this.#kindOf(chosen.modelId, chosen.version),
+        };
+    }
+    return { status: planned.status === 'disabled' ? 'disabled' : 'unloaded', reasons: planned.reasons };
   }
 
   // ---------------------------------------------------------------- writers of the desired state
@@ -268,6 +310,7 @@ export class Runtime {
       policy: this.#policy,
     });
     const revision = this.desired.setPlacement(placement);
+    this.#kinds = new Map(catalog.models.map((m) => [`${m.id}@${m.version}`, m.kind]));
     this.#placement = placement;
     if (this.#deps.inUse) {
       const refs = new Map<string, { id: string; version: string }>();
@@ -351,12 +394,49 @@ export class Runtime {
     request: GenerateRequest,
     signal?: AbortSignal,
   ): AsyncGenerator<GenerateEvent> {
-    const lease = await this.#engineLease(slot, signal);
+    const lease = await this.#engineLease(slot, 'llm', signal);
     yield* this.#streamOn(slot, lease, request, signal);
   }
 
+  /** Speech from the talker of the model serving the slot (voice.tts). */
+  async *speak(slot: SlotName, request: SpeakRequest, signal?: AbortSignal): AsyncGenerator<SpeechOut> {
+    const lease = await this.#engineLease(slot, 'llm', signal);
+    const stats = this.#slotCounters(slot);
+    stats.requests++;
+    try {
+      yield* lease.host.speak(request, signal ? AbortSignal.any([signal, lease.signal]) : lease.signal);
+    } catch (err) {
+      stats.errors++;
+      if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure) throw lease.signal.reason;
+      if (err instanceof EngineFailure && err.kind === 'backend') this.#backendFault(lease.instanceKey, err);
+      throw err;
+    } finally {
+      lease.release();
+    }
+  }
+
+  /** One forward of the Module model serving the slot (Silero VAD on voice.vad). */
+  async forward(slot: SlotName, inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
+    const lease = await this.#engineLease(slot, 'module', signal);
+    const stats = this.#slotCounters(slot);
+    stats.requests++;
+    try {
+      return await lease.host.forward(
+        inputs,
+        signal ? AbortSignal.any([signal, lease.signal]) : lease.signal,
+      );
+    } catch (err) {
+      stats.errors++;
+      if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure) throw lease.signal.reason;
+      if (err instanceof EngineFailure && err.kind === 'backend') this.#backendFault(lease.instanceKey, err);
+      throw err;
+    } finally {
+      lease.release();
+    }
+  }
+
   async generate(slot: SlotName, request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
-    const lease = await this.#engineLease(slot, signal);
+    const lease = await this.#engineLease(slot, 'llm', signal);
     let text = '';
     let stats: GenerateStats | undefined;
     for await (const ev of this.#streamOn(slot, lease, request, signal)) {
@@ -366,13 +446,24 @@ export class Runtime {
     return { text, stats, instanceKey: lease.instanceKey };
   }
 
-  async #engineLease(slot: SlotName, signal: AbortSignal | undefined): Promise<Lease> {
+  async #engineLease(slot: SlotName, use: 'llm' | 'module', signal: AbortSignal | undefined): Promise<Lease> {
     const lease = await this.acquire(slot, signal ? { signal } : {});
     if (lease.kind === 'builtin') {
       lease.release();
       throw new MnnEdgeError(
         'EINVAL',
-        `slot ${slot} is served by the built-in ${lease.builtin}, which does not generate text`,
+        `slot ${slot} is served by the built-in ${lease.builtin}, which runs in the workload, not in an engine host`,
+      );
+    }
+    const spec = this.#instances.get(lease.instanceKey)?.spec;
+    const isModule = moduleProfileOf(spec?.kind) !== undefined;
+    if (isModule !== (use === 'module')) {
+      lease.release();
+      throw new MnnEdgeError(
+        'EINVAL',
+        isModule
+          ? `slot ${slot} is served by ${spec?.modelId}, a ${spec?.kind} model: it takes tensors (forward), not prompts`
+          : `slot ${slot} is served by ${spec?.modelId}, a language model: it takes prompts, not tensors`,
       );
     }
     return lease;
@@ -469,7 +560,7 @@ export class Runtime {
       const r = await this.exclusive(async () => {
         const free = (await this.#deps.memory.memAvailableBytes()) - this.#opts.memoryReserveBytes;
         if (c.memoryBytes > free) return `needs ${c.memoryBytes} bytes, ${free} available above the reserve`;
-        return probeCandidate(specOf(c), {
+        return probeCandidate(specOf(c, this.#kindOf), {
           hosts: this.#deps.hosts,
           boardId: board.boardId,
           clock: this.#deps.clock,
@@ -600,7 +691,7 @@ export class Runtime {
       signal.throwIfAborted();
       const placement = this.#placement;
       if (!placement) return;
-      const { target, choices } = activeTarget(placement, this.#failures);
+      const { target, choices } = activeTarget(placement, this.#failures, this.#kindOf);
       this.#announceChoices(choices);
       const current = this.#current();
       const availableBytes = await this.#deps.memory.memAvailableBytes();
@@ -625,7 +716,7 @@ export class Runtime {
         if (!(err instanceof CandidateFailed)) throw err;
         // Try again at once if the failure changed what should run (a fallback exists); else let the
         // runner back off before the floor candidate is tried again.
-        const again = activeTarget(placement, this.#failures).target;
+        const again = activeTarget(placement, this.#failures, this.#kindOf).target;
         if (again.instances.some((i) => i.key === err.key)) throw err;
       }
     }
@@ -691,9 +782,12 @@ export class Runtime {
         );
       case 'warmUp':
         return this.#startupStep(step.instance, 'warming', 'warm-up failed', signal, async (inst) => {
-          for await (const _ of inst.host.generate(this.#opts.warmUp, signal)) {
-            // Only completion matters: the instance answered.
-          }
+          const profile = moduleProfileOf(inst.spec.kind);
+          if (profile) await inst.host.forward(profile.warmUp(), signal);
+          else
+            for await (const _ of inst.host.generate(this.#opts.warmUp, signal)) {
+              // Only completion matters: the instance answered.
+            }
           await this.#sampleMemory(inst);
           this.#setStatus(inst, 'ready');
         });

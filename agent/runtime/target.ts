@@ -1,4 +1,4 @@
-import type { Candidate, Placement, SlotName } from '../plan/types.js';
+import type { Candidate, ModelKind, Placement, SlotName } from '../plan/types.js';
 import type { FailureBook } from './failures.js';
 import type { InstanceSpec, TargetState } from './types.js';
 
@@ -11,12 +11,17 @@ export interface ActiveChoice {
   fallback?: { fromKey: string; reason: string; retryAtMs: number };
 }
 
-export function specOf(c: Candidate): InstanceSpec {
+/** The catalog's kind of a model version (the planner's candidates do not carry it). */
+export type KindOf = (modelId: string, version: string) => ModelKind | undefined;
+
+export function specOf(c: Candidate, kindOf: KindOf = () => undefined): InstanceSpec {
+  const kind = kindOf(c.modelId, c.version);
   return {
     key: c.key,
     modelId: c.modelId,
     version: c.version,
     variantId: c.variantId,
+    ...(kind ? { kind } : {}),
     configPath: c.configPath,
     ...(c.configOverrides ? { configOverrides: c.configOverrides } : {}),
     config: c.config,
@@ -32,6 +37,7 @@ export function specOf(c: Candidate): InstanceSpec {
 export function activeTarget(
   placement: Placement,
   failures: FailureBook,
+  kindOf: KindOf = () => undefined,
 ): { target: TargetState; choices: ActiveChoice[] } {
   const instances = new Map<string, InstanceSpec>();
   const serving: TargetState['serving'] = {};
@@ -45,7 +51,7 @@ export function activeTarget(
       if (rec) choice.fallback = { fromKey: inst.chosen.key, reason: rec.reason, retryAtMs: rec.retryAtMs };
     }
     choices.push(choice);
-    instances.set(active.key, specOf(active));
+    instances.set(active.key, specOf(active, kindOf));
     for (const s of inst.slots) serving[s] = active.key;
   }
   return { target: { instances: [...instances.values()], serving }, choices };

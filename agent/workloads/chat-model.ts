@@ -1,15 +1,8 @@
-// The workloads' port to a loaded language model: chat messages (plus optional images and audio) in, a pulled
-// stream of text out, with the numbers the per-turn metrics need. EngineChatModel adapts the engine's Llm;
-// a runtime-slot adapter can implement the same interface, so voice, vision and the OpenAI API do not care
-// whether the model runs in this process or in an engine host.
-import type {
-  ChatMessage,
-  EngineAvailability,
-  ImageInput,
-  Llm,
-  SpeechChunk,
-} from '../../engine/src/index.js';
-import { WorkloadError } from './errors.js';
+// The workloads' port to a language model: chat messages (plus optional images and audio) in, a pulled stream
+// of text out, with the numbers the per-turn metrics need. The runtime implements it over a slot
+// (agent/runtime/chat-model-adapter.ts), so voice, vision and the OpenAI API never see which engine host, backend
+// or model version serves them.
+import type { ChatMessage, ImageInput } from '../../engine/src/index.js';
 
 export type { ChatMessage };
 
@@ -53,55 +46,4 @@ export interface ChatModel {
     text: string;
     signal?: AbortSignal;
   }): AsyncIterable<{ samples: Float32Array; sampleRate: number }>;
-}
-
-/** Wraps an engine Llm loaded in this process. */
-export class EngineChatModel implements ChatModel {
-  readonly id: string;
-  readonly capabilities: ModelCapabilities;
-  readonly #llm: Llm;
-
-  constructor(id: string, llm: Llm) {
-    this.id = id;
-    this.#llm = llm;
-    this.capabilities = { ...llm.capabilities };
-  }
-
-  generate(request: ChatRequest): ChatStream {
-    const generation = this.#llm.generate(request.messages, {
-      ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
-      ...(request.images?.length ? { images: request.images } : {}),
-      ...(request.audio ? { audios: [{ samples: request.audio, sampleRate: 16000 }] } : {}),
-      ...(request.signal ? { signal: request.signal } : {}),
-    });
-    const result = generation.result.then(
-      (r): ChatResult => ({
-        text: r.text,
-        finishReason: r.finishReason,
-        promptTokens: r.stats.promptTokens,
-        generatedTokens: r.stats.generatedTokens,
-        prefillMs: r.stats.prefillUs / 1000,
-        decodeMs: r.stats.decodeUs / 1000,
-      }),
-    );
-    result.catch(() => {});
-    return { result, [Symbol.asyncIterator]: () => generation[Symbol.asyncIterator]() };
-  }
-
-  speak(options: { text: string; signal?: AbortSignal }): AsyncIterable<SpeechChunk> {
-    return this.#llm.speak({ text: options.text, ...(options.signal ? { signal: options.signal } : {}) });
-  }
-}
-
-/** The one refusal every workload gives when the engine is missing, so the dashboard can show it as is. */
-export function requireEngine(availability: EngineAvailability, what: string): void {
-  if (!availability.available) {
-    throw new WorkloadError(
-      'ENOENGINE',
-      `MNN engine not available: ${availability.reason} (${what} needs it)`,
-      {
-        reason: availability.reason,
-      },
-    );
-  }
 }

@@ -1,9 +1,7 @@
 // The workloads as an agent module: voice and vision services, the OpenAI-compatible API and the two session
 // sockets on the agent's router, the board's own microphone/camera loops when configured, and the turn store's
-// retention sweep. Everything comes from AgentContext or the deps, so tests start it with an injected engine
-// availability and model loader.
-import { basename, dirname } from 'node:path';
-import { type EngineAvailability, engineAvailability } from '../../engine/src/index.js';
+// retention sweep. The models are the runtime's slots (voice.*, vision.vlm): this module never loads MNN, so a
+// native fault costs an engine host, never the agent.
 import { errorMessage } from '../common/errors.js';
 import type { VisionConfig } from '../config/sections/vision.js';
 import type { VoiceConfig } from '../config/sections/voice.js';
@@ -13,6 +11,7 @@ import { registerOpenAiRoutes } from '../http/openai/routes.js';
 import { registerVisionSocket, VISION_WS_PATH } from '../http/ws-vision.js';
 import { registerVoiceSocket, VOICE_WS_PATH } from '../http/ws-voice.js';
 import type { AgentContext, AgentModule } from '../main.js';
+import type { SlotName } from '../plan/types.js';
 import type { MetricSample } from '../telemetry/samplers.js';
 import {
   AplaySink,
@@ -23,8 +22,8 @@ import {
   wavFileSource,
 } from './audio/io.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
-import { engineModelLoader, type ModelLoader, SharedModels } from './model-loader.js';
 import { SlotGate, VoicePriority } from './scheduler.js';
+import { slotModels, type WorkloadRuntime } from './slot-models.js';
 import { ffmpegFrames } from './vision/frame-sources.js';
 import { decodeImage, fitFrame } from './vision/image.js';
 import { VisionService } from './vision/service.js';
@@ -33,8 +32,8 @@ import { VoiceService } from './voice/service.js';
 import { VoiceTurnStore } from './voice/turn-store.js';
 
 export interface WorkloadsModuleDeps {
-  availability?: () => EngineAvailability;
-  loader?: ModelLoader;
+  /** The runtime module's runtime (undefined until it has started): every model the workloads use is a slot. */
+  runtime: () => WorkloadRuntime | undefined;
   /** Shared with the dashboard's own sockets, so one limit covers every live session. */
   sessions?: SessionLimiter;
   wsMessagesPerSecond?: number;
@@ -51,17 +50,14 @@ export interface WorkloadsModule extends AgentModule {
   metrics(): MetricSample;
 }
 
-/** The id a model has in /v1/models: its package directory's name (`…/qwen2.5-0.5b/config.json` → qwen2.5-0.5b). */
-export function modelIdOf(configPath: string): string {
-  return basename(dirname(configPath));
-}
+/** The slots the OpenAI-compatible API offers, each under the id of the model placed on it. */
+const API_SLOTS: readonly SlotName[] = ['voice.llm', 'voice.omni', 'vision.vlm'];
 
 function unavailable(reason: string): WorkloadStatus {
   return { available: false, reason };
 }
 
-export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): WorkloadsModule {
-  const availability = deps.availability ?? engineAvailability;
+export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
   let voiceConfig: VoiceConfig | undefined;
   let visionConfig: VisionConfig | undefined;
   let store: VoiceTurnStore | undefined;
@@ -71,10 +67,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
   const loops: Array<Promise<void>> = [];
   let sweep: NodeJS.Timeout | undefined;
 
-  const engineReason = (): string | undefined => {
-    const a = availability();
-    return a.available ? undefined : `MNN engine not available: ${a.reason}`;
-  };
+  let log: AgentContext['logger'] | undefined;
+  const models = slotModels(deps.runtime, (msg, fields) => log?.warn(msg, fields));
 
   return {
     name: 'workloads',
@@ -83,11 +77,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
       const c = voiceConfig;
       if (!c) return unavailable('The workloads module has not started');
       if (!c.enabled) return unavailable('Voice is disabled in the configuration (voice.enabled)');
-      const engine = engineReason();
-      if (engine) return unavailable(engine);
-      if (!c.models.llm) return unavailable('No reply model configured for voice (voice.models.llm)');
-      if (!c.models.omni && !c.models.asr)
-        return unavailable('No speech recognition model configured (voice.models.asr)');
+      const missing = voice?.missing();
+      if (missing) return unavailable(missing);
       return { available: true, path: VOICE_WS_PATH };
     },
 
@@ -95,9 +86,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
       const c = visionConfig;
       if (!c) return unavailable('The workloads module has not started');
       if (!c.enabled) return unavailable('Vision is disabled in the configuration (vision.enabled)');
-      const engine = engineReason();
-      if (engine) return unavailable(engine);
-      if (!c.model) return unavailable('No vision model configured (vision.model)');
+      const missing = models.missing('vision.vlm');
+      if (missing) return unavailable(missing);
       return { available: true, path: VISION_WS_PATH };
     },
 
@@ -106,7 +96,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
     },
 
     async start(ctx: AgentContext) {
-      const log = ctx.logger;
+      log = ctx.logger;
       voiceConfig = resolveVoiceConfig(ctx.config['voice']);
       visionConfig = resolveVisionConfig(ctx.config['vision']);
       const vc = voiceConfig;
@@ -117,49 +107,49 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
       sweep = setInterval(() => turnStore.prune(), deps.retentionSweepMs ?? 3_600_000);
       sweep.unref();
 
-      const models = new SharedModels(deps.loader ?? (await engineModelLoader()), availability);
       const priority = new VoicePriority();
-      const gates = new Map<string, SlotGate>();
-      const gateFor = (path: string, name: string) => {
-        let g = gates.get(path);
+      const gates = new Map<SlotName, SlotGate>();
+      const gateFor = (slot: SlotName) => {
+        let g = gates.get(slot);
         if (!g) {
-          g = new SlotGate(name, {
+          g = new SlotGate(slot, {
             concurrency: vic.concurrency,
             maxQueued: vic.maxQueued,
             retryAfterS: vic.retryAfterS,
           });
-          gates.set(path, g);
+          gates.set(slot, g);
         }
         return g;
       };
-      const visionGate = gateFor(vic.model ?? '(none)', 'vision.vlm');
+      const visionGate = gateFor('vision.vlm');
       voice = new VoiceService(vc, {
         models,
         clock: ctx.clock,
         sink: turnStore,
         priority,
-        log: (msg, fields) => log.info(msg, fields),
+        log: (msg, fields) => ctx.logger.info(msg, fields),
       });
       const vision = new VisionService(vic, { models, gate: visionGate, clock: ctx.clock, priority });
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
       const messagesPerSecond = deps.wsMessagesPerSecond ?? 200;
 
       const startedAt = Math.floor(ctx.clock.nowMs() / 1000);
-      const apiModels = [
-        ...(vc.models.llm ? [{ path: vc.models.llm, slot: 'voice.llm' }] : []),
-        ...(vic.model ? [{ path: vic.model, slot: 'vision.vlm' }] : []),
-      ]
-        .filter((m, i, all) => all.findIndex((o) => o.path === m.path) === i)
-        .map((m) => ({
-          id: modelIdOf(m.path),
-          created: startedAt,
-          gate: gateFor(m.path, m.slot),
-          open: () => models.chat(m.path, 'the OpenAI-compatible API'),
-        }));
+      // Read on every request: a model installed or swapped while the agent runs shows up at once. Slots that
+      // share a model appear once, under the first slot that serves it.
+      // A placed model is listed even while the engine is missing: asking it then answers 503 with the reason.
+      const apiModels = () => {
+        const seen = new Set<string>();
+        return API_SLOTS.flatMap((slot) => {
+          const id = models.modelId(slot);
+          if (id === undefined || seen.has(id)) return [];
+          seen.add(id);
+          return [{ id, created: startedAt, gate: gateFor(slot), open: async () => models.chat(slot) }];
+        });
+      };
       removers.push(
         registerOpenAiRoutes({
           router: ctx.router,
-          models: () => apiModels,
+          models: apiModels,
           maxImageBytes: vic.maxFrameBytes,
           decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
           nowMs: () => ctx.clock.nowMs(),
@@ -204,7 +194,9 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
             } finally {
               await session.close();
             }
-          })().catch((err: unknown) => log.error('board voice loop stopped', { err: errorMessage(err) })),
+          })().catch((err: unknown) =>
+            ctx.logger.error('board voice loop stopped', { err: errorMessage(err) }),
+          ),
         );
       }
       if (vic.watch.enabled && vic.camera) {
@@ -234,14 +226,14 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps = {}): Workloads
             thumbnail: `data:image/png;base64,${a.thumbnail.toString('base64')}`,
           }),
         );
-        runner.on('error', (e) => log.warn('camera watch', { camera, error: e.message }));
+        runner.on('error', (e) => ctx.logger.warn('camera watch', { camera, error: e.message }));
         loops.push(runner.done);
       }
-      log.info('workloads ready', {
+      ctx.logger.info('workloads ready', {
         voice: this.voiceStatus(),
         vision: this.visionStatus(),
         stages: voice.describe(),
-        openaiModels: apiModels.map((m) => m.id),
+        openaiModels: apiModels().map((m) => m.id),
       });
     },
 

@@ -3,8 +3,8 @@
 // process that must never crash. The answer is cached per EngineInfo instance: it does not change while the
 // installed MNN does not.
 import { existsSync } from 'node:fs';
-import { createLogger, type Logger } from '../../agent/common/log.js';
 import { errorMessage } from '../../agent/common/errors.js';
+import { createLogger, type Logger } from '../../agent/common/log.js';
 import { EngineHostClient } from './host/client.js';
 import { addonCandidates, type EngineAvailability } from './loader.js';
 
@@ -45,7 +45,10 @@ export async function probeEngineInfo(options: EngineInfoOptions = {}): Promise<
     });
     return await host.runtimeInfo();
   } catch (err) {
-    return { available: false, reason: `the engine host could not report MNN's runtime info (${errorMessage(err)})` };
+    return {
+      available: false,
+      reason: `the engine host could not report MNN's runtime info (${errorMessage(err)})`,
+    };
   } finally {
     await host?.close();
   }

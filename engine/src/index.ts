@@ -1,6 +1,7 @@
 // Public surface of the engine: the agent imports from here only.
-import { createAddonLoader, type EngineAvailability, unavailableMessage } from './loader.js';
+
 import { type EngineInfoOptions, probeEngineInfo } from './engine-info.js';
+import { createAddonLoader, type EngineAvailability, unavailableMessage } from './loader.js';
 import type { EngineAddon } from './native.js';
 
 export {
@@ -16,6 +17,7 @@ export {
   type EngineHostOptions,
   type HostExit,
   HostGeneration,
+  HostSpeech,
 } from './host/client.js';
 export type { HostModuleOptions, LoadedModel, LoadedModule } from './host/protocol.js';
 export {

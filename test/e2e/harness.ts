@@ -22,19 +22,19 @@ import type { DashboardSources, WorkloadsPort } from '../../agent/http/api/ports
 import { createDashboardModule } from '../../agent/http/dashboard-routes.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { boardFromCapabilities } from '../../agent/plan/from-capabilities.js';
-import { createRuntimeModule } from '../../agent/runtime/module.js';
+import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
 import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { matchProfile } from '../../board-support/index.js';
-import { type EngineAvailability, engineAvailability } from '../../engine/src/index.js';
+import { type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { JobJournal } from '../../ota/journal.js';
 import { repoRoot } from '../helpers/paths.js';
 
-// An agent composed the way the daemon composes it (real detect on a fixture root, real engine availability,
-// real telemetry samplers and history, the OTA journal, the in-memory log tail) serving the built dashboard,
-// and a real headless Chromium with fake camera and microphone pointed at it. Loopback only.
+// An agent composed the way the daemon composes it (real detect on a fixture root, the engine as an engine host
+// reports it, real telemetry samplers and history, the OTA journal, the in-memory log tail) serving the built
+// dashboard, and a real headless Chromium with fake camera and microphone pointed at it. Loopback only.
 
 export const CHROMIUM = process.env['MNN_EDGE_CHROMIUM'] ?? '/usr/bin/chromium';
 export const artifactsDir = join(repoRoot, 'test-artifacts', 'dashboard');
@@ -69,7 +69,7 @@ function telemetryLoop(root: string, history: TelemetryHistory, hub: SampleHub):
 
 export async function startDashboardAgent(options: {
   root: string;
-  /** Voice and vision config; when given, the real workloads module runs with these fixture models. */
+  /** Voice and vision config; when given, the real workloads module runs over the runtime's slots. */
   workloads?: { voice: Record<string, unknown>; vision: Record<string, unknown> };
   /** Slots for the real runtime module (planned against an empty catalog: every model slot is unloaded). */
   slots?: Record<string, unknown>;
@@ -77,7 +77,8 @@ export async function startDashboardAgent(options: {
   brokerUrl?: string;
   /** Serve over HTTPS with this certificate and key (PEM paths). */
   tls?: { cert: string; key: string };
-  /** Which engine the agent sees; default: the installed one. */
+  /** Which engine the agent sees; default: the installed one. An unavailable engine also stands in for the
+   *  runtime's engine hosts, so the workloads report the same reason. */
   availability?: () => EngineAvailability;
   extraModules?: AgentModule[];
 }): Promise<DashboardAgent> {
@@ -95,10 +96,7 @@ export async function startDashboardAgent(options: {
   // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
   const sessions = createSessionLimiter(config.http.maxSessions);
   const workloads = options.workloads
-    ? createWorkloadsModule({
-        sessions,
-        ...(options.availability ? { availability: options.availability } : {}),
-      })
+    ? createWorkloadsModule({ runtime: () => runtime.runtime(), sessions })
     : undefined;
   const fleet = options.brokerUrl ? createFleetModule({ agentVersion: '0.0.0-e2e' }) : undefined;
   let broker: ReturnType<typeof brokerStatusFrom> | undefined;
@@ -106,8 +104,10 @@ export async function startDashboardAgent(options: {
     ? { voice: () => workloads.voiceStatus(), vision: () => workloads.visionStatus() }
     : undefined;
   const caps = detect({ root: options.root });
+  const given = options.availability?.();
   // The fixture trees carry no /proc/meminfo; plan as the 8 GB ROCK 5B the fixture was captured on.
   const runtime = createRuntimeModule({
+    ...(given && !given.available ? { hosts: unavailableHosts(unavailableMessage(given.reason)) } : {}),
     catalog: () => ({ models: [] }),
     board: () => boardFromCapabilities(caps, matchProfile(caps), { ramBytes: 8 * 1024 ** 3 }),
     // The engine hosts run on this machine, so the swap's memory checks read this machine's /proc.
@@ -128,7 +128,15 @@ export async function startDashboardAgent(options: {
       stopSampling = telemetryLoop(options.root, history, hub);
       return {
         capabilities: () => caps,
-        engine: engineStatusFrom(options.availability ?? engineAvailability),
+        // As the daemon should: what the runtime's engine-info host reported, never MNN in this process.
+        engine: engineStatusFrom(
+          options.availability ??
+            (() =>
+              runtime.engineAvailability() ?? {
+                available: false,
+                reason: 'the runtime module has not probed the engine yet',
+              }),
+        ),
         telemetry: telemetryPortFrom(history, hub),
         ota: otaPortFrom(new JobJournal(ctx.db)),
         models: { installed: () => [], installs: () => [] },

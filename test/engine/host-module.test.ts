@@ -9,7 +9,9 @@ import { engineOrSkip, media, models, readWavMono16 } from './_engine.js';
 const SILERO_IO = { inputs: ['input', 'state', 'sr'], outputs: ['output', 'stateN'] };
 
 test('engineInfo without an addon answers unavailable without starting a host', async (t) => {
-  const info = await engineInfo({ env: { ...process.env, MNN_EDGE_ENGINE_ADDON: '/nonexistent/addon.node' } });
+  const info = await engineInfo({
+    env: { ...process.env, MNN_EDGE_ENGINE_ADDON: '/nonexistent/addon.node' },
+  });
   t.deepEqual(info, {
     available: false,
     reason:
@@ -29,7 +31,7 @@ if (engineOrSkip(test, 'engine host modules')) {
     const expected = JSON.parse(readFileSync(media.vadExpected, 'utf8')) as { probabilities: number[] };
     const { samples } = readWavMono16(media.vadWav);
     const input = new Float32Array(576);
-    let state = new Float32Array(256);
+    let state: Float32Array = new Float32Array(256);
     let worst = 0;
     for (let i = 0, start = 0; start < samples.length; start += 512, i++) {
       input.copyWithin(0, 512);
@@ -90,5 +92,21 @@ if (engineOrSkip(test, 'engine host modules')) {
     info.invalidate();
     t.not(await info(), a);
     t.is(started(), 2);
+  });
+}
+
+if (engineOrSkip(test, 'engine host speech')) {
+  test('speak through a host: a model without a talker is refused with the engine message', async (t) => {
+    await using host = await EngineHostClient.start({ name: 'tiny-llm', logger: createMemoryLogger() });
+    await host.load(models.tinyLlm);
+    const chunks: unknown[] = [];
+    const err = await t.throwsAsync(async () => {
+      for await (const c of host.speak({ text: 'hi' })) chunks.push(c);
+    });
+    t.is(err?.message, `${models.tinyLlm} has no talker (has_talker is not set in its config)`);
+    t.is((err as { code?: string }).code, 'ENOTSUP');
+    t.deepEqual(chunks, []);
+    // The host still serves its model.
+    t.true((await host.complete('Hello', { maxNewTokens: 2 })).text.length > 0);
   });
 }

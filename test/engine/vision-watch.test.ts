@@ -5,14 +5,14 @@ import { join } from 'node:path';
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { resolveVisionConfig } from '../../agent/workloads/config.js';
-import { engineModelLoader, SharedModels } from '../../agent/workloads/model-loader.js';
 import { SlotGate } from '../../agent/workloads/scheduler.js';
+import { slotModels } from '../../agent/workloads/slot-models.js';
 import { ffmpegFrames, type TimedFrame } from '../../agent/workloads/vision/frame-sources.js';
 import { decodePng } from '../../agent/workloads/vision/image.js';
 import { VisionService, type WatchAnswer, type WatchRunner } from '../../agent/workloads/vision/service.js';
-import { engineAvailability } from '../../engine/src/index.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
-import { engineOrSkip, models } from './_engine.js';
+import { engineOrSkip } from './_engine.js';
+import { assertServed, startSlotRuntime } from './_slots.js';
 
 const seqDir = join(mediaFixturesDir, 'camera-seq');
 const files = (
@@ -20,13 +20,24 @@ const files = (
 ).frames.map((f) => join(seqDir, f.file));
 
 if (engineOrSkip(test, 'vision')) {
-  const shared = new SharedModels(await engineModelLoader(), engineAvailability);
+  const slots = await startSlotRuntime(['tiny-vlm'], { 'vision.vlm': { model: 'tiny-vlm' } });
+  test.after.always(() => slots.close());
+  const shared = slotModels(() => slots.runtime);
   const service = () =>
-    new VisionService(resolveVisionConfig({ model: models.tinyVlm, maxNewTokens: 8 }), {
+    new VisionService(resolveVisionConfig({ maxNewTokens: 8 }), {
       models: shared,
       gate: new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 2, retryAfterS: 1 }),
       clock: systemClock,
     });
+
+  test.serial('the VLM runs in an engine host on the vision.vlm slot', (t) => {
+    assertServed(t, slots.runtime, { 'vision.vlm': { model: 'tiny-vlm' } });
+    t.deepEqual(
+      slots.runtime.state().instances.map((i) => i.modelId),
+      ['tiny-vlm'],
+    );
+    t.true(shared.chat('vision.vlm').capabilities.vision);
+  });
 
   test.serial('watch mode asks on the first frame and on each scene change of camera-seq', async (t) => {
     let runner!: WatchRunner;

@@ -1,5 +1,6 @@
-// The voice pipeline on the real engine: Silero VAD through Module, tiny-omni-audio as the ASR stage (the audio
-// really goes through its encoder; its text is gibberish), tiny-llm as the reply model, espeak-ng as TTS.
+// The voice pipeline on the real engine, every model in an engine host behind the runtime's slots: Silero VAD on
+// voice.vad (a Module host), tiny-omni-audio on voice.asr (the audio really goes through its encoder; its text is
+// gibberish), tiny-llm on voice.llm, espeak-ng as TTS.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,29 +11,34 @@ import { WavFileSink } from '../../agent/workloads/audio/io.js';
 import { rms } from '../../agent/workloads/audio/pcm.js';
 import { parseWav } from '../../agent/workloads/audio/wav.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
-import { engineModelLoader, SharedModels } from '../../agent/workloads/model-loader.js';
+import { slotModels } from '../../agent/workloads/slot-models.js';
 import { runVoiceLoop } from '../../agent/workloads/voice/loop.js';
 import { UtteranceSegmenter } from '../../agent/workloads/voice/segmenter.js';
 import { VoiceService } from '../../agent/workloads/voice/service.js';
 import type { VoiceEvents } from '../../agent/workloads/voice/session.js';
 import { AudioLlmAsr } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
-import { createVad, VAD_FRAME_SAMPLES } from '../../agent/workloads/voice/vad.js';
-import { engineAvailability } from '../../engine/src/index.js';
-import { engineOrSkip, media, models } from './_engine.js';
+import { VAD_FRAME_SAMPLES } from '../../agent/workloads/voice/vad.js';
+import { engineOrSkip, media } from './_engine.js';
+import { assertServed, startSlotRuntime, voiceSlots } from './_slots.js';
 
 if (engineOrSkip(test, 'voice pipeline')) {
-  const loader = await engineModelLoader();
-  const shared = new SharedModels(loader, engineAvailability);
+  const slots = await startSlotRuntime(['silero-vad', 'tiny-omni-audio', 'tiny-llm'], voiceSlots);
+  test.after.always(() => slots.close());
+  const shared = slotModels(() => slots.runtime);
+
+  test.serial('every voice model runs in its own engine host, none in this process', (t) => {
+    assertServed(t, slots.runtime, voiceSlots);
+    const instances = slots.runtime.state().instances;
+    t.deepEqual(instances.map((i) => i.modelId).sort(), ['silero-vad', 'tiny-llm', 'tiny-omni-audio']);
+    t.true(instances.every((i) => i.pid > 0 && i.pid !== process.pid));
+  });
 
   test.serial('Silero VAD through the workload VAD gives the recorded segments', async (t) => {
     const expected = JSON.parse(readFileSync(media.vadExpected, 'utf8')) as {
       segmentsSileroDefaults: { segments: Array<{ startSample: number; endSample: number }> };
     };
-    const vad = await createVad(models.sileroVad, {
-      availability: engineAvailability,
-      loadModule: (p, io) => loader.loadTensor(p, io),
-    });
+    const vad = shared.vad();
     t.is(vad.kind, 'silero');
     const seg = new UtteranceSegmenter({ hangoverMs: 100, padMs: 30 });
     const found: Array<[number, number]> = [];
@@ -54,7 +60,8 @@ if (engineOrSkip(test, 'voice pipeline')) {
   });
 
   test.serial('the ASR stage feeds the utterance through the audio encoder', async (t) => {
-    const omni = await shared.chat(models.tinyOmniAudio, 'asr');
+    const omni = shared.chat('voice.asr');
+    t.is(omni.id, 'tiny-omni-audio');
     const asr = new AudioLlmAsr(omni, { instruction: 'Hello', maxNewTokens: 32 });
     const speech = parseWav(readFileSync(media.speech16k)).channels[0]!;
     const heard = await asr.transcribe(speech, new AbortController().signal);
@@ -73,13 +80,11 @@ if (engineOrSkip(test, 'voice pipeline')) {
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       const db = openStore(':memory:');
       const store = new VoiceTurnStore(db, { maxTurns: 100, maxAgeHours: 24 });
-      const service = new VoiceService(
-        resolveVoiceConfig({
-          models: { vad: models.sileroVad, asr: models.tinyOmniAudio, llm: models.tinyLlm },
-          maxNewTokens: 24,
-        }),
-        { models: shared, clock: systemClock, sink: store },
-      );
+      const service = new VoiceService(resolveVoiceConfig({ maxNewTokens: 24 }), {
+        models: shared,
+        clock: systemClock,
+        sink: store,
+      });
       const session = await service.open('wav-1', { duplex: 'full' });
       const log: Array<{ type: string; turn?: number }> = [];
       for (const type of [
@@ -143,7 +148,6 @@ if (engineOrSkip(test, 'voice pipeline')) {
     async (t) => {
       const service = new VoiceService(
         resolveVoiceConfig({
-          models: { vad: models.sileroVad, asr: models.tinyOmniAudio, llm: models.tinyLlm },
           // Long enough that the reply is still being generated when the user speaks again.
           maxNewTokens: 1500,
         }),

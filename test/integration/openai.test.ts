@@ -1,5 +1,7 @@
 // The OpenAI-compatible API on a real agent (HTTP on loopback, real SQLite), driven by the `openai` npm client.
-// Error paths run everywhere; answers need the engine and the fixture models (skipped with one line without).
+// The models are the fixture exports imported into the agent's model store and placed on slots by the runtime.
+// Error paths run everywhere (hosts that cannot start stand in for a missing MNN); answers need the engine and
+// run in engine hosts (skipped with one line without).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,19 +12,16 @@ import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
-import { createWorkloadsModule, type WorkloadsModuleDeps } from '../../agent/workloads/module.js';
+import type { EngineHostFactory } from '../../agent/runtime/engine-port.js';
+import { unavailableHosts } from '../../agent/runtime/module.js';
+import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { slotRuntimeModules } from '../engine/_slots.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
 
-const tinyLlm = join(modelFixturesDir, 'tiny-llm', 'config.json');
-const tinyVlm = join(modelFixturesDir, 'tiny-vlm', 'config.json');
 const framePng = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
 
-async function startAgent(
-  t: ExecutionContext,
-  deps: WorkloadsModuleDeps = {},
-  sections: Record<string, unknown> = {},
-) {
+async function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
   const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-openai-'));
   const base = defaultConfig({});
   const config: AgentConfig = {
@@ -30,12 +29,20 @@ async function startAgent(
     dataDir,
     root: join(dataDir, 'no-root'),
     http: { ...base.http, bind: '127.0.0.1', port: 0 },
-    voice: { models: { llm: tinyLlm, asr: join(modelFixturesDir, 'tiny-omni-audio', 'config.json') } },
-    vision: { model: tinyVlm, concurrency: 1, maxQueued: 0, retryAfterS: 7 },
-    ...sections,
+    slots: {
+      'voice.llm': { model: 'tiny-llm' },
+      'voice.asr': { model: 'tiny-omni-audio' },
+      'vision.vlm': { model: 'tiny-vlm' },
+    },
+    vision: { concurrency: 1, maxQueued: 0, retryAfterS: 7 },
   };
-  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [createWorkloadsModule(deps)] });
+  const slots = slotRuntimeModules(['tiny-llm', 'tiny-omni-audio', 'tiny-vlm'], hosts ? { hosts } : {});
+  const agent = createAgent(config, {
+    logger: createMemoryLogger(),
+    modules: [...slots.modules, createWorkloadsModule({ runtime: slots.runtime })],
+  });
   await agent.start();
+  await slots.settled();
   t.teardown(async () => {
     await agent.stop('test');
     rmSync(dataDir, { recursive: true, force: true });
@@ -45,10 +52,11 @@ async function startAgent(
   return { baseURL, token, client: new OpenAI({ baseURL, apiKey: token, maxRetries: 0 }) };
 }
 
-const noEngine = () => ({ available: false as const, reason: 'the engine addon is not built' });
+const noEngineReason = unavailableMessage('the engine addon is not built');
+const noEngine = unavailableHosts(noEngineReason);
 
 test('models are listed; a wrong key is refused', async (t) => {
-  const { client, baseURL } = await startAgent(t, { availability: noEngine });
+  const { client, baseURL } = await startAgent(t, noEngine);
   const list = await client.models.list();
   t.deepEqual(
     list.data.map((m) => [m.id, m.object, m.owned_by]),
@@ -63,7 +71,7 @@ test('models are listed; a wrong key is refused', async (t) => {
 });
 
 test('without the engine, completions answer 503 in OpenAI error shape', async (t) => {
-  const { client } = await startAgent(t, { availability: noEngine });
+  const { client } = await startAgent(t, noEngine);
   const err = await t.throwsAsync(
     client.chat.completions.create({ model: 'tiny-llm', messages: [{ role: 'user', content: 'Hello' }] }),
   );
@@ -72,14 +80,11 @@ test('without the engine, completions answer 503 in OpenAI error shape', async (
   t.is(api.status, 503);
   t.is(api.type, 'service_unavailable');
   t.is(api.code, 'engine_unavailable');
-  t.is(
-    api.message,
-    '503 MNN engine not available: the engine addon is not built (the OpenAI-compatible API needs it)',
-  );
+  t.is(api.message, `503 ${noEngineReason}`);
 });
 
 test('bad requests get specific OpenAI-shaped errors', async (t) => {
-  const { client } = await startAgent(t, { availability: noEngine });
+  const { client } = await startAgent(t, noEngine);
   const cases: Array<[() => Promise<unknown>, number, string | null, RegExp]> = [
     [
       () => client.chat.completions.create({ model: 'tiny-llm', messages: [] }),
@@ -152,7 +157,7 @@ test('bad requests get specific OpenAI-shaped errors', async (t) => {
 });
 
 test('a 50 MB upload is refused with 413 before it is read', async (t) => {
-  const { baseURL, token } = await startAgent(t, { availability: noEngine });
+  const { baseURL, token } = await startAgent(t, noEngine);
   const url = new URL(`${baseURL}/chat/completions`);
   const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = request(

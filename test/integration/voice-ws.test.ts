@@ -1,5 +1,6 @@
 // The voice and vision session sockets on a real agent: the documented protocol over a real WebSocket, with the
-// fixture models on the engine (the error paths also without it).
+// fixture models imported into the agent's model store, placed on the voice.* and vision.vlm slots and run in
+// engine hosts (the error paths also without MNN: hosts that cannot start stand in for it).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,18 +10,16 @@ import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
-import { createWorkloadsModule, type WorkloadsModuleDeps } from '../../agent/workloads/module.js';
+import type { EngineHostFactory } from '../../agent/runtime/engine-port.js';
+import { unavailableHosts } from '../../agent/runtime/module.js';
+import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
-import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
+import { slotRuntimeModules, voiceSlots } from '../engine/_slots.js';
+import { mediaFixturesDir } from '../helpers/paths.js';
 
-const models = {
-  llm: join(modelFixturesDir, 'tiny-llm', 'config.json'),
-  asr: join(modelFixturesDir, 'tiny-omni-audio', 'config.json'),
-  vad: join(modelFixturesDir, 'silero-vad', 'silero_vad.mnn'),
-  vlm: join(modelFixturesDir, 'tiny-vlm', 'config.json'),
-};
+const noEngineReason = unavailableMessage('the engine addon is not built');
 
-async function startAgent(t: ExecutionContext, deps: WorkloadsModuleDeps = {}) {
+async function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
   const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-ws-'));
   const base = defaultConfig({});
   const config: AgentConfig = {
@@ -28,12 +27,18 @@ async function startAgent(t: ExecutionContext, deps: WorkloadsModuleDeps = {}) {
     dataDir,
     root: join(dataDir, 'no-root'),
     http: { ...base.http, bind: '127.0.0.1', port: 0 },
-    voice: { models: { llm: models.llm, asr: models.asr, vad: models.vad }, maxNewTokens: 16 },
-    vision: { model: models.vlm, maxNewTokens: 6 },
+    slots: { ...voiceSlots, 'vision.vlm': { model: 'tiny-vlm' } },
+    voice: { maxNewTokens: 16 },
+    vision: { maxNewTokens: 6 },
   };
-  const module = createWorkloadsModule(deps);
-  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [module] });
+  const slots = slotRuntimeModules(
+    ['silero-vad', 'tiny-omni-audio', 'tiny-llm', 'tiny-vlm'],
+    hosts ? { hosts } : {},
+  );
+  const module = createWorkloadsModule({ runtime: slots.runtime });
+  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [...slots.modules, module] });
   await agent.start();
+  await slots.settled();
   t.teardown(async () => {
     await agent.stop('test');
     rmSync(dataDir, { recursive: true, force: true });
@@ -66,17 +71,13 @@ async function startAgent(t: ExecutionContext, deps: WorkloadsModuleDeps = {}) {
     };
     return { ws, messages, closed, waitFor };
   };
-  return { module, connect };
+  return { module, connect, runtime: slots.runtime };
 }
 
 test('voice without the engine: the start is answered with the reason and the socket closes', async (t) => {
-  const { connect, module } = await startAgent(t, {
-    availability: () => ({ available: false, reason: 'the engine addon is not built' }),
-  });
-  t.deepEqual(module.voiceStatus(), {
-    available: false,
-    reason: 'MNN engine not available: the engine addon is not built',
-  });
+  const { connect, module } = await startAgent(t, unavailableHosts(noEngineReason));
+  t.deepEqual(module.voiceStatus(), { available: false, reason: noEngineReason });
+  t.deepEqual(module.visionStatus(), { available: false, reason: noEngineReason });
   const { ws, messages, closed } = await connect('/ws/voice');
   ws.send(JSON.stringify({ type: 'start', mode: 'vad' }));
   const { code } = await closed;
@@ -85,15 +86,13 @@ test('voice without the engine: the start is answered with the reason and the so
     {
       type: 'error',
       code: 'ENOENGINE',
-      message: 'MNN engine not available: the engine addon is not built (the voice reply stage needs it)',
+      message: noEngineReason,
     },
   ]);
 });
 
 test('voice protocol errors are specific and keep the session', async (t) => {
-  const { connect } = await startAgent(t, {
-    availability: () => ({ available: false, reason: 'the engine addon is not built' }),
-  });
+  const { connect } = await startAgent(t, unavailableHosts(noEngineReason));
   const { ws, waitFor } = await connect('/ws/voice');
   ws.send(Buffer.alloc(320));
   t.is((await waitFor((m) => m['type'] === 'error'))['message'], 'Send {"type":"start"} before audio');
@@ -113,8 +112,13 @@ if (!engine.available) {
   test.skip(line, () => {});
 } else {
   test('voice over the socket: 48 kHz stereo in, events and reply audio out in protocol order', async (t) => {
-    const { connect, module } = await startAgent(t);
+    const { connect, module, runtime } = await startAgent(t);
     t.deepEqual(module.voiceStatus(), { available: true, path: '/ws/voice' });
+    t.deepEqual(module.visionStatus(), { available: true, path: '/ws/vision' });
+    const vadRequests = () =>
+      runtime()
+        ?.slotStats()
+        .find((s) => s.slot === 'voice.vad')?.requests ?? 0;
     const { ws, messages, waitFor } = await connect('/ws/voice');
     ws.send(
       JSON.stringify({
@@ -153,6 +157,8 @@ if (!engine.available) {
     const metrics = end['metrics'] as Record<string, number>;
     t.true(metrics['speechMs']! > 1500 && metrics['speechMs']! < 3000, `speech ${metrics['speechMs']} ms`);
     t.is(typeof metrics['ttfaMs'], 'number');
+    // Silero in its engine host heard the speech: one forward per 32 ms frame.
+    t.true(vadRequests() > 50, `voice.vad forwards: ${vadRequests()}`);
     ws.close();
   });
 

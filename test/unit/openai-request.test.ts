@@ -78,9 +78,13 @@ test('the voice and vision config sections are validated', (t) => {
   t.throws(() => parseConfig({ vision: { watch: { intervalS: -1 } } }, 'test.json'), {
     message: /vision\.watch\.intervalS: expected a number >= 0, got -1/,
   });
-  const ok = parseConfig(
-    { voice: { models: { llm: '/m/config.json' } }, vision: { camera: '/dev/video0' } },
-    'test.json',
-  );
-  t.deepEqual(ok['voice'], { models: { llm: '/m/config.json' } });
+  const ok = parseConfig({ voice: { maxNewTokens: 64 }, vision: { camera: '/dev/video0' } }, 'test.json');
+  t.deepEqual(ok['voice'], { maxNewTokens: 64 });
+  // Models are slots now: the old path keys are refused with their name.
+  t.throws(() => parseConfig({ voice: { models: { llm: '/m/config.json' } } }, 'test.json'), {
+    message: /voice\.models: is not a known key/,
+  });
+  t.throws(() => parseConfig({ vision: { model: '/m/config.json' } }, 'test.json'), {
+    message: /vision\.model: is not a known key/,
+  });
 });

@@ -7,6 +7,10 @@ import {
   type GenerateEvent,
   type GenerateRequest,
   type HostExit,
+  type SpeakRequest,
+  type SpeechOut,
+  type TensorIn,
+  type TensorOut,
 } from '../../agent/runtime/engine-port.js';
 import type { SystemMemory } from '../../agent/runtime/proc-memory.js';
 import type { InstanceSpec } from '../../agent/runtime/types.js';
@@ -30,6 +34,7 @@ export class FakeHost implements EngineHost {
   readonly exited: Promise<HostExit>;
   spec: InstanceSpec | undefined;
   alive = true;
+  forwards = 0;
   #exit!: (e: HostExit) => void;
   readonly #world: FakeWorld;
 
@@ -66,6 +71,32 @@ export class FakeHost implements EngineHost {
       finishReason: 'length',
       stats: { promptTokens: 3, decodeTokens: n, prefillMs: 1, decodeMs: n },
     };
+  }
+
+  /** A talker stand-in: one 24 kHz chunk per word, each as long as the word has letters (in ms). */
+  async *speak(request: SpeakRequest, signal?: AbortSignal): AsyncIterable<SpeechOut> {
+    if (!this.spec) throw new EngineFailure('request', 'no model loaded');
+    for (const word of request.text.split(/\s+/).filter(Boolean)) {
+      await sleep(this.#world.behaviour.tokenDelayMs);
+      if (!this.alive) throw new EngineFailure('crash', `host ${this.pid} connection closed`);
+      if (signal?.aborted) throw new EngineFailure('cancelled', 'speech cancelled');
+      yield { samples: new Float32Array(24 * word.length).fill(0.1), sampleRate: 24000 };
+    }
+  }
+
+  /** A VAD stand-in: speech when the frame's peak is above 0.1; the state comes back as it went in. */
+  async forward(inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
+    if (!this.spec) throw new EngineFailure('request', 'no model loaded');
+    if (!this.alive) throw new EngineFailure('crash', `host ${this.pid} connection closed`);
+    signal?.throwIfAborted();
+    this.forwards++;
+    const frame = inputs[0]?.data ?? new Float32Array(0);
+    let peak = 0;
+    for (const v of frame) peak = Math.max(peak, Math.abs(v));
+    return [
+      { name: 'output', data: new Float32Array([peak > 0.1 ? 0.9 : 0.1]), shape: [1, 1] },
+      { name: 'stateN', data: Float32Array.from(inputs[1]?.data ?? []), shape: [2, 1, 128] },
+    ];
   }
 
   async memory() {

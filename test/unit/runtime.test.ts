@@ -64,7 +64,7 @@ const slots: SlotSpec[] = [
   },
 ];
 
-function setup(options: Partial<RuntimeOptions> = {}) {
+function setup(options: Partial<RuntimeOptions> = {}, extraModels: CatalogModel[] = []) {
   const world = new FakeWorld();
   const db = openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] });
   const log = createMemoryLogger();
@@ -74,7 +74,7 @@ function setup(options: Partial<RuntimeOptions> = {}) {
     log,
     hosts: world,
     memory: world,
-    sources: { board: () => board, catalog: () => ({ models: [model('1'), model('2')] }) },
+    sources: { board: () => board, catalog: () => ({ models: [model('1'), model('2'), ...extraModels] }) },
     policy: defaultPlanPolicy,
     options: {
       drainTimeoutMs: 500,
@@ -140,6 +140,96 @@ const v1 = 'tiny-llm@1/fp32|cpu t2 p:low m:low cpus:any';
 const v2 = 'tiny-llm@2/fp32|cpu t2 p:low m:low cpus:any';
 const v1cl = 'tiny-llm@1/fp32|opencl t68 p:low m:low cpus:any';
 
+const silero: CatalogModel = {
+  id: 'silero-vad',
+  version: '5',
+  kind: 'vad',
+  variants: [
+    {
+      variantId: 'cpu-fp32',
+      quant: 'fp32',
+      weightBytes: 2 * MiB,
+      kvBytesPerToken: 0,
+      backends: ['cpu'],
+      configPath: '/m/silero-vad/config.json',
+    },
+  ],
+};
+
+test('a VAD model slot is hosted as a Module: warmed up by a forward, served by forward, refused as a prompt', async (t) => {
+  const { world, runtime } = setup({}, [silero]);
+  await runtime.configure([
+    {
+      slot: 'voice.vad',
+      use: { model: { id: 'silero-vad' } },
+      priority: 100,
+      contextTokens: 0,
+      enabled: true,
+    },
+    slots[1]!,
+  ]);
+  await ready(runtime);
+  const vadHost = world.live().find((h) => h.spec?.modelId === 'silero-vad');
+  t.is(vadHost?.spec?.kind, 'vad');
+  t.is(vadHost?.forwards, 1, 'the warm-up is one forward, not a generation');
+  t.deepEqual(runtime.slotInfo('voice.vad'), {
+    status: 'placed',
+    modelId: 'silero-vad',
+    version: '5',
+    kind: 'vad',
+  });
+  t.deepEqual(runtime.slotInfo('vision.vlm'), { status: 'unconfigured' });
+  const speech = new Float32Array(576).fill(0.5);
+  const [prob, state] = await runtime.forward('voice.vad', [
+    { data: speech, shape: [1, 576] },
+    { data: new Float32Array(256).fill(0.25), shape: [2, 1, 128] },
+    { data: new Int32Array([16000]), shape: [] },
+  ]);
+  t.deepEqual([...prob!.data], [Math.fround(0.9)]);
+  t.is(state!.data[0], 0.25);
+  await t.throwsAsync(runtime.generate('voice.vad', { prompt: 'x' }), {
+    message: 'slot voice.vad is served by silero-vad, a vad model: it takes tensors (forward), not prompts',
+  });
+  await t.throwsAsync(runtime.forward('voice.llm', []), {
+    message: 'slot voice.llm is served by tiny-llm, a language model: it takes prompts, not tensors',
+  });
+  t.deepEqual(
+    runtime.slotStats().find((s) => s.slot === 'voice.vad'),
+    {
+      slot: 'voice.vad',
+      model: 'silero-vad@5',
+      variant: 'cpu-fp32',
+      backend: 'cpu',
+      requests: 1,
+      errors: 0,
+      hostRssBytes: 100 * MiB,
+    },
+  );
+  await runtime.stop();
+});
+
+test('speech from a slot streams the host talker chunks and counts the request', async (t) => {
+  const { runtime } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  const chunks: number[] = [];
+  for await (const c of runtime.speak('voice.llm', { text: 'good morning' })) chunks.push(c.samples.length);
+  t.deepEqual(chunks, [24 * 4, 24 * 7]);
+  await t.throwsAsync(
+    async () => {
+      for await (const _ of runtime.speak('voice.vad', { text: 'x' })) {
+        // refused before any chunk
+      }
+    },
+    {
+      message:
+        'slot voice.vad is served by the built-in energy-vad, which runs in the workload, not in an engine host',
+    },
+  );
+  t.is(runtime.slotStats().find((s) => s.slot === 'voice.llm')?.requests, 1);
+  await runtime.stop();
+});
+
 test('cold start: the shared model is loaded once, serves both slots, and the built-in VAD needs no host', async (t) => {
   const { world, runtime } = setup();
   await runtime.configure(slots);
@@ -152,7 +242,8 @@ test('cold start: the shared model is loaded once, serves both slots, and the bu
   const vad = await runtime.acquire('voice.vad');
   t.deepEqual({ kind: vad.kind, slot: vad.slot }, { kind: 'builtin', slot: 'voice.vad' });
   await t.throwsAsync(runtime.generate('voice.vad', { prompt: 'x' }), {
-    message: 'slot voice.vad is served by the built-in energy-vad, which does not generate text',
+    message:
+      'slot voice.vad is served by the built-in energy-vad, which runs in the workload, not in an engine host',
   });
   await t.throwsAsync(runtime.acquire('voice.tts'), { message: 'slot voice.tts is not configured' });
   await runtime.stop();

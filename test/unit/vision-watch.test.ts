@@ -4,12 +4,12 @@ import test from 'ava';
 import type { Clock } from '../../agent/common/clock.js';
 import type { ChatModel, ChatRequest, ChatResult } from '../../agent/workloads/chat-model.js';
 import { resolveVisionConfig } from '../../agent/workloads/config.js';
-import { SharedModels } from '../../agent/workloads/model-loader.js';
 import { SlotGate, VoicePriority } from '../../agent/workloads/scheduler.js';
 import type { TimedFrame } from '../../agent/workloads/vision/frame-sources.js';
 import { decodePng } from '../../agent/workloads/vision/image.js';
 import { VisionService, type WatchRunner } from '../../agent/workloads/vision/service.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { fakeModels } from './workload-fakes.js';
 
 // A stand-in VLM that answers with the size of the image it got, and a clock the test moves.
 class FakeVlm implements ChatModel {
@@ -42,19 +42,12 @@ function setup(priority?: VoicePriority) {
   let now = 0;
   const clock: Clock = { monotonicMs: () => now, nowMs: () => 1_700_000_000_000 + now };
   const vlm = new FakeVlm();
-  const models = new SharedModels(
-    { loadChat: async () => vlm, loadTensor: () => Promise.reject(new Error('unused')) },
-    () => ({ available: true, info: {} as never }),
-  );
-  const service = new VisionService(
-    resolveVisionConfig({ model: '/m/vlm/config.json', frameWidth: 160, frameHeight: 160 }),
-    {
-      models,
-      gate: new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 1, retryAfterS: 1 }),
-      clock,
-      ...(priority ? { priority } : {}),
-    },
-  );
+  const service = new VisionService(resolveVisionConfig({ frameWidth: 160, frameHeight: 160 }), {
+    models: fakeModels({ 'vision.vlm': vlm }),
+    gate: new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 1, retryAfterS: 1 }),
+    clock,
+    ...(priority ? { priority } : {}),
+  });
   return { service, vlm, advance: (ms: number) => (now += ms) };
 }
 

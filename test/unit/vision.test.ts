@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { resolveVisionConfig } from '../../agent/workloads/config.js';
-import { SharedModels } from '../../agent/workloads/model-loader.js';
 import { SlotGate, VoicePriority } from '../../agent/workloads/scheduler.js';
+import { slotModels } from '../../agent/workloads/slot-models.js';
 import { cameraInputArgs, ffmpegFrames, imageFiles } from '../../agent/workloads/vision/frame-sources.js';
 import {
   decodeImage,
@@ -21,6 +21,7 @@ import {
 } from '../../agent/workloads/vision/scene-change.js';
 import { VisionService } from '../../agent/workloads/vision/service.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { FakeWorkloadRuntime } from './workload-fakes.js';
 
 const seqDir = join(mediaFixturesDir, 'camera-seq');
 const framesJson = JSON.parse(readFileSync(join(seqDir, 'frames.json'), 'utf8')) as {
@@ -181,18 +182,19 @@ test('voice priority holds background work until the voice turn ends', async (t)
 });
 
 test('vision without the engine reports it, and bad frames are refused first', async (t) => {
-  const models = new SharedModels(
-    { loadChat: () => Promise.reject(new Error('no')), loadTensor: () => Promise.reject(new Error('no')) },
-    () => ({ available: false, reason: 'libMNN.so is not installed' }),
+  const reason = 'MNN engine not available: libMNN.so is not installed';
+  const runtime = new FakeWorkloadRuntime(
+    { 'vision.vlm': { status: 'placed', modelId: 'tiny-vlm', version: '1', kind: 'vlm' } },
+    reason,
   );
-  const service = new VisionService(resolveVisionConfig({ model: '/models/vlm/config.json' }), {
-    models,
+  const service = new VisionService(resolveVisionConfig({}), {
+    models: slotModels(() => runtime),
     gate: new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 1, retryAfterS: 1 }),
     clock: systemClock,
   });
   await t.throwsAsync(service.query({ frame: seqFrames[0]!, question: 'What is there?' }), {
     code: 'ENOENGINE',
-    message: 'MNN engine not available: libMNN.so is not installed (the camera VLM needs it)',
+    message: reason,
   });
   await t.throwsAsync(
     service.query({ frame: { width: 10, height: 10, data: new Uint8Array(5) }, question: 'x' }),
@@ -208,5 +210,44 @@ test('vision without the engine reports it, and bad frames are refused first', a
   const errors: string[] = [];
   watcher.on('error', (e) => errors.push(e.message));
   await watcher.done;
-  t.deepEqual(errors, ['MNN engine not available: libMNN.so is not installed (the camera VLM needs it)']);
+  t.deepEqual(errors, [reason]);
+  t.deepEqual(runtime.requests, [], 'nothing reached the runtime');
+});
+
+test('vision asks the vision.vlm slot, and refuses a model that is not a VLM', async (t) => {
+  const runtime = new FakeWorkloadRuntime({
+    'vision.vlm': { status: 'placed', modelId: 'tiny-vlm', version: '1', kind: 'vlm' },
+  });
+  const service = new VisionService(
+    resolveVisionConfig({ frameWidth: 32, frameHeight: 32, maxNewTokens: 7 }),
+    {
+      models: slotModels(() => runtime),
+      gate: new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 1, retryAfterS: 1 }),
+      clock: systemClock,
+    },
+  );
+  const stream = await service.query({ frame: seqFrames[0]!, question: 'What is there?' });
+  const pieces: string[] = [];
+  for await (const p of stream) pieces.push(p);
+  t.deepEqual(pieces, ['vision.vlm says hi']);
+  t.is((await stream.result).finishReason, 'stop');
+  t.is(runtime.requests.length, 1);
+  const sent = runtime.requests[0]!;
+  t.is(sent.slot, 'vision.vlm');
+  t.deepEqual(sent.request.prompt, [{ role: 'user', content: 'What is there?' }]);
+  t.is(sent.request.maxNewTokens, 7);
+  const image = sent.request.images?.[0];
+  t.true(typeof image === 'object' && image.data.length === image.width * image.height * 3);
+
+  runtime.slots['vision.vlm'] = { status: 'placed', modelId: 'tiny-llm', version: '1', kind: 'llm' };
+  await t.throwsAsync(service.query({ frame: seqFrames[0]!, question: 'x' }), {
+    code: 'ENOMODEL',
+    message: 'tiny-llm has no vision encoder (is_visual is not set): it cannot answer about images',
+  });
+  delete runtime.slots['vision.vlm'];
+  await t.throwsAsync(service.query({ frame: seqFrames[0]!, question: 'x' }), {
+    code: 'ENOMODEL',
+    message:
+      'No model placed on slot vision.vlm: install one (mnn-edge models import <dir>) and set slots.vision.vlm',
+  });
 });

@@ -3,7 +3,7 @@ import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
 import type { ChatResult, ChatStream } from '../../agent/workloads/chat-model.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
-import { SharedModels } from '../../agent/workloads/model-loader.js';
+import { slotModels } from '../../agent/workloads/slot-models.js';
 import { VoiceService } from '../../agent/workloads/voice/service.js';
 import {
   type VoiceEvents,
@@ -13,6 +13,7 @@ import {
 import type { AsrStage, PcmChunk, ReplyStage, TtsStage } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
 import { EnergyVad } from '../../agent/workloads/voice/vad.js';
+import { FakeWorkloadRuntime } from './workload-fakes.js';
 
 // Test doubles for the model stages: deterministic text and tones, honouring the abort signal like the real ones.
 const RATE = 16000;
@@ -284,30 +285,54 @@ test('push-to-talk: a too-short request fails with a specific error', async (t) 
   t.throws(() => s.pushAudio(new Float32Array(10)), { message: 'Voice session test is closed' });
 });
 
-test('without the engine, opening a voice session says so', async (t) => {
-  const models = new SharedModels(
-    {
-      loadChat: () => Promise.reject(new Error('must not load')),
-      loadTensor: () => Promise.reject(new Error('must not load')),
-    },
-    () => ({ available: false, reason: 'the engine addon is not built' }),
+test('a voice session refuses clearly without the engine, and names the slot that has no model', async (t) => {
+  const noEngine = new FakeWorkloadRuntime(
+    { 'voice.llm': { status: 'placed', modelId: 'tiny-llm', version: '1', kind: 'llm' } },
+    'MNN engine not available: the engine addon is not built. Set MNN_ROOT to an MNN install prefix',
   );
-  const service = new VoiceService(
-    resolveVoiceConfig({ models: { llm: '/m/llm.json', asr: '/m/asr.json' } }),
-    {
-      models,
-      clock: systemClock,
-    },
-  );
+  const service = new VoiceService(resolveVoiceConfig({}), {
+    models: slotModels(() => noEngine),
+    clock: systemClock,
+  });
   await t.throwsAsync(service.open('s1'), {
     code: 'ENOENGINE',
-    message: 'MNN engine not available: the engine addon is not built (the voice reply stage needs it)',
+    message: 'MNN engine not available: the engine addon is not built. Set MNN_ROOT to an MNN install prefix',
   });
-  const unconfigured = new VoiceService(resolveVoiceConfig({}), { models, clock: systemClock });
+  const runtime = new FakeWorkloadRuntime({});
+  const unconfigured = new VoiceService(resolveVoiceConfig({}), {
+    models: slotModels(() => runtime),
+    clock: systemClock,
+  });
   await t.throwsAsync(unconfigured.open('s2'), {
     code: 'ENOMODEL',
-    message: 'No reply model configured for voice (voice.models.llm)',
+    message:
+      'No model placed on slot voice.llm: install one (mnn-edge models import <dir>) and set slots.voice.llm',
   });
+  runtime.slots['voice.llm'] = { status: 'placed', modelId: 'tiny-llm', version: '1', kind: 'llm' };
+  await t.throwsAsync(unconfigured.open('s3'), {
+    code: 'ENOMODEL',
+    message:
+      'No model placed on slot voice.asr: install one (mnn-edge models import <dir>) and set slots.voice.asr (or place an omni model on voice.omni, which hears the audio itself)',
+  });
+  runtime.slots['voice.asr'] = { status: 'unloaded', reasons: ['needs 900 MiB, 400 MiB left in the budget'] };
+  await t.throwsAsync(unconfigured.open('s4'), {
+    message:
+      'Slot voice.asr has no model loaded: needs 900 MiB, 400 MiB left in the budget (or place an omni model on voice.omni, which hears the audio itself)',
+  });
+  runtime.slots['voice.asr'] = { status: 'placed', modelId: 'tiny-llm', version: '1', kind: 'llm' };
+  await t.throwsAsync(unconfigured.open('s5'), {
+    code: 'ENOMODEL',
+    message: 'tiny-llm takes no audio input (is_audio is not set): it cannot be the ASR stage',
+  });
+  runtime.slots['voice.asr'] = { status: 'placed', modelId: 'tiny-omni', version: '1', kind: 'omni' };
+  const s = await unconfigured.open('s6');
+  t.deepEqual(unconfigured.describe(), {
+    vad: 'energy (built-in)',
+    asr: 'voice.asr: tiny-omni@1',
+    llm: 'voice.llm: tiny-llm@1',
+    tts: 'espeak-ng (en-us)',
+  });
+  await s.close();
 });
 
 test('turn store keeps transcripts within the retention limits', (t) => {

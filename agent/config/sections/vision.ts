@@ -1,11 +1,10 @@
 import type { JsonSchema } from '../../common/schema.js';
 
-// The `vision` section: the camera, the VLM, watch mode and the limits that keep one camera from starving the SoC.
+// The `vision` section: the camera, watch mode and the limits that keep one camera from starving the SoC. The VLM
+// is the runtime's `vision.vlm` slot (the `slots` section).
 
 export interface VisionConfig {
   enabled: boolean;
-  /** config.json of the VLM (an MNN export with a vision encoder). */
-  model?: string;
   /** The board's camera for watch mode: a V4L2 device (/dev/video0), an RTSP URL or a file; none by default. */
   camera?: string;
   /** Frames are scaled to this width before they reach the model and the scene-change detector. */
@@ -67,7 +66,6 @@ export const visionSchema: JsonSchema = {
   additionalProperties: false,
   properties: {
     enabled: { type: 'boolean' },
-    model: { type: 'string', minLength: 1 },
     camera: { type: 'string', minLength: 1 },
     frameWidth: int(16, 4096),
     frameHeight: int(16, 4096),

@@ -1,20 +1,9 @@
 import type { JsonSchema } from '../../common/schema.js';
 
-// The `voice` section: where audio comes from and goes to, how speech is cut into requests, which models serve
-// the stages, and how long transcripts are kept. Absent keys take the defaults (agent/workloads/config.ts).
-
-export interface VoiceModelsConfig {
-  /** Silero VAD .mnn; without it the built-in energy VAD runs. */
-  vad?: string;
-  /** config.json of an audio-input LLM (Qwen2-Audio, Qwen2.5-Omni, Qwen3-ASR) used for transcription. */
-  asr?: string;
-  /** config.json of the reply model (any text LLM, or an omni model). */
-  llm?: string;
-  /** The reply model hears the audio itself (omni): no separate ASR stage. */
-  omni: boolean;
-  /** config.json of a model with a talker; without it espeak-ng speaks. */
-  tts?: string;
-}
+// The `voice` section: where audio comes from and goes to, how speech is cut into requests, and how long
+// transcripts are kept. Absent keys take the defaults (agent/workloads/config.ts). The models are not named
+// here: the stages use the runtime's slots voice.vad, voice.asr, voice.llm, voice.omni and voice.tts (the
+// `slots` section), so they get placement, fallback and hot swap like every other model.
 
 export interface VoiceConfig {
   enabled: boolean;
@@ -30,7 +19,6 @@ export interface VoiceConfig {
   systemPrompt: string;
   maxNewTokens: number;
   maxHistoryMessages: number;
-  models: VoiceModelsConfig;
   espeak: { command: string; voice: string; wordsPerMinute: number };
   /** Transcripts are personal data: kept at most this long and this many. */
   retention: { maxTurns: number; maxAgeHours: number };
@@ -51,7 +39,6 @@ export const voiceDefaults: VoiceConfig = {
     'You are a helpful voice assistant on a small device. Answer briefly, in plain spoken sentences.',
   maxNewTokens: 256,
   maxHistoryMessages: 12,
-  models: { omni: false },
   espeak: { command: 'espeak-ng', voice: 'en-us', wordsPerMinute: 175 },
   retention: { maxTurns: 1000, maxAgeHours: 72 },
   maxSessions: 2,
@@ -98,11 +85,6 @@ export const voiceSchema: JsonSchema = {
     systemPrompt: { type: 'string' },
     maxNewTokens: int(1, 8192),
     maxHistoryMessages: int(0, 200),
-    models: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { vad: str, asr: str, llm: str, omni: { type: 'boolean' }, tts: str },
-    },
     espeak: {
       type: 'object',
       additionalProperties: false,

@@ -7,15 +7,15 @@ import { TypedEventEmitter } from '../../common/typed-events.js';
 import type { VisionConfig } from '../../config/sections/vision.js';
 import type { ChatModel, ChatResult, ChatStream } from '../chat-model.js';
 import { isAbort, WorkloadError } from '../errors.js';
-import type { SharedModels } from '../model-loader.js';
 import type { SlotGate, VoicePriority } from '../scheduler.js';
+import type { WorkloadModels } from '../slot-models.js';
 import type { FrameSource } from './frame-sources.js';
 import { encodePng, fitFrame, type RgbFrame } from './image.js';
 import { LatestFrame } from './latest-frame.js';
 import { SceneChangeDetector, type SceneDiff } from './scene-change.js';
 
 export interface VisionDeps {
-  models: SharedModels;
+  models: WorkloadModels;
   gate: SlotGate;
   clock: Clock;
   priority?: VoicePriority;
@@ -90,8 +90,7 @@ export class VisionService {
   async model(): Promise<ChatModel> {
     if (!this.#config.enabled)
       throw new WorkloadError('ESTATE', 'Vision is disabled in the configuration (vision.enabled)');
-    if (!this.#config.model) throw new WorkloadError('ENOMODEL', 'No vision model configured (vision.model)');
-    const model = await this.#deps.models.chat(this.#config.model, 'the camera VLM');
+    const model = this.#deps.models.chat('vision.vlm');
     if (!model.capabilities.vision) {
       throw new WorkloadError(
         'ENOMODEL',

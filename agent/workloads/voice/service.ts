@@ -1,16 +1,15 @@
-// Builds voice sessions from the configuration: picks each stage's implementation from what is installed, loads
-// the models once, and refuses clearly when the engine or a model is missing.
+// Builds voice sessions from the configuration and the runtime's slots: picks each stage's implementation from
+// what is placed, and refuses clearly when the engine or a model is missing.
 import type { Clock } from '../../common/clock.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
 import { WorkloadError } from '../errors.js';
-import type { SharedModels } from '../model-loader.js';
+import type { WorkloadModels } from '../slot-models.js';
 import { VoiceSession } from './session.js';
 import { type AsrStage, AudioLlmAsr, ChatReplyStage, EspeakTts, TalkerTts, type TtsStage } from './stages.js';
 import type { TurnSink } from './turn-store.js';
-import { createVad } from './vad.js';
 
 export interface VoiceServiceDeps {
-  models: SharedModels;
+  models: WorkloadModels;
   clock: Clock;
   sink?: TurnSink;
   priority?: { begin(): void; end(): void };
@@ -38,13 +37,27 @@ export class VoiceService {
 
   /** Describes which implementation serves each stage, for the dashboard and the docs. */
   describe(): Record<string, string> {
-    const m = this.#config.models;
+    const m = this.#deps.models;
+    const omni = m.missing('voice.omni') === undefined;
     return {
-      vad: m.vad ? `silero (${m.vad})` : 'energy (built-in)',
-      asr: m.omni ? 'omni reply model hears the audio' : (m.asr ?? 'not configured'),
-      llm: m.llm ?? 'not configured',
-      tts: m.tts ? `talker (${m.tts})` : `espeak-ng (${this.#config.espeak.voice})`,
+      vad: m.configured('voice.vad') ? `voice.vad: ${m.describe('voice.vad')}` : 'energy (built-in)',
+      asr: omni ? 'omni reply model hears the audio' : `voice.asr: ${m.describe('voice.asr')}`,
+      llm: omni ? `voice.omni: ${m.describe('voice.omni')}` : `voice.llm: ${m.describe('voice.llm')}`,
+      tts: m.configured('voice.tts')
+        ? `voice.tts: ${m.describe('voice.tts')}`
+        : `espeak-ng (${this.#config.espeak.voice})`,
     };
+  }
+
+  /** Why a session cannot open now (engine, slots), or undefined. */
+  missing(): string | undefined {
+    const m = this.#deps.models;
+    if (m.missing('voice.omni') === undefined) return undefined;
+    const llm = m.missing('voice.llm');
+    if (llm) return llm;
+    const asr = m.missing('voice.asr');
+    if (asr) return `${asr} (or place an omni model on voice.omni, which hears the audio itself)`;
+    return undefined;
   }
 
   async open(id: string, overrides: SessionOverrides = {}): Promise<VoiceSession> {
@@ -58,34 +71,21 @@ export class VoiceService {
       );
     }
     const { models } = this.#deps;
-    if (!c.models.llm) {
-      throw new WorkloadError('ENOMODEL', 'No reply model configured for voice (voice.models.llm)');
-    }
-    if (!c.models.omni && !c.models.asr) {
-      throw new WorkloadError(
-        'ENOMODEL',
-        'No speech recognition model configured (voice.models.asr, or voice.models.omni with an omni llm)',
-      );
-    }
-    const llm = await models.chat(c.models.llm, 'the voice reply stage');
-    const asr: AsrStage | undefined =
-      c.models.omni || !c.models.asr
-        ? undefined
-        : new AudioLlmAsr(await models.chat(c.models.asr, 'speech recognition'));
-    const tts: TtsStage = c.models.tts
-      ? new TalkerTts(await models.chat(c.models.tts, 'speech output'))
+    const missing = this.missing();
+    if (missing) throw new WorkloadError(models.unavailable() ? 'ENOENGINE' : 'ENOMODEL', missing);
+    const omni = models.missing('voice.omni') === undefined;
+    const reply = models.chat(omni ? 'voice.omni' : 'voice.llm');
+    const asr: AsrStage | undefined = omni ? undefined : new AudioLlmAsr(models.chat('voice.asr'));
+    const tts: TtsStage = models.configured('voice.tts')
+      ? new TalkerTts(models.chat('voice.tts'))
       : new EspeakTts(c.espeak);
-    const vad = await createVad(c.models.vad, {
-      availability: () => models.availability(),
-      loadModule: (path, io) => models.loader.loadTensor(path, io),
-      ...(this.#deps.log ? { log: this.#deps.log } : {}),
-    });
+    const vad = models.vad();
     const session = new VoiceSession({
       id,
       vad,
       segmenter: c.vad,
       ...(asr ? { asr } : {}),
-      reply: new ChatReplyStage(llm, { maxNewTokens: c.maxNewTokens, audioIn: c.models.omni }),
+      reply: new ChatReplyStage(reply, { maxNewTokens: c.maxNewTokens, audioIn: omni }),
       tts,
       systemPrompt: c.systemPrompt,
       maxHistoryMessages: c.maxHistoryMessages,

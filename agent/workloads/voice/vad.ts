@@ -1,7 +1,6 @@
 // Voice activity detectors. Both take 32 ms frames (512 samples at 16 kHz) so the segmenter's timing does not
-// depend on which one runs: Silero VAD through the engine's Module when its model is installed, an energy
-// detector with an adaptive noise floor when it is not (or when the engine is not available at all).
-import type { EngineAvailability } from '../../../engine/src/index.js';
+// depend on which one runs: Silero VAD in an engine host when a model is placed on the voice.vad slot, an energy
+// detector with an adaptive noise floor otherwise (see ../slot-models.ts for the choice).
 import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
 import { WorkloadError } from '../errors.js';
 
@@ -67,7 +66,7 @@ export class EnergyVad implements VoiceActivityDetector {
   async dispose(): Promise<void> {}
 }
 
-/** What SileroVad needs from the engine's Module: one forward call with typed tensors. */
+/** What SileroVad needs from the Module serving voice.vad: one forward call with typed tensors. */
 export interface TensorModel {
   forward(
     inputs: Array<{ data: Float32Array | Int32Array; shape: number[] }>,
@@ -120,35 +119,4 @@ export class SileroVad implements VoiceActivityDetector {
   dispose(): Promise<void> {
     return this.#model.dispose();
   }
-}
-
-export interface VadFactoryDeps {
-  availability: () => EngineAvailability;
-  /** Loads an .mnn with named inputs/outputs; the engine's Module.load in production. */
-  loadModule: (path: string, io: { inputs: string[]; outputs: string[] }) => Promise<TensorModel>;
-  log?: (msg: string, fields: Record<string, unknown>) => void;
-}
-
-/**
- * Silero when a model path is configured and the engine is here; otherwise the energy detector, with the reason
- * logged, so a device without a VAD model still hears its user.
- */
-export async function createVad(
-  modelPath: string | undefined,
-  deps: VadFactoryDeps,
-  energy: Partial<EnergyVadOptions> = {},
-): Promise<VoiceActivityDetector> {
-  if (modelPath === undefined) return new EnergyVad(energy);
-  const availability = deps.availability();
-  if (!availability.available) {
-    deps.log?.('Silero VAD skipped, using the energy VAD', {
-      reason: `MNN engine not available: ${availability.reason}`,
-    });
-    return new EnergyVad(energy);
-  }
-  const model = await deps.loadModule(modelPath, {
-    inputs: ['input', 'state', 'sr'],
-    outputs: ['output', 'stateN'],
-  });
-  return new SileroVad(model);
 }

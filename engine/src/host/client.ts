@@ -8,7 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../../agent/common/log.js';
 import { TypedEventEmitter } from '../../../agent/common/typed-events.js';
 import { EngineError, type EngineErrorCode } from '../errors.js';
-import type { GenerateOptions, GenerationResult, GenerationStats, LlmConfigOverrides } from '../llm.js';
+import type {
+  GenerateOptions,
+  GenerationResult,
+  GenerationStats,
+  LlmConfigOverrides,
+  SpeakOptions,
+  SpeechChunk,
+} from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
 import type { ModuleOutput, Tensor } from '../module.js';
 import type { ChatMessage } from '../prompt.js';
@@ -53,6 +60,7 @@ interface Pending {
   resolve: (v: HostResultValue) => void;
   reject: (e: Error) => void;
   stream?: HostGeneration;
+  speech?: HostSpeech;
 }
 
 function hostEntry(): { path: string; execArgv: string[] } {
@@ -143,6 +151,62 @@ export class HostGeneration implements AsyncIterable<string> {
   }
 }
 
+/**
+ * A talker's PCM chunks pushed by the host, pulled by the consumer. The host drains the talker's bounded native
+ * queue as it fills, so at most one utterance of audio (seconds of 24 kHz floats) waits here.
+ */
+export class HostSpeech implements AsyncIterable<SpeechChunk> {
+  readonly #chunks: SpeechChunk[] = [];
+  #end: { error?: Error } | undefined;
+  #wake: (() => void) | undefined;
+  #iterated = false;
+  readonly #onBreak: () => void;
+  readonly #onEnd: () => void;
+
+  constructor(onBreak: () => void, onEnd: () => void = () => {}) {
+    this.#onBreak = onBreak;
+    this.#onEnd = onEnd;
+  }
+
+  /** @internal */ push(chunk: SpeechChunk): void {
+    this.#chunks.push(chunk);
+    this.#wake?.();
+  }
+
+  /** @internal */ end(error?: Error): void {
+    if (this.#end) return;
+    this.#end = error ? { error } : {};
+    this.#onEnd();
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<SpeechChunk, void, undefined> {
+    if (this.#iterated) throw new EngineError('ESTATE', 'a speech stream can be iterated only once');
+    this.#iterated = true;
+    let finished = false;
+    try {
+      for (;;) {
+        const next = this.#chunks.shift();
+        if (next) {
+          yield next;
+          continue;
+        }
+        if (this.#end) {
+          finished = true;
+          if (this.#end.error) throw this.#end.error;
+          return;
+        }
+        await new Promise<void>((r) => {
+          this.#wake = r;
+        });
+        this.#wake = undefined;
+      }
+    } finally {
+      if (!finished) this.#onBreak();
+    }
+  }
+}
+
 export class EngineHostClient {
   readonly name: string;
   readonly events = new TypedEventEmitter<EngineHostEvents>();
@@ -221,6 +285,27 @@ export class EngineHostClient {
       stream.fail(err as Error);
     }
     return stream;
+  }
+
+  /** Speech from the loaded model's talker; options.signal (or breaking off the loop) stops it in the host. */
+  speak(options: SpeakOptions = {}): HostSpeech {
+    const { signal, ...rest } = options;
+    let id = 0;
+    const cancel = () => {
+      if (id && this.alive) this.#post({ type: 'cancel', target: id });
+    };
+    const speech = new HostSpeech(cancel, () => signal?.removeEventListener('abort', cancel));
+    if (signal?.aborted) {
+      speech.end();
+      return speech;
+    }
+    signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      id = this.#send({ type: 'speak', options: rest }, 'speak', undefined, speech);
+    } catch (err) {
+      speech.end(err as Error);
+    }
+    return speech;
   }
 
   complete(input: string | ChatMessage[], options: GenerateOptions = {}): Promise<GenerationResult> {
@@ -347,6 +432,13 @@ export class EngineHostClient {
       case 'piece':
         p.stream?.push(m.text);
         return;
+      case 'audio':
+        p.speech?.push({ samples: m.samples, sampleRate: m.sampleRate, last: m.last });
+        return;
+      case 'spoken':
+        this.#pending.delete(m.id);
+        p.speech?.end();
+        return;
       case 'done':
         this.#pending.delete(m.id);
         p.stream?.finish(m.result);
@@ -359,6 +451,7 @@ export class EngineHostClient {
         this.#pending.delete(m.id);
         const err = new EngineError(m.error.code as EngineErrorCode, m.error.message);
         if (p.stream) p.stream.fail(err);
+        else if (p.speech) p.speech.end(err);
         else p.reject(err);
         return;
       }
@@ -378,6 +471,7 @@ export class EngineHostClient {
         { ...exit, pid: child.pid },
       );
       if (p.stream) p.stream.fail(err);
+      else if (p.speech) p.speech.end(err);
       else p.reject(err);
     }
     this.events.emit('exit', { ...exit, expected });
@@ -399,10 +493,16 @@ export class EngineHostClient {
     child.send({ ...msg, id: this.#nextId++ } as HostRequest);
   }
 
-  #send(msg: Outgoing, what: string, stream?: HostGeneration): number {
+  #send(msg: Outgoing, what: string, stream?: HostGeneration, speech?: HostSpeech): number {
     const child = this.#assertAlive(what);
     const id = this.#nextId++;
-    const pending: Pending = { what, resolve: () => {}, reject: () => {}, ...(stream ? { stream } : {}) };
+    const pending: Pending = {
+      what,
+      resolve: () => {},
+      reject: () => {},
+      ...(stream ? { stream } : {}),
+      ...(speech ? { speech } : {}),
+    };
     this.#pending.set(id, pending);
     child.send({ ...msg, id } as HostRequest);
     return id;

@@ -74,6 +74,19 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       }
       return undefined;
     },
+    async speak(m: Request<'speak'>) {
+      const model = requireLlm('speak');
+      const abort = new AbortController();
+      running.set(m.id, abort);
+      try {
+        for await (const chunk of model.speak({ ...m.options, signal: abort.signal }))
+          send({ type: 'audio', id: m.id, ...chunk });
+        send({ type: 'spoken', id: m.id });
+      } finally {
+        running.delete(m.id);
+      }
+      return undefined;
+    },
     forward(m: Request<'forward'>) {
       return requireModule('forward').forward(m.inputs);
     },
@@ -113,6 +126,8 @@ export function serveEngineHost(channel: NodeJS.Process): void {
           return handlers.generate(m);
         case 'forward':
           return handlers.forward(m);
+        case 'speak':
+          return handlers.speak(m);
         case 'runtime-info':
           // Availability, not an error: a missing addon is an answer the caller wants to show as is.
           return addonLoader.availability();
@@ -126,7 +141,9 @@ export function serveEngineHost(channel: NodeJS.Process): void {
     };
     run().then(
       (value) => {
-        if (m.type !== 'generate') send({ type: 'result', id: m.id, value: value as never });
+        // Streams end with their own message (done, spoken), not a result.
+        if (m.type !== 'generate' && m.type !== 'speak')
+          send({ type: 'result', id: m.id, value: value as never });
       },
       (err: unknown) => send({ type: 'error', id: m.id, error: wire(err) }),
     );

@@ -7,11 +7,15 @@ import type {
   GenerationStats,
   LlmCapabilities,
   LlmConfigOverrides,
+  SpeakOptions,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
 import type { ModuleLoadOptions, ModuleOutput, Tensor } from '../module.js';
 import type { NativeModuleInfo } from '../native.js';
 import type { ChatMessage } from '../prompt.js';
+
+/** SpeakOptions without the signal (cancelled with a `cancel` message, as a generation is). */
+export type HostSpeakOptions = Omit<SpeakOptions, 'signal'>;
 
 /** Module load options as they cross the channel (the addon is the host's own). */
 export type HostModuleOptions = Omit<ModuleLoadOptions, 'addon'>;
@@ -24,6 +28,7 @@ export type HostRequest =
   | { type: 'load-module'; id: number; path: string; options: HostModuleOptions }
   | { type: 'generate'; id: number; input: string | ChatMessage[]; options: HostGenerateOptions }
   | { type: 'forward'; id: number; inputs: Tensor[] }
+  | { type: 'speak'; id: number; options: HostSpeakOptions }
   /** Probes MNN (backends, CPU features) without loading a model; answers even when the addon is missing. */
   | { type: 'runtime-info'; id: number }
   | { type: 'cancel'; id: number; target: number }
@@ -53,7 +58,10 @@ export type HostResponse =
   | { type: 'result'; id: number; value: HostResultValue }
   | { type: 'error'; id: number; error: WireError }
   | { type: 'piece'; id: number; text: string }
-  | { type: 'done'; id: number; result: GenerationResult };
+  | { type: 'done'; id: number; result: GenerationResult }
+  /** A talker's PCM chunk of a `speak` request; `spoken` ends it. */
+  | { type: 'audio'; id: number; samples: Float32Array; sampleRate: number; last: boolean }
+  | { type: 'spoken'; id: number };
 
 export type HostResultValue =
   | LoadedModel

@@ -1,0 +1,133 @@
+// `mnn-edge run` with models placed on slots: every model runs in an engine host, the agent process itself never
+// loads the engine addon or libMNN, and its stdout stays a stream of JSON log records (MNN's own prints arrive
+// as records from the hosts). The OpenAI API answers through the hosts to show the models really ran.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { createMemoryLogger } from '../../agent/common/log.js';
+import { STORE_FILE } from '../../agent/main.js';
+import { openStore } from '../../agent/store/database.js';
+import { allMigrations } from '../../agent/store/migrations/index.js';
+import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { ModelStore } from '../../models/index.js';
+import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
+
+const engine = engineAvailability();
+if (!engine.available) {
+  const line = `SKIP engine isolation of mnn-edge run: ${unavailableMessage(engine.reason)}`;
+  console.log(line);
+  test.skip(line, () => {});
+} else {
+  test('mnn-edge run serves slot models from engine hosts; the agent maps no engine library; stdout is JSON', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-isolation-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const dataDir = join(dir, 'data');
+    mkdirSync(dataDir);
+    // Installed as an operator would (mnn-edge models import), before the daemon starts.
+    const db = openStore(join(dataDir, STORE_FILE), { migrations: allMigrations });
+    const { store } = ModelStore.open({ dataDir, db, log: createMemoryLogger() });
+    for (const name of ['tiny-llm', 'silero-vad'])
+      await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
+    store.close();
+    db.close();
+    const configPath = join(dir, 'agent.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        mqtt: { embeddedBroker: { port: 0 } },
+        slots: { 'voice.vad': { model: 'silero-vad' }, 'voice.llm': { model: 'tiny-llm' } },
+      }),
+    );
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'agent/cli/mnn-edge.ts',
+        'run',
+        '--config',
+        configPath,
+        '--port',
+        '0',
+        '--bind',
+        '127.0.0.1',
+        '--data-dir',
+        dataDir,
+      ],
+      {
+        cwd: repoRoot,
+        env: { ...process.env, MNN_EDGE_DATA_DIR: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    t.teardown(() => child.kill('SIGKILL'));
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    const wait = async (what: string, pred: () => boolean) => {
+      for (let i = 0; i < 1200 && !pred(); i++) await new Promise((r) => setTimeout(r, 50));
+      if (!pred()) throw new Error(`timed out waiting for ${what}:\n${out}`);
+    };
+    await wait('listening', () => /"msg":"listening".*?"port":\d+/.test(out));
+    const port = Number(/"msg":"listening".*?"port":(\d+)/.exec(out)![1]);
+    const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
+    const auth = { Authorization: `Bearer ${token}` };
+
+    const answer = (await (
+      await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { ...auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          model: 'tiny-llm',
+          messages: [{ role: 'user', content: 'Hello' }],
+          max_tokens: 4,
+        }),
+      })
+    ).json()) as { usage?: { completion_tokens: number }; error?: unknown };
+    t.is(answer.usage?.completion_tokens, 4, JSON.stringify(answer));
+
+    const runtime = (await (
+      await fetch(`http://127.0.0.1:${port}/api/runtime`, { headers: auth })
+    ).json()) as {
+      state: { instances: Array<{ modelId: string; pid: number; status: string }> };
+    };
+    const hosts = runtime.state.instances.map((i) => [i.modelId, i.status]).sort();
+    t.deepEqual(hosts, [
+      ['silero-vad', 'ready'],
+      ['tiny-llm', 'ready'],
+    ]);
+    t.true(runtime.state.instances.every((i) => i.pid !== child.pid));
+
+    // The dashboard's overview reports the engine too: from the runtime's child-process probe, not in-process.
+    const overview = await fetch(`http://127.0.0.1:${port}/api/overview`, { headers: auth });
+    t.is(overview.status, 200);
+
+    // The agent's own address space: no addon, no libMNN. The hosts' do have them.
+    const maps = readFileSync(`/proc/${child.pid}/maps`, 'utf8');
+    t.false(/mnn_edge_engine\.node|libMNN/.test(maps), 'the agent process mapped the engine');
+    const hostMaps = readFileSync(`/proc/${runtime.state.instances[0]!.pid}/maps`, 'utf8');
+    t.true(/mnn_edge_engine\.node/.test(hostMaps));
+
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    t.is(await exited, 0);
+    const lines = out.trim().split('\n');
+    const notJson = lines.filter((l) => {
+      try {
+        JSON.parse(l);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    t.deepEqual(notJson, []);
+    // MNN's CPU banner came from a host, as a log record.
+    t.true(lines.some((l) => l.includes('"msg":"mnn"') && l.includes('The device supports')));
+  });
+}
