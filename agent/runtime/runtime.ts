@@ -221,7 +221,7 @@ export class Runtime {
     this.#deps = deps;
     this.#opts = { ...defaultRuntimeOptions, ...deps.options };
     this.#policy = deps.policy ?? defaultPlanPolicy;
-    this.#log = deps.log.child('runtime');
+    this.#log = deps.log;
     this.desired = new DesiredStateStore(deps.db, deps.clock);
     this.probes = new ProbeStore(deps.db);
     this.#failures = new FailureBook(deps.clock, this.#opts.failureBackoff);

@@ -7,7 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { EngineError } from './errors.js';
 import type { EngineAddon, RuntimeInfo } from './native.js';
 
-const engineDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+// From source this file is engine/src/loader.ts; built, it is dist/engine/src/loader.js. The addon is built
+// once into engine/build either way (cmake-js), so look beside the package's engine/ folder in both cases.
+const engineDirs = [resolve(here, '..'), resolve(here, '..', '..', '..', 'engine')].filter(
+  (d, i, all) => all.indexOf(d) === i,
+);
 
 export const ENGINE_HELP =
   'Set MNN_ROOT to an MNN install prefix (include/MNN, lib/libMNN.so, the llm library) and run npm run build:engine.';
@@ -16,7 +21,9 @@ export const ENGINE_HELP =
 export function addonCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
   const explicit = env['MNN_EDGE_ENGINE_ADDON'];
   if (explicit) return [resolve(explicit)];
-  return ['Release', 'Debug'].map((c) => join(engineDir, 'build', c, 'mnn_edge_engine.node'));
+  return engineDirs.flatMap((dir) =>
+    ['Release', 'Debug'].map((c) => join(dir, 'build', c, 'mnn_edge_engine.node')),
+  );
 }
 
 export type EngineAvailability =
