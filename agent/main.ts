@@ -4,7 +4,6 @@ import { type Clock, systemClock } from './common/clock.js';
 import { MnnEdgeError } from './common/errors.js';
 import { createLogger, type Logger } from './common/log.js';
 import { TypedEventEmitter } from './common/typed-events.js';
-import { type ComposeOptions, composeModules } from './compose.js';
 import type { AgentConfig } from './config/schema.js';
 import { createAuthenticator } from './http/auth.js';
 import { registerCoreRoutes } from './http/core-routes.js';
@@ -75,11 +74,6 @@ export interface Agent extends AgentContext {
 }
 
 export const STORE_FILE = 'agent.db';
-
-/** The modules `mnn-edge run` starts, in order (see compose.ts for how they share handles). */
-export function builtinModules(config: AgentConfig, options: ComposeOptions): AgentModule[] {
-  return composeModules(config, options).modules;
-}
 
 function prepareDataDir(dataDir: string): void {
   try {

@@ -1,7 +1,8 @@
 import { createLogger } from '../../common/log.js';
+import { composeModules } from '../../compose.js';
 import { LogRing } from '../../fleet/builtin-commands.js';
 import { LogTail } from '../../http/api/log-tail.js';
-import { builtinModules, createAgent } from '../../main.js';
+import { createAgent } from '../../main.js';
 import { createSystemdNotifier } from '../../systemd/index.js';
 import { parseArgs, UsageError } from '../args.js';
 import type { Command } from '../command.js';
@@ -56,10 +57,11 @@ export const command: Command = {
       },
     });
     logger.info('starting', { version: agentVersion(), config: source, pid: process.pid });
+    const composed = composeModules(config, { agentVersion: agentVersion(), logs, logTail });
     const agent = createAgent(config, {
       logger,
       version: agentVersion(),
-      modules: builtinModules(config, { agentVersion: agentVersion(), logs, logTail }),
+      modules: composed.modules,
     });
     // A no-op outside a Type=notify unit.
     const systemd = createSystemdNotifier({ env: io.env, logger });
@@ -72,8 +74,13 @@ export const command: Command = {
     }
     await systemd.ready();
     await systemd.status(`serving on ${agent.http.address}:${agent.http.port} as ${agent.identity.deviceId}`);
-    // Until the runtime's reconcile loop supplies its heartbeat, the watchdog proves the event loop is not blocked.
-    systemd.startWatchdog(() => true);
+    // WATCHDOG=1 stops when the event loop is blocked or the runtime's reconcile loop hangs inside a run (a
+    // driver that never returns); a model that keeps failing to load is the runtime's fallback business, not a
+    // reason for systemd to restart the agent.
+    systemd.startWatchdog(() => {
+      const health = composed.services.runtime()?.health();
+      return !health || !(health.running && !health.healthy);
+    });
     const stoppedByItself = new Promise<string>((resolve) =>
       agent.events.once('stopped', (e) => resolve(e.reason)),
     );
