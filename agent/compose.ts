@@ -6,10 +6,10 @@ import { ModelCatalog, ModelStore } from '../models/index.js';
 import { createOtaModule } from '../ota/device.js';
 import { JobJournal } from '../ota/journal.js';
 import { ModelStoreInstaller } from '../ota/store-adapter.js';
+import { LogTail } from './common/log-tail.js';
 import type { AgentConfig } from './config/schema.js';
 import { readCapabilitiesCache } from './detect/cache.js';
 import { type Capabilities, detect } from './detect/index.js';
-import { LogRing } from './fleet/builtin-commands.js';
 import { CommandRegistry } from './fleet/commands.js';
 import { createFleetModule, type FleetModule } from './fleet/module.js';
 import type { BoardInfo } from './fleet/protocol.js';
@@ -24,7 +24,6 @@ import {
   telemetryPortFrom,
 } from './http/api/adapters.js';
 import { createSessionLimiter } from './http/api/limits.js';
-import type { LogTail } from './http/api/log-tail.js';
 import type { DashboardSources } from './http/api/ports.js';
 import { createDashboardModule } from './http/dashboard-routes.js';
 import type { AgentContext, AgentModule } from './main.js';
@@ -45,7 +44,7 @@ export const CAPABILITIES_CACHE_FILE = 'capabilities.json';
 /** Handles that later modules (and the dashboard) read; filled in as the modules start. */
 export interface AgentServices {
   readonly commands: CommandRegistry;
-  readonly logs: LogRing;
+  readonly logs: LogTail;
   capabilities(): Capabilities | undefined;
   models(): { store: ModelStore; catalog: ModelCatalog } | undefined;
   fleet(): FleetModule;
@@ -55,9 +54,8 @@ export interface AgentServices {
 
 export interface ComposeOptions {
   agentVersion: string;
-  logs?: LogRing;
-  /** The dashboard's Logs page reads the same lines as journald. */
-  logTail?: LogTail;
+  /** The agent's recent log lines (the dashboard's Logs page, the fleet's `logs` command). */
+  logs?: LogTail;
 }
 
 /** A privileged ExecStartPre writes the cache (root-only files such as the RKNPU debugfs); else probe now. */
@@ -83,7 +81,7 @@ export function boardInfoOf(caps: Capabilities | undefined): BoardInfo | undefin
 
 export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const commands = new CommandRegistry();
-  const logs = options.logs ?? new LogRing(2000);
+  const logs = options.logs ?? new LogTail();
   let caps: Capabilities | undefined;
   let models: { store: ModelStore; catalog: ModelCatalog } | undefined;
 
@@ -214,7 +212,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const dashboard = createDashboardModule({
     version: options.agentVersion,
     sessions,
-    ...(options.logTail ? { logTail: options.logTail } : {}),
+    logTail: logs,
     sources: (ctx): DashboardSources => {
       const agent = fleet.agent;
       const rt = runtime.runtime();

@@ -2,6 +2,7 @@ import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
 import type { Clock } from '../common/clock.js';
 import { errorMessage, MnnEdgeError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
+import { LogTail } from '../common/log-tail.js';
 import { TypedEventEmitter } from '../common/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
 import {
@@ -16,7 +17,7 @@ import { Outbox, type OutboxMessage } from '../telemetry/outbox.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { defaultSamplers, type Sampler } from '../telemetry/samplers.js';
 import { TelemetryService } from '../telemetry/service.js';
-import { LogRing, registerBuiltinCommands } from './builtin-commands.js';
+import { registerBuiltinCommands } from './builtin-commands.js';
 import { CommandServer } from './command-server.js';
 import { CommandRegistry } from './commands.js';
 import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT } from './connection.js';
@@ -64,7 +65,7 @@ export interface FleetAgentDeps {
   /** Extra fields for `get-state` (placement, slots…), merged over the fleet's own. */
   state?: () => Record<string, unknown>;
   /** Source of the `logs` command; pass the ring that the logger writes into. */
-  logs?: LogRing;
+  logs?: LogTail;
   /** Slots and their `variant@backend` choices, for Home Assistant selects. */
   haSlots?: () => readonly HaSlot[];
   random?: () => number;
@@ -200,7 +201,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     };
   };
 
-  const logs = deps.logs ?? new LogRing(0);
+  const logs = deps.logs ?? new LogTail({ maxLines: 1 });
   registerBuiltinCommands(commands, {
     clock,
     agentVersion: deps.agentVersion,

@@ -1,8 +1,8 @@
+import type { LogTail } from '../common/log-tail.js';
 import type { TelemetryConfigInput } from '../config/sections/telemetry.js';
 import type { AgentContext, AgentModule } from '../main.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { createFleetAgent, type FleetAgent } from './agent.js';
-import type { LogRing } from './builtin-commands.js';
 import { CommandRegistry } from './commands.js';
 import type { HaSlot } from './ha-discovery.js';
 import type { BoardInfo } from './protocol.js';
@@ -18,7 +18,7 @@ export interface FleetModuleOptions {
   runtime?: RuntimeStatsProvider;
   workloads?: WorkloadMetricsProvider;
   haSlots?: () => readonly HaSlot[];
-  logs?: LogRing;
+  logs?: LogTail;
   state?: () => Record<string, unknown>;
 }
 

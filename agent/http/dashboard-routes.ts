@@ -4,6 +4,7 @@ import type { WebSocket } from 'ws';
 import type { Clock } from '../common/clock.js';
 import { MnnEdgeError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
+import { isLogLevel, type LogTail } from '../common/log-tail.js';
 import type { AgentContext, AgentModule } from '../main.js';
 import { isSlotName } from '../plan/types.js';
 import {
@@ -13,7 +14,6 @@ import {
   type SessionLimiter,
   WS_CLOSE,
 } from './api/limits.js';
-import { isLogLevel, type LogTail } from './api/log-tail.js';
 import { overviewOf } from './api/overview.js';
 import { parsePinBody } from './api/placement-input.js';
 import type { DashboardSources, TelemetrySample } from './api/ports.js';

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { createLogger } from '../../agent/common/log.js';
+import { LogTail } from '../../agent/common/log-tail.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { detect } from '../../agent/detect/index.js';
@@ -17,7 +18,6 @@ import {
   telemetryPortFrom,
 } from '../../agent/http/api/adapters.js';
 import { createSessionLimiter } from '../../agent/http/api/limits.js';
-import { LogTail } from '../../agent/http/api/log-tail.js';
 import type { DashboardSources, WorkloadsPort } from '../../agent/http/api/ports.js';
 import { createDashboardModule } from '../../agent/http/dashboard-routes.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import test from 'ava';
+import { LogTail } from '../../agent/common/log-tail.js';
 import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import { detect } from '../../agent/detect/index.js';
 import {
@@ -9,7 +10,6 @@ import {
   telemetryPortFrom,
 } from '../../agent/http/api/adapters.js';
 import { createSessionLimiter, MessageRateLimiter } from '../../agent/http/api/limits.js';
-import { LogTail } from '../../agent/http/api/log-tail.js';
 import { describeEvidence, overviewOf } from '../../agent/http/api/overview.js';
 import { socFixturesDir } from '../helpers/paths.js';
 

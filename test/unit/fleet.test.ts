@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { Clock } from '../../agent/common/clock.js';
 import { createLogger, createMemoryLogger } from '../../agent/common/log.js';
+import { LogTail } from '../../agent/common/log-tail.js';
 import { parseConfig } from '../../agent/config/load.js';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { resolveTelemetryConfig } from '../../agent/fleet/agent.js';
-import { LogRing, registerBuiltinCommands } from '../../agent/fleet/builtin-commands.js';
+import { registerBuiltinCommands } from '../../agent/fleet/builtin-commands.js';
 import { CommandError, CommandRegistry } from '../../agent/fleet/commands.js';
 import { backoffDelay, buildClientOptions } from '../../agent/fleet/connection.js';
 import { formatAge, formatResponses, table } from '../../agent/fleet/format.js';
@@ -70,7 +71,7 @@ test('a stopping agent cancels running commands and the handler sees the signal'
 
 test('built-in ping, logs and get-state', async (t) => {
   const r = new CommandRegistry();
-  const ring = new LogRing(3);
+  const ring = new LogTail({ maxLines: 3 });
   const log = createLogger({ level: 'debug', write: ring.write });
   registerBuiltinCommands(r, { clock, agentVersion: '9.9.9', logs: ring, state: () => ({ hello: 'world' }) });
   t.deepEqual(await r.dispatch('ping', { echo: 'x' }, ctx), {

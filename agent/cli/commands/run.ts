@@ -1,7 +1,6 @@
 import { createLogger } from '../../common/log.js';
+import { LogTail } from '../../common/log-tail.js';
 import { composeModules } from '../../compose.js';
-import { LogRing } from '../../fleet/builtin-commands.js';
-import { LogTail } from '../../http/api/log-tail.js';
 import { createAgent } from '../../main.js';
 import { createSystemdNotifier } from '../../systemd/index.js';
 import { parseArgs, UsageError } from '../args.js';
@@ -45,19 +44,17 @@ export const command: Command = {
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
     const { config, source } = configFromFlags(args, io.env);
     // The fleet's `logs` command and the dashboard read the same lines journald gets.
-    const logs = new LogRing(2000);
-    const logTail = new LogTail();
+    const logs = new LogTail();
     const logger = createLogger({
       level: config.log.level,
       debug: config.log.debug ?? io.env['DEBUG'],
       write: (line) => {
         io.stdout.write(`${line}\n`);
         logs.write(line);
-        logTail.write(line);
       },
     });
     logger.info('starting', { version: agentVersion(), config: source, pid: process.pid });
-    const composed = composeModules(config, { agentVersion: agentVersion(), logs, logTail });
+    const composed = composeModules(config, { agentVersion: agentVersion(), logs });
     const agent = createAgent(config, {
       logger,
       version: agentVersion(),

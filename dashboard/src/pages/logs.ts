@@ -1,4 +1,4 @@
-import type { LogRecord } from '../../../agent/http/api/log-tail.js';
+import type { LogRecord } from '../../../agent/common/log-tail.js';
 import { h } from '../dom.js';
 import type { Page } from '../page.js';
 

@@ -1,7 +1,7 @@
-import type { LogLevel } from '../../common/log.js';
+import type { LogLevel } from './log.js';
 
-// The Logs page reads the agent's own JSON log lines from memory: the composition root tees the logger's
-// output into this ring, so the page works without journald access. Bounded in both lines and bytes, so a
+// The agent's recent JSON log lines in memory, for the dashboard's Logs page and the fleet's `logs` command:
+// the composition root tees the logger's output into this one ring, so neither needs journald access. Bounded in both lines and bytes, so a
 // burst of huge log lines cannot grow the agent's heap.
 
 export interface LogRecord {
@@ -81,7 +81,7 @@ export class LogTail {
   };
 
   /** The newest `limit` records at or above `minLevel` (oldest first), and the sequence number to poll after. */
-  tail(query: { limit: number; minLevel?: LogLevel; after?: number }): {
+  tail(query: { limit: number; minLevel?: LogLevel; after?: number; ns?: string }): {
     records: LogRecord[];
     last: number;
   } {
@@ -90,7 +90,9 @@ export class LogTail {
     for (let i = this.#records.length - 1; i >= 0 && picked.length < query.limit; i--) {
       const entry = this.#records[i]!;
       if (query.after !== undefined && entry.seq <= query.after) break;
-      if (LEVELS.indexOf(entry.record.level) >= min) picked.push(entry.record);
+      if (LEVELS.indexOf(entry.record.level) < min) continue;
+      if (query.ns !== undefined && !entry.record.ns.startsWith(query.ns)) continue;
+      picked.push(entry.record);
     }
     return { records: picked.reverse(), last: this.#seq };
   }
