@@ -11,12 +11,13 @@ import { KvStore, openStore } from '../../agent/store/database.js';
 import { ModelStore } from '../../models/index.js';
 import { createOtaDevice, storePorts } from '../../ota/device.js';
 import { attachOtaToMqtt } from '../../ota/mqtt-device.js';
+import { llmDemoPath } from '../helpers/mnn-tools.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 // The operator's CLI against a real broker and a device: keygen, pack, sign, publish --serve --wait, status.
 
-const LLM_DEMO = process.env['MNN_LLM_DEMO'] ?? '/opt/src/MNN/build-edge/llm_demo';
+const LLM_DEMO = llmDemoPath();
 const gate = mosquittoAvailable() && existsSync(LLM_DEMO) ? test : test.skip;
 
 async function cli(argv: string[]) {

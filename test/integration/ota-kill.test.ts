@@ -13,13 +13,14 @@ import { packModel } from '../../ota/pack.js';
 import { servePackages } from '../../ota/serve.js';
 import { ModelStoreInstaller, StoreActivation } from '../../ota/store-adapter.js';
 import { type Artifact, signTargets } from '../../ota/targets.js';
+import { llmDemoPath } from '../helpers/mnn-tools.js';
 import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
 
 // kill -9 of the process driving an install, at random moments, at least 20 times: after every kill the
 // store must hold the old or the new version as active, every installed package must match its manifest,
 // and the next start must resume the job or report why it failed.
 
-const LLM_DEMO = process.env['MNN_LLM_DEMO'] ?? '/opt/src/MNN/build-edge/llm_demo';
+const LLM_DEMO = llmDemoPath();
 const CHILD = join(repoRoot, 'test', 'integration', 'ota-kill-child.ts');
 const KILLS = 20;
 

@@ -19,6 +19,7 @@ import { connectOperator, publishJob, watchStatuses } from '../../ota/operator.j
 import { packModel } from '../../ota/pack.js';
 import { servePackages } from '../../ota/serve.js';
 import { signTargets } from '../../ota/targets.js';
+import { llmDemoPath } from '../helpers/mnn-tools.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
@@ -26,7 +27,7 @@ import { modelFixturesDir } from '../helpers/paths.js';
 // section's schema), the store's ports with llm_demo as the probe, jobs over a real broker, a stop and a
 // restart that answers a re-sent job id with its recorded result.
 
-const LLM_DEMO = process.env['MNN_LLM_DEMO'] ?? '/opt/src/MNN/build-edge/llm_demo';
+const LLM_DEMO = llmDemoPath();
 const gate = mosquittoAvailable() && existsSync(LLM_DEMO) ? test : test.skip;
 
 gate('createOtaModule: config → job over MQTT → succeeded; restart keeps the result', async (t) => {

@@ -30,6 +30,7 @@ import { pullPackage } from '../../ota/pull.js';
 import { servePackages } from '../../ota/serve.js';
 import { ModelStoreInstaller } from '../../ota/store-adapter.js';
 import { type Artifact, signTargets, type TargetsBody } from '../../ota/targets.js';
+import { llmDemoPath } from '../helpers/mnn-tools.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
@@ -37,7 +38,7 @@ import { modelFixturesDir } from '../helpers/paths.js';
 // a device installs 1.0.0 with `models pull`, then takes 2.0.0 as an OTA job through download, verification,
 // the real ModelStore, activation and (with MNN's llm_demo present) a real health gate. Then the attack set.
 
-const LLM_DEMO = process.env['MNN_LLM_DEMO'] ?? '/opt/src/MNN/build-edge/llm_demo';
+const LLM_DEMO = llmDemoPath();
 const tinyLlm = join(modelFixturesDir, 'tiny-llm');
 const NOW = Date.now();
 
@@ -102,7 +103,7 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
   const config = {
     ...otaDefaults,
     trustedKeys: [{ publicKey: w.publicKey }],
-    health: { ...otaDefaults.health, maxTtftMs: 2000, minDecodeRatio: 0.5, maxNewTokens: 8 },
+    health: { ...otaDefaults.health, maxTtftMs: 10_000, minDecodeRatio: 0.05, maxNewTokens: 8 },
   };
   const ports = storePorts(store, kv, config);
   const realMnn = existsSync(LLM_DEMO);

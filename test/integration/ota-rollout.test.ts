@@ -15,6 +15,7 @@ import { packModel } from '../../ota/pack.js';
 import { parsePhases, RolloutController } from '../../ota/rollout.js';
 import { servePackages } from '../../ota/serve.js';
 import { signTargets } from '../../ota/targets.js';
+import { llmDemoPath } from '../helpers/mnn-tools.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
@@ -22,7 +23,7 @@ import { modelFixturesDir } from '../helpers/paths.js';
 // probe): phase 1 (one device) succeeds; the controller is restarted from its SQLite state; phase 2 reaches a
 // device that trusts another key, rejects the job, and the error threshold stops the rollout.
 
-const LLM_DEMO = process.env['MNN_LLM_DEMO'] ?? '/opt/src/MNN/build-edge/llm_demo';
+const LLM_DEMO = llmDemoPath();
 const gate = mosquittoAvailable() && existsSync(LLM_DEMO) ? test : test.skip;
 
 gate(

@@ -97,7 +97,7 @@ gate('job → real hot-swap → real health gate → commit; an unloadable versi
     dataDir: dir,
     config: {
       ...config,
-      health: { ...config.health, maxTtftMs: 10_000, minDecodeRatio: 0.2, maxNewTokens: 8 },
+      health: { ...config.health, maxTtftMs: 10_000, minDecodeRatio: 0.05, maxNewTokens: 8 },
     },
     facts: { deviceId: 'dev-r', tags: [], arch: process.arch },
     time: { trustedNow: () => Date.now(), clockStatus: () => ({ synchronized: true, evidence: 'test' }) },
