@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { matchProfile } from '../board-support/index.js';
 import { modelsConfigOf } from '../models/config.js';
@@ -8,6 +9,7 @@ import { JobJournal } from '../ota/journal.js';
 import { ModelStoreInstaller } from '../ota/store-adapter.js';
 import { LogTail } from './common/log-tail.js';
 import type { AgentConfig } from './config/schema.js';
+import { type SlotsConfig, slotSpecsFromConfig } from './config/sections/slots.js';
 import { readCapabilitiesCache } from './detect/cache.js';
 import { type Capabilities, detect } from './detect/index.js';
 import { CommandRegistry } from './fleet/commands.js';
@@ -50,12 +52,16 @@ export interface AgentServices {
   fleet(): FleetModule;
   workloads(): WorkloadsModule;
   runtime(): Runtime | undefined;
+  /** What SIGHUP and the fleet's `reload` command do; `next` is the re-read configuration, if any. */
+  reload(next: AgentConfig | undefined, reason: string): Promise<Record<string, unknown>>;
 }
 
 export interface ComposeOptions {
   agentVersion: string;
   /** The agent's recent log lines (the dashboard's Logs page, the fleet's `logs` command). */
   logs?: LogTail;
+  /** Re-reads the configuration from where `run` got it, for `reload`; throws with the reason when invalid. */
+  reloadConfig?: () => AgentConfig;
 }
 
 /** A privileged ExecStartPre writes the cache (root-only files such as the RKNPU debugfs); else probe now. */
@@ -143,7 +149,9 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const runtime = createRuntimeModule({
     board: () => {
       if (!caps) throw new Error('the runtime started before detection');
-      return boardFromCapabilities(caps, matchProfile(caps));
+      // A root without /proc/meminfo (a capture of another board): the engine hosts run on this machine, so
+      // its RAM is the budget that matters.
+      return boardFromCapabilities(caps, matchProfile(caps), { ramBytes: totalmem() });
     },
     catalog: () => catalogFromStore(models?.catalog.variants() ?? []),
     inUse: (refs) => models?.store.setInUse(refs),
@@ -158,7 +166,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     onStarted: (rt) => {
       registerRuntimeCommands(commands, rt);
       rt.events.on('placement', (e) => {
-        fleetRef?.agent?.setDocument('placement', { revision: e.revision, reason: e.reason, ...e.placement });
+        publishPlacement();
         publishEvent('runtime.placement', { revision: e.revision, reason: e.reason });
       });
       for (const ev of ['fallback', 'recovered', 'memory-released', 'host-exit'] as const)
@@ -245,6 +253,90 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     version: options.agentVersion,
   });
 
+  // The retained documents (capabilities, models, placement) operators and Home Assistant read. Set once the
+  // fleet exists (the fleet republishes them on every reconnect) and again whenever they change.
+  function publishPlacement(): void {
+    const placement = runtime.runtime()?.desired.placement();
+    if (placement) fleetRef?.agent?.setDocument('placement', { ...placement });
+  }
+  function publishModels(): void {
+    const store = models?.store;
+    if (!store) return;
+    const installed = store.list();
+    const summary = installed
+      .map((p) => `${p.id}@${p.version}`)
+      .sort()
+      .join(', ');
+    fleetRef?.agent?.setDocument('models', {
+      // Home Assistant's update entity compares these two strings; a pending OTA job is reported on ota/status.
+      installedVersion: summary,
+      latestVersion: summary,
+      packages: installed.map((p) => ({
+        id: p.id,
+        version: p.version,
+        task: p.task,
+        sizeBytes: p.sizeBytes,
+        derived: p.derived,
+        inUse: p.inUse,
+        kept: p.kept,
+        rollbackHold: p.rollbackHold,
+        lastUsedAt: p.lastUsedAt,
+      })),
+    });
+  }
+  function publishCapabilities(): void {
+    if (!caps) return;
+    const engine = runtime.runtime() ? runtime.engineAvailability() : undefined;
+    fleetRef?.agent?.setDocument('capabilities', {
+      ...caps,
+      agentVersion: options.agentVersion,
+      engine: engine?.available
+        ? { available: true, mnnVersion: engine.info.mnnVersion }
+        : { available: false, reason: engine?.reason ?? 'not probed yet' },
+    });
+  }
+  const documentsModule: AgentModule = {
+    name: 'documents',
+    start() {
+      publishCapabilities();
+      publishModels();
+      publishPlacement();
+      const store = models?.store;
+      if (store) {
+        store.on('installed', publishModels);
+        store.on('removed', publishModels);
+      }
+    },
+    stop() {
+      models?.store.off('installed', publishModels);
+      models?.store.off('removed', publishModels);
+    },
+  };
+
+  /** Re-read what can change without a restart: the board (live detection), slots, placement, documents. */
+  async function reload(next: AgentConfig | undefined, reason: string): Promise<Record<string, unknown>> {
+    const rt = runtime.runtime();
+    const detected = loadCapabilities(next ?? config);
+    caps = detected.caps;
+    if (rt && next) await rt.configure(slotSpecsFromConfig(next['slots'] as SlotsConfig | undefined));
+    const placement = rt ? await rt.replan(reason) : undefined;
+    publishCapabilities();
+    publishModels();
+    publishPlacement();
+    return {
+      reloaded: true,
+      config: next ? 'slots re-read' : 'unchanged',
+      capabilities: detected.source,
+      ...(placement ? { revision: runtime.runtime()?.desired.revision().revision } : {}),
+    };
+  }
+  commands.register({
+    name: 'reload',
+    summary: 're-read the configuration (slots), detect the board again and replan',
+    timeoutMs: 60_000,
+    handler: async () => reload(options.reloadConfig?.(), 'reload requested over MQTT'),
+  });
+
   const services: AgentServices = {
     commands,
     logs,
@@ -253,12 +345,14 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     fleet: () => fleet,
     workloads: () => workloads,
     runtime: () => runtime.runtime(),
+    reload,
   };
   const modules: AgentModule[] = [
     detectModule,
     modelsModule,
     runtime,
     fleet,
+    documentsModule,
     ota,
     workloads,
     dashboard,

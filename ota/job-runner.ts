@@ -206,15 +206,18 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
       case 'activating': {
         const counted = this.#countAttempt(e);
         if (typeof counted === 'string') return this.#rollback(e, 'crashed', counted);
-        await this.#d.activation.activate(id, version);
+        const outcome = await this.#d.activation.activate(id, version);
+        if (outcome && !outcome.serving) return this.#installedUnserved(counted, outcome.why);
         return journal.update(e.jobId, { state: 'health-check' });
       }
       case 'health-check': {
         const counted = this.#countAttempt(e);
         if (typeof counted === 'string') return this.#rollback(e, 'crashed', counted);
         // Resumed after a crash that may have happened mid-rollback: make sure the version under test serves.
-        if ((await this.#d.activation.activeVersion(id)) !== version)
-          await this.#d.activation.activate(id, version);
+        if ((await this.#d.activation.activeVersion(id)) !== version) {
+          const outcome = await this.#d.activation.activate(id, version);
+          if (outcome && !outcome.serving) return this.#installedUnserved(counted, outcome.why);
+        }
         return this.#gate(counted);
       }
       default:
@@ -262,6 +265,20 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
       state: 'succeeded',
       message: verdict.message,
       health: verdict.numbers,
+    });
+  }
+
+  /**
+   * The version is installed and selected but nothing serves it yet (no slot uses the model): a success, since
+   * there is nothing to roll back to and no running model to probe. The status says the gate did not run.
+   */
+  async #installedUnserved(e: JournalEntry, why: string): Promise<JournalEntry> {
+    const { id, version } = e.job.package;
+    await this.#d.activation.commit(id, version, e.previousVersion);
+    this.#d.logger.info('ota installed a model that does not serve yet', { jobId: e.jobId, model: id, version, why });
+    return this.#d.journal.update(e.jobId, {
+      state: 'succeeded',
+      message: `${id}@${version} installed and selected; ${why}, so it is not serving and the health gate was skipped`,
     });
   }
 

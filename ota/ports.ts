@@ -11,11 +11,18 @@ export interface PackageInstaller {
   install(tarball: string, expect: { id: string; version: string }, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * What an activation achieved. `serving: false` is not a failure: the version is selected and will serve as
+ * soon as a slot uses the model (a fleet often pushes a model before configuring its slot), but there is
+ * nothing running to health-check yet. An activation that should serve and does not throws instead.
+ */
+export type ActivationOutcome = { serving: true } | { serving: false; why: string };
+
 export interface ActivationPort {
   /** The version serving now, if any. */
   activeVersion(modelId: string): Promise<string | undefined>;
-  /** Hot-swaps the model to `version` (already installed). */
-  activate(modelId: string, version: string): Promise<void>;
+  /** Hot-swaps the model to `version` (already installed). Resolving to nothing means it serves. */
+  activate(modelId: string, version: string): Promise<ActivationOutcome | void>;
   /** After a failed gate: back to `version`, or no version of this model when undefined. */
   rollback(modelId: string, version: string | undefined): Promise<void>;
   /** The gate passed: `version` stays; `previous` is kept on disk for a later rollback until GC. */

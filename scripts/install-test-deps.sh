@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: a broker, a browser, speech and media tools.
 set -euo pipefail
-packages=(mosquitto mosquitto-clients chromium espeak-ng sox ffmpeg socat python3 curl)
+packages=(mosquitto mosquitto-clients chromium espeak-ng sox ffmpeg socat python3 curl systemd)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -343,13 +343,23 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       if (config.mqtt.url) {
         target = { url: config.mqtt.url, protocolVersion: config.mqtt.protocolVersion };
       } else if (config.mqtt.embeddedBroker.enabled) {
-        broker = await startEmbeddedBroker({
-          host: config.mqtt.embeddedBroker.host,
-          port: config.mqtt.embeddedBroker.port,
-          logger: log.child('broker'),
-        });
-        // aedes speaks MQTT 3.1.1 only; the contract's payload fields stand in for the MQTT 5 properties.
-        target = { url: broker.url, protocolVersion: 4 };
+        try {
+          broker = await startEmbeddedBroker({
+            host: config.mqtt.embeddedBroker.host,
+            port: config.mqtt.embeddedBroker.port,
+            logger: log.child('broker'),
+          });
+          // aedes speaks MQTT 3.1.1 only; the contract's payload fields stand in for the MQTT 5 properties.
+          target = { url: broker.url, protocolVersion: 4 };
+        } catch (err) {
+          // Something already listens on the local broker port — on a developer's machine usually Debian's
+          // mosquitto. Use it rather than refuse to start; the fleet CLI finds the agent there too.
+          if (!(err instanceof MnnEdgeError && err.details?.['errno'] === 'EADDRINUSE')) throw err;
+          const { host, port } = config.mqtt.embeddedBroker;
+          const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
+          log.warn('the embedded broker port is taken; using the broker already listening there', { url });
+          target = { url, protocolVersion: config.mqtt.protocolVersion };
+        }
       } else {
         throw new MnnEdgeError('ECONFIG', 'No MQTT broker: set mqtt.url or enable mqtt.embeddedBroker');
       }

@@ -35,6 +35,7 @@ export async function startEmbeddedBroker(options: {
     throw new MnnEdgeError(
       'EBROKER',
       `Cannot start the embedded MQTT broker on ${options.host}:${options.port}: ${errorMessage(err)} (set mqtt.embeddedBroker.port, or mqtt.url to use an external broker)`,
+      { port: options.port, errno: (err as NodeJS.ErrnoException).code },
     );
   }
   const address = server.address();

@@ -1,4 +1,4 @@
-import type { ActivationPort, HealthProbe, ProbeRequest, ProbeResult } from '../../ota/ports.js';
+import type { ActivationOutcome, ActivationPort, HealthProbe, ProbeRequest, ProbeResult } from '../../ota/ports.js';
 import { MnnEdgeError } from '../common/errors.js';
 import type { SlotName } from '../plan/types.js';
 import { EngineFailure } from './engine-port.js';
@@ -21,45 +21,94 @@ function servingVersions(runtime: Runtime, modelId: string): Map<SlotName, strin
   return out;
 }
 
-async function converge(runtime: Runtime, modelId: string, version: string | undefined, what: string) {
+/** Enabled slots configured to use this model; an OTA version of a model none uses has nothing to serve. */
+function slotsUsing(runtime: Runtime, modelId: string): SlotName[] {
+  return runtime
+    .document()
+    .slots.filter((s) => s.config?.enabled && 'model' in s.config.use && s.config.use.model.id === modelId)
+    .map((s) => s.slot);
+}
+
+async function converge(
+  runtime: Runtime,
+  modelId: string,
+  version: string | undefined,
+  what: string,
+): Promise<ActivationOutcome> {
   await runtime.settled();
+  if (version === undefined) return { serving: true };
+  if (slotsUsing(runtime, modelId).length === 0)
+    return { serving: false, why: `no enabled slot uses ${modelId} yet` };
   const versions = servingVersions(runtime, modelId);
-  if (version === undefined) return;
   const behind = [...versions].filter(([, v]) => v !== version);
-  if (versions.size > 0 && behind.length === 0) return;
+  if (versions.size > 0 && behind.length === 0) return { serving: true };
   const failure = runtime
     .state()
     .failures.filter((f) => f.key.startsWith(`${modelId}@${version}/`))
     .sort((a, b) => b.lastAtMs - a.lastAtMs)[0];
+  // A slot wants the model but the planner placed it nowhere (too big for the memory budget, say).
   const why =
     versions.size === 0
       ? (runtime
           .state()
           .placement?.slots.find((s) => s.reasons.some((r) => r.includes(modelId)))
-          ?.reasons.join('; ') ?? 'no slot uses this model')
+          ?.reasons.join('; ') ?? `the planner placed ${modelId} in no slot`)
       : (failure?.reason ?? `${behind.map(([s, v]) => `${s} serves ${v ?? 'nothing'}`).join(', ')}`);
   throw new MnnEdgeError('EACTIVATE', `${what} ${modelId}@${version} did not take effect: ${why}`);
 }
 
-export function runtimeActivationPort(runtime: Runtime, author = 'ota'): ActivationPort {
+export interface ActivationPortOptions {
+  /**
+   * Keeps these versions on disk whatever GC decides (the model store's rollback hold). Each call names the
+   * whole set, replacing the previous one.
+   */
+  holdForRollback?: (refs: { id: string; version: string }[]) => void;
+}
+
+/**
+ * OTA activation through the runtime. Between activate() and commit() the version that served before is held
+ * for rollback: the runtime's in-use set names only the new version by then, so without the hold a GC during
+ * the health check could delete the very version a failed gate must go back to.
+ */
+export function runtimeActivationPort(
+  runtime: Runtime,
+  author = 'ota',
+  options: ActivationPortOptions = {},
+): ActivationPort {
+  // One job runs at a time, but the holds are kept per model so that a port shared by several jobs never
+  // drops another model's hold when it replaces the set.
+  const held = new Map<string, string>();
+  // A release always rewrites the set, even for a model this port never held: after a restart the hold a job
+  // placed before the crash is on disk only, and its commit or rollback must still clear it.
+  const setHold = (modelId: string, version: string | undefined) => {
+    if (version === undefined) held.delete(modelId);
+    else if (held.get(modelId) === version) return;
+    else held.set(modelId, version);
+    options.holdForRollback?.([...held].map(([id, v]) => ({ id, version: v })));
+  };
+  const activeVersion = async (modelId: string) =>
+    [...servingVersions(runtime, modelId).values()].find((v): v is string => v !== undefined);
   return {
-    async activeVersion(modelId) {
-      const versions = [...servingVersions(runtime, modelId).values()].filter(
-        (v): v is string => v !== undefined,
-      );
-      return versions[0];
-    },
+    activeVersion,
     async activate(modelId, version) {
+      // Held before the switch, so a crash between the two never leaves the old version unprotected. When it
+      // already equals `version` (an activation resumed after a crash) the hold from before stays as it is.
+      const previous = await activeVersion(modelId);
+      if (previous !== undefined && previous !== version) setHold(modelId, previous);
       await runtime.setModelVersion(modelId, version, author);
-      await converge(runtime, modelId, version, 'activating');
+      return converge(runtime, modelId, version, 'activating');
     },
     async rollback(modelId, version) {
       if (version === undefined) await runtime.clearModelVersion(modelId, author);
       else await runtime.setModelVersion(modelId, version, `${author}:rollback`);
+      // Released only once the old version serves again (the in-use set protects it from then on); a failed
+      // rollback keeps the hold so that nothing removes the version an operator will want back.
       await converge(runtime, modelId, version, 'rolling back to');
+      setHold(modelId, undefined);
     },
-    async commit() {
-      // The OTA layer already holds the version; the placement's inUse hook keeps it from GC.
+    async commit(modelId) {
+      // The previous version becomes an ordinary old version: kept until GC needs the space.
+      setHold(modelId, undefined);
     },
   };
 }

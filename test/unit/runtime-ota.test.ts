@@ -1,4 +1,7 @@
-import test from 'ava';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
 import type { CatalogModel, PlanBoard, SlotSpec } from '../../agent/plan/types.js';
@@ -7,6 +10,8 @@ import { runtimeActivationPort, runtimeHealthProbe } from '../../agent/runtime/o
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { ModelStore } from '../../models/index.js';
+import { modelFixturesDir } from '../helpers/paths.js';
 import { FakeWorld } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;
@@ -106,4 +111,135 @@ test('an activation whose version does not load is reported with the load error,
   await activation.rollback('vlm', undefined);
   t.is(await activation.activeVersion('vlm'), '1.0.0');
   await runtime.stop();
+});
+
+/** The runtime over a real model store, wired the way agent/compose.ts wires them. */
+async function setupWithStore(t: ExecutionContext) {
+  const dir = mkdtempSync(join(tmpdir(), 'runtime-ota-'));
+  const db = openStore(join(dir, 'agent.db'));
+  const { store } = ModelStore.open({ dataDir: dir, db });
+  const world = new FakeWorld();
+  const runtime = new Runtime({
+    db,
+    clock: systemClock,
+    log: createMemoryLogger(),
+    hosts: world,
+    memory: world,
+    sources: { board: () => board, catalog: () => ({ models: [model('1.0.0'), model('1.1.0')] }) },
+    options: {
+      release: { timeoutMs: 100, pollMs: 5, tolerance: 0.1 },
+      runnerBackoff: { baseMs: 5_000, maxMs: 5_000 },
+    },
+    inUse: (refs) => store.setInUse(refs),
+  });
+  t.teardown(async () => {
+    await runtime.stop();
+    store.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const tiny = join(modelFixturesDir, 'tiny-llm');
+  await store.import(tiny, { id: 'vlm', version: '1.0.0' });
+  await store.import(tiny, { id: 'vlm', version: '1.1.0' });
+  const activation = runtimeActivationPort(runtime, 'ota:job-7', {
+    holdForRollback: (refs) => store.setRollbackHold(refs),
+  });
+  const flags = (version: string) => {
+    const p = store.get({ id: 'vlm', version });
+    return p ? { inUse: p.inUse, rollbackHold: p.rollbackHold } : 'removed';
+  };
+  return { world, runtime, store, activation, flags };
+}
+
+test('during the health check the previous version is held for rollback: GC keeps it until the commit', async (t) => {
+  const { runtime, store, activation, flags } = await setupWithStore(t);
+  await runtime.configure(slots);
+  await runtime.settled();
+  t.deepEqual(flags('1.0.0'), { inUse: true, rollbackHold: false });
+
+  t.deepEqual(await activation.activate('vlm', '1.1.0'), { serving: true });
+  // The runtime no longer uses 1.0.0, so only the hold keeps it from GC while the gate runs.
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
+  t.deepEqual(store.gc().removed, []);
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
+
+  await activation.commit('vlm', '1.1.0', '1.0.0');
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: false });
+  t.deepEqual(store.gc().removed, [{ id: 'vlm', version: '1.0.0' }]);
+  t.is(flags('1.0.0'), 'removed');
+  t.deepEqual(flags('1.1.0'), { inUse: true, rollbackHold: false });
+});
+
+test('a rollback serves the held version again and releases the hold; a failed activation does the same', async (t) => {
+  const { world, runtime, store, activation, flags } = await setupWithStore(t);
+  await runtime.configure(slots);
+  await runtime.settled();
+  await activation.activate('vlm', '1.1.0');
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
+  await activation.rollback('vlm', '1.0.0');
+  t.is(await activation.activeVersion('vlm'), '1.0.0');
+  t.deepEqual(flags('1.0.0'), { inUse: true, rollbackHold: false });
+  t.deepEqual(store.gc().removed, []);
+
+  const original = world.behaviour;
+  world.behaviour = { ...original, loadFails: new Map([['cpu', 'weights file truncated']]) };
+  await t.throwsAsync(activation.activate('vlm', '1.1.0'), {
+    message: 'activating vlm@1.1.0 did not take effect: load failed: weights file truncated',
+  });
+  // 1.0.0 still serves, but the placement names only 1.1.0: the hold is what keeps it on disk until the job
+  // runner's rollback makes it the desired version again.
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
+  t.deepEqual(store.gc().removed, []);
+  world.behaviour = original;
+  await activation.rollback('vlm', '1.0.0');
+  t.deepEqual(flags('1.0.0'), { inUse: true, rollbackHold: false });
+});
+
+test('a hold placed before a restart is released by the commit of the resumed job', async (t) => {
+  const { runtime, store, flags } = await setupWithStore(t);
+  await runtime.configure(slots);
+  await runtime.settled();
+  const before = runtimeActivationPort(runtime, 'ota:job-8', {
+    holdForRollback: (refs) => store.setRollbackHold(refs),
+  });
+  await before.activate('vlm', '1.1.0');
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
+  // The agent restarts mid-gate: a fresh port, whose resumed activation finds 1.1.0 already serving.
+  const after = runtimeActivationPort(runtime, 'ota:job-8', {
+    holdForRollback: (refs) => store.setRollbackHold(refs),
+  });
+  await after.activate('vlm', '1.1.0');
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
+  await after.commit('vlm', '1.1.0', '1.0.0');
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: false });
+});
+
+test('activating a model no slot uses selects the version and says it does not serve yet, without failing', async (t) => {
+  const { runtime, activation, flags } = await setupWithStore(t);
+  await runtime.configure([]);
+  await runtime.settled();
+  t.deepEqual(await activation.activate('vlm', '1.1.0'), {
+    serving: false,
+    why: 'no enabled slot uses vlm yet',
+  });
+  t.is(await activation.activeVersion('vlm'), undefined);
+  t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: false });
+  await activation.commit('vlm', '1.1.0', undefined);
+
+  // The slot configured later serves the version the job selected, not the one its config names.
+  await runtime.configure(slots);
+  await runtime.settled();
+  t.is(await activation.activeVersion('vlm'), '1.1.0');
+});
+
+test('a disabled slot does not count as using the model', async (t) => {
+  const { runtime, activation } = await setupWithStore(t);
+  await runtime.configure([{ ...slots[0]!, enabled: false }]);
+  await runtime.settled();
+  t.deepEqual(await activation.activate('vlm', '1.1.0'), {
+    serving: false,
+    why: 'no enabled slot uses vlm yet',
+  });
+  await activation.rollback('vlm', undefined);
+  t.is(runtime.document().slots[0]!.ota, undefined);
 });

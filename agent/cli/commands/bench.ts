@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { engineAvailability, runtimeInfo, unavailableMessage } from '../../../engine/src/index.js';
+import { createEngineInfo, type RuntimeInfo, unavailableMessage } from '../../../engine/src/index.js';
 import { ModelCatalog, ModelStore, parseRef } from '../../../models/index.js';
 import { systemClock } from '../../common/clock.js';
 import { MnnEdgeError } from '../../common/errors.js';
-import { createLogger } from '../../common/log.js';
+import { createLogger, type Logger } from '../../common/log.js';
 import {
   planPolicyFromConfig,
   type RuntimeConfig,
@@ -22,8 +22,8 @@ import { probeCandidate, probeCandidates } from '../../runtime/probe.js';
 import { ProbeStore } from '../../runtime/probe-store.js';
 import { specOf } from '../../runtime/target.js';
 import { openStore } from '../../store/database.js';
-import { parseArgs, stringFlag, UsageError } from '../args.js';
-import type { Command } from '../command.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
+import type { CliIo, Command } from '../command.js';
 import { configFromFlags } from './config.js';
 
 // `mnn-edge bench models`: the measured-selection probe, run by hand. Every (variant, backend) candidate the
@@ -67,6 +67,70 @@ export function probeTable(results: readonly ProbeResult[]): string {
   );
 }
 
+interface BenchContext {
+  config: ReturnType<typeof configFromFlags>['config'];
+  log: Logger;
+  scratch: string;
+  info: RuntimeInfo;
+  filter: { modelId?: string; version?: string };
+  modelArg: string | undefined;
+}
+
+async function benchModels(args: ParsedArgs, io: CliIo, ctx: BenchContext): Promise<number> {
+  const { config, log, scratch, info, filter, modelArg } = ctx;
+  const engineVersion = info.mnnVersion;
+  const board = detectedBoard(
+    config.root,
+    info.backends.filter((b) => b.compiledIn).map((b) => b.name),
+  );
+  const db = openStore(join(config.dataDir, 'agent.db'));
+  const { store } = ModelStore.open({ dataDir: config.dataDir, db });
+  try {
+    const catalog = catalogFromStore(new ModelCatalog(store).variants());
+    const policy = planPolicyFromConfig(config['runtime'] as RuntimeConfig | undefined);
+    const probes = new ProbeStore(db);
+    const fresh: ProbeResult[] = [];
+    if (!args.flags['list']) {
+      const candidates = probeCandidates(board, catalog, policy, engineVersion, filter);
+      if (candidates.length === 0)
+        throw new MnnEdgeError(
+          'ENOENT',
+          modelArg ? `No installed model matches ${modelArg}` : 'No models installed: nothing to measure',
+        );
+      const hosts = engineHostFactory({ engineVersion, log, cwd: scratch });
+      for (const c of candidates) {
+        if (!args.flags['json']) io.stdout.write(`probing ${c.key} …\n`);
+        const r = await probeCandidate(specOf(c), { hosts, boardId: board.boardId, clock: systemClock });
+        probes.put(r);
+        fresh.push(r);
+      }
+    }
+    const stored = probes.forBoard(board.boardId, engineVersion);
+    const placement = planPlacement({
+      board,
+      catalog,
+      slots: slotSpecsFromConfig(config['slots'] as SlotsConfig | undefined),
+      constraints: {},
+      probes: stored,
+      engineVersion,
+      policy,
+    });
+    if (args.flags['json']) {
+      io.stdout.write(
+        `${JSON.stringify({ board: board.boardId, engineVersion, results: fresh, stored, placement }, null, 2)}\n`,
+      );
+      return fresh.some((r) => !r.ok) ? 1 : 0;
+    }
+    io.stdout.write(`\nboard ${board.boardId}, MNN ${engineVersion}: ${stored.length} stored result(s)\n`);
+    io.stdout.write(probeTable(stored));
+    io.stdout.write(`\n${explainPlacement(placement)}\n`);
+    return fresh.some((r) => !r.ok) ? 1 : 0;
+  } finally {
+    store.close();
+    db.close();
+  }
+}
+
 export const command: Command = {
   name: 'bench',
   summary: 'measure models on this board (bench models) and show the placement the numbers give',
@@ -88,61 +152,16 @@ export const command: Command = {
     }
 
     const { config } = configFromFlags(args, io.env);
-    const availability = engineAvailability();
-    if (!availability.available) throw new MnnEdgeError('ENOENGINE', unavailableMessage(availability.reason));
-    const info = runtimeInfo();
-    const engineVersion = info.mnnVersion;
-    const board = detectedBoard(
-      config.root,
-      info.backends.filter((b) => b.compiledIn).map((b) => b.name),
-    );
-    const db = openStore(join(config.dataDir, 'agent.db'));
-    const { store } = ModelStore.open({ dataDir: config.dataDir, db });
+    const log = createLogger({ level: 'warn', write: (line) => io.stderr.write(`${line}\n`) });
     const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-'));
     try {
-      const catalog = catalogFromStore(new ModelCatalog(store).variants());
-      const policy = planPolicyFromConfig(config['runtime'] as RuntimeConfig | undefined);
-      const probes = new ProbeStore(db);
-      const fresh: ProbeResult[] = [];
-      if (!args.flags['list']) {
-        const candidates = probeCandidates(board, catalog, policy, engineVersion, filter);
-        if (candidates.length === 0)
-          throw new MnnEdgeError(
-            'ENOENT',
-            modelArg ? `No installed model matches ${modelArg}` : 'No models installed: nothing to measure',
-          );
-        const log = createLogger({ level: 'warn', write: (line) => io.stderr.write(`${line}\n`) });
-        const hosts = engineHostFactory({ engineVersion, log, cwd: scratch });
-        for (const c of candidates) {
-          if (!args.flags['json']) io.stdout.write(`probing ${c.key} …\n`);
-          const r = await probeCandidate(specOf(c), { hosts, boardId: board.boardId, clock: systemClock });
-          probes.put(r);
-          fresh.push(r);
-        }
-      }
-      const stored = probes.forBoard(board.boardId, engineVersion);
-      const placement = planPlacement({
-        board,
-        catalog,
-        slots: slotSpecsFromConfig(config['slots'] as SlotsConfig | undefined),
-        constraints: {},
-        probes: stored,
-        engineVersion,
-        policy,
-      });
-      if (args.flags['json']) {
-        io.stdout.write(
-          `${JSON.stringify({ board: board.boardId, engineVersion, results: fresh, stored, placement }, null, 2)}\n`,
-        );
-        return fresh.some((r) => !r.ok) ? 1 : 0;
-      }
-      io.stdout.write(`\nboard ${board.boardId}, MNN ${engineVersion}: ${stored.length} stored result(s)\n`);
-      io.stdout.write(probeTable(stored));
-      io.stdout.write(`\n${explainPlacement(placement)}\n`);
-      return fresh.some((r) => !r.ok) ? 1 : 0;
+      // Asked of a short-lived engine host, as the daemon does: MNN loaded here would print its CPU banner on
+      // this process's stdout, and `--json` output must be nothing but the JSON document.
+      const availability = await createEngineInfo({ logger: log, cwd: scratch, env: io.env })();
+      if (!availability.available)
+        throw new MnnEdgeError('ENOENGINE', unavailableMessage(availability.reason));
+      return await benchModels(args, io, { config, log, scratch, info: availability.info, filter, modelArg });
     } finally {
-      store.close();
-      db.close();
       rmSync(scratch, { recursive: true, force: true });
     }
   },

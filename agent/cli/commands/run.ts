@@ -54,7 +54,11 @@ export const command: Command = {
       },
     });
     logger.info('starting', { version: agentVersion(), config: source, pid: process.pid });
-    const composed = composeModules(config, { agentVersion: agentVersion(), logs });
+    const composed = composeModules(config, {
+      agentVersion: agentVersion(),
+      logs,
+      reloadConfig: () => configFromFlags(args, io.env).config,
+    });
     const agent = createAgent(config, {
       logger,
       version: agentVersion(),
@@ -78,10 +82,26 @@ export const command: Command = {
       const health = composed.services.runtime()?.health();
       return !health || !(health.running && !health.healthy);
     });
+    // SIGHUP: re-read the configuration's slots, detect again and replan (after `mnn-edge models import`, say).
+    const onHangup = () => {
+      let next: ReturnType<typeof configFromFlags>['config'];
+      try {
+        next = configFromFlags(args, io.env).config;
+      } catch (err) {
+        logger.error('reload refused: the configuration is invalid; keeping the running one', { err });
+        return;
+      }
+      composed.services
+        .reload(next, 'SIGHUP')
+        .then((result) => logger.info('reloaded', result))
+        .catch((err: unknown) => logger.error('reload failed', { err }));
+    };
+    process.on('SIGHUP', onHangup);
     const stoppedByItself = new Promise<string>((resolve) =>
       agent.events.once('stopped', (e) => resolve(e.reason)),
     );
     const reason = await Promise.race([shutdown.signal.then((s) => `signal ${s}`), stoppedByItself]);
+    process.off('SIGHUP', onHangup);
     await systemd.stopping();
     await agent.stop(reason);
     shutdown.dispose();
