@@ -32,6 +32,7 @@ import type { AgentContext, AgentModule } from './main.js';
 import { createMdnsModule } from './mdns/module.js';
 import { boardFromCapabilities } from './plan/from-capabilities.js';
 import { catalogFromStore } from './plan/from-catalog.js';
+import type { SlotName } from './plan/types.js';
 import { registerRuntimeCommands } from './runtime/fleet-commands.js';
 import { createRuntimeModule } from './runtime/module.js';
 import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.js';
@@ -42,6 +43,12 @@ import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.
 // order, and share typed handles (never module-level state); main.ts starts them in this order.
 
 export const CAPABILITIES_CACHE_FILE = 'capabilities.json';
+
+/** The runtime slots each workload uses (a model shared with another workload restarts there too). */
+export const WORKLOAD_SLOTS: Record<'voice' | 'vision', SlotName[]> = {
+  voice: ['voice.vad', 'voice.asr', 'voice.llm', 'voice.omni', 'voice.tts'],
+  vision: ['vision.vlm'],
+};
 
 /** Handles that later modules (and the dashboard) read; filled in as the modules start. */
 export interface AgentServices {
@@ -335,6 +342,24 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     summary: 're-read the configuration (slots), detect the board again and replan',
     timeoutMs: 60_000,
     handler: async () => reload(options.reloadConfig?.(), 'reload requested over MQTT'),
+  });
+
+  commands.register<{ workload: 'voice' | 'vision' }>({
+    name: 'restart-workload',
+    summary: "restart the engine hosts serving a workload's slots (in-flight requests are cancelled)",
+    params: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['workload'],
+      properties: { workload: { enum: ['voice', 'vision'] } },
+    },
+    handler: (params) => {
+      const rt = runtime.runtime();
+      if (!rt) throw new Error('the runtime is not running');
+      const slots = WORKLOAD_SLOTS[params.workload];
+      const restarted = rt.restart(slots, `operator restart-workload ${params.workload}`);
+      return { workload: params.workload, slots, restarted };
+    },
   });
 
   const services: AgentServices = {

@@ -295,6 +295,30 @@ export class Runtime {
     return this.replan(`OTA job ${jobId} released the version of ${modelId}`);
   }
 
+  /**
+   * Restart the engine hosts serving these slots (an operator's `restart-workload`): their in-flight requests
+   * are cancelled with the reason, new requests wait, and the reconciler starts fresh hosts with the same
+   * choice — the crash-recovery path, without counting a failure against the backend.
+   */
+  restart(slots: readonly SlotName[], reason: string): string[] {
+    const keys = new Set<string>();
+    for (const slot of slots) {
+      const key = this.#serving[slot];
+      if (key !== undefined) keys.add(key);
+    }
+    for (const key of keys) {
+      const inst = this.#instances.get(key);
+      if (!inst) continue;
+      for (const s of Object.keys(this.#serving) as SlotName[])
+        if (this.#serving[s] === key) delete this.#serving[s];
+      this.#setStatus(inst, 'failed', `restart requested: ${reason}`);
+      inst.cancelAll(new EngineFailure('cancelled', `request cancelled: ${reason}`));
+      this.#log.info('restarting instance', { instance: key, reason });
+    }
+    this.#runner.trigger();
+    return [...keys];
+  }
+
   /** Plan again from the stored layers, the board, the catalog and the measurements; then reconcile. */
   async replan(reason: string): Promise<Placement> {
     const board = await this.#deps.sources.board();

@@ -75,5 +75,20 @@ test('retained capabilities, models and placement documents; reload', async (t) 
     const slots = (docs.get('placement')?.data['slots'] ?? []) as { slot: string }[];
     return slots.some((s) => s.slot === 'voice.llm');
   });
-  t.pass();
+
+  const ctx = { deviceId: 'doc-dev', signal: new AbortController().signal, logger: createMemoryLogger() };
+  const commands = composed.services.commands;
+  t.like(await commands.dispatch('restart-workload', { workload: 'vision' }, ctx), {
+    ok: true,
+    result: { workload: 'vision', slots: ['vision.vlm'], restarted: [] },
+  });
+  t.deepEqual(await commands.dispatch('restart-workload', { workload: 'audio' }, ctx), {
+    ok: false,
+    error: {
+      code: 'EPARAMS',
+      message:
+        'Invalid params for restart-workload: workload: expected one of "voice", "vision", got "audio"',
+    },
+  });
+  t.like(await commands.dispatch('reload', undefined, ctx), { ok: true, result: { reloaded: true } });
 });

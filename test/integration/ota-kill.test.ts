@@ -124,11 +124,15 @@ test('kill -9 at random points during installs: old or new active, store consist
 
   const llmDemo = existsSync(LLM_DEMO) ? LLM_DEMO : '';
   let jobNo = 0;
-  const writeJob = (): string => {
+  // Each job moves from the version active when it was written to its own: a kill anywhere in it must leave
+  // one of the two active, never a third (an older version brought back, or a neighbour's leftover).
+  let job = { from: '1.0.0', to: '' };
+  const writeJob = (from: string): string => {
     jobNo++;
     const version = jobNo % 2 === 1 ? '2.0.0' : '3.0.0';
+    job = { from, to: version };
     const artifact = artifacts.get(version)!;
-    const job: OtaJob = {
+    const body: OtaJob = {
       jobId: `kill-${jobNo}`,
       package: { id: 'tiny-llm', version },
       targets: signTargets(
@@ -143,10 +147,10 @@ test('kill -9 at random points during installs: old or new active, store consist
       ),
       baseUrl: srv.baseUrl,
     };
-    writeFileSync(join(dir, 'job.json'), JSON.stringify(job));
-    return job.jobId;
+    writeFileSync(join(dir, 'job.json'), JSON.stringify(body));
+    return body.jobId;
   };
-  let jobId = writeJob();
+  let jobId = writeJob('1.0.0');
   const args = () => [dataDir, join(dir, 'job.json'), key.publicKey, String(4096 * 1024), llmDemo];
   const killedIn = new Map<string, number>();
   let kills = 0;
@@ -155,7 +159,10 @@ test('kill -9 at random points during installs: old or new active, store consist
     const r = await runChild(args(), Math.floor(Math.random() * 400));
     const after = inspect(dataDir, jobId);
     t.deepEqual(after.broken, [], `after run ${kills}: packages match their manifests`);
-    t.true(after.active === '1.0.0' || after.active === '2.0.0' || after.active === '3.0.0');
+    const context = `after run ${kills} of ${jobId} (${job.from} → ${job.to}, state ${after.state ?? 'none'})`;
+    t.true(after.active === job.from || after.active === job.to, `${context}: active is ${after.active}`);
+    if (after.state === 'succeeded') t.is(after.active, job.to, context);
+    if (after.state === 'rolled-back' || after.state === 'rejected') t.is(after.active, job.from, context);
     t.true(after.activeInstalled, `active ${after.active} is installed`);
     t.true(after.state === undefined || JOB_STATES.includes(after.state));
     if (r.killed) {
@@ -165,7 +172,7 @@ test('kill -9 at random points during installs: old or new active, store consist
     }
     if (after.state && ['succeeded', 'failed', 'rolled-back', 'rejected'].includes(after.state)) {
       finishedJobs++;
-      jobId = writeJob();
+      jobId = writeJob(after.active ?? job.from);
     }
   }
   // Let the last job run to its end.
@@ -173,6 +180,9 @@ test('kill -9 at random points during installs: old or new active, store consist
   const end = inspect(dataDir, jobId);
   t.false(last.killed);
   t.deepEqual(end.broken, []);
+  t.true(end.active === job.from || end.active === job.to, `final active ${end.active}`);
+  if (end.state === 'succeeded') t.is(end.active, job.to);
+  if (end.state === 'rolled-back') t.is(end.active, job.from);
   t.true(
     end.state === 'succeeded' || end.state === 'rolled-back' || end.state === 'failed',
     `final ${end.state}`,

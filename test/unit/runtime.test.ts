@@ -339,6 +339,27 @@ test('SIGKILL of a host mid-generation: that request fails clearly, the slot ser
   await runtime.stop();
 });
 
+test('restart: in-flight requests are cancelled with the reason, a fresh host serves, no failure is counted', async (t) => {
+  const { world, runtime } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  world.behaviour.tokenDelayMs = 10;
+  const before = world.live()[0]!;
+  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 20 });
+  await sleep(25);
+  t.deepEqual(runtime.restart(['voice.llm'], 'operator restart-workload voice'), [v1]);
+  const err = await t.throwsAsync(inflight);
+  t.is(err?.message, 'request cancelled: operator restart-workload voice');
+  world.behaviour.tokenDelayMs = 1;
+  const after = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 2 });
+  t.is(after.text, '1:0 1:1 ');
+  t.not(world.live()[0]!.pid, before.pid);
+  t.false(before.alive, 'the old host was stopped');
+  t.deepEqual(runtime.state().failures, []);
+  t.deepEqual(runtime.restart(['voice.tts'], 'nothing serves it'), []);
+  await runtime.stop();
+});
+
 test('a pinned backend that fails to load falls back to the CPU with the reason, then retries it later', async (t) => {
   const { world, runtime, events } = setup({
     failureBackoff: { baseMs: 150, maxMs: 1000, forgetAfterMs: 60_000 },
