@@ -207,9 +207,13 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     ports: () => {
       const rt = runtime.runtime();
       if (!rt || !models) return undefined;
+      const store = models.store;
       return {
-        installer: new ModelStoreInstaller(models.store),
-        activation: runtimeActivationPort(rt),
+        installer: new ModelStoreInstaller(store),
+        // The version serving before a job is held from GC until the job commits or rolls back.
+        activation: runtimeActivationPort(rt, 'ota', {
+          holdForRollback: (refs) => store.setRollbackHold(refs),
+        }),
         probe: runtimeHealthProbe(rt),
       };
     },

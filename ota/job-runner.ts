@@ -275,7 +275,12 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
   async #installedUnserved(e: JournalEntry, why: string): Promise<JournalEntry> {
     const { id, version } = e.job.package;
     await this.#d.activation.commit(id, version, e.previousVersion);
-    this.#d.logger.info('ota installed a model that does not serve yet', { jobId: e.jobId, model: id, version, why });
+    this.#d.logger.info('ota installed a model that does not serve yet', {
+      jobId: e.jobId,
+      model: id,
+      version,
+      why,
+    });
     return this.#d.journal.update(e.jobId, {
       state: 'succeeded',
       message: `${id}@${version} installed and selected; ${why}, so it is not serving and the health gate was skipped`,

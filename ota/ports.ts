@@ -22,6 +22,7 @@ export interface ActivationPort {
   /** The version serving now, if any. */
   activeVersion(modelId: string): Promise<string | undefined>;
   /** Hot-swaps the model to `version` (already installed). Resolving to nothing means it serves. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: ports written before outcomes existed return Promise<void>.
   activate(modelId: string, version: string): Promise<ActivationOutcome | void>;
   /** After a failed gate: back to `version`, or no version of this model when undefined. */
   rollback(modelId: string, version: string | undefined): Promise<void>;

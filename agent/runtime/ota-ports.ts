@@ -1,4 +1,10 @@
-import type { ActivationOutcome, ActivationPort, HealthProbe, ProbeRequest, ProbeResult } from '../../ota/ports.js';
+import type {
+  ActivationOutcome,
+  ActivationPort,
+  HealthProbe,
+  ProbeRequest,
+  ProbeResult,
+} from '../../ota/ports.js';
 import { MnnEdgeError } from '../common/errors.js';
 import type { SlotName } from '../plan/types.js';
 import { EngineFailure } from './engine-port.js';

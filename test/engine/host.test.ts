@@ -63,7 +63,9 @@ if (engineOrSkip(test, 'engine host')) {
     // abort flag is checked before every decode step (docs/ENGINE.md), so once the host sees the cancel it
     // finishes at most the step it is in: it decoded the pieces the consumer saw plus at most one more.
     const inFlight = pieces - seenAtAbort;
-    t.log(`aborted after ${seenAtAbort} pieces; ${inFlight} more were in flight; host decoded ${result.stats.generatedTokens}`);
+    t.log(
+      `aborted after ${seenAtAbort} pieces; ${inFlight} more were in flight; host decoded ${result.stats.generatedTokens}`,
+    );
     t.true(result.stats.generatedTokens >= seenAtAbort, `${result.stats.generatedTokens}`);
     t.true(
       result.stats.generatedTokens <= seenAtAbort + inFlight + 1,
