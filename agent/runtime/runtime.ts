@@ -17,6 +17,7 @@ import {
   type SlotSpec,
 } from '../plan/types.js';
 import type { Db } from '../store/database.js';
+import type { SlotRuntimeStats } from '../telemetry/runtime-stats.js';
 import { assertSlot, type DesiredStateDocument, DesiredStateStore } from './desired-state.js';
 import {
   describeExit,
@@ -145,20 +146,9 @@ interface SlotCounters {
 }
 
 /** One slot for telemetry and the dashboard: what serves it and how its requests went. */
-export interface SlotStats {
+/** The telemetry's view of a slot, with the slot typed: `model` is `id@version` or the built-in's name. */
+export interface SlotStats extends SlotRuntimeStats {
   slot: SlotName;
-  /** `id@version`, or the built-in's name. */
-  model?: string;
-  variant?: string;
-  backend?: string;
-  /** Decode speed of the last request, tokens per second. */
-  tokensPerSec?: number;
-  /** Time to first token of the last request. */
-  ttftMs?: number;
-  /** Since the agent started. */
-  requests: number;
-  errors: number;
-  hostRssBytes?: number;
 }
 
 /** What a workload needs to know about a slot before it uses it. */

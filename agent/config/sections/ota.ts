@@ -1,3 +1,5 @@
+import type { DownloadPolicy } from '../../../ota/download.js';
+import type { HealthPolicy } from '../../../ota/health-gate.js';
 import type { JsonSchema } from '../../common/schema.js';
 
 // The `ota` section: whose signatures the device trusts, and the limits of downloads and the health gate.
@@ -18,24 +20,8 @@ export interface OtaConfig {
   threshold: number;
   /** Where packages are downloaded to; default <dataDir>/ota/staging. */
   stagingDir?: string;
-  download: {
-    maxBytesPerSecond: number;
-    retries: number;
-    backoffMs: number;
-    maxBackoffMs: number;
-    headroomBytes: number;
-    idleTimeoutMs: number;
-    ca?: string;
-  };
-  health: {
-    prompt: string;
-    maxNewTokens: number;
-    maxTtftMs: number;
-    minDecodeRatio: number;
-    timeoutMs: number;
-    referenceImage?: string;
-    maxAttempts: number;
-  };
+  download: DownloadPolicy;
+  health: HealthPolicy;
   /** MNN's llm_demo, used as the health probe when the runtime provides none. */
   llmDemo?: string;
 }
