@@ -1,17 +1,17 @@
-// bench/idle: what the agent costs a board when nothing happens. The process tree without engine hosts
-// (the fleet agent with its embedded broker and telemetry on, default intervals) runs idle for 60 s next to a
-// bare `node -e` process over the same window; RSS and CPU (% of one core) are read from /proc.
-// Targets: ≤ 80 MB RSS, ≤ 1 % CPU. BENCH_IDLE_SECONDS shortens the window for a quick look.
-//
-// Run from sources the agent is loaded through tsx, whose compiler adds memory a built agent does not carry;
-// a `node --import=tsx` idle process is measured too, and its excess over bare node is reported as loader cost.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+// bench/idle: what the agent costs a board when nothing happens. The built daemon (`mnn-edge run` from dist/,
+// every module composed: detection, model store, runtime with no slots placed, fleet with its embedded broker and
+// telemetry on at default intervals, dashboard, workloads) runs idle next to a bare `node -e` process over the
+// same window; RSS and CPU (% of one core) of each process tree are read from /proc. No engine hosts run.
+// Targets: ≤ 80 MB RSS, ≤ 1 % CPU. BENCH_IDLE_SECONDS shortens the 60 s window for a quick look.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { bar, fmt, summarize, verdict } from './stats.js';
 
 const TICKS = 100; // USER_HZ on Linux
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 function treePids(root: number): number[] {
   const parents = new Map<number, number[]>();
@@ -60,18 +60,22 @@ function sum(pids: number[], f: (pid: number) => number): number {
   return total;
 }
 
-async function startChild(args: string[], readyLine: boolean): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  if (readyLine) {
+async function startChild(args: string[], readyText: string | undefined): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  if (readyText) {
     await new Promise<void>((resolve, reject) => {
       child.once('exit', (code) => reject(new Error(`child exited early with ${code}`)));
+      let seen = '';
       child.stdout!.on('data', (d: Buffer) => {
-        if (d.toString().includes('ready')) resolve();
+        seen += d.toString();
+        if (seen.includes(readyText)) resolve();
       });
     });
   } else {
     await new Promise((r) => setTimeout(r, 1000));
   }
+  // Keep draining the agent's log so a full pipe never blocks it.
+  child.stdout!.resume();
   return child;
 }
 
@@ -94,83 +98,54 @@ async function measure(children: ChildProcess[], seconds: number): Promise<Measu
 
 async function main(): Promise<void> {
   const seconds = Number(process.env['BENCH_IDLE_SECONDS'] ?? 60);
-  const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-idle-'));
-  const self = new URL(import.meta.url).pathname;
+  console.log('building dist/ (npm run build) so the agent runs as it ships, without the TypeScript loader');
+  const build = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'ignore' });
+  if (build.status !== 0) throw new Error(`npm run build failed with ${build.status}`);
+  const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-idle-'));
+  const configPath = join(dir, 'agent.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      http: { bind: '127.0.0.1', port: 0 },
+      mqtt: { embeddedBroker: { enabled: true, port: 0, host: '127.0.0.1' } },
+    }),
+  );
   const children: ChildProcess[] = [];
   try {
-    children.push(await startChild(['--import=tsx', self, '--agent', dataDir], true));
-    children.push(await startChild(['-e', 'setInterval(() => {}, 1 << 30)'], false));
-    children.push(await startChild(['--import=tsx', '-e', 'setInterval(() => {}, 1 << 30)'], false));
+    const cli = join(repoRoot, 'dist', 'agent', 'cli', 'mnn-edge.js');
+    children.push(
+      await startChild([cli, 'run', '--config', configPath, '--data-dir', join(dir, 'data')], '"listening"'),
+    );
+    children.push(await startChild(['-e', 'setInterval(() => {}, 1 << 30)'], undefined));
     // Let start-up work (first samples, discovery, JIT) settle before the window opens.
     await new Promise((r) => setTimeout(r, 3000));
-    const [agent, bare, loader] = await measure(children, seconds);
-    const loaderMb = loader!.rssMb.median - bare!.rssMb.median;
-    const agentNet = agent!.rssMb.median - Math.max(0, loaderMb);
+    const [agent, bare] = await measure(children, seconds);
     console.log(
-      `${seconds} s idle; agent = fleet agent + embedded aedes broker + telemetry (default intervals)`,
+      `${seconds} s idle; agent = mnn-edge run (all modules, embedded broker, telemetry on, no models)`,
     );
     console.log(`process tree pids: agent ${treePids(children[0]!.pid!).length}, baseline 1`);
     const scale = Math.max(agent!.rssMb.max, 80);
     console.log(bar('bare node -e (RSS)', bare!.rssMb.median, scale, `${fmt(bare!.rssMb.median, 1)} MB`));
     console.log(
-      bar('node --import=tsx (RSS)', loader!.rssMb.median, scale, `${fmt(loader!.rssMb.median, 1)} MB`),
-    );
-    console.log(
       bar(
-        'agent via tsx (RSS)',
+        'mnn-edge run (RSS)',
         agent!.rssMb.median,
         scale,
-        `${fmt(agent!.rssMb.median, 1)} MB (max ${fmt(agent!.rssMb.max, 1)})`,
-      ),
-    );
-    console.log(
-      bar(
-        'agent minus tsx loader',
-        agentNet,
-        scale,
-        `${fmt(agentNet, 1)} MB  ${fmt(agentNet / bare!.rssMb.median)}x bare node`,
+        `${fmt(agent!.rssMb.median, 1)} MB (max ${fmt(agent!.rssMb.max, 1)}), ${fmt(agent!.rssMb.median / bare!.rssMb.median)}x bare node`,
       ),
     );
     const cpuScale = Math.max(1, agent!.cpuPct);
     console.log(bar('bare node -e (CPU)', bare!.cpuPct, cpuScale, `${fmt(bare!.cpuPct, 2)} % of one core`));
-    console.log(bar('agent (CPU)', agent!.cpuPct, cpuScale, `${fmt(agent!.cpuPct, 2)} % of one core`));
+    console.log(bar('mnn-edge run (CPU)', agent!.cpuPct, cpuScale, `${fmt(agent!.cpuPct, 2)} % of one core`));
     console.log(
-      `RSS target ≤ 80 MB (without the tsx loader): ${verdict(agentNet <= 80)} (${fmt(agentNet, 1)} MB)`,
+      `RSS target ≤ 80 MB: ${verdict(agent!.rssMb.median <= 80)} (${fmt(agent!.rssMb.median, 1)} MB)`,
     );
     console.log(`CPU target ≤ 1 %: ${verdict(agent!.cpuPct <= 1)} (${fmt(agent!.cpuPct, 2)} %)`);
   } finally {
     for (const c of children) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    rmSync(dataDir, { recursive: true, force: true });
+    await new Promise((r) => setTimeout(r, 1000));
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function runAgentChild(): Promise<void> {
-  // Child: the agent's fleet side as `mnn-edge run` would compose it, minus engine hosts.
-  const { systemClock } = await import('../agent/common/clock.js');
-  const { createLogger } = await import('../agent/common/log.js');
-  const { openStore } = await import('../agent/store/database.js');
-  const { createFleetAgent } = await import('../agent/fleet/agent.js');
-  const dataDir = process.argv[3]!;
-  const agent = createFleetAgent({
-    config: {
-      mqtt: { protocolVersion: 5, embeddedBroker: { enabled: true, port: 0, host: '127.0.0.1' } },
-      root: '/',
-      dataDir,
-    },
-    db: openStore(join(dataDir, 'agent.db')),
-    logger: createLogger({ level: 'warn' }),
-    deviceId: 'idle-bench',
-    tags: [],
-    board: () => ({ family: 'bench' }),
-    clock: systemClock,
-    agentVersion: 'bench',
-  });
-  await agent.start();
-  process.stdout.write('ready\n');
-  process.on('SIGTERM', () => void agent.stop().then(() => process.exit(0)));
-}
-
-// Dispatch last: the helpers above must be initialised before either side runs.
-if (process.argv[2] === '--agent') await runAgentChild();
-else await main();
+await main();
