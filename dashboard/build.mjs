@@ -2,14 +2,31 @@
 // and index.html. No CDN, no source maps shipped; fails when the gzipped total exceeds the budget, so the
 // appliance image never grows a slow dashboard unnoticed.
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
+
+// esbuild's native binary matches the CPU npm installed it for; a cross build (Yocto: target packages on an
+// x86 build host) cannot run it, so esbuild-wasm, which runs wherever Node does, takes over.
+// MNN_EDGE_ESBUILD=wasm forces it; `--out DIR` builds somewhere other than dashboard/dist.
+async function loadEsbuild() {
+  if (process.env.MNN_EDGE_ESBUILD !== 'wasm') {
+    try {
+      const native = await import('esbuild');
+      await native.transform('', {});
+      return native;
+    } catch (err) {
+      console.log(`native esbuild unusable here (${err.message.split('\n')[0]}); using esbuild-wasm`);
+    }
+  }
+  return import('esbuild-wasm');
+}
+const { build } = await loadEsbuild();
 
 const here = dirname(fileURLToPath(import.meta.url));
 const src = join(here, 'src');
-const out = join(here, 'dist');
+const outFlag = process.argv.indexOf('--out');
+const out = outFlag === -1 ? join(here, 'dist') : resolve(process.argv[outFlag + 1]);
 const BUDGET_GZIP_BYTES = 300 * 1024;
 
 rmSync(out, { recursive: true, force: true });

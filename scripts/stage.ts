@@ -54,7 +54,8 @@ function topLevel(key: string): boolean {
 
 export interface StageOptions {
   destdir: string;
-  /** Compile TypeScript into the staged tree (as the recipe's do_compile_ts does) instead of copying dist/. */
+  /** Compile TypeScript and build the dashboard into the staged tree (as the recipe's do_compile_ts and
+   *  do_compile_dashboard do) instead of copying dist/ and dashboard/dist/. */
   build?: boolean;
   root?: string;
   manifest?: StageManifest;
@@ -76,6 +77,19 @@ function compileInto(root: string, outDir: string): void {
   if (r.status !== 0) {
     throw new Error(
       `TypeScript build failed (exit ${r.status}):\n${(r.stdout + r.stderr).trim().slice(0, 4000)}`,
+    );
+  }
+}
+
+/** The dashboard as the recipe's do_compile_dashboard builds it (esbuild-wasm when the native one cannot run). */
+function buildDashboardInto(root: string, outDir: string): void {
+  const r = spawnSync(process.execPath, [join(root, 'dashboard', 'build.mjs'), '--out', outDir], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) {
+    throw new Error(
+      `dashboard build failed (exit ${r.status}):\n${(r.stdout + r.stderr).trim().slice(0, 4000)}`,
     );
   }
 }
@@ -116,6 +130,8 @@ export function stage(options: StageOptions): StageResult {
       const target = join(appDir, entry.path);
       if (entry.path === 'dist' && options.build) {
         compileInto(root, target);
+      } else if (entry.path === 'dashboard/dist' && options.build) {
+        buildDashboardInto(root, target);
       } else if (entry.path === 'node_modules') {
         copyProductionModules(root, appDir, readLock(root));
       } else if (existsSync(join(root, entry.path))) {
@@ -126,7 +142,10 @@ export function stage(options: StageOptions): StageResult {
         log(`skipped optional ${entry.path} (not built)`);
         continue;
       } else {
-        const hint = entry.path === 'dist' ? ': run `npm run build` first or pass --build' : '';
+        const hint =
+          entry.path === 'dist' || entry.path === 'dashboard/dist'
+            ? ': run `npm run build` first or pass --build'
+            : '';
         throw new Error(`${join(root, entry.path)} is missing${hint}`);
       }
       installed.push(join(manifest.app, entry.path));

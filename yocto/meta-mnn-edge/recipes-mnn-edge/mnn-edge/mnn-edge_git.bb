@@ -54,6 +54,14 @@ do_compile_ts() {
 }
 addtask compile_ts after do_patch do_prepare_recipe_sysroot before do_configure
 
+# The dashboard is static files. esbuild's native binary in node_modules is the target's, which the build
+# host cannot run; esbuild-wasm (a devDependency) runs on nodejs-native whatever the two CPUs are.
+do_compile_dashboard() {
+    cd ${S}
+    MNN_EDGE_ESBUILD=wasm ${RECIPE_SYSROOT_NATIVE}${bindir_native}/node ${S}/dashboard/build.mjs
+}
+addtask compile_dashboard after do_compile_ts before do_configure
+
 do_install:append() {
     manifest=${UNPACKDIR}/stage-manifest.txt
     app=${D}${nonarch_libdir}/node_modules/${BPN}
