@@ -23,6 +23,7 @@ import {
 } from '../../../ota/targets.js';
 import { writeFileDurable } from '../../common/durable-fs.js';
 import { MnnEdgeError } from '../../common/errors.js';
+import { FleetOperator } from '../../fleet/operator.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
 import type { CliIo, Command } from '../command.js';
@@ -37,7 +38,7 @@ const USAGE = `mnn-edge ota <command> …
   sign <targets.json> --key FILE[,FILE…] [--expires 30d|ISO] [--version N | --bump] [--out FILE]
   publish --targets FILE --package ID@VERSION (--device ID | --tag TAG) --broker URL
           (--url BASE | --serve DIR [--bind HOST] [--port P]) [--variant V] [--job-id ID] [--wait SECONDS]
-  rollout start --id ROLLOUT --targets FILE --package ID@VERSION --devices A,B,… --broker URL
+  rollout start --id ROLLOUT --targets FILE --package ID@VERSION (--devices A,B,… | --tag TAG) --broker URL
           (--url BASE | --serve DIR …) [--phases 1,50%,100%] [--success 1] [--errors 0] [--state FILE]
   rollout resume --id ROLLOUT --broker URL [--state FILE] [--serve DIR …]
   status --broker URL [--state FILE] [--json]       every device's last OTA job, and the rollouts`;
@@ -242,6 +243,31 @@ function printRollout(out: Writable, v: RolloutView): void {
   );
 }
 
+/** The devices a rollout covers: listed, or every device whose retained status carries the tag (fixed at start,
+ *  so the rollout's phases and thresholds refer to one known set). */
+export async function rolloutDevices(args: ParsedArgs, broker: string): Promise<string[]> {
+  const listed = stringFlag(args, 'devices');
+  const tag = stringFlag(args, 'tag');
+  if ((listed === undefined) === (tag === undefined))
+    throw new UsageError('give exactly one of --devices and --tag');
+  if (listed !== undefined)
+    return listed
+      .split(',')
+      .map((d) => d.trim())
+      .filter(Boolean);
+  const operator = await FleetOperator.connect({ url: broker });
+  try {
+    const devices = (await operator.listDevices(1_500))
+      .filter((d) => d.status?.tags?.includes(tag!))
+      .map((d) => d.deviceId);
+    if (devices.length === 0)
+      throw new MnnEdgeError('ENOENT', `No device with tag ${tag} has announced itself on ${broker}`);
+    return devices;
+  } finally {
+    await operator.close();
+  }
+}
+
 async function rollout(args: ParsedArgs, io: CliIo): Promise<number> {
   const sub = args.positionals[1];
   const id = required(args, 'id');
@@ -260,10 +286,7 @@ async function rollout(args: ParsedArgs, io: CliIo): Promise<number> {
           package: packageRef(required(args, 'package')),
           targets: signedTargetsFrom(args),
           baseUrl: source.baseUrl,
-          devices: required(args, 'devices')
-            .split(',')
-            .map((d) => d.trim())
-            .filter(Boolean),
+          devices: await rolloutDevices(args, required(args, 'broker')),
           phases: parsePhases(stringFlag(args, 'phases') ?? '100%'),
           successThreshold: Number(stringFlag(args, 'success') ?? '1'),
           errorThreshold: Number(stringFlag(args, 'errors') ?? '0'),
