@@ -12,6 +12,7 @@ import { createFleetModule } from '../../agent/fleet/module.js';
 import {
   brokerStatusFrom,
   engineStatusFrom,
+  modelsPortFrom,
   otaPortFrom,
   placementPortFrom,
   SampleHub,
@@ -21,16 +22,17 @@ import { createSessionLimiter } from '../../agent/http/api/limits.js';
 import type { DashboardSources, WorkloadsPort } from '../../agent/http/api/ports.js';
 import { createDashboardModule } from '../../agent/http/dashboard-routes.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
-import { boardFromCapabilities } from '../../agent/plan/from-capabilities.js';
+import { catalogFromStore } from '../../agent/plan/from-catalog.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
 import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
-import { matchProfile } from '../../board-support/index.js';
 import { type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { ModelCatalog, ModelStore } from '../../models/index.js';
 import { JobJournal } from '../../ota/journal.js';
-import { repoRoot } from '../helpers/paths.js';
+import { type FixtureModel, testBoard } from '../engine/_slots.js';
+import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
 
 // An agent composed the way the daemon composes it (real detect on a fixture root, the engine as an engine host
 // reports it, real telemetry samplers and history, the OTA journal, the in-memory log tail) serving the built
@@ -71,8 +73,10 @@ export async function startDashboardAgent(options: {
   root: string;
   /** Voice and vision config; when given, the real workloads module runs over the runtime's slots. */
   workloads?: { voice: Record<string, unknown>; vision: Record<string, unknown> };
-  /** Slots for the real runtime module (planned against an empty catalog: every model slot is unloaded). */
+  /** Slots for the real runtime module. */
   slots?: Record<string, unknown>;
+  /** Fixture models imported into the agent's model store at start (the runtime plans the slots over them). */
+  fixtures?: readonly FixtureModel[];
   /** Run the real fleet module against this MQTT broker URL (loopback only). */
   brokerUrl?: string;
   /** Serve over HTTPS with this certificate and key (PEM paths). */
@@ -105,12 +109,29 @@ export async function startDashboardAgent(options: {
     : undefined;
   const caps = detect({ root: options.root });
   const given = options.availability?.();
-  // The fixture trees carry no /proc/meminfo; plan as the 8 GB ROCK 5B the fixture was captured on.
+  let store: ModelStore | undefined;
+  const modelsModule: AgentModule = {
+    name: 'models',
+    async start(ctx) {
+      store = ModelStore.open({
+        dataDir: ctx.config.dataDir,
+        db: ctx.db,
+        clock: ctx.clock,
+        log: ctx.logger,
+      }).store;
+      for (const name of options.fixtures ?? [])
+        await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
+    },
+    stop() {
+      store?.close();
+    },
+  };
   const runtime = createRuntimeModule({
     ...(given && !given.available ? { hosts: unavailableHosts(unavailableMessage(given.reason)) } : {}),
-    catalog: () => ({ models: [] }),
-    board: () => boardFromCapabilities(caps, matchProfile(caps), { ramBytes: 8 * 1024 ** 3 }),
-    // The engine hosts run on this machine, so the swap's memory checks read this machine's /proc.
+    catalog: () => catalogFromStore(store ? new ModelCatalog(store).variants() : []),
+    // The engine hosts run on this machine, not on the captured board: plan them for this machine (one thread
+    // per host, no core pinning), while the Overview shows the fixture board as detected.
+    board: () => testBoard,
     memory: procSystemMemory('/'),
   });
   const logTail = new LogTail();
@@ -139,7 +160,7 @@ export async function startDashboardAgent(options: {
         ),
         telemetry: telemetryPortFrom(history, hub),
         ota: otaPortFrom(new JobJournal(ctx.db)),
-        models: { installed: () => [], installs: () => [] },
+        models: store ? modelsPortFrom(store) : { installed: () => [], installs: () => [] },
         placement: placementPortFrom(runtime.runtime()!),
         ...(workloadsPort ? { workloads: workloadsPort } : {}),
         ...(broker ? { broker: broker.status } : {}),
@@ -150,6 +171,7 @@ export async function startDashboardAgent(options: {
     logger,
     version: '0.0.0-e2e',
     modules: [
+      modelsModule,
       runtime,
       ...(workloads ? [workloads] : []),
       ...(fleet ? [fleet] : []),
@@ -158,6 +180,8 @@ export async function startDashboardAgent(options: {
     ],
   });
   await agent.start();
+  // Every fixture slot served (or failed with its reason) before a page asks what the workloads can do.
+  if (options.fixtures?.length) await runtime.runtime()?.settled();
   const token = readFileSync(join(config.dataDir, 'pairing-token'), 'utf8').trim();
   return {
     agent,
