@@ -420,10 +420,7 @@ export class Runtime {
     try {
       yield* lease.host.speak(request, signal ? AbortSignal.any([signal, lease.signal]) : lease.signal);
     } catch (err) {
-      stats.errors++;
-      if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure) throw lease.signal.reason;
-      if (err instanceof EngineFailure && err.kind === 'backend') this.#backendFault(lease.instanceKey, err);
-      throw err;
+      throw this.#requestFailed(lease, stats, err);
     } finally {
       lease.release();
     }
@@ -440,10 +437,7 @@ export class Runtime {
         signal ? AbortSignal.any([signal, lease.signal]) : lease.signal,
       );
     } catch (err) {
-      stats.errors++;
-      if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure) throw lease.signal.reason;
-      if (err instanceof EngineFailure && err.kind === 'backend') this.#backendFault(lease.instanceKey, err);
-      throw err;
+      throw this.#requestFailed(lease, stats, err);
     } finally {
       lease.release();
     }
@@ -505,14 +499,19 @@ export class Runtime {
         yield ev;
       }
     } catch (err) {
-      stats.errors++;
-      // The lease's own abort reason is the clearest account of what happened to the host.
-      if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure) throw lease.signal.reason;
-      if (err instanceof EngineFailure && err.kind === 'backend') this.#backendFault(lease.instanceKey, err);
-      throw err;
+      throw this.#requestFailed(lease, stats, err);
     } finally {
       lease.release();
     }
+  }
+
+  /** Counts a failed request and returns the error to throw; a backend fault moves the slot down its chain. */
+  #requestFailed(lease: Lease, stats: SlotCounters, err: unknown): unknown {
+    stats.errors++;
+    // The lease's own abort reason is the clearest account of what happened to the host.
+    if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure) return lease.signal.reason;
+    if (err instanceof EngineFailure && err.kind === 'backend') this.#backendFault(lease.instanceKey, err);
+    return err;
   }
 
   #slotCounters(slot: SlotName): SlotCounters {

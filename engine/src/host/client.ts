@@ -79,53 +79,44 @@ function describeExit(e: HostExit): string {
   return e.signal ? `signal ${e.signal}` : `code ${e.code}`;
 }
 
-/** Token pieces pushed by the host, pulled by the consumer. Bounded by the request's maxNewTokens. */
-export class HostGeneration implements AsyncIterable<string> {
-  readonly result: Promise<GenerationResult>;
-  #pieces: string[] = [];
+/**
+ * Items the host pushes and the consumer pulls, once, as an async iterator. Breaking out of the loop early calls
+ * `onBreak` (the request is cancelled on the host); `close` ends the stream, with an error to throw or without.
+ */
+class PushedStream<T> implements AsyncIterable<T> {
+  readonly #items: T[] = [];
   #end: { error?: Error } | undefined;
   #wake: (() => void) | undefined;
-  #settle!: (r: GenerationResult) => void;
-  #fail!: (e: Error) => void;
   #iterated = false;
+  readonly #what: string;
   readonly #onBreak: () => void;
 
-  constructor(onBreak: () => void) {
+  constructor(what: string, onBreak: () => void) {
+    this.#what = what;
     this.#onBreak = onBreak;
-    this.result = new Promise<GenerationResult>((resolve, reject) => {
-      this.#settle = resolve;
-      this.#fail = reject;
-    });
-    this.result.catch(() => {});
   }
 
-  /** @internal */ push(text: string): void {
-    this.#pieces.push(text);
+  /** @internal */ push(item: T): void {
+    this.#items.push(item);
     this.#wake?.();
   }
 
-  /** @internal */ finish(result: GenerationResult): void {
-    this.#end = {};
-    this.#settle(result);
+  /** Ends the stream; false when it had already ended. */
+  protected close(error?: Error): boolean {
+    if (this.#end) return false;
+    this.#end = error ? { error } : {};
     this.#wake?.();
+    return true;
   }
 
-  /** @internal */ fail(error: Error): void {
-    if (this.#end) return;
-    this.#end = { error };
-    this.#fail(error);
-    this.#wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<string, void, undefined> {
-    if (this.#iterated) throw new EngineError('ESTATE', 'a generation can be iterated only once');
+  async *[Symbol.asyncIterator](): AsyncGenerator<T, void, undefined> {
+    if (this.#iterated) throw new EngineError('ESTATE', `${this.#what} can be iterated only once`);
     this.#iterated = true;
     let finished = false;
     try {
       for (;;) {
-        const next = this.#pieces.shift();
-        if (next !== undefined) {
-          yield next;
+        if (this.#items.length > 0) {
+          yield this.#items.shift()!;
           continue;
         }
         if (this.#end) {
@@ -141,6 +132,31 @@ export class HostGeneration implements AsyncIterable<string> {
     } finally {
       if (!finished) this.#onBreak();
     }
+  }
+}
+
+/** Token pieces pushed by the host, pulled by the consumer. Bounded by the request's maxNewTokens. */
+export class HostGeneration extends PushedStream<string> {
+  readonly result: Promise<GenerationResult>;
+  #settle!: (r: GenerationResult) => void;
+  #fail!: (e: Error) => void;
+
+  constructor(onBreak: () => void) {
+    super('a generation', onBreak);
+    this.result = new Promise<GenerationResult>((resolve, reject) => {
+      this.#settle = resolve;
+      this.#fail = reject;
+    });
+    this.result.catch(() => {});
+  }
+
+  /** @internal */ finish(result: GenerationResult): void {
+    this.close();
+    this.#settle(result);
+  }
+
+  /** @internal */ fail(error: Error): void {
+    if (this.close(error)) this.#fail(error);
   }
 
   async complete(): Promise<GenerationResult> {
@@ -155,55 +171,16 @@ export class HostGeneration implements AsyncIterable<string> {
  * A talker's PCM chunks pushed by the host, pulled by the consumer. The host drains the talker's bounded native
  * queue as it fills, so at most one utterance of audio (seconds of 24 kHz floats) waits here.
  */
-export class HostSpeech implements AsyncIterable<SpeechChunk> {
-  readonly #chunks: SpeechChunk[] = [];
-  #end: { error?: Error } | undefined;
-  #wake: (() => void) | undefined;
-  #iterated = false;
-  readonly #onBreak: () => void;
+export class HostSpeech extends PushedStream<SpeechChunk> {
   readonly #onEnd: () => void;
 
   constructor(onBreak: () => void, onEnd: () => void = () => {}) {
-    this.#onBreak = onBreak;
+    super('a speech stream', onBreak);
     this.#onEnd = onEnd;
   }
 
-  /** @internal */ push(chunk: SpeechChunk): void {
-    this.#chunks.push(chunk);
-    this.#wake?.();
-  }
-
   /** @internal */ end(error?: Error): void {
-    if (this.#end) return;
-    this.#end = error ? { error } : {};
-    this.#onEnd();
-    this.#wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<SpeechChunk, void, undefined> {
-    if (this.#iterated) throw new EngineError('ESTATE', 'a speech stream can be iterated only once');
-    this.#iterated = true;
-    let finished = false;
-    try {
-      for (;;) {
-        const next = this.#chunks.shift();
-        if (next) {
-          yield next;
-          continue;
-        }
-        if (this.#end) {
-          finished = true;
-          if (this.#end.error) throw this.#end.error;
-          return;
-        }
-        await new Promise<void>((r) => {
-          this.#wake = r;
-        });
-        this.#wake = undefined;
-      }
-    } finally {
-      if (!finished) this.#onBreak();
-    }
+    if (this.close(error)) this.#onEnd();
   }
 }
 
