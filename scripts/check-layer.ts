@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseStageManifest } from './stage-manifest.js';
+import { type LockEntry, parseStageManifest } from './stage-manifest.js';
 
 export interface Problem {
   file: string;
@@ -134,15 +134,6 @@ export function spdxAlternatives(expression: string): string[][] {
         .map((s) => s.trim())
         .filter(Boolean),
     );
-}
-
-interface LockEntry {
-  version?: string;
-  resolved?: string;
-  integrity?: string;
-  license?: string;
-  dev?: boolean;
-  link?: boolean;
 }
 
 function checkNpmLicenses(

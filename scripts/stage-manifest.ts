@@ -98,3 +98,20 @@ export function parseStageManifest(text: string, name = 'stage-manifest.txt'): S
   if (app === undefined) throw new Error(`${name}: no "app DIR" line`);
   return { app, entries };
 }
+
+/** What the scripts read of package-lock.json (and of a shrinkwrap, which has the same shape). */
+export interface LockEntry {
+  version?: string;
+  resolved?: string;
+  integrity?: string;
+  license?: string;
+  dev?: boolean;
+  optional?: boolean;
+  devOptional?: boolean;
+  link?: boolean;
+}
+
+export interface PackageLock {
+  lockfileVersion?: number;
+  packages: Record<string, LockEntry>;
+}

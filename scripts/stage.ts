@@ -14,26 +14,18 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseStageManifest, type StageManifest } from './stage-manifest.js';
+import {
+  type LockEntry,
+  type PackageLock,
+  parseStageManifest,
+  type StageManifest,
+} from './stage-manifest.js';
+
+export type { PackageLock } from './stage-manifest.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const recipeDir = join(repoRoot, 'yocto', 'meta-mnn-edge', 'recipes-mnn-edge', 'mnn-edge');
 export const manifestPath = join(recipeDir, 'files', 'stage-manifest.txt');
-
-interface LockEntry {
-  version?: string;
-  resolved?: string;
-  integrity?: string;
-  license?: string;
-  dev?: boolean;
-  optional?: boolean;
-  devOptional?: boolean;
-  link?: boolean;
-}
-export interface PackageLock {
-  lockfileVersion?: number;
-  packages: Record<string, LockEntry>;
-}
 
 export function readLock(root = repoRoot): PackageLock {
   return JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as PackageLock;

@@ -5,13 +5,13 @@ import anyTest, { type TestFn } from 'ava';
 import type { BrowserContext, Page } from 'playwright-core';
 import { createAddonLoader, engineAvailability } from '../../engine/src/index.js';
 import { mediaFixturesDir, modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
+import { selfSignedCert } from '../helpers/tls.js';
 import {
   buildDashboard,
   type DashboardAgent,
   launchChromium,
   login,
   screenshot,
-  selfSignedCert,
   startDashboardAgent,
 } from './harness.js';
 

@@ -29,10 +29,10 @@ import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
-import { ModelCatalog, ModelStore } from '../../models/index.js';
+import { ModelCatalog } from '../../models/index.js';
 import { JobJournal } from '../../ota/journal.js';
-import { type FixtureModel, testBoard } from '../engine/_slots.js';
-import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
+import { type FixtureModel, fixtureModelsModule, testBoard } from '../engine/_slots.js';
+import { repoRoot } from '../helpers/paths.js';
 
 // An agent composed the way the daemon composes it (real detect on a fixture root, the engine as an engine host
 // reports it, real telemetry samplers and history, the OTA journal, the in-memory log tail) serving the built
@@ -109,26 +109,13 @@ export async function startDashboardAgent(options: {
     : undefined;
   const caps = detect({ root: options.root });
   const given = options.availability?.();
-  let store: ModelStore | undefined;
-  const modelsModule: AgentModule = {
-    name: 'models',
-    async start(ctx) {
-      store = ModelStore.open({
-        dataDir: ctx.config.dataDir,
-        db: ctx.db,
-        clock: ctx.clock,
-        log: ctx.logger,
-      }).store;
-      for (const name of options.fixtures ?? [])
-        await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
-    },
-    stop() {
-      store?.close();
-    },
-  };
+  const { module: modelsModule, store: storeOf } = fixtureModelsModule(options.fixtures ?? []);
   const runtime = createRuntimeModule({
     ...(given && !given.available ? { hosts: unavailableHosts(unavailableMessage(given.reason)) } : {}),
-    catalog: () => catalogFromStore(store ? new ModelCatalog(store).variants() : []),
+    catalog: () => {
+      const store = storeOf();
+      return catalogFromStore(store ? new ModelCatalog(store).variants() : []);
+    },
     // The engine hosts run on this machine, not on the captured board: plan them for this machine (one thread
     // per host, no core pinning), while the Overview shows the fixture board as detected.
     board: () => testBoard,
@@ -147,6 +134,7 @@ export async function startDashboardAgent(options: {
       if (fleet?.agent) broker = brokerStatusFrom(fleet.agent);
       const history = new TelemetryHistory(ctx.db, { bucketSec: 10, retentionHours: 24 }, ctx.clock);
       stopSampling = telemetryLoop(options.root, history, hub);
+      const store = storeOf();
       return {
         capabilities: () => caps,
         // As the daemon should: what the runtime's engine-info host reported, never MNN in this process.
@@ -246,34 +234,4 @@ export async function login(page: Page, url: string, token: string): Promise<voi
   await page.getByTestId('token').fill(token);
   await page.getByTestId('login').click();
   await page.waitForSelector('[data-page="overview"] [data-testid="board-name"]');
-}
-
-/** A throwaway self-signed certificate for 127.0.0.1 (openssl, local only). */
-export function selfSignedCert(dir: string): { cert: string; key: string } {
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'pipe' },
-  );
-  return { cert, key };
 }

@@ -49,6 +49,32 @@ export interface SlotModules {
   settled(): Promise<void>;
 }
 
+/** A models module: a store in the agent's data dir with these fixtures imported (version 1.0.0) at start. */
+export function fixtureModelsModule(fixtures: readonly FixtureModel[]): {
+  module: AgentModule;
+  store(): ModelStore | undefined;
+} {
+  let store: ModelStore | undefined;
+  return {
+    store: () => store,
+    module: {
+      name: 'models',
+      async start(ctx: AgentContext) {
+        store = ModelStore.open({
+          dataDir: ctx.config.dataDir,
+          db: ctx.db,
+          clock: ctx.clock,
+          log: ctx.logger,
+        }).store;
+        for (const name of fixtures) await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
+      },
+      stop() {
+        store?.close();
+      },
+    },
+  };
+}
+
 /**
  * A models module (a store in the agent's data dir, the fixtures imported at start) and the real runtime module
  * over it. The slots come from the agent config's `slots` section, as in production.
@@ -57,24 +83,12 @@ export function slotRuntimeModules(
   fixtures: readonly FixtureModel[],
   options: { hosts?: EngineHostFactory } = {},
 ): SlotModules {
-  let store: ModelStore | undefined;
-  const models: AgentModule = {
-    name: 'models',
-    async start(ctx: AgentContext) {
-      store = ModelStore.open({
-        dataDir: ctx.config.dataDir,
-        db: ctx.db,
-        clock: ctx.clock,
-        log: ctx.logger,
-      }).store;
-      for (const name of fixtures) await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
-    },
-    stop() {
-      store?.close();
-    },
-  };
+  const { module: models, store: storeOf } = fixtureModelsModule(fixtures);
   const runtime = createRuntimeModule({
-    catalog: () => catalogFromStore(store ? new ModelCatalog(store).variants() : []),
+    catalog: () => {
+      const store = storeOf();
+      return catalogFromStore(store ? new ModelCatalog(store).variants() : []);
+    },
     board: () => testBoard,
     // Tests run agents with a fixture root; the hosts' memory is this machine's.
     memory: procSystemMemory('/'),

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -9,6 +9,7 @@ import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { repoRoot } from '../helpers/paths.js';
+import { selfSignedCert } from '../helpers/tls.js';
 import { startNotifyListener } from './sdnotify-listener.js';
 
 // The agent in-process on port 0 with a temp data dir, spoken to over real HTTP and WebSocket on loopback.
@@ -299,29 +300,7 @@ test('identity, pairing token and browser sessions persist across restarts', asy
 
 test('TLS from config.http.tls: the cookie gets Secure', async (t) => {
   const dir = tempDir(t);
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
+  const { cert, key } = selfSignedCert(dir);
   const dataDir = join(dir, 'data');
   const { agent } = await startAgent(t, testConfig(dataDir, { tls: { cert, key } }));
   t.true(agent.http.secure);

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
@@ -15,6 +14,7 @@ import { handlePackageRequest, servePackages } from '../../ota/serve.js';
 import { ModelStoreInstaller } from '../../ota/store-adapter.js';
 import { TrustStore, trustPolicyFromConfig } from '../../ota/trust.js';
 import { modelFixturesDir } from '../helpers/paths.js';
+import { selfSignedCert } from '../helpers/tls.js';
 
 const time = { trustedNow: () => Date.now(), clockStatus: () => ({ synchronized: true, evidence: 'test' }) };
 
@@ -77,29 +77,7 @@ test('without a trusted key, pull refuses unless a sha256 is given; with the rig
 test('https with a private CA: trusted through ota.download.ca, refused without it', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'ota-tls-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
+  selfSignedCert(dir);
   const data = randomBytes(100_000);
   writeFileSync(join(dir, 'p.tar'), data);
   const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
