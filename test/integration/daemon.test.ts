@@ -1,14 +1,13 @@
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
-import { repoRoot } from '../helpers/paths.js';
+import { spawnAgentRun } from '../helpers/run-agent.js';
 import { selfSignedCert } from '../helpers/tls.js';
 import { startNotifyListener } from './sdnotify-listener.js';
 
@@ -370,36 +369,7 @@ test('the clock.synchronized event fires once when NTP sync appears, and the tim
   t.like(agent.kv.get('time.lastKnownGood'), { source: 'ntp' });
 });
 
-function spawnRun(dataDir: string, env: NodeJS.ProcessEnv = {}) {
-  // The embedded broker's default port (1883) is shared by every test that runs the daemon: let the OS choose.
-  mkdirSync(dataDir, { recursive: true });
-  const configPath = join(dataDir, '..', `agent-${basename(dataDir)}.json`);
-  writeFileSync(configPath, JSON.stringify({ mqtt: { embeddedBroker: { port: 0 } } }));
-  return spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'agent/cli/mnn-edge.ts',
-      'run',
-      '--config',
-      configPath,
-      '--port',
-      '0',
-      '--bind',
-      '127.0.0.1',
-      '--data-dir',
-      dataDir,
-    ],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, MNN_EDGE_DATA_DIR: '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-}
-
-function listeningPort(child: ReturnType<typeof spawnRun>, log: { out: string }): Promise<number> {
+function listeningPort(child: ReturnType<typeof spawnAgentRun>, log: { out: string }): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
       log.out += chunk.toString();
@@ -411,7 +381,7 @@ function listeningPort(child: ReturnType<typeof spawnRun>, log: { out: string })
 }
 
 test('`mnn-edge run` serves until SIGTERM, then stops gracefully with exit code 0', async (t) => {
-  const child = spawnRun(tempDir(t));
+  const child = spawnAgentRun(tempDir(t));
   t.teardown(() => child.kill('SIGKILL'));
   const log = { out: '' };
   const port = await listeningPort(child, log);
@@ -430,7 +400,7 @@ test('under systemd (NOTIFY_SOCKET) `mnn-edge run` sends READY=1 once serving an
   const dir = tempDir(t);
   const listener = await startNotifyListener(join(dir, 'notify.sock'));
   t.teardown(() => listener.close());
-  const child = spawnRun(join(dir, 'data'), { NOTIFY_SOCKET: listener.path });
+  const child = spawnAgentRun(join(dir, 'data'), { env: { NOTIFY_SOCKET: listener.path } });
   t.teardown(() => child.kill('SIGKILL'));
   await listeningPort(child, { out: '' });
   const ready = await listener.waitFor('READY=1');

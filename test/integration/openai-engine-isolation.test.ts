@@ -1,8 +1,4 @@
-// `mnn-edge run` with models placed on slots: every model runs in an engine host, the agent process itself never
-// loads the engine addon or libMNN, and its stdout stays a stream of JSON log records (MNN's own prints arrive
-// as records from the hosts). The OpenAI API answers through the hosts to show the models really ran.
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -12,7 +8,8 @@ import { openStore } from '../../agent/store/database.js';
 import { allMigrations } from '../../agent/store/migrations/index.js';
 import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { ModelStore } from '../../models/index.js';
-import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
+import { modelFixturesDir } from '../helpers/paths.js';
+import { spawnAgentRun } from '../helpers/run-agent.js';
 
 const engine = engineAvailability();
 if (!engine.available) {
@@ -32,36 +29,9 @@ if (!engine.available) {
       await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
     store.close();
     db.close();
-    const configPath = join(dir, 'agent.json');
-    writeFileSync(
-      configPath,
-      JSON.stringify({
-        mqtt: { embeddedBroker: { port: 0 } },
-        slots: { 'voice.vad': { model: 'silero-vad' }, 'voice.llm': { model: 'tiny-llm' } },
-      }),
-    );
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'agent/cli/mnn-edge.ts',
-        'run',
-        '--config',
-        configPath,
-        '--port',
-        '0',
-        '--bind',
-        '127.0.0.1',
-        '--data-dir',
-        dataDir,
-      ],
-      {
-        cwd: repoRoot,
-        env: { ...process.env, MNN_EDGE_DATA_DIR: '' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawnAgentRun(dataDir, {
+      config: { slots: { 'voice.vad': { model: 'silero-vad' }, 'voice.llm': { model: 'tiny-llm' } } },
+    });
     t.teardown(() => child.kill('SIGKILL'));
     let out = '';
     child.stdout.on('data', (c: Buffer) => {
