@@ -11,7 +11,7 @@ import { LogTail } from './common/log-tail.js';
 import type { AgentConfig } from './config/schema.js';
 import { type SlotsConfig, slotSpecsFromConfig } from './config/sections/slots.js';
 import { readCapabilitiesCache } from './detect/cache.js';
-import { type Capabilities, detect } from './detect/index.js';
+import { applyEngineBackends, type Capabilities, detect } from './detect/index.js';
 import { CommandRegistry } from './fleet/commands.js';
 import { createFleetModule, type FleetModule } from './fleet/module.js';
 import type { BoardInfo } from './fleet/protocol.js';
@@ -156,6 +156,14 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const runtime = createRuntimeModule({
     board: () => {
       if (!caps) throw new Error('the runtime started before detection');
+      // The runtime's engine probe says which backends this MNN build has: the planner never picks one it
+      // lacks, and the capability document says why ("MNN built without …").
+      const engine = runtime.engineAvailability();
+      if (engine?.available)
+        caps = applyEngineBackends(
+          caps,
+          engine.info.backends.filter((b) => b.compiledIn).map((b) => b.name),
+        );
       // A root without /proc/meminfo (a capture of another board): the engine hosts run on this machine, so
       // its RAM is the budget that matters.
       return boardFromCapabilities(caps, matchProfile(caps), { ramBytes: totalmem() });

@@ -221,10 +221,20 @@ export function backendAvailability(
     hexagon: hexagon(hex, libs),
     rknn: rknn(find(accs, 'rknpu')),
   };
-  return MNN_BACKENDS.map((name) => {
-    const b = byName[name];
-    if (engineBackends && name !== 'cpu' && !engineHas(engineBackends, name))
-      return { backend: name, usable: false, reasons: [`MNN built without ${name}`, ...b.reasons] };
-    return b;
-  });
+  return withEngineBackends(
+    MNN_BACKENDS.map((name) => byName[name]),
+    engineBackends,
+  );
+}
+
+/** What the board offers, less what the installed MNN was built without (the CPU is always there). */
+export function withEngineBackends(
+  board: readonly BackendAvailability[],
+  engineBackends: readonly string[] | null,
+): BackendAvailability[] {
+  return board.map((b) =>
+    engineBackends && b.backend !== 'cpu' && !engineHas(engineBackends, b.backend)
+      ? { backend: b.backend, usable: false, reasons: [`MNN built without ${b.backend}`, ...b.reasons] }
+      : b,
+  );
 }

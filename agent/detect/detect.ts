@@ -2,7 +2,7 @@ import { profiles as allProfiles, identifySoc } from '../../board-support/index.
 import type { BoardProfile } from '../../board-support/types.js';
 import { probeAccelerators } from './accelerators.js';
 import { type Auxv, parseAuxv } from './auxv.js';
-import { backendAvailability } from './backends.js';
+import { backendAvailability, withEngineBackends } from './backends.js';
 import { cpuInfoClaims } from './cpu.js';
 import { architectureOf, type ParsedCpuinfo, parseCpuinfo } from './cpuinfo.js';
 import {
@@ -150,5 +150,18 @@ export function detect(options: DetectOptions = {}): Capabilities {
     thermal: thermalZones(fs),
     backends: backendAvailability(cpu, accelerators, libs, engineBackends),
     engineBackends,
+  };
+}
+
+/**
+ * Capabilities detected before the engine was probed (the agent detects first, then asks an engine host what
+ * MNN was built with), now with those backends applied. Already applied: returned as they are.
+ */
+export function applyEngineBackends(caps: Capabilities, engineBackends: readonly string[]): Capabilities {
+  if (caps.engineBackends !== null) return caps;
+  return {
+    ...caps,
+    backends: withEngineBackends(caps.backends, engineBackends),
+    engineBackends: [...engineBackends],
   };
 }

@@ -1,7 +1,7 @@
 // Public surface of agent/detect.
 
 export { readCapabilitiesCache, writeCapabilitiesCache } from './cache.js';
-export { type DetectOptions, detect } from './detect.js';
+export { applyEngineBackends, type DetectOptions, detect } from './detect.js';
 export { formatReport } from './report.js';
 export type { FileAccess } from './root-fs.js';
 export { capabilitiesSchema } from './schema.js';

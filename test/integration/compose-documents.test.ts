@@ -8,6 +8,7 @@ import { composeModules } from '../../agent/compose.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
+import { engineAvailability } from '../../engine/src/index.js';
 import { modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
 
 // The daemon as `mnn-edge run` composes it: the retained documents reach the broker, follow model installs,
@@ -59,6 +60,14 @@ test('retained capabilities, models and placement documents; reload', async (t) 
   const caps = docs.get('capabilities')!.data as { soc: { family: { value: string } }; agentVersion: string };
   t.is(caps.soc.family.value, 'rk3588');
   t.is(caps.agentVersion, '9.9.9');
+  if (engineAvailability().available) {
+    // The runtime's engine probe reached the document: this MNN has no RKNN plugin, whatever the board offers.
+    const rknn = (
+      caps as unknown as { backends: { backend: string; usable: boolean; reasons: string[] }[] }
+    ).backends.find((b) => b.backend === 'rknn')!;
+    t.false(rknn.usable);
+    t.is(rknn.reasons[0], 'MNN built without rknn');
+  }
   t.is(docs.get('models')!.data['installedVersion'], '');
 
   await composed.services.models()!.store.import(join(modelFixturesDir, 'tiny-llm'));

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'ava';
 import { validate } from '../../agent/common/schema.js';
-import { detect } from '../../agent/detect/detect.js';
+import { applyEngineBackends, detect } from '../../agent/detect/detect.js';
 import { formatReport } from '../../agent/detect/report.js';
 import { capabilitiesSchema } from '../../agent/detect/schema.js';
 import type { Capabilities } from '../../agent/detect/types.js';
@@ -279,6 +279,15 @@ test('engineBackends makes a backend the engine lacks unusable: "MNN built witho
   t.true(caps.backends.find((b) => b.backend === 'qnn')!.usable);
   t.true(caps.backends.find((b) => b.backend === 'nn')!.usable);
   t.true(caps.backends.find((b) => b.backend === 'cpu')!.usable);
+});
+
+test('engine backends applied after detection give the same document as detecting with them', (t) => {
+  const root = join(socFixturesDir, 'qcom-qcs9075-iq9075-evk');
+  const now = () => new Date(0);
+  const direct = detect({ root, engineBackends: ['cpu', 'qnn'], now });
+  const later = applyEngineBackends(detect({ root, now }), ['cpu', 'qnn']);
+  t.deepEqual(later, direct);
+  t.is(applyEngineBackends(later, ['cpu']), later, 'applied once: a second probe does not stack reasons');
 });
 
 test('every fixture document validates against the exported schema', (t) => {
