@@ -8,6 +8,12 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+function describeJson(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return `a ${typeof v}`;
+}
+
 export function deepMerge<T>(base: T, override: unknown): T {
   if (!isPlainObject(base) || !isPlainObject(override))
     return (override === undefined ? base : override) as T;
@@ -52,6 +58,12 @@ export function loadConfig(options: LoadConfigOptions = {}): { config: AgentConf
       throw new MnnEdgeError(
         'ECONFIG',
         `Configuration file ${path} is not valid JSON: ${(err as Error).message}`,
+      );
+    }
+    if (!isPlainObject(raw)) {
+      throw new MnnEdgeError(
+        'ECONFIG',
+        `Configuration file ${path} must hold a JSON object ({ ... }) at the top level, found ${describeJson(raw)}`,
       );
     }
     source = path;

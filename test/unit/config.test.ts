@@ -67,6 +67,29 @@ test('a config file that is missing or not JSON is reported with its path', (t) 
   });
 });
 
+test('`config --check` refuses a file whose top level is not an object: array, string, null, number', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'agent.json');
+  for (const [text, found] of [
+    ['[]', 'an array'],
+    ['"hello"', 'a string'],
+    ['null', 'null'],
+    ['42', 'a number'],
+  ] as const) {
+    writeFileSync(path, text);
+    const r = await cli(['config', '--check', '--config', path, '--data-dir', join(dir, 'd')]);
+    t.is(r.code, 1, text);
+    t.is(r.out, '', text);
+    t.is(
+      r.err,
+      `mnn-edge config: Configuration file ${path} must hold a JSON object ({ ... }) at the top level, found ${found}\n`,
+    );
+  }
+  writeFileSync(path, '{}');
+  const ok = await cli(['config', '--check', '--config', path, '--data-dir', join(dir, 'd')]);
+  t.is(ok.out, `configuration OK (${path})\n`);
+});
+
 test('flags win over the file', (t) => {
   const dir = tempDir(t);
   const path = join(dir, 'agent.json');
