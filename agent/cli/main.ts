@@ -6,14 +6,21 @@ import { commandEntries } from './commands/index.js';
 export async function main(argv: string[], io: CliIo): Promise<number> {
   const commands = commandEntries;
   const [name, ...rest] = argv;
+  if (name === 'help' && rest[0] !== undefined && rest[0] !== '--help') return main([rest[0], '--help'], io);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     const width = Math.max(...commands.map((c) => c.name.length));
     io.stdout.write(
-      'Usage: mnn-edge <command> [options]\n\nCommands:\n' +
+      'Usage: mnn-edge <command> [options]\n' +
+        '       mnn-edge --help | --version\n\nCommands:\n' +
         commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join('\n') +
-        '\n',
+        "\n\nRun 'mnn-edge <command> --help' for the options of one command.\n",
     );
     return name ? 0 : 2;
+  }
+  if (name === '--version' || name === '-v' || name === '-V') {
+    const { agentVersion } = await import('./commands/version.js');
+    io.stdout.write(`${agentVersion()}\n`);
+    return 0;
   }
   const entry = commands.find((c) => c.name === name);
   if (!entry) {

@@ -37,3 +37,23 @@ test('a bad flag is a usage error with exit code 2', async (t) => {
   t.is(await main(['detect', '--bogus'], a.io), 2);
   t.regex(a.err(), /^mnn-edge detect: unknown option --bogus\nUsage: mnn-edge detect/);
 });
+
+test('--version, -v and `version` print the package version; --help, -h and `help` list the commands', async (t) => {
+  const { agentVersion } = await import('../../agent/cli/commands/version.js');
+  t.regex(agentVersion(), /^\d+\.\d+\.\d+/);
+  for (const flag of ['--version', '-v', 'version']) {
+    const a = io();
+    t.is(await main([flag], a.io), 0, flag);
+    t.is(a.out(), `${agentVersion()}\n`, flag);
+    t.is(a.err(), '', flag);
+  }
+  for (const flag of ['--help', '-h', 'help']) {
+    const a = io();
+    t.is(await main([flag], a.io), 0, flag);
+    t.regex(a.out(), /^Usage: mnn-edge <command> \[options\]\n {7}mnn-edge --help \| --version\n/, flag);
+    t.regex(a.out(), /\n {2}version {2,}print the agent version\n/, flag);
+  }
+  const one = io();
+  t.is(await main(['help', 'config'], one.io), 0);
+  t.regex(one.out(), /^Usage: mnn-edge config \[--config FILE\]/);
+});
