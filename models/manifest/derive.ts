@@ -14,6 +14,8 @@ export interface DeriveOptions {
   id: string;
   version?: string;
   task?: ModelTask;
+  /** The path the user named, for messages: the files themselves are read from the store's staging copy. */
+  source?: string;
   /** Context length for the KV-cache estimate when llm_config.json names none. */
   contextLength?: number;
 }
@@ -110,7 +112,7 @@ export function deriveManifest(dir: string, files: DerivedFile[], options: Deriv
     if (graphs.length === 0)
       throw new MnnEdgeError(
         'EMANIFEST',
-        `Cannot derive a manifest for ${dir}: it has no .mnn file and no mnn-edge.json`,
+        `Cannot derive a manifest for ${options.source ?? dir}: it has no .mnn file and no mnn-edge.json`,
       );
     if (graphs.some((g) => /(^|\/)[^/]*vad[^/]*\.mnn$/i.test(g))) inferred = 'vad';
   }
@@ -118,7 +120,7 @@ export function deriveManifest(dir: string, files: DerivedFile[], options: Deriv
     if (inferred === undefined)
       throw new MnnEdgeError(
         'EMANIFEST',
-        `Cannot derive the task of ${dir} from its files; pass one of llm, vlm, omni, asr, tts, vad, vision, embedding`,
+        `Cannot derive the task of ${options.source ?? dir} from its files; pass one of llm, vlm, omni, asr, tts, vad, vision, embedding`,
       );
     task = inferred;
     assumptions.push(`task "${task}" inferred from the file layout`);
@@ -174,5 +176,5 @@ export function deriveManifest(dir: string, files: DerivedFile[], options: Deriv
     ],
   };
   if (options.version === undefined) assumptions.push('version 0.0.0: the export names none');
-  return parseManifest(manifest, `derived from ${dir}`);
+  return parseManifest(manifest, `derived from ${options.source ?? dir}`);
 }

@@ -395,6 +395,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
     } else {
       manifest = deriveManifest(work, staged, {
         id: options.id ?? sanitizeId(basename(source)),
+        source,
         ...(options.version !== undefined ? { version: options.version } : {}),
         ...(options.task !== undefined ? { task: options.task } : {}),
       });

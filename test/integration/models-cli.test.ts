@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -128,6 +128,14 @@ test('usage errors and bad input exit with clear messages', async (t) => {
     "mnn-edge models: --budget expects a size such as 500M or 8G, got 'lots'",
   );
   t.is((await cli(['show', 'ghost'], d)).stderr, 'mnn-edge models: Model ghost is not installed\n');
+  // The store works on a hidden staging copy; the message names the directory the user typed.
+  const empty = join(d, 'not-a-model');
+  mkdirSync(empty);
+  writeFileSync(join(empty, 'README.txt'), 'hello');
+  t.is(
+    (await cli(['import', empty], d)).stderr,
+    `mnn-edge models: Cannot derive a manifest for ${empty}: it has no .mnn file and no mnn-edge.json\n`,
+  );
 });
 
 test('helpers: sizes and the progress bar', (t) => {
