@@ -59,14 +59,40 @@ gate('bench models --list --json prints one JSON document on stdout, nothing bef
   t.is(typeof doc.board, 'string');
 });
 
-test('without an engine addon the command fails with the engine message and prints nothing on stdout', async (t) => {
+test('without an engine addon, probing fails with the engine message and prints nothing on stdout', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-cli-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const r = await cli(['bench', 'models', '--list', '--json', '--data-dir', dataDir], {
+  const r = await cli(['bench', 'models', '--json', '--data-dir', dataDir], {
     ...process.env,
     MNN_EDGE_ENGINE_ADDON: join(dataDir, 'missing.node'),
   });
-  t.not(r.code, 0);
+  t.is(r.code, 1);
   t.is(r.stdout, '');
   t.regex(r.stderr, /MNN engine not available: the engine addon is not built/);
+});
+
+test('without an engine addon, --list still lists the stored results and says why there is no placement', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-cli-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { ...process.env, MNN_EDGE_ENGINE_ADDON: join(dataDir, 'missing.node') };
+  const json = await cli(['bench', 'models', '--list', '--json', '--data-dir', dataDir], env);
+  t.is(json.code, 0, json.stderr);
+  const doc = JSON.parse(json.stdout) as {
+    engineVersion: unknown;
+    engine: { available: boolean };
+    stored: unknown[];
+  };
+  t.is(doc.engineVersion, null);
+  t.false(doc.engine.available);
+  t.deepEqual(doc.stored, []);
+  const text = await cli(['bench', 'models', '--list', '--data-dir', dataDir], env);
+  t.is(text.code, 0, text.stderr);
+  t.regex(
+    text.stdout,
+    /^board .+: 0 stored result\(s\)\n\nMNN engine not available: the engine addon is not built/,
+  );
+  t.regex(
+    text.stdout,
+    /Set MNN_ROOT .* npm run build:engine\. Without it there is no placement to show\.\n$/,
+  );
 });

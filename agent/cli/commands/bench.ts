@@ -131,6 +131,39 @@ async function benchModels(args: ParsedArgs, io: CliIo, ctx: BenchContext): Prom
   }
 }
 
+/**
+ * `--list` reads the store and needs no engine. Without one, the placement cannot be computed (it depends on the
+ * engine's version and backends), so every stored result for this board is shown, each with its engine version.
+ */
+function listWithoutEngine(
+  args: ParsedArgs,
+  io: CliIo,
+  config: BenchContext['config'],
+  reason: string,
+): number {
+  const board = detectedBoard(config.root);
+  const db = openStore(join(config.dataDir, 'agent.db'));
+  try {
+    const stored = new ProbeStore(db).all().filter((r) => r.boardId === board.boardId);
+    const note = `${unavailableMessage(reason)} Without it there is no placement to show.`;
+    if (args.flags['json']) {
+      io.stdout.write(
+        `${JSON.stringify({ board: board.boardId, engineVersion: null, engine: { available: false, reason }, results: [], stored, placement: null }, null, 2)}\n`,
+      );
+      return 0;
+    }
+    const engines = [...new Set(stored.map((r) => r.engineVersion))].map((v) => `MNN ${v}`).join(', ');
+    io.stdout.write(
+      `board ${board.boardId}: ${stored.length} stored result(s)${stored.length > 0 ? ` (measured with ${engines})` : ''}\n`,
+    );
+    if (stored.length > 0) io.stdout.write(probeTable(stored));
+    io.stdout.write(`\n${note}\n`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}
+
 export const command: Command = {
   name: 'bench',
   summary: 'measure models on this board (bench models) and show the placement the numbers give',
@@ -158,8 +191,10 @@ export const command: Command = {
       // Asked of a short-lived engine host, as the daemon does: MNN loaded here would print its CPU banner on
       // this process's stdout, and `--json` output must be nothing but the JSON document.
       const availability = await createEngineInfo({ logger: log, cwd: scratch, env: io.env })();
-      if (!availability.available)
+      if (!availability.available) {
+        if (args.flags['list']) return listWithoutEngine(args, io, config, availability.reason);
         throw new MnnEdgeError('ENOENGINE', unavailableMessage(availability.reason));
+      }
       return await benchModels(args, io, { config, log, scratch, info: availability.info, filter, modelArg });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
