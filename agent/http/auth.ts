@@ -69,6 +69,37 @@ export function createAuthenticator(pairingToken: string, sessions: SessionStore
   };
 }
 
+export interface Refusal {
+  code: 'unauthorized' | 'invalid_token' | 'session_expired';
+  message: string;
+  wwwAuthenticate: string;
+}
+
+/**
+ * Why a request without valid credentials is refused, in words the sender can act on: no credentials, a wrong
+ * bearer token (which part is wrong is not said), or a session cookie that expired or was logged out.
+ */
+export function refusalFor(headers: IncomingHttpHeaders): Refusal {
+  if (bearerToken(headers.authorization) !== undefined)
+    return {
+      code: 'invalid_token',
+      message: 'The bearer token is not valid: compare it with the output of `mnn-edge token` on the device',
+      wwwAuthenticate: 'Bearer realm="mnn-edge", error="invalid_token"',
+    };
+  if (parseCookies(headers.cookie).has(SESSION_COOKIE))
+    return {
+      code: 'session_expired',
+      message: 'The session has expired or was logged out: log in again with the pairing token',
+      wwwAuthenticate: 'Bearer realm="mnn-edge"',
+    };
+  return {
+    code: 'unauthorized',
+    message:
+      'Authentication required: log in with the pairing token (POST /api/login) or send Authorization: Bearer <token>',
+    wwwAuthenticate: 'Bearer realm="mnn-edge"',
+  };
+}
+
 export function sessionCookie(value: string, options: { maxAgeS: number; secure: boolean }): string {
   return [
     `${SESSION_COOKIE}=${value}`,

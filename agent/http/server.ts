@@ -11,7 +11,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { MnnEdgeError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
-import type { Authenticator, AuthInfo } from './auth.js';
+import { type Authenticator, type AuthInfo, refusalFor } from './auth.js';
 import { parseJsonBody, readBody } from './body.js';
 import { errorBody, HttpError } from './errors.js';
 import type { HttpRouter, RequestContext } from './router.js';
@@ -62,13 +62,9 @@ function sendJson(
   res.end(text);
 }
 
-function unauthorized(): HttpError {
-  return new HttpError(
-    401,
-    'unauthorized',
-    'Authentication required: log in with the pairing token (POST /api/login) or send Authorization: Bearer <token>',
-    { 'WWW-Authenticate': 'Bearer realm="mnn-edge"' },
-  );
+function unauthorized(headers: IncomingMessage['headers']): HttpError {
+  const refusal = refusalFor(headers);
+  return new HttpError(401, refusal.code, refusal.message, { 'WWW-Authenticate': refusal.wwwAuthenticate });
 }
 
 /** Cookies ride along on cross-site websocket handshakes in some browsers; only same-origin pages may use them. */
@@ -113,7 +109,7 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
     const needsAuth = found ? found.entry.auth : pathAuth;
     const auth: AuthInfo | undefined = authenticator.authenticate(req.headers);
     // Unknown paths answer 401 before 404, so an anonymous client learns nothing about the route map.
-    if (needsAuth && auth === undefined) throw unauthorized();
+    if (needsAuth && auth === undefined) throw unauthorized(req.headers);
     if (!found) {
       if (allowed.length > 0) {
         throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
@@ -162,7 +158,7 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
     const auth = authenticator.authenticate(req.headers);
     // As for requests: anonymous clients get 401 for unknown paths too.
     if (auth === undefined && (match === undefined || match.entry.auth)) {
-      rejectUpgrade(socket, 401, 'Unauthorized', unauthorized().message);
+      rejectUpgrade(socket, 401, 'Unauthorized', unauthorized(req.headers).message);
       return;
     }
     if (match === undefined) {

@@ -94,6 +94,18 @@ test('the page is public, every API path needs credentials (401 with the agentâ€
     t.is(res.status, 401, path);
     t.is(((await res.json()) as { error: { code: string } }).error.code, 'unauthorized');
   }
+  // A wrong token and a stale session each get their own answer; neither says which part was wrong.
+  const wrong = await fetch(`${url}/api/overview`, { headers: { authorization: 'Bearer not-the-token' } });
+  t.is(wrong.status, 401);
+  t.is(wrong.headers.get('www-authenticate'), 'Bearer realm="mnn-edge", error="invalid_token"');
+  t.deepEqual(await wrong.json(), {
+    error: {
+      code: 'invalid_token',
+      message: 'The bearer token is not valid: compare it with the output of `mnn-edge token` on the device',
+    },
+  });
+  const stale = await fetch(`${url}/api/overview`, { headers: { cookie: 'mnn_edge_session=old.value' } });
+  t.like(await stale.json(), { error: { code: 'session_expired' } });
   const ok = await fetch(`${url}/api/overview`, { headers: auth });
   t.is(ok.status, 200);
 });
