@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -123,4 +123,21 @@ test('unknown options are usage errors', async (t) => {
   const r = await cli('--rooot', rk3588);
   t.is(r.code, 2);
   t.regex(r.stderr, /unknown option --rooot/);
+});
+
+test('--root: the page size comes from the auxv under the root, or is unknown; never from this host', async (t) => {
+  const rpi5 = join(socFixturesDir, 'rpi5-bcm2712');
+  const ownRoot = await cli('--root', rpi5);
+  // The fixture's AT_PAGESZ is 16 KiB; this host's is not what decides it.
+  t.regex(ownRoot.stdout, /^ {2}page size +16384 bytes +\[\/proc\/self\/auxv: AT_PAGESZ=16384\]$/m);
+  const dir = mkdtempSync(join(tmpdir(), 'detect-root-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'proc'));
+  writeFileSync(join(dir, 'proc', 'cpuinfo'), readFileSync(join(rpi5, 'proc', 'cpuinfo')));
+  const withoutAuxv = await cli('--root', dir, '--json');
+  t.is((JSON.parse(withoutAuxv.stdout) as Capabilities).memory.pageSize.value, null);
+  // A link to the host's /proc is refused rather than followed.
+  symlinkSync('/proc/self', join(dir, 'proc', 'self'));
+  const linked = await cli('--root', dir);
+  t.regex(linked.stdout, /^ {2}page size +unknown +\[\/proc\/self\/auxv: resolves outside the root\]$/m);
 });
