@@ -4,6 +4,7 @@ import { openStore } from '../../agent/store/database.js';
 import type { ChatResult, ChatStream } from '../../agent/workloads/chat-model.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
 import { slotModels } from '../../agent/workloads/slot-models.js';
+import { findExecutable } from '../../agent/workloads/voice/executable.js';
 import { VoiceService } from '../../agent/workloads/voice/service.js';
 import {
   type VoiceEvents,
@@ -335,6 +336,27 @@ test('a voice session refuses clearly without the engine, and names the slot tha
   await s.close();
 });
 
+test('without espeak-ng and without a speech model, voice says so instead of naming espeak as its output', async (t) => {
+  const runtime = new FakeWorkloadRuntime({});
+  runtime.slots['voice.llm'] = { status: 'placed', modelId: 'tiny-llm', version: '1', kind: 'llm' };
+  runtime.slots['voice.asr'] = { status: 'placed', modelId: 'tiny-omni', version: '1', kind: 'omni' };
+  const looked: string[] = [];
+  const voice = new VoiceService(resolveVoiceConfig({}), {
+    models: slotModels(() => runtime),
+    clock: systemClock,
+    findExecutable: (command) => {
+      looked.push(command);
+      return undefined;
+    },
+  });
+  const reason =
+    'espeak-ng is not installed, and speech output needs it when no speech model is placed: install it (apt install espeak-ng) or place one on slot voice.tts';
+  t.is(voice.describe()['tts'], `missing: ${reason}`);
+  t.is(voice.missing(), reason);
+  await t.throwsAsync(voice.open('s1'), { code: 'ETOOL', message: reason });
+  t.true(looked.every((c) => c === 'espeak-ng'));
+});
+
 test('turn store keeps transcripts within the retention limits', (t) => {
   const db = openStore(':memory:');
   let now = 1_000_000_000;
@@ -378,4 +400,13 @@ test('barge-in after the reply was generated but while it still plays: playback 
   );
   t.false(s.playing);
   await s.close();
+});
+
+test('findExecutable looks in PATH as a shell does, and takes a name with a slash as a path', (t) => {
+  const env = { PATH: `relative/dir:/usr/bin:/bin` };
+  t.regex(findExecutable('sh', env) ?? '', /^\/(usr\/)?bin\/sh$/);
+  t.is(findExecutable('no-such-tool-mnn-edge', env), undefined);
+  t.is(findExecutable('sh', { PATH: '' }), undefined);
+  t.is(findExecutable('/bin/sh', { PATH: '' }), '/bin/sh');
+  t.is(findExecutable('/etc/hostname', env), undefined, 'a file that is not executable');
 });

@@ -4,6 +4,7 @@ import type { Clock } from '../../common/clock.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
 import { WorkloadError } from '../errors.js';
 import type { WorkloadModels } from '../slot-models.js';
+import { findExecutable } from './executable.js';
 import { VoiceSession } from './session.js';
 import { type AsrStage, AudioLlmAsr, ChatReplyStage, EspeakTts, TalkerTts, type TtsStage } from './stages.js';
 import type { TurnSink } from './turn-store.js';
@@ -14,6 +15,8 @@ export interface VoiceServiceDeps {
   sink?: TurnSink;
   priority?: { begin(): void; end(): void };
   log?: (msg: string, fields: Record<string, unknown>) => void;
+  /** Finds the espeak-ng binary; tests stand in for a board without it. */
+  findExecutable?: (command: string) => string | undefined;
 }
 
 export interface SessionOverrides {
@@ -43,21 +46,33 @@ export class VoiceService {
       vad: m.configured('voice.vad') ? `voice.vad: ${m.describe('voice.vad')}` : 'energy (built-in)',
       asr: omni ? 'omni reply model hears the audio' : `voice.asr: ${m.describe('voice.asr')}`,
       llm: omni ? `voice.omni: ${m.describe('voice.omni')}` : `voice.llm: ${m.describe('voice.llm')}`,
-      tts: m.configured('voice.tts')
-        ? `voice.tts: ${m.describe('voice.tts')}`
-        : `espeak-ng (${this.#config.espeak.voice})`,
+      tts: m.configured('voice.tts') ? `voice.tts: ${m.describe('voice.tts')}` : this.#espeakStage(),
     };
+  }
+
+  /** The fallback speech output, claimed only when its binary is really there. */
+  #espeakStage(): string {
+    const missing = this.#espeakMissing();
+    if (missing === undefined) return `espeak-ng (${this.#config.espeak.voice})`;
+    return `missing: ${missing}`;
+  }
+
+  #espeakMissing(): string | undefined {
+    const { command } = this.#config.espeak;
+    if ((this.#deps.findExecutable ?? findExecutable)(command) !== undefined) return undefined;
+    return `${command} is not installed, and speech output needs it when no speech model is placed: install it (apt install espeak-ng) or place one on slot voice.tts`;
   }
 
   /** Why a session cannot open now (engine, slots), or undefined. */
   missing(): string | undefined {
     const m = this.#deps.models;
-    if (m.missing('voice.omni') === undefined) return undefined;
+    if (m.missing('voice.omni') === undefined)
+      return m.configured('voice.tts') ? undefined : this.#espeakMissing();
     const llm = m.missing('voice.llm');
     if (llm) return llm;
     const asr = m.missing('voice.asr');
     if (asr) return `${asr} (or place an omni model on voice.omni, which hears the audio itself)`;
-    return undefined;
+    return m.configured('voice.tts') ? undefined : this.#espeakMissing();
   }
 
   async open(id: string, overrides: SessionOverrides = {}): Promise<VoiceSession> {
@@ -72,7 +87,11 @@ export class VoiceService {
     }
     const { models } = this.#deps;
     const missing = this.missing();
-    if (missing) throw new WorkloadError(models.unavailable() ? 'ENOENGINE' : 'ENOMODEL', missing);
+    if (missing) {
+      const code =
+        missing === this.#espeakMissing() ? 'ETOOL' : models.unavailable() ? 'ENOENGINE' : 'ENOMODEL';
+      throw new WorkloadError(code, missing);
+    }
     const omni = models.missing('voice.omni') === undefined;
     const reply = models.chat(omni ? 'voice.omni' : 'voice.llm');
     const asr: AsrStage | undefined = omni ? undefined : new AudioLlmAsr(models.chat('voice.asr'));
