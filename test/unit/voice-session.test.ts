@@ -1,3 +1,6 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
@@ -408,5 +411,10 @@ test('findExecutable looks in PATH as a shell does, and takes a name with a slas
   t.is(findExecutable('no-such-tool-mnn-edge', env), undefined);
   t.is(findExecutable('sh', { PATH: '' }), undefined);
   t.is(findExecutable('/bin/sh', { PATH: '' }), '/bin/sh');
-  t.is(findExecutable('/etc/hostname', env), undefined, 'a file that is not executable');
+  const dir = mkdtempSync(join(tmpdir(), 'find-exe-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'espeak-ng'), '#!/bin/sh\n', { mode: 0o644 });
+  t.is(findExecutable('espeak-ng', { PATH: dir }), undefined, 'a file that is not executable');
+  chmodSync(join(dir, 'espeak-ng'), 0o755);
+  t.is(findExecutable('espeak-ng', { PATH: dir }), join(dir, 'espeak-ng'));
 });
