@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -11,14 +11,16 @@ import { KvStore, openStore } from '../../agent/store/database.js';
 import { ModelStore } from '../../models/index.js';
 import { createOtaDevice, storePorts } from '../../ota/device.js';
 import { attachOtaToMqtt } from '../../ota/mqtt-device.js';
-import { llmDemoPath } from '../helpers/mnn-tools.js';
-import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
+import { llmDemoMissing, llmDemoPath } from '../helpers/mnn-tools.js';
+import { MOSQUITTO_BIN, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 // The operator's CLI against a real broker and a device: keygen, pack, sign, publish --serve --wait, status.
 
 const LLM_DEMO = llmDemoPath();
-const gate = mosquittoAvailable() && existsSync(LLM_DEMO) ? test : test.skip;
+const skipped = llmDemoMissing(LLM_DEMO, { mosquittoBin: MOSQUITTO_BIN });
+const gate = skipped === undefined ? test : test.skip;
+if (skipped !== undefined) console.log(`ota-cli: skipped, ${skipped}`);
 
 async function cli(argv: string[]) {
   let out = '';

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -19,8 +19,8 @@ import { connectOperator, publishJob, watchStatuses } from '../../ota/operator.j
 import { packModel } from '../../ota/pack.js';
 import { servePackages } from '../../ota/serve.js';
 import { signTargets } from '../../ota/targets.js';
-import { llmDemoPath } from '../helpers/mnn-tools.js';
-import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
+import { llmDemoMissing, llmDemoPath } from '../helpers/mnn-tools.js';
+import { MOSQUITTO_BIN, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 // The AgentModule as agent/main.ts would run it: configuration parsed by the agent's loader (the `ota`
@@ -28,7 +28,9 @@ import { modelFixturesDir } from '../helpers/paths.js';
 // restart that answers a re-sent job id with its recorded result.
 
 const LLM_DEMO = llmDemoPath();
-const gate = mosquittoAvailable() && existsSync(LLM_DEMO) ? test : test.skip;
+const skipped = llmDemoMissing(LLM_DEMO, { mosquittoBin: MOSQUITTO_BIN });
+const gate = skipped === undefined ? test : test.skip;
+if (skipped !== undefined) console.log(`ota-module: skipped, ${skipped}`);
 
 gate('createOtaModule: config → job over MQTT → succeeded; restart keeps the result', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'ota-module-'));

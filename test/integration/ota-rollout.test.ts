@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -15,8 +15,8 @@ import { packModel } from '../../ota/pack.js';
 import { parsePhases, RolloutController } from '../../ota/rollout.js';
 import { servePackages } from '../../ota/serve.js';
 import { signTargets } from '../../ota/targets.js';
-import { llmDemoPath } from '../helpers/mnn-tools.js';
-import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
+import { llmDemoMissing, llmDemoPath } from '../helpers/mnn-tools.js';
+import { MOSQUITTO_BIN, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 // A staged rollout over a real broker to three real device runners (real stores, MNN's llm_demo as the
@@ -24,7 +24,9 @@ import { modelFixturesDir } from '../helpers/paths.js';
 // device that trusts another key, rejects the job, and the error threshold stops the rollout.
 
 const LLM_DEMO = llmDemoPath();
-const gate = mosquittoAvailable() && existsSync(LLM_DEMO) ? test : test.skip;
+const skipped = llmDemoMissing(LLM_DEMO, { mosquittoBin: MOSQUITTO_BIN });
+const gate = skipped === undefined ? test : test.skip;
+if (skipped !== undefined) console.log(`ota-rollout: skipped, ${skipped}`);
 
 gate(
   'phases advance on success, survive a controller restart, and stop on the error threshold',
