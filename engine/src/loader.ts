@@ -2,17 +2,17 @@
 // lets callers (the runtime, the tests) decide without catching.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineError } from './errors.js';
 import type { EngineAddon, RuntimeInfo } from './native.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 // From source this file is engine/src/loader.ts; built, it is dist/engine/src/loader.js. The addon is built
-// once into engine/build either way (cmake-js), so look beside the package's engine/ folder in both cases.
-const engineDirs = [resolve(here, '..'), resolve(here, '..', '..', '..', 'engine')].filter(
-  (d, i, all) => all.indexOf(d) === i,
-);
+// once into the package's engine/build (cmake-js) either way. Only the built copy climbs out of dist/: from
+// source, three levels up is the folder above the checkout, which no message should send anyone to.
+const builtIntoDist = basename(resolve(here, '..', '..')) === 'dist';
+const engineDir = builtIntoDist ? resolve(here, '..', '..', '..', 'engine') : resolve(here, '..');
 
 export const ENGINE_HELP =
   'Set MNN_ROOT to an MNN install prefix (include/MNN, lib/libMNN.so, the llm library) and run npm run build:engine.';
@@ -21,9 +21,7 @@ export const ENGINE_HELP =
 export function addonCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
   const explicit = env['MNN_EDGE_ENGINE_ADDON'];
   if (explicit) return [resolve(explicit)];
-  return engineDirs.flatMap((dir) =>
-    ['Release', 'Debug'].map((c) => join(dir, 'build', c, 'mnn_edge_engine.node')),
-  );
+  return ['Release', 'Debug'].map((c) => join(engineDir, 'build', c, 'mnn_edge_engine.node'));
 }
 
 export type EngineAvailability =

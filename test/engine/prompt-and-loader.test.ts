@@ -1,8 +1,10 @@
 // Pure parts of the engine that run without MNN: the loader's explanation, prompt assembly, the call queue.
+import { join, resolve } from 'node:path';
 import test from 'ava';
-import { createAddonLoader, ENGINE_HELP, EngineError } from '../../engine/src/index.js';
+import { addonCandidates, createAddonLoader, ENGINE_HELP, EngineError } from '../../engine/src/index.js';
 import { buildPrefillRequest } from '../../engine/src/prompt.js';
 import { SerialQueue } from '../../engine/src/serial-queue.js';
+import { repoRoot } from '../helpers/paths.js';
 
 const textModel = { vision: false, audio: false, name: 'tiny-llm' };
 const omni = { vision: true, audio: true, name: 'omni' };
@@ -25,6 +27,14 @@ test('a missing addon explains what to do', (t) => {
     ENGINE_HELP,
     'Set MNN_ROOT to an MNN install prefix (include/MNN, lib/libMNN.so, the llm library) and run npm run build:engine.',
   );
+});
+
+test('the addon is looked for inside this checkout only (MNN_EDGE_ENGINE_ADDON aside)', (t) => {
+  t.deepEqual(addonCandidates({}), [
+    join(repoRoot, 'engine', 'build', 'Release', 'mnn_edge_engine.node'),
+    join(repoRoot, 'engine', 'build', 'Debug', 'mnn_edge_engine.node'),
+  ]);
+  t.deepEqual(addonCandidates({ MNN_EDGE_ENGINE_ADDON: 'x/y.node' }), [resolve('x/y.node')]);
 });
 
 test('media become placeholders before the text, in MNN prompt syntax', (t) => {
