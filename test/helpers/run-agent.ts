@@ -1,5 +1,5 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { repoRoot } from './paths.js';
@@ -15,7 +15,7 @@ export function spawnAgentRun(
   mkdirSync(dataDir, { recursive: true });
   const configPath = join(dataDir, '..', `agent-${basename(dataDir)}.json`);
   writeFileSync(configPath, JSON.stringify({ mqtt: { embeddedBroker: { port: 0 } }, ...options.config }));
-  return spawn(
+  const child = spawn(
     process.execPath,
     [
       '--import',
@@ -37,4 +37,7 @@ export function spawnAgentRun(
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  // The file sits beside the data dir, outside the folder a test removes; it lives as long as the agent reads it.
+  child.once('close', () => rmSync(configPath, { force: true }));
+  return child;
 }
