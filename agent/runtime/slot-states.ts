@@ -261,3 +261,54 @@ export function slotProblems(states: readonly SlotState[]): string[] {
         `slot ${s.slot} ${s.phase === 'loading' ? 'is still loading' : 'cannot serve'}: ${s.reason ?? s.summary}`,
     );
 }
+
+/** The runtime facts slotStates needs: its state, the configured slots, and whether the engine exists. */
+export interface SlotStateSource {
+  state(): {
+    placement: Placement | undefined;
+    serving: Partial<Record<SlotName, string>>;
+    instances: ReadonlyArray<{ key: string; status: InstanceStatus }>;
+    active: SlotStateInput['active'];
+    failures: SlotStateInput['failures'];
+    health: { lastError: string | undefined };
+  };
+  document(): { slots: ReadonlyArray<{ slot: SlotName; config: unknown }> };
+  readonly engineUnavailableReason: string | undefined;
+}
+
+/** Every configured slot's state, read from a running runtime. */
+export function runtimeSlotStates(runtime: SlotStateSource): SlotState[] {
+  const s = runtime.state();
+  const unavailable = runtime.engineUnavailableReason;
+  return slotStates({
+    placement: s.placement,
+    configured: runtime
+      .document()
+      .slots.filter((d) => d.config !== undefined)
+      .map((d) => d.slot),
+    serving: s.serving,
+    instances: s.instances,
+    active: s.active,
+    failures: s.failures,
+    engine: unavailable === undefined ? { available: true } : { available: false, reason: unavailable },
+    lastError: s.health.lastError,
+  });
+}
+
+/**
+ * The runtime's part of the overview's health: the reconcile loop's own verdict plus one line per configured
+ * slot that cannot serve. Healthy only when both are clean.
+ */
+export function runtimeHealth(
+  runtime: SlotStateSource & {
+    health(): { healthy: boolean; reason: string; lastError: string | undefined };
+  },
+): { healthy: boolean; problems: string[] } {
+  const loop = runtime.health();
+  const slots = slotProblems(runtimeSlotStates(runtime));
+  // A loop failing for the reason a slot already gives (the engine is missing) would say the same thing twice.
+  const repeated =
+    loop.lastError !== undefined && slots.some((p) => p.includes(loop.lastError!.slice(0, 60)));
+  const problems = [...(loop.healthy || repeated ? [] : [`runtime: ${loop.reason}`]), ...slots];
+  return { healthy: problems.length === 0, problems };
+}

@@ -23,6 +23,8 @@ export class LineChart {
   readonly element: HTMLElement;
   readonly #canvas: HTMLCanvasElement;
   readonly #legend: HTMLElement;
+  /** Said instead of a blank plot while there are no points: why there are none, when the page knows. */
+  readonly #empty: HTMLElement;
   readonly #options: ChartOptions;
   readonly #series = new Map<string, Series>();
   #pending = false;
@@ -39,7 +41,18 @@ export class LineChart {
     this.element.className = 'chart-box';
     const caption = document.createElement('figcaption');
     caption.textContent = `${title} (${options.unit})`;
-    this.element.append(caption, this.#canvas, this.#legend);
+    this.#empty = document.createElement('p');
+    this.#empty.className = 'chart-empty';
+    this.#empty.textContent = 'Waiting for samples…';
+    const plot = document.createElement('div');
+    plot.className = 'plot';
+    plot.append(this.#canvas, this.#empty);
+    this.element.append(caption, plot, this.#legend);
+  }
+
+  /** Why the chart has no points yet ("Not available on this board", "No model serving"). */
+  set emptyText(text: string) {
+    this.#empty.textContent = text;
   }
 
   get seriesNames(): string[] {
@@ -116,10 +129,8 @@ export class LineChart {
     const plotH = height - pad.top - pad.bottom;
     ctx.font = '11px system-ui, sans-serif';
     ctx.fillStyle = '#667';
-    if (tMax === 0) {
-      ctx.fillText('waiting for samples…', pad.left + 8, pad.top + plotH / 2);
-      return;
-    }
+    this.#empty.hidden = tMax !== 0;
+    if (tMax === 0) return;
     const yMin = this.#options.yMin ?? (lo === hi ? lo - 1 : lo);
     const yMax = this.#options.yMax ?? (lo === hi ? hi + 1 : hi + (hi - lo) * 0.1);
     const tMin = tMax - span;

@@ -210,7 +210,15 @@ test('absent modules answer 503 with what is missing; no models gives the pull h
 
 test('pin: validated field by field, passed to the runtime with the author; unknown slot 404; oversize 413', async (t) => {
   const calls: Array<[string, string, SlotConstraints | undefined, string]> = [];
-  const view: PlacementView = { placement: undefined, serving: {}, instances: [], fallbacks: [], pins: {} };
+  const view: PlacementView = {
+    placement: undefined,
+    serving: {},
+    instances: [],
+    fallbacks: [],
+    pins: {},
+    slotStates: [],
+    backends: [],
+  };
   const { url, auth } = await start(
     t,
     {

@@ -1,6 +1,11 @@
 import test from 'ava';
 import type { BackendType, Candidate, Placement } from '../../agent/plan/types.js';
-import { type SlotStateInput, slotProblems, slotStates } from '../../agent/runtime/slot-states.js';
+import {
+  runtimeHealth,
+  type SlotStateInput,
+  slotProblems,
+  slotStates,
+} from '../../agent/runtime/slot-states.js';
 
 function candidate(variant: string, backend: BackendType, threads = 4): Candidate {
   const config = {
@@ -157,4 +162,30 @@ test('degraded, builtin, disabled, unplaceable and configured-but-unplanned slot
     'slot vision.vlm cannot serve: No model tiny-vlm installed.',
     'slot voice.asr cannot serve: The runtime has not placed it yet.',
   ]);
+});
+
+test('runtime health: never healthy while a configured slot cannot serve; the loop reason is not repeated', (t) => {
+  const engine =
+    'MNN engine not available: the engine addon is not built. Set MNN_ROOT and run npm run build:engine.';
+  const source = (over: {
+    unavailable?: string;
+    loop?: { healthy: boolean; reason: string; lastError?: string };
+  }) => ({
+    state: () => ({ ...base, health: { lastError: over.loop?.lastError } }),
+    document: () => ({ slots: [{ slot: 'voice.llm' as const, config: {} }] }),
+    engineUnavailableReason: over.unavailable,
+    health: () => ({ healthy: true, reason: 'ok', lastError: undefined, ...over.loop }),
+  });
+  const noEngine = runtimeHealth(
+    source({
+      unavailable: engine,
+      loop: { healthy: false, reason: `8 failed run(s) in a row: ${engine}`, lastError: engine },
+    }),
+  );
+  t.false(noEngine.healthy);
+  t.true(
+    noEngine.problems.some((p) => p.startsWith('slot voice.llm cannot serve: MNN engine not available')),
+  );
+  t.false(noEngine.problems.some((p) => p.startsWith('runtime:')));
+  t.true(noEngine.problems.some((p) => p.startsWith('slot vision.vlm cannot serve')));
 });

@@ -1,9 +1,11 @@
-import type { EngineAvailability } from '../../../engine/src/loader.js';
+import { ENGINE_HELP, type EngineAvailability } from '../../../engine/src/loader.js';
 import type { ModelStore } from '../../../models/store/model-store.js';
 import type { JobJournal } from '../../../ota/journal.js';
 import type { TypedEventEmitter } from '../../common/typed-events.js';
-import type { SlotConstraints, SlotName } from '../../plan/types.js';
+import { pinOptions } from '../../plan/pin-options.js';
+import type { PlanBoard, SlotConstraints, SlotName } from '../../plan/types.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import { runtimeSlotStates } from '../../runtime/slot-states.js';
 import type { TelemetryHistory } from '../../telemetry/history.js';
 import type { TelemetrySnapshot } from '../../telemetry/service.js';
 import type {
@@ -24,7 +26,7 @@ import type {
 export function engineStatusFrom(availability: () => EngineAvailability): () => EngineStatus {
   return () => {
     const a = availability();
-    if (!a.available) return { available: false, reason: a.reason };
+    if (!a.available) return { available: false, reason: a.reason, fix: ENGINE_HELP };
     return {
       available: true,
       version: a.info.mnnVersion,
@@ -33,7 +35,11 @@ export function engineStatusFrom(availability: () => EngineAvailability): () => 
   };
 }
 
-export function placementPortFrom(runtime: Runtime): PlacementPort {
+/** `board`: the board the runtime plans for, once known (the pin dropdown offers what it can use). */
+export function placementPortFrom(
+  runtime: Runtime,
+  board: () => Pick<PlanBoard, 'backends'> | undefined = () => undefined,
+): PlacementPort {
   return {
     view() {
       const s = runtime.state();
@@ -55,6 +61,8 @@ export function placementPortFrom(runtime: Runtime): PlacementPort {
           .filter((a) => a.fallback !== undefined)
           .map((a) => ({ plannedKey: a.plannedKey, activeKey: a.active.key, reason: a.fallback!.reason })),
         pins,
+        slotStates: runtimeSlotStates(runtime),
+        backends: pinOptions(board()),
       };
     },
     pin: async (slot, constraints, author) => void (await runtime.pin(slot, constraints, author)),
@@ -92,7 +100,7 @@ export function modelsPortFrom(
         sizeBytes: p.sizeBytes,
         variants: p.manifest.variants.map((v) => ({
           id: v.name,
-          quant: String(v.precision),
+          quant: v.precision,
           backends: [v.requirements.backend],
         })),
         installedAt: new Date(p.installedAt).toISOString(),

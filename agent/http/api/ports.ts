@@ -1,5 +1,8 @@
+import type { VariantPrecision } from '../../../models/manifest/types.js';
 import type { Capabilities } from '../../detect/types.js';
+import type { PinOption } from '../../plan/pin-options.js';
 import type { Placement, SlotConstraints, SlotName } from '../../plan/types.js';
+import type { SlotState } from '../../runtime/slot-states.js';
 
 // What the dashboard API reads and drives, as small ports of its own. The composition root adapts the real
 // modules (detect, runtime, models, telemetry, ota, fleet, workloads) to these; a module that is absent, or
@@ -8,7 +11,8 @@ import type { Placement, SlotConstraints, SlotName } from '../../plan/types.js';
 /** Whether the MNN engine can run models here, and if not, why (in words a person can act on). */
 export type EngineStatus =
   | { available: true; version: string; backends: readonly string[] }
-  | { available: false; reason: string };
+  /** `fix`: what to do about it, as the CLI and the log say it. */
+  | { available: false; reason: string; fix?: string };
 
 /** The fleet connection as the dashboard shows it. */
 export type BrokerStatus =
@@ -39,6 +43,10 @@ export interface PlacementView {
   /** Planned key → the fallback that runs instead, and why. */
   fallbacks: Array<{ plannedKey: string; activeKey: string; reason: string }>;
   pins: Partial<Record<SlotName, SlotConstraints>>;
+  /** Every configured slot's state: the one model the overview's health, /v1/models and the fleet also read. */
+  slotStates: SlotState[];
+  /** What a pin may name on this board: usable ones, and the others with why not. */
+  backends: PinOption[];
 }
 
 export interface PlacementPort {
@@ -54,7 +62,7 @@ export interface InstalledModelView {
   version: string;
   kind: string;
   sizeBytes: number;
-  variants: Array<{ id: string; quant: string; backends: readonly string[] }>;
+  variants: Array<{ id: string; quant: VariantPrecision; backends: readonly string[] }>;
   installedAt?: string;
 }
 

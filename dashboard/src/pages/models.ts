@@ -4,9 +4,12 @@ import type {
   PlacementView,
 } from '../../../agent/http/api/ports.js';
 import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
+import type { SlotPhase, SlotState } from '../../../agent/runtime/slot-states.js';
 import { ApiError } from '../api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
+import { engineNotice } from '../engine-notice.js';
 import type { Page, PageContext } from '../page.js';
+import { quantText } from '../quant.js';
 
 // Slots, what serves each and why, the fallback chain, and the operator's levers: pin a backend or variant,
 // unpin, re-plan. Installed models and imports in progress below. Refreshed every few seconds so a swap can
@@ -18,25 +21,73 @@ interface ModelsResponse {
   hint?: string;
 }
 
-type PlacementResponse = PlacementView & { engine: { available: boolean; reason?: string } };
+type PlacementResponse = PlacementView & {
+  engine: { available: true } | { available: false; reason: string; fix?: string };
+};
 
-const BACKENDS = ['cpu', 'opencl', 'vulkan', 'cuda', 'npu', 'hexagon'];
+const PHASE_KIND: Record<SlotPhase, 'ok' | 'warn' | 'bad' | 'muted'> = {
+  serving: 'ok',
+  builtin: 'ok',
+  degraded: 'warn',
+  fallback: 'warn',
+  loading: 'muted',
+  planned: 'muted',
+  failed: 'bad',
+  disabled: 'muted',
+};
 
 function candidateText(c: Candidate): string {
-  return `${c.modelId}@${c.version}/${c.variantId} on ${c.config.backend_type} × ${c.config.thread_num}`;
+  const threads = c.config.backend_type === 'cpu' ? `, ${c.config.thread_num} threads` : '';
+  return `${c.modelId}@${c.version} (${c.variantId}) on ${c.config.backend_type}${threads}`;
 }
+
+/** The slot's state in a sentence, what was planned when it differs, and the planner's reasons with numbers. */
+function slotCells(s: SlotState): [HTMLElement, HTMLElement] {
+  const model = h(
+    'span',
+    {},
+    h('span', { 'data-testid': 'slot-summary' }, s.summary),
+    s.planned && s.servedBy && s.servedBy.label !== s.planned.label
+      ? h('small', { class: 'sub' }, h('br'), `planned: ${s.planned.label}`)
+      : null,
+  );
+  const why = h(
+    'div',
+    { class: 'why' },
+    s.reason
+      ? h('p', { class: s.servable ? 'reason' : 'reason bad', 'data-testid': 'slot-reason' }, s.reason)
+      : null,
+    s.why.length > 0 ? h('ul', {}, ...s.why.map((w) => h('li', {}, w))) : null,
+  );
+  return [model, why];
+}
+
+const NO_SLOTS =
+  'Nothing is asked of this device yet. Name an installed model in a slot of the configuration, e.g. ' +
+  '`"slots": { "voice.llm": { "model": "<model id>" } }` in /etc/mnn-edge/agent.json (or the file given with ' +
+  '--config), then reload the agent: `systemctl reload mnn-edge`. Installed models are listed below.';
 
 function pinControls(
   ctx: PageContext,
   slot: SlotName,
   pin: SlotConstraints | undefined,
+  backends: PlacementView['backends'],
   onChange: () => void,
   status: HTMLElement,
 ): HTMLElement {
+  // Only what this board can use is offered; the rest stay in the list, greyed, with the reason they cannot be.
   const backend = h(
     'select',
     { 'aria-label': `Backend for ${slot}` },
-    ...BACKENDS.map((b) => h('option', { value: b }, b)),
+    ...backends.map((b) =>
+      b.usable
+        ? h('option', { value: b.backend, selected: pin?.backend === b.backend }, b.backend)
+        : h(
+            'option',
+            { value: b.backend, disabled: true, title: b.reason },
+            `${b.backend}: not usable (${b.reason})`,
+          ),
+    ),
   );
   const threads = h('input', {
     type: 'number',
@@ -101,88 +152,67 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
   });
   const p = view.placement;
   const parts: Array<HTMLElement | null> = [];
-  if (!view.engine.available)
-    parts.push(
-      notice(
-        'warn',
-        'Engine not available',
-        `${view.engine.reason ?? ''} Slots stay unloaded until the engine is installed.`,
-        'engine-unavailable',
-      ),
-    );
-  if (p === undefined) {
-    parts.push(
-      notice(
-        'info',
-        'Nothing planned yet',
-        'The planner has not produced a placement. Install a model, then press “Re-plan now”.',
-      ),
-    );
+  if (!view.engine.available) parts.push(engineNotice(view.engine, 'No slot can serve a model until it is.'));
+  if (view.slotStates.length === 0) {
+    parts.push(notice('info', 'No slots configured', NO_SLOTS, 'no-slots'));
   } else {
+    if (p !== undefined)
+      parts.push(
+        h(
+          'p',
+          { class: 'sub' },
+          `Board ${p.boardId} · engine ${p.engineVersion || 'not available'} · planned ${formatBytes(p.budget.plannedBytes)} of ${formatBytes(p.budget.budgetBytes)} (${p.budget.reason})`,
+        ),
+      );
     parts.push(
-      h(
-        'p',
-        { class: 'sub' },
-        `Board ${p.boardId} · engine ${p.engineVersion} · planned ${formatBytes(p.budget.plannedBytes)} of ${formatBytes(p.budget.budgetBytes)} (${p.budget.reason})`,
-      ),
       tagged(
         'slots',
         table(
-          ['Slot', 'Status', 'Serving', 'Why', 'Pin'],
-          p.slots.map((s) => {
-            const inst = p.instances.find((i) => i.key === s.instanceKey);
-            const serving = view.serving[s.slot];
-            return [
-              h('code', {}, s.slot),
-              pill(
-                s.status,
-                s.status === 'placed' || s.status === 'builtin'
-                  ? 'ok'
-                  : s.status === 'degraded'
-                    ? 'warn'
-                    : 'muted',
-              ),
-              inst
-                ? h(
-                    'span',
-                    {},
-                    candidateText(inst.chosen),
-                    h('br'),
-                    h('small', {}, inst.chosen.summary),
-                    serving && serving !== inst.key
-                      ? h('small', { class: 'warn' }, ` · running fallback ${serving}`)
-                      : null,
-                  )
-                : (s.builtin ?? '—'),
-              h('span', {}, s.reasons.join(' ')),
-              pinControls(ctx, s.slot, view.pins[s.slot], refresh, status),
-            ];
-          }),
+          ['Slot', 'State', 'Model', 'Why', 'Pin'],
+          view.slotStates.map((s) => [
+            h('code', {}, s.slot),
+            tagged(`slot-phase-${s.slot}`, pill(s.phase, PHASE_KIND[s.phase])),
+            ...slotCells(s),
+            s.phase === 'builtin' || s.phase === 'disabled'
+              ? '—'
+              : pinControls(ctx, s.slot, view.pins[s.slot], view.backends, refresh, status),
+          ]),
         ),
       ),
     );
-    for (const inst of p.instances) {
+    for (const inst of p?.instances ?? []) {
       if (inst.fallback.length === 0) continue;
       parts.push(
         h(
           'p',
           { class: 'sub' },
-          `Fallback for ${inst.slots.join(', ')}: `,
+          `If ${candidateText(inst.chosen)} fails, ${inst.slots.join(', ')} fall back to: `,
           inst.fallback.map(candidateText).join(' → '),
         ),
       );
     }
   }
-  for (const f of view.fallbacks)
-    parts.push(
-      notice('warn', 'Running a fallback', `${f.activeKey} instead of ${f.plannedKey}: ${f.reason}`),
-    );
+  for (const s of view.slotStates)
+    if (s.phase === 'fallback' && s.reason)
+      parts.push(notice('warn', `Running a fallback on ${s.slot}`, s.reason));
   if (view.instances.length > 0) {
     parts.push(
       h('h3', {}, 'Engine hosts'),
       table(
-        ['Instance', 'Status', 'PID', 'Memory', 'In flight'],
-        view.instances.map((i) => [i.key, i.status, i.pid, formatBytes(i.rssBytes), i.inflight]),
+        ['Model', 'Serves', 'Status', 'PID', 'Memory', 'In flight'],
+        view.instances.map((i) => {
+          const c = p?.instances
+            .flatMap((pi) => [pi.chosen, ...pi.fallback])
+            .find((cand) => cand.key === i.key);
+          return [
+            c ? candidateText(c) : i.key,
+            i.slots.join(', ') || '—',
+            i.status,
+            i.pid,
+            formatBytes(i.rssBytes),
+            i.inflight,
+          ];
+        }),
       ),
     );
   }
@@ -225,7 +255,7 @@ async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
             m.version,
             m.kind,
             formatBytes(m.sizeBytes),
-            m.variants.map((v) => `${v.id} (${v.quant}; ${v.backends.join('/')})`).join(', '),
+            m.variants.map((v) => `${v.id} (${quantText(v.quant)}; ${v.backends.join('/')})`).join(', '),
           ]),
         ),
     installs.length > 0 ? h('div', { class: 'installs' }, h('h3', {}, 'Installing'), ...installs) : null,

@@ -20,7 +20,9 @@ export const otaPage: Page = async (ctx) => {
         ? notice(
             'info',
             'No OTA jobs yet',
-            'Jobs appear here when the fleet sends one, or when you run `mnn-edge ota apply <manifest>` on the device.',
+            'Jobs appear here when the fleet sends one. From an operator machine with the signing key: ' +
+              '`mnn-edge ota publish --targets targets.json --package <id>@<version> --device <device id> --broker <url> --serve <dir>` ' +
+              '(docs/OTA.md). To install a package on this device by hand: `mnn-edge models pull <url>`.',
             'ota-empty',
           )
         : table(

@@ -1,5 +1,6 @@
 import type { OverviewView } from '../../../agent/http/api/overview.js';
-import { card, formatBytes, formatDuration, h, notice, pill, sentence, table } from '../dom.js';
+import { card, formatBytes, formatDuration, h, notice, pill, table } from '../dom.js';
+import { engineNotice } from '../engine-notice.js';
 import type { Page } from '../page.js';
 
 // What the agent found: board, SoC, CPU, accelerators with the evidence for each, backends, and the health of
@@ -17,16 +18,7 @@ function evidence(lines: readonly string[]): HTMLElement | null {
 
 function statusNotices(o: OverviewView): HTMLElement[] {
   const out: HTMLElement[] = [];
-  if (!o.engine.available) {
-    out.push(
-      notice(
-        'warn',
-        'Engine not available',
-        `${sentence(o.engine.reason)}. Models cannot run until this is fixed.`,
-        'engine-unavailable',
-      ),
-    );
-  }
+  if (!o.engine.available) out.push(engineNotice(o.engine, 'Models cannot run until this is fixed.'));
   if (o.broker.state === 'unreachable') {
     out.push(
       notice(

@@ -1,8 +1,9 @@
-import type { TelemetryPoint } from '../../../agent/http/api/ports.js';
+import type { OverviewView } from '../../../agent/http/api/overview.js';
+import type { PlacementView, TelemetryPoint } from '../../../agent/http/api/ports.js';
 import { ApiError } from '../api.js';
 import { LineChart } from '../chart.js';
 import { card, h, notice } from '../dom.js';
-import type { Page } from '../page.js';
+import type { Page, PageContext } from '../page.js';
 
 // The last hour from the agent's SQLite history, then live samples over a WebSocket appended to the same
 // charts. Metric names decide the chart: cpu.coreN.load_pct, *temp*, mem.used_pct, slot.*.tokens_per_sec.
@@ -47,6 +48,33 @@ const GROUPS: Group[] = [
   },
 ];
 
+/**
+ * Why a chart may stay empty: no thermal zones on this board, or no model serving (tokens per second only
+ * exist while a model answers requests). Read from the overview and the placement; either may be unavailable.
+ */
+async function emptyReasons(ctx: PageContext): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const [overview, placement] = await Promise.all([
+    ctx.api.get<OverviewView>('/api/overview').catch(() => undefined),
+    ctx.api.get<PlacementView>('/api/placement').catch(() => undefined),
+  ]);
+  if (overview && overview.thermal.length === 0)
+    out.set('Temperatures', 'Not available on this board: it has no thermal zones (/sys/class/thermal).');
+  const engineModels = (placement?.slotStates ?? []).filter((s) => s.servedBy !== undefined && s.servable);
+  if (engineModels.length === 0) {
+    const engine = overview?.engine;
+    out.set(
+      'Tokens per second',
+      engine && !engine.available
+        ? 'No model serving: the MNN engine is not available here (see Overview).'
+        : 'No model serving: tokens per second appear once a slot serves a model (see Models & placement).',
+    );
+  } else {
+    out.set('Tokens per second', 'No requests yet: measured as the serving models answer requests.');
+  }
+  return out;
+}
+
 export const telemetryPage: Page = async (ctx) => {
   let metrics: string[];
   try {
@@ -68,6 +96,12 @@ export const telemetryPage: Page = async (ctx) => {
     GROUPS.map((g) => [g, new LineChart(g.title, { unit: g.unit, windowMs: WINDOW_MS, ...g.bounds })]),
   );
   const groupOf = (metric: string) => GROUPS.find((g) => g.match.test(metric));
+  // An empty chart says why it is empty, so nobody waits for temperatures a board cannot report.
+  const reasons = await emptyReasons(ctx);
+  for (const g of GROUPS) {
+    const why = reasons.get(g.title);
+    if (why) charts.get(g)!.emptyText = why;
+  }
   const push = (metric: string, t: number, v: number) => {
     const g = groupOf(metric);
     if (g) charts.get(g)!.push(g.label(metric), t, v);
