@@ -37,6 +37,7 @@ import { registerRuntimeCommands } from './runtime/fleet-commands.js';
 import { createRuntimeModule } from './runtime/module.js';
 import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.js';
 import type { Runtime } from './runtime/runtime.js';
+import { runtimeHealth, runtimeSlotStates } from './runtime/slot-states.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
 
 // Which modules `mnn-edge run` starts and how they see each other. Modules are created here, in dependency
@@ -153,21 +154,22 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const publishEvent = (type: string, data: Record<string, unknown>) =>
     fleetRef?.agent?.publishEvent(type, data);
 
+  const planBoard = () => {
+    if (!caps) throw new Error('the runtime started before detection');
+    // The runtime's engine probe says which backends this MNN build has: the planner never picks one it
+    // lacks, and the capability document says why ("MNN built without …").
+    const engine = runtime.engineAvailability();
+    if (engine?.available)
+      caps = applyEngineBackends(
+        caps,
+        engine.info.backends.filter((b) => b.compiledIn).map((b) => b.name),
+      );
+    // A root without /proc/meminfo (a capture of another board): the engine hosts run on this machine, so
+    // its RAM is the budget that matters.
+    return boardFromCapabilities(caps, matchProfile(caps), { ramBytes: totalmem() });
+  };
   const runtime = createRuntimeModule({
-    board: () => {
-      if (!caps) throw new Error('the runtime started before detection');
-      // The runtime's engine probe says which backends this MNN build has: the planner never picks one it
-      // lacks, and the capability document says why ("MNN built without …").
-      const engine = runtime.engineAvailability();
-      if (engine?.available)
-        caps = applyEngineBackends(
-          caps,
-          engine.info.backends.filter((b) => b.compiledIn).map((b) => b.name),
-        );
-      // A root without /proc/meminfo (a capture of another board): the engine hosts run on this machine, so
-      // its RAM is the budget that matters.
-      return boardFromCapabilities(caps, matchProfile(caps), { ramBytes: totalmem() });
-    },
+    board: planBoard,
     catalog: () => catalogFromStore(models?.catalog.variants() ?? []),
     inUse: (refs) => models?.store.setInUse(refs),
     installs: {
@@ -195,6 +197,10 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     runtime: () => runtime.runtime(),
     sessions,
     publishEvent,
+    slotStates: () => {
+      const rt = runtime.runtime();
+      return rt ? runtimeSlotStates(rt) : [];
+    },
   });
   const fleet = createFleetModule({
     agentVersion: options.agentVersion,
@@ -259,7 +265,12 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
           ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) }
           : {}),
         ...(models ? { models: modelsPortFrom(models.store) } : {}),
-        ...(rt ? { placement: placementPortFrom(rt) } : {}),
+        ...(rt
+          ? {
+              placement: placementPortFrom(rt, () => (caps ? planBoard() : undefined)),
+              health: () => runtimeHealth(rt),
+            }
+          : {}),
         ota: otaPortFrom(new JobJournal(ctx.db)),
         workloads: { voice: () => workloads.voiceStatus(), vision: () => workloads.visionStatus() },
       };

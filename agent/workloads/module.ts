@@ -12,6 +12,7 @@ import { registerVisionSocket, VISION_WS_PATH } from '../http/ws-vision.js';
 import { registerVoiceSocket, VOICE_WS_PATH } from '../http/ws-voice.js';
 import type { AgentContext, AgentModule } from '../main.js';
 import type { SlotName } from '../plan/types.js';
+import type { SlotState } from '../runtime/slot-states.js';
 import type { MetricSample } from '../telemetry/samplers.js';
 import {
   AplaySink,
@@ -40,6 +41,8 @@ export interface WorkloadsModuleDeps {
   /** Watch-mode answers as device events (the fleet module publishes them on MQTT `events`). */
   publishEvent?: (name: string, payload: Record<string, unknown>) => void;
   retentionSweepMs?: number;
+  /** The runtime's slot states: /v1/models lists only models that can answer (serving, or loading). */
+  slotStates?: () => readonly SlotState[];
 }
 
 export interface WorkloadsModule extends AgentModule {
@@ -136,12 +139,19 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const startedAt = Math.floor(ctx.clock.nowMs() / 1000);
       // Read on every request: a model installed or swapped while the agent runs shows up at once. Slots that
       // share a model appear once, under the first slot that serves it.
-      // A placed model is listed even while the engine is missing: asking it then answers 503 with the reason.
+      // A model that cannot answer (no engine, failed to load) is not listed: a client would only get a 503.
       const apiModels = () => {
         const seen = new Set<string>();
+        const states = deps.slotStates?.();
+        const answers = (slot: SlotName) => {
+          const state = states?.find((st) => st.slot === slot);
+          return state === undefined
+            ? models.missing(slot) === undefined
+            : state.servable || state.phase === 'loading';
+        };
         return API_SLOTS.flatMap((slot) => {
           const id = models.modelId(slot);
-          if (id === undefined || seen.has(id)) return [];
+          if (id === undefined || seen.has(id) || !answers(slot)) return [];
           seen.add(id);
           return [{ id, created: startedAt, gate: gateFor(slot), open: async () => models.chat(slot) }];
         });

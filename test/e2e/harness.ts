@@ -25,13 +25,14 @@ import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
 import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
+import { runtimeHealth, runtimeSlotStates } from '../../agent/runtime/slot-states.js';
 import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { ModelCatalog } from '../../models/index.js';
 import { JobJournal } from '../../ota/journal.js';
-import { type FixtureModel, fixtureModelsModule, testBoard } from '../engine/_slots.js';
+import { fixtureModelsModule, type ModelSource, testBoard } from '../engine/_slots.js';
 import { repoRoot } from '../helpers/paths.js';
 
 // An agent composed the way the daemon composes it (real detect on a fixture root, the engine as an engine host
@@ -76,7 +77,7 @@ export async function startDashboardAgent(options: {
   /** Slots for the real runtime module. */
   slots?: Record<string, unknown>;
   /** Fixture models imported into the agent's model store at start (the runtime plans the slots over them). */
-  fixtures?: readonly FixtureModel[];
+  fixtures?: readonly ModelSource[];
   /** Run the real fleet module against this MQTT broker URL (loopback only). */
   brokerUrl?: string;
   /** Serve over HTTPS with this certificate and key (PEM paths). */
@@ -100,7 +101,14 @@ export async function startDashboardAgent(options: {
   // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
   const sessions = createSessionLimiter(config.http.maxSessions);
   const workloads = options.workloads
-    ? createWorkloadsModule({ runtime: () => runtime.runtime(), sessions })
+    ? createWorkloadsModule({
+        runtime: () => runtime.runtime(),
+        sessions,
+        slotStates: () => {
+          const rt = runtime.runtime();
+          return rt ? runtimeSlotStates(rt) : [];
+        },
+      })
     : undefined;
   const fleet = options.brokerUrl ? createFleetModule({ agentVersion: '0.0.0-e2e' }) : undefined;
   let broker: ReturnType<typeof brokerStatusFrom> | undefined;
@@ -149,7 +157,8 @@ export async function startDashboardAgent(options: {
         telemetry: telemetryPortFrom(history, hub),
         ota: otaPortFrom(new JobJournal(ctx.db)),
         models: store ? modelsPortFrom(store) : { installed: () => [], installs: () => [] },
-        placement: placementPortFrom(runtime.runtime()!),
+        placement: placementPortFrom(runtime.runtime()!, () => testBoard),
+        health: () => runtimeHealth(runtime.runtime()!),
         ...(workloadsPort ? { workloads: workloadsPort } : {}),
         ...(broker ? { broker: broker.status } : {}),
       };

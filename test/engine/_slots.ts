@@ -23,6 +23,8 @@ import { ModelCatalog, ModelStore } from '../../models/index.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 export type FixtureModel = 'tiny-llm' | 'tiny-omni-audio' | 'tiny-vlm' | 'silero-vad';
+/** A shared fixture by name, or a directory of the test's own (a damaged copy) imported under an id. */
+export type ModelSource = FixtureModel | { path: string; id: string };
 
 /** The shared machine has 2 cores: one thread per host keeps parallel test files from starving each other. */
 export const testBoard: PlanBoard = {
@@ -50,7 +52,7 @@ export interface SlotModules {
 }
 
 /** A models module: a store in the agent's data dir with these fixtures imported (version 1.0.0) at start. */
-export function fixtureModelsModule(fixtures: readonly FixtureModel[]): {
+export function fixtureModelsModule(fixtures: readonly ModelSource[]): {
   module: AgentModule;
   store(): ModelStore | undefined;
 } {
@@ -66,7 +68,10 @@ export function fixtureModelsModule(fixtures: readonly FixtureModel[]): {
           clock: ctx.clock,
           log: ctx.logger,
         }).store;
-        for (const name of fixtures) await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
+        for (const f of fixtures)
+          await (typeof f === 'string'
+            ? store.import(join(modelFixturesDir, f), { version: '1.0.0' })
+            : store.import(f.path, { id: f.id, version: '1.0.0' }));
       },
       stop() {
         store?.close();
