@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, rmSync, truncateSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
@@ -159,13 +159,13 @@ if (!engine.available)
 (engine.available ? test.serial : test.skip)(
   'engine present, model files damaged: the slot is failed with the load error, the overview unhealthy',
   async (t) => {
-    // A copy of tiny-llm whose weights were cut short after export: the package imports (its manifest is
-    // derived from the files as they are) but MNN cannot load it.
+    // A copy of tiny-llm whose tokenizer was overwritten (a bad copy, a half-written disk): the package imports
+    // (its manifest is derived from the files as they are) but MNN refuses to load it.
     const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-corrupt-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const broken = join(dir, 'broken-llm');
     cpSync(join(modelFixturesDir, 'tiny-llm'), broken, { recursive: true });
-    truncateSync(join(broken, 'llm.mnn.weight'), 1024);
+    writeFileSync(join(broken, 'tokenizer.txt'), 'not a tokenizer\n');
     const agent = await startDashboardAgent({
       root: devhost,
       fixtures: [{ path: broken, id: 'broken-llm' }],
@@ -174,9 +174,8 @@ if (!engine.available)
     });
     t.teardown(() => agent.stop());
     const page = await openPage(t, agent);
-    t.regex(await shown(page.getByTestId('unhealthy')), /slot voice\.llm cannot serve/);
-    t.is(await page.getByTestId('engine-unavailable').count(), 0);
     await gotoModels(page, agent.url);
+    await screenshot(page, 'degraded-corrupt-model');
     t.is(await shown(page.getByTestId('slot-phase-voice.llm')), 'failed');
     const row = page.locator('[data-testid="slots"] tbody tr', { hasText: 'voice.llm' });
     t.regex(
@@ -187,7 +186,10 @@ if (!engine.available)
     const models = await bodyText(page);
     t.false(/Serving|served by/.test(models));
     assertNoInternals(t, models, 'Models');
-    await screenshot(page, 'degraded-corrupt-model');
+    await page.goto(`${agent.url}/#/overview`);
+    await page.waitForSelector('[data-testid="board-name"]');
+    t.regex(await shown(page.getByTestId('unhealthy')), /slot voice\.llm cannot serve/);
+    t.is(await page.getByTestId('engine-unavailable').count(), 0);
     const listed = await page.evaluate(
       async () => (await (await fetch('/v1/models')).json()) as { data: unknown[] },
     );

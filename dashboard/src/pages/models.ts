@@ -37,7 +37,8 @@ const PHASE_KIND: Record<SlotPhase, 'ok' | 'warn' | 'bad' | 'muted'> = {
 };
 
 function candidateText(c: Candidate): string {
-  const threads = c.config.backend_type === 'cpu' ? `, ${c.config.thread_num} threads` : '';
+  const n = c.config.thread_num;
+  const threads = c.config.backend_type === 'cpu' ? `, ${n} thread${n === 1 ? '' : 's'}` : '';
   return `${c.modelId}@${c.version} (${c.variantId}) on ${c.config.backend_type}${threads}`;
 }
 
