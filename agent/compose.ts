@@ -188,6 +188,17 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
       });
       for (const ev of ['fallback', 'recovered', 'memory-released', 'host-exit'] as const)
         rt.events.on(ev, (data) => publishEvent(`runtime.${ev}`, { ...data }));
+      // A slot's state moves without a new placement (loaded, failed, fell back): the document follows it; an
+      // unchanged document is not republished.
+      for (const ev of [
+        'switch',
+        'step-failed',
+        'runner-error',
+        'fallback',
+        'recovered',
+        'host-exit',
+      ] as const)
+        rt.events.on(ev, () => publishPlacement());
     },
   });
 
@@ -286,8 +297,11 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   // The retained documents (capabilities, models, placement) operators and Home Assistant read. Set once the
   // fleet exists (the fleet republishes them on every reconnect) and again whenever they change.
   function publishPlacement(): void {
-    const placement = runtime.runtime()?.desired.placement();
-    if (placement) fleetRef?.agent?.setDocument('placement', { ...placement });
+    const rt = runtime.runtime();
+    const placement = rt?.desired.placement();
+    // The slot states are what the dashboard shows: an operator reads the same verdict per slot.
+    if (rt && placement)
+      fleetRef?.agent?.setDocument('placement', { ...placement, slotStates: runtimeSlotStates(rt) });
   }
   function publishModels(): void {
     const store = models?.store;

@@ -84,6 +84,12 @@ test('retained capabilities, models and placement documents; reload', async (t) 
     const slots = (docs.get('placement')?.data['slots'] ?? []) as { slot: string }[];
     return slots.some((s) => s.slot === 'voice.llm');
   });
+  // The document carries the same slot state the dashboard shows, and follows it as the model loads (or not).
+  const phase = engineAvailability().available ? 'serving' : 'failed';
+  await until(() => {
+    const states = (docs.get('placement')?.data['slotStates'] ?? []) as { slot: string; phase: string }[];
+    return states.some((s) => s.slot === 'voice.llm' && s.phase === phase);
+  });
 
   const ctx = { deviceId: 'doc-dev', signal: new AbortController().signal, logger: createMemoryLogger() };
   const commands = composed.services.commands;
