@@ -139,7 +139,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const startedAt = Math.floor(ctx.clock.nowMs() / 1000);
       // Read on every request: a model installed or swapped while the agent runs shows up at once. Slots that
       // share a model appear once, under the first slot that serves it.
-      // A model that cannot answer (no engine, failed to load) is not listed: a client would only get a 503.
+      // A model that cannot answer (no engine, failed to load) is not listed, but asking for it by name still
+      // answers 503 with the reason.
       const apiModels = () => {
         const seen = new Set<string>();
         const states = deps.slotStates?.();
@@ -151,9 +152,17 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
         };
         return API_SLOTS.flatMap((slot) => {
           const id = models.modelId(slot);
-          if (id === undefined || seen.has(id) || !answers(slot)) return [];
+          if (id === undefined || seen.has(id)) return [];
           seen.add(id);
-          return [{ id, created: startedAt, gate: gateFor(slot), open: async () => models.chat(slot) }];
+          return [
+            {
+              id,
+              created: startedAt,
+              gate: gateFor(slot),
+              open: async () => models.chat(slot),
+              servable: answers(slot),
+            },
+          ];
         });
       };
       removers.push(

@@ -19,6 +19,9 @@ export interface OpenAiModel {
   /** Unix seconds, as OpenAI reports it (install time of the model). */
   created: number;
   open(): Promise<ChatModel>;
+  /** Whether it can answer now. One that cannot (no engine, failed to load) is left out of /v1/models but still
+   *  resolves by name, so asking it says why (503) rather than that it does not exist. Default: true. */
+  servable?: boolean;
   /** Shared with the workload that uses the same slot, so API traffic counts against its limit. */
   gate: SlotGate;
 }
@@ -89,6 +92,7 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
       object: 'list',
       data: deps
         .models()
+        .filter((m) => m.servable !== false)
         .map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'mnn-edge' })),
     });
   };
