@@ -10,11 +10,6 @@ import { ModelStoreInstaller } from '../ota/store-adapter.js';
 import { LogTail } from './common/log-tail.js';
 import type { AgentConfig } from './config/schema.js';
 import { type SlotsConfig, slotSpecsFromConfig } from './config/sections/slots.js';
-import { readCapabilitiesCache } from './detect/cache.js';
-import { applyEngineBackends, type Capabilities, detect } from './detect/index.js';
-import { CommandRegistry } from './fleet/commands.js';
-import { createFleetModule, type FleetModule } from './fleet/module.js';
-import type { BoardInfo } from './fleet/protocol.js';
 import {
   brokerStatusFrom,
   engineStatusFrom,
@@ -24,12 +19,17 @@ import {
   placementPortFrom,
   SampleHub,
   telemetryPortFrom,
-} from './http/api/adapters.js';
-import { createSessionLimiter } from './http/api/limits.js';
-import type { DashboardSources } from './http/api/ports.js';
-import { createDashboardModule } from './http/dashboard-routes.js';
-import type { AgentContext, AgentModule } from './main.js';
+} from './dashboard/adapters.js';
+import type { DashboardSources } from './dashboard/ports.js';
+import { createDashboardModule } from './dashboard/routes.js';
+import { readCapabilitiesCache } from './detect/cache.js';
+import { applyEngineBackends, type Capabilities, detect } from './detect/index.js';
+import { CommandRegistry } from './fleet/commands.js';
+import { createFleetModule, type FleetModule } from './fleet/module.js';
+import type { BoardInfo } from './fleet/protocol.js';
+import { createSessionLimiter } from './http/session-limits.js';
 import { createMdnsModule } from './mdns/module.js';
+import type { AgentContext, AgentModule } from './module.js';
 import { boardFromCapabilities } from './plan/from-capabilities.js';
 import { catalogFromStore } from './plan/from-catalog.js';
 import type { SlotName } from './plan/types.js';

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { HttpError } from './errors.js';
+import { HttpError } from '../common/http-error.js';
 
 // Bodies are buffered, so a client must not be able to make the agent buffer more than the configured limit:
 // a declared Content-Length over it is refused before reading, and a chunked body is cut off as it crosses it.

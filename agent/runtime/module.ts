@@ -4,6 +4,7 @@ import { matchProfile } from '../../board-support/index.js';
 import type { BoardProfile } from '../../board-support/types.js';
 import { createEngineInfo, type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { MnnEdgeError } from '../common/errors.js';
+import { HttpError } from '../common/http-error.js';
 import {
   planPolicyFromConfig,
   type RuntimeConfig,
@@ -12,8 +13,7 @@ import {
 } from '../config/sections/slots.js';
 import { detect } from '../detect/index.js';
 import type { Capabilities } from '../detect/types.js';
-import { HttpError } from '../http/errors.js';
-import type { AgentContext, AgentModule } from '../main.js';
+import type { AgentContext, AgentModule } from '../module.js';
 import { explainPlacement } from '../plan/explain.js';
 import { boardFromCapabilities } from '../plan/from-capabilities.js';
 import type { PlanBoard, PlanCatalog, SlotConstraints } from '../plan/types.js';

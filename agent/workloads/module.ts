@@ -5,12 +5,9 @@
 import { errorMessage } from '../common/errors.js';
 import type { VisionConfig } from '../config/sections/vision.js';
 import type { VoiceConfig } from '../config/sections/voice.js';
-import { createSessionLimiter, type SessionLimiter } from '../http/api/limits.js';
-import type { WorkloadStatus } from '../http/api/ports.js';
-import { registerOpenAiRoutes } from '../http/openai/routes.js';
-import { registerVisionSocket, VISION_WS_PATH } from '../http/ws-vision.js';
-import { registerVoiceSocket, VOICE_WS_PATH } from '../http/ws-voice.js';
-import type { AgentContext, AgentModule } from '../main.js';
+import type { WorkloadStatus } from '../dashboard/ports.js';
+import { createSessionLimiter, type SessionLimiter } from '../http/session-limits.js';
+import type { AgentContext, AgentModule } from '../module.js';
 import type { SlotName } from '../plan/types.js';
 import type { MetricSample } from '../telemetry/samplers.js';
 import {
@@ -22,13 +19,16 @@ import {
   wavFileSource,
 } from './audio/io.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
+import { registerOpenAiRoutes } from './openai/routes.js';
 import { SlotGate, VoicePriority } from './scheduler.js';
 import { slotModels, type WorkloadRuntime } from './slot-models.js';
 import { ffmpegFrames } from './vision/frame-sources.js';
 import { decodeImage, fitFrame } from './vision/image.js';
 import { VisionService } from './vision/service.js';
+import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
 import { runVoiceLoop } from './voice/loop.js';
 import { VoiceService } from './voice/service.js';
+import { registerVoiceSocket, VOICE_WS_PATH } from './voice/socket.js';
 import { VoiceTurnStore } from './voice/turn-store.js';
 
 export interface WorkloadsModuleDeps {

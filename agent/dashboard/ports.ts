@@ -1,5 +1,5 @@
-import type { Capabilities } from '../../detect/types.js';
-import type { Placement, SlotConstraints, SlotName } from '../../plan/types.js';
+import type { Capabilities } from '../detect/types.js';
+import type { Placement, SlotConstraints, SlotName } from '../plan/types.js';
 
 // What the dashboard API reads and drives, as small ports of its own. The composition root adapts the real
 // modules (detect, runtime, models, telemetry, ota, fleet, workloads) to these; a module that is absent, or

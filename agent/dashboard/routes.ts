@@ -3,24 +3,24 @@ import { fileURLToPath } from 'node:url';
 import type { WebSocket } from 'ws';
 import type { Clock } from '../common/clock.js';
 import { MnnEdgeError } from '../common/errors.js';
+import { HttpError } from '../common/http-error.js';
 import type { Logger } from '../common/log.js';
 import { isLogLevel, type LogTail } from '../common/log-tail.js';
-import type { AgentContext, AgentModule } from '../main.js';
-import { isSlotName } from '../plan/types.js';
+import { intParam, listParam } from '../http/query.js';
+import type { HttpRouter, RequestContext } from '../http/router.js';
 import {
   createSessionLimiter,
   type LimitsView,
   MessageRateLimiter,
   type SessionLimiter,
   WS_CLOSE,
-} from './api/limits.js';
-import { overviewOf } from './api/overview.js';
-import { parsePinBody } from './api/placement-input.js';
-import type { DashboardSources, TelemetrySample } from './api/ports.js';
-import { intParam, listParam } from './api/query.js';
-import { loadStaticSite, type StaticSite } from './api/static-files.js';
-import { HttpError } from './errors.js';
-import type { HttpRouter, RequestContext } from './router.js';
+} from '../http/session-limits.js';
+import { loadStaticSite, type StaticSite } from '../http/static-files.js';
+import type { AgentContext, AgentModule } from '../module.js';
+import { isSlotName } from '../plan/types.js';
+import { parsePinBody } from '../runtime/placement-input.js';
+import { overviewOf } from './overview.js';
+import type { DashboardSources, TelemetrySample } from './ports.js';
 
 // The dashboard's HTTP surface: the static page (public: it holds no data and must load to show the login
 // form) and the JSON and WebSocket API it reads (authenticated, like every route by default). Each endpoint

@@ -1,11 +1,11 @@
-import type { EngineAvailability } from '../../../engine/src/loader.js';
-import type { ModelStore } from '../../../models/store/model-store.js';
-import type { JobJournal } from '../../../ota/journal.js';
-import type { TypedEventEmitter } from '../../common/typed-events.js';
-import type { SlotConstraints, SlotName } from '../../plan/types.js';
-import type { Runtime } from '../../runtime/runtime.js';
-import type { TelemetryHistory } from '../../telemetry/history.js';
-import type { TelemetrySnapshot } from '../../telemetry/service.js';
+import type { EngineAvailability } from '../../engine/src/loader.js';
+import type { ModelStore } from '../../models/store/model-store.js';
+import type { JobJournal } from '../../ota/journal.js';
+import type { TypedEventEmitter } from '../common/typed-events.js';
+import type { SlotConstraints, SlotName } from '../plan/types.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { TelemetryHistory } from '../telemetry/history.js';
+import type { TelemetrySnapshot } from '../telemetry/service.js';
 import type {
   BrokerStatus,
   EngineStatus,
