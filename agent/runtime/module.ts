@@ -11,9 +11,9 @@ import {
   slotSpecsFromConfig,
 } from '../config/sections/slots.js';
 import { applyEngineBackends, detect } from '../detect/index.js';
+import { boardFromCapabilities } from '../detect/plan-board.js';
 import type { Capabilities } from '../detect/types.js';
 import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
-import { boardFromCapabilities } from '../plan/from-capabilities.js';
 import type { PlanBoard, PlanCatalog } from '../plan/types.js';
 import { engineHostFactory } from './engine-host-adapter.js';
 import { EngineFailure, type EngineHostFactory } from './engine-port.js';
