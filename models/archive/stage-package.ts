@@ -319,7 +319,7 @@ function planFrom(
   if (budget.compressed === true) {
     if (totalBytes > compressedBytes * limits.maxCompressionRatio)
       throw archiveError(
-        `${archive} would unpack to ${totalBytes} bytes, more than ${limits.maxCompressionRatio} times its ${compressedBytes} compressed bytes (models.maxCompressionRatio)`,
+        `package would unpack to ${totalBytes} bytes, more than ${limits.maxCompressionRatio} times its ${compressedBytes} compressed bytes (models.maxCompressionRatio)`,
       );
   }
   budget.maxBytes = Math.min(budget.maxBytes, budget.position + tarBytes);
