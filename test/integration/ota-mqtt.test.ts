@@ -64,6 +64,7 @@ async function world(t: { teardown(fn: () => void | Promise<void>): void }): Pro
   for (const v of ['1.0.0', '2.0.0', '3.0.0']) {
     const r = await packModel(tinyLlm, { id: 'tiny-llm', version: v, outDir: served });
     artifacts.set(v, r.artifact);
+    writeFileSync(join(dir, `manifest-${v}.json`), JSON.stringify(r.manifest));
   }
   const srv = await servePackages(served);
   t.teardown(() => srv.close());
@@ -213,9 +214,11 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
   bytes[bytes.length - 2000]! ^= 0x01;
   writeFileSync(join(w.served, flippedName), bytes);
   const evilName = 'tiny-llm-3.0.0-evil.tar';
+  // A valid manifest first: the traversal entry must be what refuses the package.
+  const manifest3 = readFileSync(join(w.dir, 'manifest-3.0.0.json'));
   await pipeline(
     writeTar([
-      { path: 'mnn-edge.json', data: Buffer.from('{}') },
+      { path: 'mnn-edge.json', data: manifest3 },
       { path: '../../../tmp/owned', data: Buffer.from('x') },
     ]),
     createWriteStream(join(w.served, evilName)),
