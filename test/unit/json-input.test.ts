@@ -39,7 +39,8 @@ test('a schema property named like a prototype member validates its value', (t) 
   const schema: JsonSchema = {
     type: 'object',
     additionalProperties: false,
-    properties: { constructor: { type: 'integer' } },
+    // From JSON, as a schema file would give it: an own key named "constructor".
+    properties: JSON.parse('{"constructor":{"type":"integer"}}') as Record<string, JsonSchema>,
   };
   t.deepEqual(validate(schema, JSON.parse('{"constructor":1}')), []);
   t.deepEqual(validate(schema, JSON.parse('{"constructor":"x"}')), [
