@@ -75,7 +75,7 @@ export async function pullPackage(
     if (deps.trust.policy.keys.length === 0) {
       throw new MnnEdgeError(
         'ENOTRUST',
-        'No trusted key is configured (ota.trustedKeys): add the fleet signing key, or pass --sha256 of the package to install it once',
+        'No trusted key is configured (ota.rootFile or ota.trustedKeys): add the fleet root or signing key, or pass --sha256 of the package to install it once',
       );
     }
     const where = req.targets ?? new URL('targets.json', req.url).toString();

@@ -226,7 +226,7 @@ export async function stageFromTar(
       );
     if (isFirst && path === MANIFEST_FILE && entry.type === 'file') {
       const bytes = await readManifestEntry(entry.size, entry.body());
-      plan = planFrom(bytes, archive, compressedBytes, budget, limits, staging, options);
+      plan = planFrom(bytes, compressedBytes, budget, limits, staging, options);
       const sink = openSink(staging, path, shown);
       sink.write(bytes);
       files.set(path, { path, length: sink.length, sha256: sink.finish() });
@@ -291,7 +291,6 @@ async function readManifestEntry(size: number, body: AsyncIterable<Buffer>): Pro
  */
 function planFrom(
   bytes: Buffer,
-  archive: string,
   compressedBytes: number,
   budget: DecompressionBudget,
   limits: StageLimits,

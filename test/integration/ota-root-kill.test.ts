@@ -136,6 +136,8 @@ test(`${KILLS} kill -9 during root rotations leave the old or the new root trust
     if (!r.killed) break;
     kills++;
   }
-  t.log(`${kills} kills in ${Math.round((Date.now() - started) / 1000)} s; trusted root after each: ${seen.join(' ')}`);
+  t.log(
+    `${kills} kills in ${Math.round((Date.now() - started) / 1000)} s; trusted root after each: ${seen.join(' ')}`,
+  );
   t.true(kills === KILLS || previous === CHAIN, 'the chain did not run out before the kills were done');
 });
