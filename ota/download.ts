@@ -122,7 +122,11 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
 
   constructor(policy: Partial<DownloadPolicy> = {}, deps: DownloadDeps = {}) {
     super();
-    this.#policy = { ...defaultDownloadPolicy, ...policy };
+    const merged = { ...defaultDownloadPolicy, ...policy };
+    // Our own bandwidth cap must never make us look like a slow server: the minimum stays below half of it.
+    if (merged.maxBytesPerSecond > 0 && merged.minBytesPerSecond > merged.maxBytesPerSecond / 2)
+      merged.minBytesPerSecond = Math.floor(merged.maxBytesPerSecond / 2);
+    this.#policy = merged;
     this.#clock = deps.clock ?? systemClock;
     this.#sleep = deps.sleep ?? defaultSleep;
     this.#freeBytes = deps.freeBytes ?? freeBytesIn;
