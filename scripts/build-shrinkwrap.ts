@@ -13,12 +13,7 @@ const REGISTRY = 'https://registry.npmjs.org';
 /** devDependencies the recipe's own build steps run (do_compile_ts, do_compile_dashboard). */
 export const BUILD_TOOLS = ['typescript', 'esbuild-wasm'] as const;
 
-interface RootEntry extends LockEntry {
-  dependencies?: Record<string, string>;
-  devDependencies?: Record<string, string>;
-}
-
-type Lock = PackageLock & { packages: Record<string, RootEntry> };
+type Lock = PackageLock;
 
 export function packageName(key: string): string {
   return key.slice(key.lastIndexOf('node_modules/') + 'node_modules/'.length);
@@ -56,7 +51,7 @@ export function buildToolKeys(lock: Lock): string[] {
     const key = queue.pop()!;
     if (seen.has(key)) continue;
     seen.add(key);
-    const entry = lock.packages[key] as RootEntry;
+    const entry = lock.packages[key] as LockEntry;
     for (const dep of Object.keys(entry.dependencies ?? {})) {
       const depKey = resolveKey(lock, key, dep);
       if (depKey !== undefined) queue.push(depKey);
@@ -77,11 +72,15 @@ export function buildShrinkwrap(lockIn: PackageLock): PackageLock {
       `package-lock.json lockfileVersion ${lock.lockfileVersion} is too old: the npmsw fetcher needs 2 or later`,
     );
   }
+  for (const [key, entry] of Object.entries(lock.packages)) {
+    if (key !== '' && !entry.link && !entry.integrity)
+      throw new Error(`package-lock.json: ${key} has no integrity; regenerate the lock with npm install`);
+  }
   const tools = new Set(buildToolKeys(lock));
   const packages: Record<string, LockEntry> = {};
   for (const [key, entry] of Object.entries(lock.packages)) {
     if (key === '') {
-      const root = { ...(entry as RootEntry) };
+      const root = { ...(entry as LockEntry) };
       root.devDependencies = Object.fromEntries(
         Object.entries(root.devDependencies ?? {}).filter(([n]) => tools.has(`node_modules/${n}`)),
       );
@@ -90,8 +89,6 @@ export function buildShrinkwrap(lockIn: PackageLock): PackageLock {
     }
     if (entry.link) continue;
     if (entry.dev === true && !tools.has(key)) continue;
-    if (!entry.integrity)
-      throw new Error(`package-lock.json: ${key} has no integrity; regenerate the lock with npm install`);
     const name = packageName(key);
     const resolved =
       entry.resolved ?? `${REGISTRY}/${name}/-/${name.slice(name.lastIndexOf('/') + 1)}-${entry.version}.tgz`;
@@ -190,7 +187,7 @@ export function licenseInclude(lock: PackageLock, root: string): string {
   return [
     '# Generated from package-lock.json by `npm run stage -- --write-shrinkwrap`; do not edit.',
     "# The project's license and the license text of every production npm package the image ships (npmsw",
-    '# unpacks them under ${S}/node_modules), so do_populate_lic collects them and a changed text stops the build.',
+    '# unpacks them under S/node_modules), so do_populate_lic collects them and a changed text stops the build.',
     `LICENSE = "${shippedLicense(lock)}"`,
     `LIC_FILES_CHKSUM = " \\\n${files.map((f) => `    ${entry(f)} \\\n`).join('')}"`,
     '',

@@ -342,7 +342,8 @@ function checkLayerConf(layerDir: string): Problem[] {
   for (const s of series)
     need(KNOWN_SERIES.includes(s), `LAYERSERIES_COMPAT_${name} names unknown series ${s}`);
   const deps = (variableValue(meta, `LAYERDEPENDS_${name}`) ?? '').split(/\s+/);
-  for (const d of ['core', 'openembedded-layer'])
+  // nodejs is in meta-oe; mosquitto, which mnn-edge-mosquitto pulls in, in meta-networking.
+  for (const d of ['core', 'openembedded-layer', 'networking-layer'])
     need(deps.includes(d), `LAYERDEPENDS_${name} must include ${d}`);
   for (const entry of (variableValue(meta, 'BBFILES_DYNAMIC') ?? '').split(/\s+/).filter(Boolean)) {
     const m = /^([^:]+):\$\{LAYERDIR\}\/(dynamic-layers\/[^/*]+)\//.exec(entry);
@@ -378,12 +379,16 @@ export interface CheckOptions {
 
 /** The recipe's text with each `require`/`include` of a file next to it put in its place, as BitBake does. */
 function recipeText(path: string, problems: Problem[], file: string): string {
-  return readFileSync(path, 'utf8').replace(/^(require|include)\s+(\S+)\s*$/gm, (line, kind: string, name: string) => {
-    const included = join(dirname(path), name);
-    if (existsSync(included)) return readFileSync(included, 'utf8');
-    if (kind === 'require') problems.push({ file, message: `require ${name}: no such file next to the recipe` });
-    return '';
-  });
+  return readFileSync(path, 'utf8').replace(
+    /^(require|include)\s+(\S+)\s*$/gm,
+    (_line, kind: string, name: string) => {
+      const included = join(dirname(path), name);
+      if (existsSync(included)) return readFileSync(included, 'utf8');
+      if (kind === 'require')
+        problems.push({ file, message: `require ${name}: no such file next to the recipe` });
+      return '';
+    },
+  );
 }
 
 function checkRecipe(

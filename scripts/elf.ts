@@ -6,11 +6,11 @@ import { join, relative } from 'node:path';
 export type ElfMachine = 'x86_64' | 'aarch64' | 'riscv64' | 'riscv32' | 'arm' | 'i386' | `machine-${number}`;
 
 const MACHINES: Record<number, (elf64: boolean) => ElfMachine> = {
-  0x03: () => 'i386',
-  0x28: () => 'arm',
-  0x3e: () => 'x86_64',
-  0xb7: () => 'aarch64',
-  0xf3: (elf64) => (elf64 ? 'riscv64' : 'riscv32'),
+  3: () => 'i386',
+  40: () => 'arm',
+  62: () => 'x86_64',
+  183: () => 'aarch64',
+  243: (elf64) => (elf64 ? 'riscv64' : 'riscv32'),
 };
 
 /** The machine of an ELF header, or null when the bytes are not one. */

@@ -31,7 +31,9 @@ export async function measureFetch(lock: PackageLock, parallel = 8): Promise<Fet
       const response = await fetch(url, { method: 'HEAD', redirect: 'follow' });
       const length = Number(response.headers.get('content-length'));
       if (!response.ok || !Number.isFinite(length)) {
-        throw new Error(`HEAD ${url}: ${response.status}, content-length ${response.headers.get('content-length')}`);
+        throw new Error(
+          `HEAD ${url}: ${response.status}, content-length ${response.headers.get('content-length')}`,
+        );
       }
       bytes += length;
     }

@@ -272,7 +272,9 @@ async function main(argv: string[]): Promise<void> {
     const full = await measureFetch(lock);
     const trimmed = await measureFetch(buildShrinkwrap(lock));
     const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
-    console.log(`npm fetch, every package of package-lock.json: ${full.packages} tarballs, ${mb(full.bytes)}`);
+    console.log(
+      `npm fetch, every package of package-lock.json: ${full.packages} tarballs, ${mb(full.bytes)}`,
+    );
     console.log(
       `npm fetch, build shrinkwrap: ${trimmed.packages} tarballs, ${mb(trimmed.bytes)} (${((100 * trimmed.bytes) / full.bytes).toFixed(1)} %)`,
     );

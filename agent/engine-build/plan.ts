@@ -81,7 +81,9 @@ export function planEngineBuild(caps: Capabilities, host: BuildHost): EngineBuil
   if (arch === 'aarch64') {
     const fp16 = f.fp16.value === true;
     cmake.set('MNN_ARM82', fp16 ? 'ON' : 'OFF');
-    reasons.push(`CPU: aarch64, ${fp16 ? 'FP16 arithmetic (asimdhp): ARMv8.2 kernels' : 'no FP16: ARMv8.0 kernels only'}`);
+    reasons.push(
+      `CPU: aarch64, ${fp16 ? 'FP16 arithmetic (asimdhp): ARMv8.2 kernels' : 'no FP16: ARMv8.0 kernels only'}`,
+    );
   } else if (arch === 'x86_64') {
     const avx512 = f.avx512f.value === true;
     cmake.set('MNN_AVX512', avx512 ? 'ON' : 'OFF');
@@ -89,7 +91,9 @@ export function planEngineBuild(caps: Capabilities, host: BuildHost): EngineBuil
   } else if (arch === 'riscv64') {
     const rvv = f.rvv.value === true;
     cmake.set('MNN_USE_RVV', rvv ? 'ON' : 'OFF');
-    reasons.push(`CPU: riscv64, ${rvv ? 'RVV 1.0 vector kernels (-march=rv64gcv)' : 'no V extension: scalar kernels'}`);
+    reasons.push(
+      `CPU: riscv64, ${rvv ? 'RVV 1.0 vector kernels (-march=rv64gcv)' : 'no V extension: scalar kernels'}`,
+    );
     if (rvv) cmake.set('MNN_RVV_MARCH', 'rv64gcv');
     if (f.ime2.value === true) {
       cmake.set('MNN_RVV_SPACEMIT_IME2', 'ON');
@@ -138,9 +142,12 @@ export function planEngineBuild(caps: Capabilities, host: BuildHost): EngineBuil
     cmake.set('MNN_CUDA', 'ON');
     cmake.set('CUDA_TOOLKIT_ROOT_DIR', host.cudaRoot);
     if (cc) cmake.set('CUDA_ARCHS', cc);
-    else warnings.push('CUDA: compute capability unknown; MNN compiles for the GPU it detects while building');
+    else
+      warnings.push('CUDA: compute capability unknown; MNN compiles for the GPU it detects while building');
     backends.push('cuda');
-    reasons.push(`CUDA: ${gpu.name.value ?? 'NVIDIA GPU'}, compute capability ${cc ?? 'unknown'}, toolkit ${host.cudaRoot}`);
+    reasons.push(
+      `CUDA: ${gpu.name.value ?? 'NVIDIA GPU'}, compute capability ${cc ?? 'unknown'}, toolkit ${host.cudaRoot}`,
+    );
   }
 
   // Qualcomm Hexagon NPU: QNN (HTP) and MNN's own Hexagon backend, each with its SDK.
@@ -180,7 +187,12 @@ export function planEngineBuild(caps: Capabilities, host: BuildHost): EngineBuil
 }
 
 /** `cmake -S SRC -B BUILD` arguments of a plan. */
-export function cmakeConfigureArgs(plan: EngineBuildPlan, src: string, build: string, prefix: string): string[] {
+export function cmakeConfigureArgs(
+  plan: EngineBuildPlan,
+  src: string,
+  build: string,
+  prefix: string,
+): string[] {
   return [
     '-S',
     src,

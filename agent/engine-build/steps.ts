@@ -51,7 +51,10 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
     });
   }
   const build = join(o.workDir, 'build');
-  steps.push({ title: 'configure MNN', command: ['cmake', ...cmakeConfigureArgs(plan, src, build, o.prefix)] });
+  steps.push({
+    title: 'configure MNN',
+    command: ['cmake', ...cmakeConfigureArgs(plan, src, build, o.prefix)],
+  });
   steps.push({
     title: 'build MNN',
     command: ['cmake', '--build', build, '--parallel', String(o.jobs)],
@@ -59,15 +62,30 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
   });
   steps.push({ title: `install MNN into ${o.prefix}`, command: ['cmake', '--install', build] });
   // MNN's install rule leaves out the LLM tools; the agent's benchmarks and a human checking a model use them.
-  steps.push({ title: 'install llm_demo and llm_bench', command: ['cmake', '-E', 'make_directory', join(o.prefix, 'bin')] });
+  steps.push({
+    title: 'install llm_demo and llm_bench',
+    command: ['cmake', '-E', 'make_directory', join(o.prefix, 'bin')],
+  });
   steps.push({
     title: 'copy llm_demo and llm_bench',
-    command: ['cmake', '-E', 'copy', join(build, 'llm_demo'), join(build, 'llm_bench'), join(o.prefix, 'bin')],
+    command: [
+      'cmake',
+      '-E',
+      'copy',
+      join(build, 'llm_demo'),
+      join(build, 'llm_bench'),
+      join(o.prefix, 'bin'),
+    ],
   });
   if (o.packageRoot !== undefined) {
     steps.push({
       title: 'build the engine addon',
-      command: [o.nodePath, join(o.packageRoot, 'engine', 'scripts', 'build-engine.mjs'), '--jobs', String(o.jobs)],
+      command: [
+        o.nodePath,
+        join(o.packageRoot, 'engine', 'scripts', 'build-engine.mjs'),
+        '--jobs',
+        String(o.jobs),
+      ],
       cwd: o.packageRoot,
       env: { MNN_ROOT: o.prefix },
     });

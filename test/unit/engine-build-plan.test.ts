@@ -18,7 +18,11 @@ const options = (caps: Capabilities, host: BuildHost = {}) =>
 
 /** Per board: backends with no toolkits installed, the options that must be set, and those that must not. */
 const EXPECTED: Record<string, { backends: string[]; set: Record<string, string>; unset: string[] }> = {
-  'nvidia-jetson-orin-nano-super': { backends: [], set: { MNN_ARM82: 'ON' }, unset: ['MNN_CUDA', 'MNN_OPENCL'] },
+  'nvidia-jetson-orin-nano-super': {
+    backends: [],
+    set: { MNN_ARM82: 'ON' },
+    unset: ['MNN_CUDA', 'MNN_OPENCL'],
+  },
   'qcom-qcs6490-rb3gen2': {
     backends: ['opencl'],
     set: { MNN_ARM82: 'ON', MNN_OPENCL: 'ON' },
@@ -45,7 +49,11 @@ const EXPECTED: Record<string, { backends: string[]; set: Record<string, string>
     set: { MNN_USE_RVV: 'ON', MNN_RVV_SPACEMIT_IME2: 'ON' },
     unset: ['MNN_OPENCL', 'MNN_ARM82'],
   },
-  'starfive-jh7110-visionfive2': { backends: [], set: { MNN_USE_RVV: 'OFF' }, unset: ['MNN_RVV_SPACEMIT_IME2'] },
+  'starfive-jh7110-visionfive2': {
+    backends: [],
+    set: { MNN_USE_RVV: 'OFF' },
+    unset: ['MNN_RVV_SPACEMIT_IME2'],
+  },
   'x86_64-devhost-zen5': { backends: [], set: { MNN_AVX512: 'ON' }, unset: ['MNN_ARM82', 'MNN_USE_RVV'] },
 };
 
@@ -60,7 +68,13 @@ test('every board fixture has a row, and its plan enables exactly the backends i
     for (const [k, v] of Object.entries(expected.set)) t.is(o[k], v, `${dir}: ${k}`);
     for (const k of expected.unset) t.is(o[k], undefined, `${dir}: ${k} must not be set`);
     // The engine addon needs these on every board.
-    for (const k of ['MNN_BUILD_LLM', 'MNN_BUILD_LLM_OMNI', 'MNN_BUILD_AUDIO', 'MNN_IMGCODECS', 'MNN_LOW_MEMORY'])
+    for (const k of [
+      'MNN_BUILD_LLM',
+      'MNN_BUILD_LLM_OMNI',
+      'MNN_BUILD_AUDIO',
+      'MNN_IMGCODECS',
+      'MNN_LOW_MEMORY',
+    ])
       t.is(o[k], 'ON', `${dir}: ${k}`);
     t.is(o['MNN_SEP_BUILD'], 'OFF', dir);
     t.true(plan.reasons.length > 0, dir);
@@ -89,7 +103,10 @@ test('Qualcomm: QNN and (where the NPU runs it) Hexagon with the SDK paths found
   const none = planEngineBuild(board('qcom-qcs6490-rb3gen2'), {
     searched: { qnn: ['$QNN_SDK_ROOT=/x'], hexagon: [], cuda: [] },
   });
-  t.regex(none.warnings.join('\n'), /QNN: Hexagon v68 NPU found but no QAIRT\/QNN SDK \(include\/QNN\) in \$QNN_SDK_ROOT=\/x/);
+  t.regex(
+    none.warnings.join('\n'),
+    /QNN: Hexagon v68 NPU found but no QAIRT\/QNN SDK \(include\/QNN\) in \$QNN_SDK_ROOT=\/x/,
+  );
 });
 
 test('GPU loaders: a warning names the unversioned library MNN dlopens when only the soname is installed', (t) => {
@@ -109,7 +126,8 @@ test('GPU loaders: a warning names the unversioned library MNN dlopens when only
 test('toolkits are found through the vendor variables and default directories, newest version first', (t) => {
   const root = mkdtempSync(join(tmpdir(), 'engine-sdk-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  for (const v of ['2.9.0', '2.31.0']) mkdirSync(join(root, 'opt/qcom/aistack/qairt', v, 'include/QNN'), { recursive: true });
+  for (const v of ['2.9.0', '2.31.0'])
+    mkdirSync(join(root, 'opt/qcom/aistack/qairt', v, 'include/QNN'), { recursive: true });
   mkdirSync(join(root, 'usr/local/cuda/bin'), { recursive: true });
   writeFileSync(join(root, 'usr/local/cuda/bin/nvcc'), '');
   const host = findBuildHost({}, root);
@@ -133,11 +151,20 @@ test('steps: fetch the pinned commit only when no tree is given, then configure,
     'git -C /w/MNN checkout --quiet --detach FETCH_HEAD',
   ]);
   t.is(cloned[4], `cmake ${cmakeConfigureArgs(plan, '/w/MNN', '/w/build', '/opt/mnn').join(' ')}`);
-  t.is(cloned.at(-1), 'cd /app && MNN_ROOT=/opt/mnn /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 4');
+  t.is(
+    cloned.at(-1),
+    'cd /app && MNN_ROOT=/opt/mnn /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 4',
+  );
   const given = buildSteps(plan, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
-  t.false(given.some((s) => s.startsWith('git')), 'a given tree is used as it is');
+  t.false(
+    given.some((s) => s.startsWith('git')),
+    'a given tree is used as it is',
+  );
   t.true(given[0]!.startsWith('cmake -S /src/MNN -B /w/build -DCMAKE_INSTALL_PREFIX=/opt/mnn'));
-  t.false(given.some((s) => s.includes('build-engine.mjs')), 'no addon step without engine sources');
+  t.false(
+    given.some((s) => s.includes('build-engine.mjs')),
+    'no addon step without engine sources',
+  );
 });
 
 test('progress lines of make and ninja', (t) => {

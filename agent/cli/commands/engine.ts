@@ -96,7 +96,8 @@ export const command: Command = {
     }
     const jobsText = stringFlag(args, 'jobs');
     const jobs = jobsText === undefined ? availableParallelism() : Number(jobsText);
-    if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs needs a positive integer, got ${jobsText}`);
+    if (!Number.isInteger(jobs) || jobs < 1)
+      throw new UsageError(`--jobs needs a positive integer, got ${jobsText}`);
     const prefix = resolve(stringFlag(args, 'prefix') ?? '/opt/mnn');
     const cacheHome = io.env['XDG_CACHE_HOME'] || join(io.env['HOME'] || homedir(), '.cache');
     const workDir = resolve(stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', 'engine-build'));
