@@ -44,6 +44,9 @@ function directory(flag: string, path: string): string {
 function checkWritable(path: string): void {
   let dir = path;
   while (!existsSync(dir)) dir = dirname(dir);
+  if (!statSync(dir).isDirectory()) {
+    throw new MnnEdgeError('ENOTDIR', `cannot install into ${path}: ${dir} is not a directory`);
+  }
   try {
     accessSync(dir, constants.W_OK);
   } catch {
