@@ -73,7 +73,7 @@ function setup(): string | Setup {
     join(buildDir, 'conf', 'bblayers.conf'),
     [
       'POKY_BBLAYERS_CONF_VERSION = "2"',
-      'BBPATH = "${TOPDIR}"',
+      `BBPATH = "\${TOPDIR}"`,
       'BBFILES ?= ""',
       `BBLAYERS ?= "${[join(poky, 'meta'), join(poky, 'meta-poky'), ...['meta-oe', 'meta-python', 'meta-networking'].map((l) => join(oe, l)), ourLayer].join(' ')}"`,
       '',
@@ -130,6 +130,7 @@ function bitbake(s: Setup, machine: string, args: string[], timeoutMs = 60 * 60_
     env: { ...process.env, ...env },
     encoding: 'utf8',
     timeout: timeoutMs,
+    maxBuffer: 512 * 1024 * 1024,
   });
   return {
     status: r.status,
