@@ -1,3 +1,4 @@
+import { MnnEdgeError } from '../common/errors.js';
 import type { Capabilities, GpuInfo, HexagonInfo, NvidiaGpuInfo, RknpuInfo } from '../detect/types.js';
 
 // Which MNN CMake options a board gets when `mnn-edge engine build` compiles MNN on the board itself (Debian on
@@ -19,6 +20,15 @@ export interface BuildHost {
   cudaRoot?: string;
   /** Where each looked, for the message when one is missing. */
   searched?: { qnn: string[]; hexagon: string[]; cuda: string[] };
+}
+
+/** Backends a user may force on or off (a CPU-only development host with lavapipe and pocl, say). */
+export const SELECTABLE_BACKENDS = ['opencl', 'vulkan', 'cuda', 'qnn', 'hexagon'] as const;
+export type SelectableBackend = (typeof SELECTABLE_BACKENDS)[number];
+
+export interface BackendChoice {
+  with?: readonly SelectableBackend[];
+  without?: readonly SelectableBackend[];
 }
 
 export interface EngineBuildPlan {
@@ -69,7 +79,20 @@ function unversionedWarning(kind: 'OpenCL' | 'Vulkan', found: string[], name: st
   ];
 }
 
-export function planEngineBuild(caps: Capabilities, host: BuildHost): EngineBuildPlan {
+/** CMake keys each selectable backend sets. */
+const BACKEND_KEYS: Record<SelectableBackend, string[]> = {
+  opencl: ['MNN_OPENCL'],
+  vulkan: ['MNN_VULKAN'],
+  cuda: ['MNN_CUDA', 'CUDA_TOOLKIT_ROOT_DIR', 'CUDA_ARCHS'],
+  qnn: ['MNN_QNN', 'QNN_SDK_ROOT'],
+  hexagon: ['MNN_HEXAGON', 'HEXAGON_SDK_ROOT'],
+};
+
+export function planEngineBuild(
+  caps: Capabilities,
+  host: BuildHost,
+  choice: BackendChoice = {},
+): EngineBuildPlan {
   const cmake = new Map<string, string>(BASE);
   const backends: string[] = [];
   const reasons: string[] = [];
@@ -182,8 +205,41 @@ export function planEngineBuild(caps: Capabilities, host: BuildHost): EngineBuil
     );
   }
 
+  applyChoice(choice, host, cmake, backends, reasons);
   // Keys a backend added go after the base ones, in the order they were decided.
   return { cmake: [...cmake.entries()], backends, reasons, warnings };
+}
+
+/** --with / --without: the user's word over detection; a backend that needs a toolkit still needs it found. */
+function applyChoice(
+  choice: BackendChoice,
+  host: BuildHost,
+  cmake: Map<string, string>,
+  backends: string[],
+  reasons: string[],
+): void {
+  for (const b of choice.without ?? []) {
+    for (const key of BACKEND_KEYS[b]) cmake.delete(key);
+    const at = backends.indexOf(b);
+    if (at !== -1) backends.splice(at, 1);
+    reasons.push(`${b}: left out (--without)`);
+  }
+  const toolkit: Partial<Record<SelectableBackend, [string, string | undefined, string]>> = {
+    cuda: ['CUDA_TOOLKIT_ROOT_DIR', host.cudaRoot, 'a CUDA toolkit (CUDA_HOME)'],
+    qnn: ['QNN_SDK_ROOT', host.qnnSdkRoot, 'the QAIRT/QNN SDK (QNN_SDK_ROOT)'],
+    hexagon: ['HEXAGON_SDK_ROOT', host.hexagonSdkRoot, 'the Hexagon SDK (HEXAGON_SDK_ROOT)'],
+  };
+  for (const b of choice.with ?? []) {
+    if (backends.includes(b)) continue;
+    const needs = toolkit[b];
+    if (needs !== undefined && needs[1] === undefined) {
+      throw new MnnEdgeError('ENOTOOLKIT', `--with ${b} needs ${needs[2]}, which was not found`);
+    }
+    cmake.set(BACKEND_KEYS[b][0]!, 'ON');
+    if (needs !== undefined) cmake.set(needs[0], needs[1]!);
+    backends.push(b);
+    reasons.push(`${b}: asked for (--with); detection did not find it usable on this board`);
+  }
 }
 
 /** `cmake -S SRC -B BUILD` arguments of a plan. */

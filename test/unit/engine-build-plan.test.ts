@@ -173,3 +173,27 @@ test('progress lines of make and ninja', (t) => {
   t.is(progressOf('[12/48] Building CXX object'), 25);
   t.is(progressOf('-- Configuring done'), undefined);
 });
+
+test('--with and --without: the user overrides detection, a toolkit backend still needs its toolkit', (t) => {
+  const host = board('x86_64-devhost-zen5');
+  const forced = planEngineBuild(host, {}, { with: ['vulkan', 'opencl'] });
+  t.deepEqual(forced.backends, ['vulkan', 'opencl']);
+  const o = Object.fromEntries(forced.cmake);
+  t.is(o['MNN_VULKAN'], 'ON');
+  t.is(o['MNN_OPENCL'], 'ON');
+  t.true(
+    forced.reasons.includes('vulkan: asked for (--with); detection did not find it usable on this board'),
+  );
+  const dropped = planEngineBuild(board('rockchip-rk3588-rock5b'), {}, { without: ['opencl'] });
+  t.deepEqual(dropped.backends, []);
+  t.is(Object.fromEntries(dropped.cmake)['MNN_OPENCL'], undefined);
+  t.throws(() => planEngineBuild(host, {}, { with: ['cuda'] }), {
+    message: '--with cuda needs a CUDA toolkit (CUDA_HOME), which was not found',
+  });
+  t.is(
+    Object.fromEntries(planEngineBuild(host, { cudaRoot: '/usr/local/cuda' }, { with: ['cuda'] }).cmake)[
+      'CUDA_TOOLKIT_ROOT_DIR'
+    ],
+    '/usr/local/cuda',
+  );
+});

@@ -103,6 +103,11 @@ test('engine build: bad input is a usage error that says what is wrong', async (
     ],
     [['engine', 'build', '--jobs', '0', '--dry-run'], /--jobs needs a positive integer, got 0/],
     [['engine', 'build', '--ref', 'a b', '--dry-run'], /--ref a b is not a commit, tag or branch name/],
+    [
+      ['engine', 'build', '--with', 'metal', '--dry-run'],
+      /--with: unknown backend 'metal' \(one of opencl, vulkan, cuda, qnn, hexagon\)/,
+    ],
+    [['engine', 'build', '--with', 'vulkan', '--without', 'vulkan'], /--with and --without both name vulkan/],
   ];
   for (const [argv, message] of cases) {
     const a = io();

@@ -4,14 +4,36 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MnnEdgeError } from '../../common/errors.js';
 import { detect } from '../../detect/detect.js';
-import { type EngineBuildPlan, PINNED_MNN_COMMIT, planEngineBuild } from '../../engine-build/plan.js';
+import {
+  type EngineBuildPlan,
+  PINNED_MNN_COMMIT,
+  planEngineBuild,
+  SELECTABLE_BACKENDS,
+  type SelectableBackend,
+} from '../../engine-build/plan.js';
 import { findBuildHost } from '../../engine-build/sdk.js';
 import { type BuildStep, buildSteps, formatStep, runSteps } from '../../engine-build/steps.js';
 import { parseArgs, stringFlag, UsageError } from '../args.js';
 import type { Command } from '../command.js';
 
 const USAGE =
-  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--work DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--with B,..] [--without B,..] [--work DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+
+/** A comma-separated --with/--without list of backends. */
+function backendList(flag: string, text: string | undefined): SelectableBackend[] {
+  if (text === undefined) return [];
+  const names = text
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  for (const n of names) {
+    if (!(SELECTABLE_BACKENDS as readonly string[]).includes(n)) {
+      throw new UsageError(`--${flag}: unknown backend '${n}' (one of ${SELECTABLE_BACKENDS.join(', ')})`);
+    }
+  }
+  if (names.length === 0) throw new UsageError(`--${flag} needs a comma-separated list of backends`);
+  return names as SelectableBackend[];
+}
 
 /** The mnn-edge source checkout this CLI runs from, when it is one (an image install has no engine sources). */
 function packageRoot(): string | undefined {
@@ -78,7 +100,7 @@ export const command: Command = {
       throw new UsageError(sub === undefined ? 'missing subcommand (build)' : `unknown subcommand '${sub}'`);
     }
     const args = parseArgs(rest, {
-      values: ['src', 'ref', 'prefix', 'work', 'jobs', 'root'],
+      values: ['src', 'ref', 'prefix', 'work', 'jobs', 'root', 'with', 'without'],
       booleans: ['dry-run', 'json', 'verbose'],
     });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
@@ -107,8 +129,16 @@ export const command: Command = {
     const rootFlag = stringFlag(args, 'root');
     const root = rootFlag === undefined ? '/' : directory('root', rootFlag);
 
+    const withBackends = backendList('with', stringFlag(args, 'with'));
+    const withoutBackends = backendList('without', stringFlag(args, 'without'));
+    const both = withBackends.filter((b) => withoutBackends.includes(b));
+    if (both.length > 0) throw new UsageError(`--with and --without both name ${both.join(', ')}`);
+
     const caps = detect({ root });
-    const plan = planEngineBuild(caps, findBuildHost(io.env, root));
+    const plan = planEngineBuild(caps, findBuildHost(io.env, root), {
+      with: withBackends,
+      without: withoutBackends,
+    });
     const pkgRoot = packageRoot();
     const steps = buildSteps(plan, {
       ...(src !== undefined ? { src } : {}),
