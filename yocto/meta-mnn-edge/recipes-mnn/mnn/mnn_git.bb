@@ -38,13 +38,15 @@ PACKAGECONFIG[imgcodecs] = "-DMNN_BUILD_OPENCV=ON -DMNN_IMGCODECS=ON,-DMNN_BUILD
 # OpenCL and Vulkan: MNN carries the API headers and dlopen()s the loader by its unversioned name at run time.
 PACKAGECONFIG[opencl] = "-DMNN_OPENCL=ON,-DMNN_OPENCL=OFF"
 PACKAGECONFIG[vulkan] = "-DMNN_VULKAN=ON,-DMNN_VULKAN=OFF"
-PACKAGECONFIG[cuda] = "-DMNN_CUDA=ON -DCUDA_ARCHS=${MNN_CUDA_ARCHS},-DMNN_CUDA=OFF,cuda-cudart libcublas"
+PACKAGECONFIG[cuda] = "-DMNN_CUDA=ON -DCUDA_ARCHS=${MNN_CUDA_ARCHS} -DFETCHCONTENT_FULLY_DISCONNECTED=ON,-DMNN_CUDA=OFF,cuda-cudart libcublas"
 PACKAGECONFIG[qnn] = "-DMNN_QNN=ON -DQNN_SDK_ROOT=${MNN_QNN_SDK_ROOT},-DMNN_QNN=OFF"
 PACKAGECONFIG[hexagon] = "-DMNN_HEXAGON=ON -DHEXAGON_SDK_ROOT=${MNN_HEXAGON_SDK_ROOT},-DMNN_HEXAGON=OFF"
 PACKAGECONFIG[rknn] = "-DMNN_RKNN=ON,-DMNN_RKNN=OFF,rockchip-librknnrt"
 PACKAGECONFIG[rvv] = "-DMNN_USE_RVV=ON -DMNN_RVV_MARCH=${MNN_RVV_MARCH},-DMNN_USE_RVV=OFF"
 # SpacemiT K3 integrated matrix extension (IME2) kernels; the compiler must know the xsmtvdotii extension.
-PACKAGECONFIG[ime] = "-DMNN_RVV_SPACEMIT_IME2=ON,-DMNN_RVV_SPACEMIT_IME2=OFF"
+# No "off" flag: MNN declares the option only in its RISC-V CMake file, and cmake.bbclass fails the build
+# (unknown-configure-option) on a -D the project never reads.
+PACKAGECONFIG[ime] = "-DMNN_RVV_SPACEMIT_IME2=ON"
 
 # CUDA compute capability of the board's GPU ("8.7" on Jetson Orin); the tegra append sets it.
 MNN_CUDA_ARCHS ??= ""
@@ -64,7 +66,6 @@ EXTRA_OECMAKE = " \
     -DMNN_BUILD_BENCHMARK=OFF \
     -DMNN_USE_SYSTEM_LIB=OFF \
     -DMNN_USE_LOGCAT=OFF \
-    -DFETCHCONTENT_FULLY_DISCONNECTED=ON \
 "
 EXTRA_OECMAKE:append:aarch64 = " -DMNN_ARM82=ON -DKLEIDIAI_SRC_DIR=${UNPACKDIR}/kleidiai/kleidiai-1.16.0"
 EXTRA_OECMAKE:append:x86-64 = " -DMNN_AVX2=ON"
