@@ -1,4 +1,4 @@
-import { modelsConfigOf } from '../../models/config.js';
+import { modelsConfigOf, storeLimitsOf } from '../../models/config.js';
 import { ModelCatalog, ModelStore } from '../../models/index.js';
 import type { CommandRegistry } from '../fleet/commands.js';
 import type { AgentContext, AgentModule } from '../module.js';
@@ -47,9 +47,7 @@ export function createModelsModule(deps: { commands?: CommandRegistry } = {}): M
         db: ctx.db,
         log: ctx.logger,
         clock: ctx.clock,
-        ...(limits.maxPackageBytes !== undefined
-          ? { limits: { maxTotalBytes: limits.maxPackageBytes } }
-          : {}),
+        limits: storeLimitsOf(limits),
       });
       models = { store, catalog: new ModelCatalog(store) };
       ctx.logger.info('model store ready', { root: store.root, recovery });
