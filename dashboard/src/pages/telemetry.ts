@@ -1,5 +1,5 @@
-import type { OverviewView } from '../../../agent/http/api/overview.js';
-import type { PlacementView, TelemetryPoint } from '../../../agent/http/api/ports.js';
+import type { OverviewView } from '../../../agent/dashboard/overview.js';
+import type { PlacementView, TelemetryPoint } from '../../../agent/dashboard/ports.js';
 import { ApiError } from '../api.js';
 import { LineChart } from '../chart.js';
 import { card, h, notice } from '../dom.js';
