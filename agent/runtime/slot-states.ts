@@ -221,17 +221,22 @@ function engineSlot(
       reason,
     };
   }
+  const failure =
+    input.failures.find((f) => f.key === activeKey) ?? input.failures.find((f) => f.key === instance.key);
   if (running && LOADING.has(running.status)) {
     return {
       ...base,
       phase: 'loading',
       servable: false,
       summary: `Loading ${modelView(activeCandidate).label} (${running.status}).`,
-      reason: 'Requests wait until the model has loaded and answered its warm-up.',
+      // A retry after failures says what failed last, so a page that catches it mid-retry is not misled.
+      reason: failure
+        ? sentence(
+            `retrying after ${failure.count} failed attempt${failure.count === 1 ? '' : 's'}: ${failure.reason}`,
+          )
+        : 'Requests wait until the model has loaded and answered its warm-up.',
     };
   }
-  const failure =
-    input.failures.find((f) => f.key === activeKey) ?? input.failures.find((f) => f.key === instance.key);
   if (failure || running?.status === 'failed' || input.lastError) {
     const what = failure?.reason ?? input.lastError ?? 'its engine host failed';
     const times = failure && failure.count > 1 ? ` (${failure.count} attempts)` : '';

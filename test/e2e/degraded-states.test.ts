@@ -175,6 +175,12 @@ if (!engine.available)
     t.teardown(() => agent.stop());
     const page = await openPage(t, agent);
     await gotoModels(page, agent.url);
+    // The runtime retries a failed load with backoff; between retries (the page refreshes every 4 s) it is failed.
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="slot-phase-voice.llm"]')?.textContent === 'failed',
+      null,
+      { polling: 250, timeout: 60_000 },
+    );
     await screenshot(page, 'degraded-corrupt-model');
     t.is(await shown(page.getByTestId('slot-phase-voice.llm')), 'failed');
     const row = page.locator('[data-testid="slots"] tbody tr', { hasText: 'voice.llm' });

@@ -129,6 +129,13 @@ test('a load failure is failed with its reason and attempts; a fallback that run
   t.is(failed.phase, 'failed');
   t.is(failed.summary, 'Planned tiny-llm@1.0.0 (gpu-fp16) on OpenCL, but it failed to load (3 attempts).');
   t.is(failed.reason, 'Load failed: tiny-llm/llm.mnn is truncated.');
+  const retrying = llm({
+    ...base,
+    instances: [{ key: gpu.key, status: 'loading' }],
+    failures: [{ key: gpu.key, reason: 'load failed: tiny-llm/llm.mnn is truncated', count: 3 }],
+  });
+  t.is(retrying.phase, 'loading');
+  t.is(retrying.reason, 'Retrying after 3 failed attempts: load failed: tiny-llm/llm.mnn is truncated.');
   const fallback = llm({
     ...base,
     active: [{ plannedKey: gpu.key, active: cpu, fallback: { reason: 'OpenCL device lost' } }],
