@@ -15,6 +15,7 @@ export {
   EngineHostClient,
   type EngineHostEvents,
   type EngineHostOptions,
+  type HostDelivery,
   type HostExit,
   HostGeneration,
   HostSpeech,
@@ -22,6 +23,7 @@ export {
 export type { HostModuleOptions, LoadedModel, LoadedModule } from './host/protocol.js';
 export {
   type GenerateOptions,
+  type GenerationDelivery,
   type GenerationResult,
   type GenerationStats,
   Llm,
