@@ -31,6 +31,7 @@ export {
   type LlmConfigOverrides,
   LlmGeneration,
   type LlmLoadOptions,
+  type LoadTiming,
   SPEECH_SAMPLE_RATE,
   type SpeakOptions,
   type SpeechChunk,

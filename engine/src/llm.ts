@@ -2,6 +2,7 @@
 // most `readAhead` tokens ahead of the consumer and hands tokens over in batches, so the decode loop never waits
 // for a round trip through JS, an AbortSignal stops generation within one token, and a slow consumer slows the
 // model instead of growing a buffer.
+import { dirname, isAbsolute, join } from 'node:path';
 import { invalidParameter } from '../../agent/common/errors.js';
 import { EngineError, fromNative } from './errors.js';
 import { createAddonLoader } from './loader.js';
@@ -147,6 +148,33 @@ export interface SpeakOptions {
   signal?: AbortSignal;
 }
 
+/** Where a load's time went (the engine host adds nothing to it). */
+export interface LoadTiming {
+  /** Reading the weight files (page cache cold or warm: the bench shows both). */
+  readMs: number;
+  readBytes: number;
+  /** MNN's Llm::load after that: parse, allocate, repack weights. */
+  mnnLoadMs: number;
+}
+
+/** The files MNN reads at load, as its config resolves them (base_dir + name, with MNN's default names). */
+export function weightFiles(configPath: string, config: Readonly<Record<string, unknown>>): string[] {
+  const base = typeof config['base_dir'] === 'string' ? config['base_dir'] : `${dirname(configPath)}/`;
+  const name = (key: string, fallback: string) =>
+    typeof config[key] === 'string' ? (config[key] as string) : fallback;
+  const llmModel = name('llm_model', 'llm.mnn');
+  const files = [
+    llmModel,
+    name('llm_weight', `${llmModel}.weight`),
+    name('embedding_file', 'embeddings_bf16.bin'),
+  ];
+  if (config['is_visual'] === true)
+    files.push(name('visual_model', 'visual.mnn'), `${name('visual_model', 'visual.mnn')}.weight`);
+  if (config['is_audio'] === true)
+    files.push(name('audio_model', 'audio.mnn'), `${name('audio_model', 'audio.mnn')}.weight`);
+  return files.map((f) => (isAbsolute(f) ? f : join(base, f)));
+}
+
 export interface GenerationResult {
   text: string;
   finishReason: FinishReason;
@@ -249,6 +277,8 @@ export class Llm {
   /** The merged configuration MNN will run with (config.json + llm_config.json + overrides). */
   readonly config: Readonly<Record<string, unknown>>;
   readonly capabilities: LlmCapabilities;
+  /** Set once load() has finished. */
+  loadTiming: LoadTiming = { readMs: 0, readBytes: 0, mnnLoadMs: 0 };
   readonly #handle: NativeLlmHandle;
   readonly #queue = new SerialQueue();
   #lastStats: GenerationStats | undefined;
@@ -292,7 +322,8 @@ export class Llm {
           `the vision/audio encoder of ${configPath}`,
         );
       }
-      await handle.load();
+      const t = await handle.load(weightFiles(configPath, config));
+      llm.loadTiming = { readMs: t.readUs / 1000, readBytes: t.readBytes, mnnLoadMs: t.loadUs / 1000 };
       return llm;
     } catch (err) {
       await handle.dispose().catch(() => {});

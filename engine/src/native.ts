@@ -89,9 +89,17 @@ export interface NativeLlmStats {
   finishReason: FinishReason | null;
 }
 
+/** Where a load's time went: reading the weight files through the page cache, then MNN's own load. */
+export interface NativeLoadTiming {
+  readUs: number;
+  readBytes: number;
+  loadUs: number;
+}
+
 export interface NativeLlmHandle {
   configJson(): string;
-  load(): Promise<void>;
+  /** Reads `files` through the page cache, then runs MNN's load. */
+  load(files?: string[]): Promise<NativeLoadTiming>;
   /**
    * Prefills and decodes on a native thread that runs at most `window` tokens ahead of ack(); onBatch gets the
    * tokens on the JS thread. Throws EBUSY while another call runs.

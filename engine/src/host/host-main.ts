@@ -59,7 +59,12 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       refuseSecond();
       const llm = await Llm.load(m.configPath, { overrides: m.overrides, addon: addonLoader.load() });
       held = { kind: 'llm', model: llm };
-      return { configPath: llm.configPath, capabilities: llm.capabilities, config: { ...llm.config } };
+      return {
+        configPath: llm.configPath,
+        capabilities: llm.capabilities,
+        config: { ...llm.config },
+        timing: llm.loadTiming,
+      };
     },
     async loadModule(m: Request<'load-module'>) {
       refuseSecond();

@@ -8,6 +8,7 @@ import type {
   GenerationStats,
   LlmCapabilities,
   LlmConfigOverrides,
+  LoadTiming,
   SpeakOptions,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
@@ -40,6 +41,7 @@ export type HostRequest =
 
 export interface LoadedModel {
   configPath: string;
+  timing: LoadTiming;
   capabilities: LlmCapabilities;
   config: Record<string, unknown>;
 }
