@@ -24,6 +24,7 @@ import {
   type HostDelivery,
   Llm,
   unavailableMessage,
+  weightFiles,
 } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
 import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
@@ -111,12 +112,61 @@ function median<T>(items: T[], f: (x: T) => number): number {
   return summarize(items.map(f)).median;
 }
 
+const overrides = { thread_num: 1, precision: 'normal' as const, max_new_tokens: DECODE_TOKENS };
+// A raw prompt (no chat template) of exactly PROMPT_TOKENS tokens, as llm_bench's pp32, chosen so that this
+// random-weight model does not sample a stop token within DECODE_TOKENS (' the' x 32 stops at once).
+const prompt = 'Hello'.repeat(PROMPT_TOKENS);
+const opts = { maxNewTokens: DECODE_TOKENS, applyTemplate: false };
+
+/** Drops the files' pages from the page cache (posix_fadvise DONTNEED through dd; needs no privilege). */
+function dropFromPageCache(files: string[]): void {
+  for (const f of files) {
+    if (existsSync(f)) execFileSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none']);
+  }
+}
+
+async function ttftOf(llm: Llm): Promise<number> {
+  const t0 = performance.now();
+  for await (const _ of llm.generate(prompt, { ...opts, maxNewTokens: 1 })) return performance.now() - t0;
+  return Number.NaN;
+}
+
+/**
+ * Where a load's time goes, page cache cold (the model's files dropped from it) and warm: reading the files,
+ * MNN's load, and the warm-up the runtime does after a load (`Hello`, 2 tokens), shown against the first
+ * token of the next requests so that one can see the warm-up is enough (and not more than needed).
+ */
+async function loadSplit(label: string, config: string): Promise<void> {
+  console.log(`
+${label}: load split (in-process; a host adds its process start, see bench/swap):`);
+  for (const cache of ['cold', 'warm'] as const) {
+    const probe = JSON.parse(readFileSync(config, 'utf8')) as Record<string, unknown>;
+    if (cache === 'cold') dropFromPageCache(weightFiles(config, probe));
+    const t0 = performance.now();
+    const llm = await Llm.load(config, { overrides });
+    const loadMs = performance.now() - t0;
+    // Cold: the runtime's warm-up, then the first tokens. Warm: no warm-up, to show what it buys.
+    let warmUpMs = Number.NaN;
+    if (cache === 'cold') {
+      const w0 = performance.now();
+      await llm.complete('Hello', { maxNewTokens: 2 });
+      warmUpMs = performance.now() - w0;
+    }
+    const after = [await ttftOf(llm), await ttftOf(llm), await ttftOf(llm)];
+    const t = llm.loadTiming;
+    await llm.dispose();
+    console.log(
+      `  ${cache.padEnd(5)} load ${fmt(loadMs, 0)} ms = read ${fmt(t.readMs, 0)} ms (${fmt(t.readBytes / 1048576, 1)} MiB, ` +
+        `${fmt(t.readBytes / 1048576 / (t.readMs / 1000), 0)} MiB/s) + MNN load ${fmt(t.mnnLoadMs, 0)} ms + ` +
+        `${fmt(loadMs - t.readMs - t.mnnLoadMs, 0)} ms ours; ` +
+        (cache === 'cold' ? `warm-up ${fmt(warmUpMs, 1)} ms, then` : 'no warm-up,') +
+        ` first token of ${PROMPT_TOKENS}-token prompts ${after.map((x) => fmt(x, 1)).join(', ')} ms`,
+    );
+  }
+}
+
 async function benchModel(label: string, config: string, scratch: string): Promise<void> {
-  const overrides = { thread_num: 1, precision: 'normal' as const, max_new_tokens: DECODE_TOKENS };
-  // A raw prompt (no chat template) of exactly PROMPT_TOKENS tokens, as llm_bench's pp32, chosen so that this
-  // random-weight model does not sample a stop token within DECODE_TOKENS (' the' x 32 stops at once).
-  const prompt = 'Hello'.repeat(PROMPT_TOKENS);
-  const opts = { maxNewTokens: DECODE_TOKENS, applyTemplate: false };
+  await loadSplit(label, config);
 
   const llm = await Llm.load(config, { overrides });
   const promptTokens = (await llm.encode(prompt)).length;

@@ -35,6 +35,7 @@ export {
   SPEECH_SAMPLE_RATE,
   type SpeakOptions,
   type SpeechChunk,
+  weightFiles,
 } from './llm.js';
 export {
   addonCandidates,
