@@ -74,7 +74,8 @@ async function startOnce(
     } catch {
       return;
     }
-    if (m['msg'] === 'listening' && typeof m['port'] === 'number') port = m['port'];
+    if ((m['msg'] === 'serving' || m['msg'] === 'listening') && typeof m['port'] === 'number')
+      port = m['port'];
     const at = m['atMs'];
     if (typeof at === 'number') {
       const what = m['module'] ? `${m['module']}: ${String(m['msg'])}` : String(m['msg']);
