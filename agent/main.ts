@@ -220,7 +220,14 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
         time.start();
         watchClockSync();
         await http.listen();
-        logger.info('serving', { atMs: at(), address: http.address, port: http.port });
+        const mem = process.memoryUsage();
+        logger.info('serving', {
+          atMs: at(),
+          address: http.address,
+          port: http.port,
+          rssMb: Math.round(mem.rss / 1e5) / 10,
+          heapMb: Math.round(mem.heapUsed / 1e5) / 10,
+        });
         markServing();
         const list = typeof deps.modules === 'function' ? await deps.modules() : (deps.modules ?? []);
         for (const m of list) states.set(m.name, 'pending');
@@ -238,10 +245,14 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
           }
           states.set(m.name, 'running');
           started.push(m);
+          // RSS and heap after each module: what each one added, for bench/idle's attribution.
+          const mem = process.memoryUsage();
           logger.info('module started', {
             module: m.name,
             atMs: at(),
             tookMs: Math.round(performance.now() - t0),
+            rssMb: Math.round(mem.rss / 1e5) / 10,
+            heapMb: Math.round(mem.heapUsed / 1e5) / 10,
           });
         }
         modulesStarting = false;
