@@ -230,6 +230,13 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
         });
         markServing();
         const list = typeof deps.modules === 'function' ? await deps.modules() : (deps.modules ?? []);
+        const loaded = process.memoryUsage();
+        logger.info('modules loaded', {
+          atMs: at(),
+          modules: list.map((m) => m.name),
+          rssMb: Math.round(loaded.rss / 1e5) / 10,
+          heapMb: Math.round(loaded.heapUsed / 1e5) / 10,
+        });
         for (const m of list) states.set(m.name, 'pending');
         for (const m of list) {
           if (state !== 'starting') break;

@@ -122,7 +122,12 @@ function printAttribution(log: string[]): void {
     }
     if (typeof m['rssMb'] !== 'number' || typeof m['heapMb'] !== 'number') continue;
     const cur = { rssMb: m['rssMb'], heapMb: m['heapMb'] };
-    const name = m['msg'] === 'serving' ? 'core (serving)' : String(m['module']);
+    const name =
+      m['msg'] === 'serving'
+        ? 'core (serving)'
+        : m['msg'] === 'modules loaded'
+          ? "modules' code"
+          : String(m['module']);
     const d = prev
       ? `+${fmt(cur.rssMb - prev.rssMb, 1)} / +${fmt(cur.heapMb - prev.heapMb, 1)}`
       : `${fmt(cur.rssMb, 1)} / ${fmt(cur.heapMb, 1)}`;
@@ -137,7 +142,9 @@ async function weighEngineHost(bareMb: number): Promise<void> {
   const { EngineHostClient } = (await import(clientPath)) as typeof import('../engine/src/host/client.js');
   const host = await EngineHostClient.start({ name: 'idle' });
   try {
-    // A runtime-info request loads the addon (and libMNN) as a first load would.
+    await new Promise((r) => setTimeout(r, 1000));
+    const before = rssBytes(host.pid!) / 1e6;
+    // A runtime-info request loads the addon (and libMNN) and probes the backends, as the runtime's probe does.
     const info = await host.runtimeInfo();
     await new Promise((r) => setTimeout(r, 1000));
     const pid = host.pid!;
@@ -157,7 +164,8 @@ async function weighEngineHost(bareMb: number): Promise<void> {
     const limit = 1.3 * bareMb + libMb;
     console.log(
       `\nidle engine host (no model, addon ${info.available ? 'loaded' : 'unavailable'}): ${fmt(rss, 1)} MB RSS; ` +
-        `bare node ${fmt(bareMb, 1)} MB; libMNN + addon resident ${fmt(libMb, 1)} MB`,
+        `bare node ${fmt(bareMb, 1)} MB; libMNN + addon resident ${fmt(libMb, 1)} MB; ` +
+        `${fmt(before, 1)} MB before the addon loaded (the rest is backend drivers the probe maps)`,
     );
     console.log(
       `host target ≤ 1.3x bare node + libMNN = ${fmt(limit, 1)} MB: ${check('idle engine host RSS', rss, 'MB', `≤ ${fmt(limit, 1)}`, rss <= limit)}`,
