@@ -33,7 +33,11 @@ export interface DownloadTarget {
   /** Final path of the verified file; `<dest>.part` holds the partial download. */
   dest: string;
   length: number;
-  sha256: string;
+  /** Expected sha256; absent (hub files whose host states none), the hash is computed and returned, and the
+   *  caller must establish trust some other way. */
+  sha256?: string;
+  /** Extra request headers (a hub token for a file served by the hub itself). */
+  headers?: Record<string, string>;
 }
 
 export interface DownloadPolicy {
@@ -83,6 +87,8 @@ export interface DownloadResult {
   bytes: number;
   resumedFrom: number;
   attempts: number;
+  /** sha256 of the file's bytes (equal to the expected one when one was given). */
+  sha256: string;
 }
 
 export function freeBytesIn(dir: string): number {
@@ -123,9 +129,16 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
     target: DownloadTarget,
     options: { signal?: AbortSignal; extraBytes?: number } = {},
   ): Promise<DownloadResult> {
-    if (await this.#alreadyVerified(target)) {
+    const verified = await this.#alreadyVerified(target);
+    if (verified !== undefined) {
       this.emit('progress', { done: target.length, total: target.length });
-      return { path: target.dest, bytes: target.length, resumedFrom: target.length, attempts: 0 };
+      return {
+        path: target.dest,
+        bytes: target.length,
+        resumedFrom: target.length,
+        attempts: 0,
+        sha256: verified,
+      };
     }
     const part = `${target.dest}.part`;
     // Not O_APPEND: Linux pwrite() ignores the offset on append-mode descriptors.
@@ -150,7 +163,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       const attempts = await this.#transfer(target, state, options.signal);
       fsyncSync(fd);
       const digest = state.hash.digest('hex');
-      if (digest !== target.sha256) {
+      if (target.sha256 !== undefined && digest !== target.sha256) {
         closeSync(fd);
         rmSync(part, { force: true });
         throw new OtaRejection(
@@ -161,7 +174,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       }
       closeSync(fd);
       renameDurable(part, target.dest);
-      return { path: target.dest, bytes: target.length, resumedFrom, attempts };
+      return { path: target.dest, bytes: target.length, resumedFrom, attempts, sha256: digest };
     } catch (err) {
       try {
         closeSync(fd);
@@ -174,20 +187,22 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
     }
   }
 
-  async #alreadyVerified(target: DownloadTarget): Promise<boolean> {
+  /** The sha256 of a complete `dest` left by an earlier run, or undefined when it must be fetched again. */
+  async #alreadyVerified(target: DownloadTarget): Promise<string | undefined> {
     let size: number;
     try {
       size = statSync(target.dest).size;
     } catch {
-      return false;
+      return undefined;
     }
     if (size === target.length) {
       const h = createHash('sha256');
       await hashPrefix(target.dest, size, h);
-      if (h.digest('hex') === target.sha256) return true;
+      const digest = h.digest('hex');
+      if (target.sha256 === undefined || digest === target.sha256) return digest;
     }
     rmSync(target.dest, { force: true });
-    return false;
+    return undefined;
   }
 
   #checkSpace(dir: string, needed: number): void {
@@ -242,7 +257,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
   }
 
   async #attempt(target: DownloadTarget, state: SinkState, signal?: AbortSignal): Promise<void> {
-    const res = await this.#request(target.url, state.offset, signal);
+    const res = await this.#request(target.url, state.offset, signal, target.headers);
     const status = res.statusCode ?? 0;
     if (status >= 500 || status === 408 || status === 429) {
       res.resume();
@@ -284,9 +299,14 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
     if (res.complete && state.offset < state.length) throw lengthMismatch(target, state.offset);
   }
 
-  #request(url: string, offset: number, signal?: AbortSignal): Promise<IncomingMessage> {
+  #request(
+    url: string,
+    offset: number,
+    signal?: AbortSignal,
+    extra?: Record<string, string>,
+  ): Promise<IncomingMessage> {
     const parsed = new URL(url);
-    const headers: Record<string, string> = { 'accept-encoding': 'identity' };
+    const headers: Record<string, string> = { ...extra, 'accept-encoding': 'identity' };
     if (offset > 0) headers['range'] = `bytes=${offset}-`;
     return new Promise((resolve, reject) => {
       const options = { headers, signal, ...(this.#policy.ca ? { ca: this.#policy.ca } : {}) };
