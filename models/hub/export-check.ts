@@ -57,7 +57,7 @@ export function requireMnnExport(snapshot: HubSnapshot, files: readonly HubFile[
   const names = new Set(files.map((f) => f.path));
   const missing: string[] = [];
   if (!names.has('config.json')) missing.push('config.json');
-  if (![...names].some((n) => n.endsWith('.mnn'))) missing.push('a .mnn graph');
+  if (![...names].some((n) => n.endsWith('.mnn'))) missing.push('.mnn graph');
   if (missing.length === 0) return;
   const has = [...names].slice(0, 8).join(', ') || 'no files';
   throw new MnnEdgeError(
