@@ -184,14 +184,14 @@ export async function pullFromHub(
   mkdirSync(deps.workRoot, { recursive: true });
   const work = workDirFor(deps.workRoot, snapshot);
   mkdirSync(work, { recursive: true });
-  // Refused before the first byte: what is still to fetch, plus the store's copy of the whole package.
+  // Refused before the first byte: what is still to fetch (the files move into the store, no second copy).
   const missing = files.reduce((a, f) => a + Math.max(0, f.size - presentBytes(join(work, f.path))), 0);
-  const needed = missing + total + deps.headroomBytes;
+  const needed = missing + deps.headroomBytes;
   const free = (deps.freeBytes ?? freeBytesIn)(deps.workRoot);
   if (free < needed)
     throw new MnnEdgeError(
       'ENOSPC',
-      `Not enough disk space for ${repo}: ${needed} bytes needed (${missing} to download, ${total} for the installed copy, ${deps.headroomBytes} headroom), ${free} free in ${deps.workRoot}`,
+      `Not enough disk space for ${repo}: ${needed} bytes needed (${missing} to download, ${deps.headroomBytes} headroom), ${free} free in ${deps.workRoot}`,
       { required: needed, free },
     );
 
@@ -333,7 +333,11 @@ export async function pullFromHub(
     `pulled from ${client.hub} ${repo}@${snapshot.commit}: unsigned, trusted on first use`,
   );
   writeFileDurable(join(work, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
-  const pkg = await store.import(work, signal ? { signal } : {});
+  // The download directory is ours: its files move into the store instead of being copied a second time.
+  const pkg = await store.import(work, {
+    consumeSource: { sha256: new Map(provFiles.map((f) => [f.path, f.sha256])) },
+    ...(signal ? { signal } : {}),
+  });
   rmSync(work, { recursive: true, force: true });
   report({ phase: 'done', fileIndex: files.length, fileCount: files.length, done: total, total });
   return {

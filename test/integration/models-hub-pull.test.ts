@@ -204,10 +204,7 @@ for (const kind of ['hf', 'ms'] as const) {
       pullFromHub(parseHubSource(`${kind}://${owner}/pytorch-only`), deps(t, clientFor(kind, s), d)),
     );
     t.is((err as { code?: string }).code, 'EHUBNOTMNN');
-    t.regex(
-      err!.message,
-      /is not an MNN export: it has no config\.json and no \.mnn graph/,
-    );
+    t.regex(err!.message, /is not an MNN export: it has no config\.json and no \.mnn graph/);
     t.true(s.log.bytes === 0, 'nothing downloaded');
   });
 
