@@ -3,12 +3,14 @@ import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { matchProfile } from '../board-support/index.js';
 import { modelsConfigOf } from '../models/config.js';
+import { registerPullModelCommand } from '../models/hub/pull-command.js';
 import { ModelCatalog, ModelStore } from '../models/index.js';
 import { createOtaModule } from '../ota/device.js';
 import { JobJournal } from '../ota/journal.js';
 import { ModelStoreInstaller } from '../ota/store-adapter.js';
 import { LogTail } from './common/log-tail.js';
 import type { AgentConfig } from './config/schema.js';
+import { resolveOtaConfig } from './config/sections/ota.js';
 import { type SlotsConfig, slotSpecsFromConfig } from './config/sections/slots.js';
 import { readCapabilitiesCache } from './detect/cache.js';
 import { applyEngineBackends, type Capabilities, detect } from './detect/index.js';
@@ -140,6 +142,14 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
         name: 'list-models',
         summary: 'installed model packages with their variants and state',
         handler: () => store.list(),
+      });
+      registerPullModelCommand(commands, {
+        store: () => models?.store,
+        models: limits,
+        download: resolveOtaConfig(ctx.config['ota']).download,
+        dataDir: ctx.config.dataDir,
+        env: process.env,
+        publishEvent: (type, data) => publishEvent(type, data),
       });
     },
     stop() {
