@@ -40,6 +40,8 @@ export interface ServedLog {
   /** Authorization / cookie headers the CDN saw (must stay empty: tokens never leave the hub). */
   cdnCredentials: string[];
   requests: string[];
+  /** First byte of every body transfer: a resumed download starts past 0. */
+  starts: number[];
 }
 
 export interface Standin {
@@ -165,6 +167,7 @@ function serveBytes(
     res.end();
     return;
   }
+  standin.log.starts.push(start);
   const cut = standin.cutAfter.shift();
   let sent = 0;
   const stream =
@@ -178,9 +181,9 @@ function serveBytes(
         chunk = chunk.subarray(0, Math.max(0, cut - sent));
         if (chunk.length > 0) res.write(chunk);
         standin.log.bytes += chunk.length;
-        // Let the bytes leave before the connection drops, as a real cut would after them.
-        await new Promise((r) => setTimeout(r, 5));
-        res.destroy();
+        // The connection drops after these bytes (FIN once they are flushed, before the promised length): what
+        // was sent arrives, as over a real link that fails after delivering it.
+        res.socket?.end();
         return;
       }
       sent += chunk.length;
@@ -220,7 +223,7 @@ export async function startHuggingFaceStandin(
     endpoint: '',
     cdn: '',
     repos: new Map(repos.map((r) => [`${r.owner}/${r.name}`, r])),
-    log: { bytes: 0, cdnCredentials: [], requests: [] },
+    log: { bytes: 0, cdnCredentials: [], requests: [], starts: [] },
     cutAfter: [],
     token: 'hf_standin_token',
     close: async () => {},
@@ -332,7 +335,7 @@ export async function startModelScopeStandin(repos: StandinRepo[]): Promise<Stan
     endpoint: '',
     cdn: '',
     repos: new Map(repos.map((r) => [`${r.owner}/${r.name}`, r])),
-    log: { bytes: 0, cdnCredentials: [], requests: [] },
+    log: { bytes: 0, cdnCredentials: [], requests: [], starts: [] },
     cutAfter: [],
     token: 'ms-standin-token',
     close: async () => {},

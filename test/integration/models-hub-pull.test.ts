@@ -143,9 +143,15 @@ for (const kind of ['hf', 'ms'] as const) {
     t.is(s.cutAfter.length, 0, `all cuts happened (seed ${seed})`);
     const pkg = dp.store.get(r.ref)!;
     t.true(readFileSync(join(pkg.dir, 'extra.weight')).equals(big), `seed ${seed}`);
-    const served = s.log.bytes;
+    // Every cut inside a file is followed by a Range request past 0; what the client had received but not yet
+    // written when the link dropped (at most the sink's 1 MiB buffer) is all that is fetched twice.
+    const cutsInside = s.log.starts.filter((x) => x > 0).length;
+    t.true(cutsInside >= 1, `at least one transfer resumed (seed ${seed})`);
     const total = repo.files.reduce((a, f) => a + f.size, 0);
-    t.true(served <= total + 1024, `resumed, not restarted: served ${served} of ${total} (seed ${seed})`);
+    t.true(
+      s.log.bytes <= total + cutsInside * 1024 * 1024,
+      `resumed, not restarted: served ${s.log.bytes} of ${total} after ${cutsInside} resumes (seed ${seed})`,
+    );
   });
 
   test(`${kind}: a file whose bytes differ from the listed hash is rejected and nothing is installed`, async (t) => {
