@@ -2,7 +2,7 @@ import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { matchProfile } from '../../../board-support/index.js';
-import { modelsConfigOf } from '../../../models/config.js';
+import { modelsConfigOf, storeLimitsOf } from '../../../models/config.js';
 import { hubClient, hubSettings } from '../../../models/hub/clients.js';
 import { describeRepos } from '../../../models/hub/describe.js';
 import { installedFromHub, pullFromHub } from '../../../models/hub/pull.js';
@@ -83,7 +83,7 @@ function open(args: ParsedArgs, io: CliIo): Opened {
   const { store } = ModelStore.open({
     dataDir: config.dataDir,
     db,
-    ...(models.maxPackageBytes !== undefined ? { limits: { maxTotalBytes: models.maxPackageBytes } } : {}),
+    limits: storeLimitsOf(models),
   });
   return {
     config,

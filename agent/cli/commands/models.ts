@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { modelsConfigOf } from '../../../models/config.js';
+import { modelsConfigOf, storeLimitsOf } from '../../../models/config.js';
 import { isHubSource } from '../../../models/hub/source.js';
 import {
   formatRef,
@@ -138,7 +138,7 @@ function openModelStore(
   const { store } = ModelStore.open({
     dataDir: config.dataDir,
     db,
-    ...(models.maxPackageBytes !== undefined ? { limits: { maxTotalBytes: models.maxPackageBytes } } : {}),
+    limits: storeLimitsOf(models),
   });
   return {
     store,
