@@ -16,7 +16,7 @@ import type { AgentConfig } from '../../config/schema.js';
 import { resolveOtaConfig } from '../../config/sections/ota.js';
 import { DEFAULT_CONTEXT, planPolicyFromConfig, type RuntimeConfig } from '../../config/sections/slots.js';
 import { detect } from '../../detect/detect.js';
-import { boardFromCapabilities } from '../../plan/from-capabilities.js';
+import { boardFromCapabilities } from '../../detect/plan-board.js';
 import { mib } from '../../plan/memory.js';
 import {
   budgetReason,
