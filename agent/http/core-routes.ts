@@ -1,9 +1,9 @@
 import type { Clock } from '../common/clock.js';
+import { HttpError } from '../common/http-error.js';
 import type { Logger } from '../common/log.js';
 import type { DeviceIdentity } from '../identity/device-identity.js';
 import type { ClockStatus } from '../time/trusted-time.js';
 import { type Authenticator, sessionCookie } from './auth.js';
-import { HttpError } from './errors.js';
 import type { LoginLimiter } from './login-limiter.js';
 import type { HttpRouter } from './router.js';
 import type { SessionStore } from './sessions.js';
@@ -20,6 +20,8 @@ export interface CoreRoutesOptions {
   sessionTtlMs: number;
   identity: () => DeviceIdentity;
   clockStatus: () => ClockStatus;
+  /** Each module's start state (the agent answers before its modules have started). */
+  modules?: () => Record<string, string>;
   logger: Logger;
 }
 
@@ -36,6 +38,7 @@ export function registerCoreRoutes(options: CoreRoutesOptions): void {
         status: 'ok',
         version: options.version,
         uptimeS: Math.round((options.clock.monotonicMs() - startedMono) / 1000),
+        ...(options.modules ? { modules: options.modules() } : {}),
       });
     },
     { auth: false },
