@@ -96,8 +96,11 @@ export function modelView(c: Candidate): SlotModelView {
 
 const LOADING: ReadonlySet<InstanceStatus> = new Set(['starting', 'loading', 'warming']);
 
+/** `model@version/variant|config`: the planner's key, which error texts from the runtime may start with. */
+const PLANNER_KEY = /([\w.-]+@[\w.+-]+)\/([\w.-]+)\|\w+ t\d+ p:\w+ m:\w+ cpus:[\w,.-]+/g;
+
 function sentence(text: string): string {
-  const t = text.trim();
+  const t = text.replace(PLANNER_KEY, '$1 ($2)').trim();
   if (t.length === 0) return t;
   // A plain leading word is capitalised; a model id ("tiny-llm@1.0.0") or a path is left as it is written.
   const first = /^[a-z]+[\s:,]/.test(t) ? t[0]!.toUpperCase() + t.slice(1) : t;

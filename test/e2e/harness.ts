@@ -57,9 +57,12 @@ export interface DashboardAgent {
 /** Starts samplers feeding history and the live hub, as the telemetry module does, once a second. */
 function telemetryLoop(root: string, history: TelemetryHistory, hub: SampleHub): () => void {
   const samplers = [cpuSampler(), memorySampler(), thermalSampler(root)];
+  let stopped = false;
   const timer = setInterval(async () => {
     const values: Record<string, number> = {};
     for (const s of samplers) Object.assign(values, await s.sample().catch(() => ({})));
+    // A round still sampling when the agent stops must not write to its closed database.
+    if (stopped) return;
     const t = Date.now();
     history.record(
       Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { n: 1, min: v, max: v, mean: v }])),
@@ -67,7 +70,10 @@ function telemetryLoop(root: string, history: TelemetryHistory, hub: SampleHub):
     );
     hub.publish({ t, values });
   }, 1000);
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }
 
 export async function startDashboardAgent(options: {
