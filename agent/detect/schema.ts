@@ -282,6 +282,21 @@ export const capabilitiesSchema: JsonSchema = {
           backend: { enum: [...MNN_BACKENDS] },
           usable: { type: 'boolean' },
           reasons: { type: 'array', minItems: 1, items: { type: 'string' } },
+          steps: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['step', 'status', 'detail', 'evidence'],
+              properties: {
+                step: { enum: ['device-node', 'icd', 'loader', 'device-kind', 'compiled-in', 'init-probe'] },
+                status: { enum: ['ok', 'fail', 'skip', 'unchecked'] },
+                detail: { type: 'string' },
+                evidence: { type: 'array', items: evidence },
+              },
+            },
+          },
+          deviceKind: { enum: ['gpu', 'software', 'unknown'] },
         },
       },
     },
