@@ -5,6 +5,7 @@ import { type Auxv, parseAuxv } from './auxv.js';
 import { backendAvailability, type EngineBackendProbe, withEngineBackends } from './backends.js';
 import { cpuInfoClaims } from './cpu.js';
 import { architectureOf, type ParsedCpuinfo, parseCpuinfo } from './cpuinfo.js';
+import type { GpuLoaderEnv } from './gpu-chain.js';
 import {
   boardVendor,
   factClaim,
@@ -14,7 +15,6 @@ import {
   readSoc0,
   readTegraRelease,
 } from './identity.js';
-import type { GpuLoaderEnv } from './gpu-chain.js';
 import { createLibraryFinder } from './libraries.js';
 import { memoryClaims, thermalZones } from './memory.js';
 import { createRootFs, type FileAccess } from './root-fs.js';

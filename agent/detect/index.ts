@@ -1,7 +1,7 @@
 // Public surface of agent/detect.
 
-export { readCapabilitiesCache, writeCapabilitiesCache } from './cache.js';
 export type { EngineBackendProbe } from './backends.js';
+export { readCapabilitiesCache, writeCapabilitiesCache } from './cache.js';
 export { applyEngineBackends, type DetectOptions, detect } from './detect.js';
 export type { GpuLoaderEnv } from './gpu-chain.js';
 export { formatReport } from './report.js';

@@ -119,7 +119,12 @@ export function boardFromCapabilities(
     const reason = b.reasons.join('; ');
     // Two detect backends can mean one engine backend (nn, qnn → npu): usable if either is.
     if (!prev || (!prev.available && b.usable))
-      backends.set(backend, { backend, available: b.usable, reason });
+      backends.set(backend, {
+        backend,
+        available: b.usable,
+        reason,
+        ...(b.deviceKind === 'software' ? { software: true } : {}),
+      });
   }
   const family = caps.soc.family.value ?? caps.cpu.architecture.value ?? 'unknown';
   const soc = caps.soc.name.value;

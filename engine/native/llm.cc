@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "chosen_backend.h"
 #include "media.h"
 
 namespace mnn_edge {
@@ -176,6 +177,7 @@ Napi::Value LlmHandle::Load(const Napi::CallbackInfo& info) {
         if (!llm->load()) {
           throw EngineError("ELOAD", "MNN Llm::load failed for " + path + " (MNN's reason is in the engine log)");
         }
+        RequireLlmBackend(llm, "the LLM of " + path);
         loaded_ = true;
         int64_t grown = ResidentBytes() - before;
         return grown > 0 ? grown : int64_t{0};

@@ -180,7 +180,10 @@ test('Raspberry Pi 5: generic ARM64, BCM2712, 16 KiB pages, v3d GPU whose Vulkan
       'init-probe:unchecked',
     ],
   );
-  t.regex(vulkan.reasons[0]!, /^VideoCore VII \(V3D 7.1\) present \(\/dev\/dri\/renderD128\) but no Vulkan library/);
+  t.regex(
+    vulkan.reasons[0]!,
+    /^VideoCore VII \(V3D 7.1\) present \(\/dev\/dri\/renderD128\) but no Vulkan library/,
+  );
   t.regex(vulkan.reasons[1]!, /^Vulkan loader present as libvulkan\.so\.1 only/);
   t.deepEqual(usable(caps), ['cpu']);
 });
