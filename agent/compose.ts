@@ -33,6 +33,7 @@ import { createMdnsModule } from './mdns/module.js';
 import { boardFromCapabilities } from './plan/from-capabilities.js';
 import { catalogFromStore } from './plan/from-catalog.js';
 import type { SlotName } from './plan/types.js';
+import { engineCompiledIn, engineProbes } from './runtime/backend-health.js';
 import { registerRuntimeCommands } from './runtime/fleet-commands.js';
 import { createRuntimeModule } from './runtime/module.js';
 import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.js';
@@ -159,11 +160,8 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
       // The runtime's engine probe says which backends this MNN build has: the planner never picks one it
       // lacks, and the capability document says why ("MNN built without …").
       const engine = runtime.engineAvailability();
-      if (engine?.available)
-        caps = applyEngineBackends(
-          caps,
-          engine.info.backends.filter((b) => b.compiledIn).map((b) => b.name),
-        );
+      const compiled = engineCompiledIn(engine);
+      if (compiled) caps = applyEngineBackends(caps, compiled, engineProbes(engine));
       // A root without /proc/meminfo (a capture of another board): the engine hosts run on this machine, so
       // its RAM is the budget that matters.
       return boardFromCapabilities(caps, matchProfile(caps), { ramBytes: totalmem() });

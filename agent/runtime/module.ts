@@ -10,16 +10,18 @@ import {
   type SlotsConfig,
   slotSpecsFromConfig,
 } from '../config/sections/slots.js';
-import { detect } from '../detect/index.js';
+import { applyEngineBackends, detect, type EngineBackendProbe } from '../detect/index.js';
 import type { Capabilities } from '../detect/types.js';
 import { HttpError } from '../http/errors.js';
 import type { AgentContext, AgentModule } from '../main.js';
 import { explainPlacement } from '../plan/explain.js';
 import { boardFromCapabilities } from '../plan/from-capabilities.js';
 import type { PlanBoard, PlanCatalog, SlotConstraints } from '../plan/types.js';
+import { engineCompiledIn, engineProbes } from './backend-health.js';
 import { assertConstraints, assertSlot } from './desired-state.js';
 import { engineHostFactory } from './engine-host-adapter.js';
 import { EngineFailure, type EngineHostFactory } from './engine-port.js';
+import { GpuCacheStore } from './gpu-cache.js';
 import { procSystemMemory, type SystemMemory } from './proc-memory.js';
 import { type PlanSources, Runtime } from './runtime.js';
 
@@ -59,8 +61,13 @@ export function unavailableHosts(reason: string): EngineHostFactory {
 }
 
 /** The board as detect sees it below `root`, planned with the matched profile's priors and thread advice. */
-export function detectedBoard(root: string, engineBackends?: readonly string[]): PlanBoard {
-  const caps: Capabilities = detect({ root, ...(engineBackends ? { engineBackends } : {}) });
+export function detectedBoard(
+  root: string,
+  engineBackends?: readonly string[],
+  probes: readonly EngineBackendProbe[] = [],
+): PlanBoard {
+  let caps: Capabilities = detect({ root });
+  if (engineBackends) caps = applyEngineBackends(caps, engineBackends, probes);
   const profile: BoardProfile | null = matchProfile(caps);
   return boardFromCapabilities(caps, profile);
 }
@@ -72,7 +79,12 @@ function hostsFor(ctx: AgentContext, availability: EngineAvailability, cwd: stri
     ctx.logger.warn('engine unavailable: models will not load', { reason });
     return unavailableHosts(reason);
   }
-  return engineHostFactory({ engineVersion: availability.info.mnnVersion, log: ctx.logger, cwd });
+  return engineHostFactory({
+    engineVersion: availability.info.mnnVersion,
+    log: ctx.logger,
+    cwd,
+    gpuCache: new GpuCacheStore(ctx.config.dataDir, ctx.logger),
+  });
 }
 
 function toHttp(err: unknown): never {
@@ -146,9 +158,8 @@ export function createRuntimeModule(deps: RuntimeModuleDeps): RuntimeModule {
           (() =>
             (board ??= detectedBoard(
               ctx.config.root,
-              availability?.available
-                ? availability.info.backends.filter((b) => b.compiledIn).map((b) => b.name)
-                : undefined,
+              engineCompiledIn(availability),
+              engineProbes(availability),
             ))),
         catalog: deps.catalog,
       };
