@@ -95,6 +95,11 @@ function threadAdvice(
   }
 }
 
+function failedStep(b: Capabilities['backends'][number]): { failedStep?: { step: string; detail: string } } {
+  const f = b.steps?.find((s) => s.status === 'fail');
+  return f && !b.usable ? { failedStep: { step: f.step, detail: b.reasons[0] ?? f.detail } } : {};
+}
+
 export function boardFromCapabilities(
   caps: Capabilities,
   profile: BoardProfile | null,
@@ -124,6 +129,7 @@ export function boardFromCapabilities(
         available: b.usable,
         reason,
         ...(b.deviceKind === 'software' ? { software: true } : {}),
+        ...failedStep(b),
       });
   }
   const family = caps.soc.family.value ?? caps.cpu.architecture.value ?? 'unknown';

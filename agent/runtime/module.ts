@@ -18,7 +18,7 @@ import { explainPlacement } from '../plan/explain.js';
 import { boardFromCapabilities } from '../plan/from-capabilities.js';
 import type { PlanBoard, PlanCatalog, SlotConstraints } from '../plan/types.js';
 import { engineCompiledIn, engineProbes } from './backend-health.js';
-import { assertConstraints, assertSlot } from './desired-state.js';
+import { assertSlot } from './desired-state.js';
 import { engineHostFactory } from './engine-host-adapter.js';
 import { EngineFailure, type EngineHostFactory } from './engine-port.js';
 import { GpuCacheStore } from './gpu-cache.js';
@@ -90,6 +90,8 @@ function hostsFor(ctx: AgentContext, availability: EngineAvailability, cwd: stri
 function toHttp(err: unknown): never {
   if (err instanceof MnnEdgeError && err.code === 'EINVAL')
     throw new HttpError(400, 'invalid_request', err.message);
+  if (err instanceof MnnEdgeError && err.code === 'EBACKEND')
+    throw new HttpError(409, 'backend_unusable', err.message);
   throw err;
 }
 
@@ -107,7 +109,8 @@ export function registerRuntimeRoutes(ctx: Pick<AgentContext, 'router'>, runtime
     r.route('PUT', '/api/runtime/pins/:slot', async (c) => {
       try {
         const slot = assertSlot(c.params['slot']);
-        const body = assertConstraints(await c.readJson(), `pin for ${slot}`) as SlotConstraints;
+        // Runtime.pin checks the backend against this board first, then the rest against the schema.
+        const body = (await c.readJson()) as SlotConstraints;
         const placement = await runtime.pin(slot, body, 'dashboard');
         c.json(200, { placement });
       } catch (err) {

@@ -37,6 +37,7 @@ import type { ReleaseCheck, RuntimeEvents, Transition } from './events.js';
 import { defaultFailureBackoff, type FailureBackoff, FailureBook, type FailureRecord } from './failures.js';
 import { Instance, type Lease } from './instance.js';
 import { moduleProfileOf } from './module-models.js';
+import { assertPinBackend } from './pin-check.js';
 import { probeCandidate, probeCandidates } from './probe.js';
 import { ProbeStore } from './probe-store.js';
 import type { SystemMemory } from './proc-memory.js';
@@ -265,6 +266,7 @@ export class Runtime {
 
   /** An operator's placement override for a slot (fleet command or dashboard). */
   async pin(slot: SlotName, constraints: SlotConstraints, author: string): Promise<Placement> {
+    assertPinBackend(assertSlot(slot), constraints, await this.#deps.sources.board());
     this.desired.setPin(assertSlot(slot), constraints, author);
     return this.replan(`${slot} pinned by ${author}`);
   }
