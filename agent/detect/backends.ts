@@ -236,6 +236,17 @@ export function withEngineBackends(
     });
     // The engine saw the device and ran a graph: its answer outranks what files suggested.
     for (const s of probe?.steps ?? []) byStep.set(s.step, s);
+    if (
+      probe &&
+      !probe.steps.some((s) => s.step === 'init-probe') &&
+      probe.steps.some((s) => s.status === 'fail')
+    )
+      byStep.set('init-probe', {
+        step: 'init-probe',
+        status: 'skip',
+        detail: 'not attempted: an earlier step failed',
+        evidence: [],
+      });
     const steps = b.steps.map((s) => byStep.get(s.step) ?? s);
     return summarise(b.backend, steps, probe?.deviceKind ?? b.deviceKind ?? 'unknown');
   });

@@ -412,7 +412,11 @@ export function summarise(
   const failed = steps.filter((s) => s.status === 'fail');
   const compiled = steps.find((s) => s.step === 'compiled-in');
   if (failed.length === 0) {
-    const okSteps = steps.filter((s) => s.status === 'ok' || s.status === 'skip').map((s) => s.detail);
+    // The strongest evidence first: a graph ran, then the device, then the files that make it possible.
+    const okSteps = steps
+      .filter((s) => s.status === 'ok')
+      .reverse()
+      .map((s) => s.detail);
     return {
       backend,
       usable: true,

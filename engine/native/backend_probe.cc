@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "backends.h"
 #include "common.h"
@@ -269,11 +271,18 @@ std::string BackendProbe::FirstFailure() const {
 
 bool CreatorRegistered(MNNForwardType type) {
   if (type == MNN_FORWARD_CPU) return true;
+  // Types we found missing: our own empty entry would answer "registered" the second time.
+  static std::mutex lock;
+  static std::set<int> missing;
+  std::lock_guard<std::mutex> guard(lock);
+  if (missing.count(static_cast<int>(type)) != 0) return false;
   if (MNN::MNNGetExtraRuntimeCreator(type) != nullptr) return true;
   // The lookup above also ran MNN's registration; a second insert of a registered type is refused (false) and
   // changes nothing. An unregistered type gets an entry without creator and without check, which every later
   // lookup reads as "none", exactly as before.
-  return !MNN::MNNInsertExtraRuntimeCreator(type, nullptr, false);
+  if (!MNN::MNNInsertExtraRuntimeCreator(type, nullptr, false)) return true;
+  missing.insert(static_cast<int>(type));
+  return false;
 }
 
 BackendProbe ProbeBackendChain(const std::string& name, MNNForwardType type) {
@@ -292,7 +301,7 @@ BackendProbe ProbeBackendChain(const std::string& name, MNNForwardType type) {
     p.steps.push_back(Fail("compiled-in", "MNN built without " + name + " (rebuild MNN with -DMNN_" + flag + "=ON)"));
     return p;
   }
-  p.steps.push_back(Ok("compiled-in", "a " + name + " runtime creator is registered in the loaded MNN"));
+  p.steps.push_back(Ok("compiled-in", "the " + name + " runtime creator is registered in the loaded MNN"));
   if (type != MNN_FORWARD_VULKAN && type != MNN_FORWARD_OPENCL) {
     p.steps.push_back(TinyGraph(type, name, &p.initMs));
     return p;
