@@ -182,7 +182,14 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
         publishPlacement();
         publishEvent('runtime.placement', { revision: e.revision, reason: e.reason });
       });
-      for (const ev of ['fallback', 'recovered', 'memory-released', 'host-exit'] as const)
+      for (const ev of [
+        'fallback',
+        'recovered',
+        'memory-released',
+        'host-exit',
+        'backend-health',
+        'request-rescued',
+      ] as const)
         rt.events.on(ev, (data) => publishEvent(`runtime.${ev}`, { ...data }));
     },
   });

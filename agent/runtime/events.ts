@@ -1,4 +1,5 @@
 import type { Placement, SlotName } from '../plan/types.js';
+import type { BackendHealthEvent } from './backend-health.js';
 import type { HostExit } from './engine-port.js';
 import type { InstanceStatus, SwapStrategy } from './types.js';
 
@@ -49,4 +50,13 @@ export interface RuntimeEvents {
   'memory-released': ReleaseCheck;
   'step-failed': { step: string; instanceKey: string; error: string };
   'runner-error': { error: string; consecutiveFailures: number; retryInMs: number };
+  /** A GPU backend held down after a live failure, each probe while it is, and its return. */
+  'backend-health': BackendHealthEvent;
+  /** A request retried on the fallback (nothing streamed yet) or cut short with finish reason backend-lost. */
+  'request-rescued': {
+    slot: SlotName;
+    outcome: 'retried' | 'cut-short';
+    reason: string;
+    streamedChars: number;
+  };
 }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { matchProfile } from '../../board-support/index.js';
 import type { BoardProfile } from '../../board-support/types.js';
+import { probeEngineInfo } from '../../engine/src/engine-info.js';
 import { createEngineInfo, type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { MnnEdgeError } from '../common/errors.js';
 import {
@@ -17,7 +18,7 @@ import type { AgentContext, AgentModule } from '../main.js';
 import { explainPlacement } from '../plan/explain.js';
 import { boardFromCapabilities } from '../plan/from-capabilities.js';
 import type { PlanBoard, PlanCatalog, SlotConstraints } from '../plan/types.js';
-import { engineCompiledIn, engineProbes } from './backend-health.js';
+import { engineBackendProbe, engineCompiledIn, engineProbes } from './backend-health.js';
 import { assertSlot } from './desired-state.js';
 import { engineHostFactory } from './engine-host-adapter.js';
 import { EngineFailure, type EngineHostFactory } from './engine-port.js';
@@ -167,7 +168,16 @@ export function createRuntimeModule(deps: RuntimeModuleDeps): RuntimeModule {
         catalog: deps.catalog,
       };
       const cfg = ctx.config['runtime'] as RuntimeConfig | undefined;
+      // With real engine hosts, a GPU backend that fails live is probed back in fresh hosts before use.
+      const probeCwd = join(ctx.config.dataDir, 'engine-tmp');
+      const backendHealth =
+        !deps.hosts && availability?.available
+          ? {
+              probe: engineBackendProbe(() => probeEngineInfo({ logger: ctx.logger, cwd: probeCwd })),
+            }
+          : undefined;
       runtime = new Runtime({
+        ...(backendHealth ? { backendHealth } : {}),
         db: ctx.db,
         clock: ctx.clock,
         log: ctx.logger,

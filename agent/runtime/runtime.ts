@@ -18,6 +18,13 @@ import {
 } from '../plan/types.js';
 import type { Db } from '../store/database.js';
 import type { SlotRuntimeStats } from '../telemetry/runtime-stats.js';
+import {
+  attachBackendHealth,
+  type BackendHealth,
+  type BackendHealthOptions,
+  type BackendHealthState,
+  backendOfKey,
+} from './backend-health.js';
 import { assertSlot, type DesiredStateDocument, DesiredStateStore } from './desired-state.js';
 import {
   describeExit,
@@ -41,6 +48,7 @@ import { assertPinBackend } from './pin-check.js';
 import { probeCandidate, probeCandidates } from './probe.js';
 import { ProbeStore } from './probe-store.js';
 import type { SystemMemory } from './proc-memory.js';
+import { resilientStream } from './resilient-stream.js';
 import { ExclusiveRunner, type RunnerHealth } from './runner.js';
 import { describeStep, planSteps } from './steps.js';
 import { type ActiveChoice, activeTarget, type KindOf, specOf } from './target.js';
@@ -102,6 +110,9 @@ export interface RuntimeDeps {
   /** Told which model versions the placement uses (chosen and fallbacks), so the store's GC keeps them
    *  (models/: ModelStore.setInUse). */
   inUse?: (refs: { id: string; version: string }[]) => void;
+  /** Probes a backend in a fresh engine host. With it, a GPU backend that failed live is held down until probes
+   *  pass (with hysteresis) instead of being retried by loading models on it. */
+  backendHealth?: Omit<BackendHealthOptions, 'clock' | 'log'>;
 }
 
 /** A request's hold on a slot: the engine host serving it, or the built-in that does. */
@@ -137,6 +148,8 @@ export interface RuntimeState {
   failures: FailureRecord[];
   transitions: Transition[];
   health: RunnerHealth;
+  /** GPU backends held down after a live failure until probes pass (empty when all are fine). */
+  backends: BackendHealthState[];
 }
 
 interface SlotCounters {
@@ -187,6 +200,7 @@ export class Runtime {
   readonly #policy: PlanPolicy;
   readonly #log: Logger;
   readonly #failures: FailureBook;
+  readonly #health: BackendHealth | undefined;
   readonly #runner: ExclusiveRunner;
   readonly #instances = new Map<string, Instance>();
   readonly #expectedExit = new WeakSet<Instance>();
@@ -216,6 +230,7 @@ export class Runtime {
     this.desired = new DesiredStateStore(deps.db, deps.clock);
     this.probes = new ProbeStore(deps.db);
     this.#failures = new FailureBook(deps.clock, this.#opts.failureBackoff);
+    this.#health = attachBackendHealth(this, deps, this.#failures, () => this.#runner.trigger());
     this.#placement = this.desired.placement();
     this.#runner = new ExclusiveRunner((signal) => this.exclusive(() => this.#reconcile(signal)), {
       clock: deps.clock,
@@ -410,8 +425,28 @@ export class Runtime {
     request: GenerateRequest,
     signal?: AbortSignal,
   ): AsyncGenerator<GenerateEvent> {
-    const lease = await this.#engineLease(slot, 'llm', signal);
-    yield* this.#streamOn(slot, lease, request, signal);
+    const self = this;
+    yield* resilientStream({
+      signal,
+      async *attempt() {
+        const lease = await self.#engineLease(slot, 'llm', signal);
+        yield* self.#streamOn(slot, lease, request, signal);
+      },
+      onRetry: (err) => this.#rescued(slot, 'retried', err.message, 0),
+      onCutShort: (err, chars) => this.#rescued(slot, 'cut-short', err.message, chars),
+    });
+  }
+
+  #rescued(slot: SlotName, outcome: 'retried' | 'cut-short', reason: string, streamedChars: number): void {
+    this.#log.warn(
+      outcome === 'retried' ? 'request retried on the fallback' : 'request cut short: backend lost',
+      {
+        slot,
+        reason,
+        streamedChars,
+      },
+    );
+    this.events.emit('request-rescued', { slot, outcome, reason, streamedChars });
   }
 
   /** Speech from the talker of the model serving the slot (voice.tts). */
@@ -651,6 +686,7 @@ export class Runtime {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#stopping.abort(new Error('runtime stopping'));
+    this.#health?.stop();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     if (this.#watchdog) clearInterval(this.#watchdog);
     await this.#runner.stop();
@@ -690,6 +726,7 @@ export class Runtime {
         startedAtMs: i.startedAtMs,
       })),
       failures: this.#failures.all(),
+      backends: this.#health?.state() ?? [],
       transitions: [...this.#transitions],
       health: this.#runner.health(),
     };
@@ -743,7 +780,10 @@ export class Runtime {
     for (const c of choices) {
       const prev = before.get(c.plannedKey);
       if (c.fallback && prev?.active.key !== c.active.key) {
-        const retryInMs = Math.max(0, c.fallback.retryAtMs - this.#deps.clock.monotonicMs());
+        this.#health?.markDown(backendOfKey(c.fallback.fromKey), c.fallback.reason);
+        const retryInMs = Number.isFinite(c.fallback.retryAtMs)
+          ? Math.max(0, c.fallback.retryAtMs - this.#deps.clock.monotonicMs())
+          : -1;
         this.#log.warn('fallback', {
           slots: c.slots,
           from: c.fallback.fromKey,
