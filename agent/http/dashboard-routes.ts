@@ -132,7 +132,16 @@ export function registerDashboardRoutes(options: DashboardRoutesOptions): Dashbo
       const port = placementPort();
       const slot = slotParam(ctx);
       const constraints = parsePinBody(await ctx.readJson());
-      await port.pin(slot, constraints, authorOf(ctx));
+      try {
+        await port.pin(slot, constraints, authorOf(ctx));
+      } catch (err) {
+        // The runtime checks the backend against this board's evidence chain; a refusal changed nothing.
+        if (err instanceof MnnEdgeError && err.code === 'EINVAL')
+          throw new HttpError(400, 'invalid_pin', err.message);
+        if (err instanceof MnnEdgeError && err.code === 'EBACKEND')
+          throw new HttpError(409, 'backend_unusable', err.message);
+        throw err;
+      }
       ctx.json(200, { ok: true, slot, pinned: constraints });
     }),
   );

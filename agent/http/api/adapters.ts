@@ -55,6 +55,15 @@ export function placementPortFrom(runtime: Runtime): PlacementPort {
           .filter((a) => a.fallback !== undefined)
           .map((a) => ({ plannedKey: a.plannedKey, activeKey: a.active.key, reason: a.fallback!.reason })),
         pins,
+        backends: s.backends.map((b) => ({
+          backend: b.backend,
+          status: b.status,
+          reason: b.reason,
+          successes: b.successes,
+          ...(b.lastProbe
+            ? { lastProbe: `${b.lastProbe.ok ? 'passed' : 'failed'}: ${b.lastProbe.detail}` }
+            : {}),
+        })),
       };
     },
     pin: async (slot, constraints, author) => void (await runtime.pin(slot, constraints, author)),

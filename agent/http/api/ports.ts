@@ -39,6 +39,14 @@ export interface PlacementView {
   /** Planned key → the fallback that runs instead, and why. */
   fallbacks: Array<{ plannedKey: string; activeKey: string; reason: string }>;
   pins: Partial<Record<SlotName, SlotConstraints>>;
+  /** GPU backends held down after a live failure, until probes in fresh hosts pass. */
+  backends?: Array<{
+    backend: string;
+    status: string;
+    reason: string;
+    successes: number;
+    lastProbe?: string;
+  }>;
 }
 
 export interface PlacementPort {

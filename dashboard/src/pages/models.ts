@@ -161,6 +161,19 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
         ),
       ),
     );
+    // Why each instance runs where it does: the numbers behind the choice and every rejected candidate.
+    for (const inst of p.instances)
+      parts.push(
+        tagged(
+          'placement-reasons',
+          h(
+            'details',
+            {},
+            h('summary', {}, `Why ${candidateText(inst.chosen)}`),
+            h('ul', {}, ...inst.reasons.map((r) => h('li', {}, r))),
+          ),
+        ),
+      );
     for (const inst of p.instances) {
       if (inst.fallback.length === 0) continue;
       parts.push(
@@ -173,6 +186,16 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
       );
     }
   }
+  for (const b of view.backends ?? [])
+    parts.push(
+      notice(
+        'warn',
+        `Backend ${b.backend} ${b.status === 'recovering' ? 'recovering' : 'down'}`,
+        `${b.reason}. Held until probes in fresh engine hosts pass (${b.successes} in a row so far)` +
+          (b.lastProbe ? `; last probe ${b.lastProbe}` : ''),
+        'backend-down',
+      ),
+    );
   for (const f of view.fallbacks)
     parts.push(
       notice('warn', 'Running a fallback', `${f.activeKey} instead of ${f.plannedKey}: ${f.reason}`),
