@@ -112,7 +112,7 @@ async function main(): Promise<void> {
       const overrides = {
         backend_type: backend as BackendName,
         thread_num: 1,
-        precision: 'normal',
+        precision: 'normal' as const,
         max_new_tokens: DECODE_TOKENS,
         ...(backend === 'cpu' ? {} : { tmp_path: cacheDir }),
       };
@@ -180,7 +180,7 @@ async function main(): Promise<void> {
     const cpuOverrides = {
       backend_type: 'cpu',
       thread_num: 1,
-      precision: 'normal',
+      precision: 'normal' as const,
       max_new_tokens: DECODE_TOKENS,
     };
     const gpuHost = await EngineHostClient.start({
