@@ -178,7 +178,7 @@ async function main(): Promise<void> {
     }
     // The fallback of a live fault: the GPU host dies mid-answer; a CPU host is started, loads, answers.
     const cpuOverrides = {
-      backend_type: 'cpu',
+      backend_type: 'cpu' as BackendName,
       thread_num: 1,
       precision: 'normal' as const,
       max_new_tokens: DECODE_TOKENS,
