@@ -1,0 +1,188 @@
+import type { EngineAvailability } from '../../engine/src/loader.js';
+import type { ModelStore } from '../../models/store/model-store.js';
+import type { JobJournal } from '../../ota/journal.js';
+import type { TypedEventEmitter } from '../common/typed-events.js';
+import type { TelemetryHistory } from '../telemetry/history.js';
+import type { TelemetrySnapshot } from '../telemetry/service.js';
+import type {
+  BrokerStatus,
+  EngineStatus,
+  InstallProgressView,
+  ModelsPort,
+  OtaPort,
+  TelemetryPort,
+  TelemetrySample,
+} from './ports.js';
+
+export { placementPortFrom } from '../runtime/placement-port.js';
+
+// Adapters from the agent's real modules to the dashboard's ports, for the composition root. Each one only
+// reads the module's public API, so the dashboard stays testable with plain values and the modules stay
+// unaware of it.
+
+export function engineStatusFrom(availability: () => EngineAvailability): () => EngineStatus {
+  return () => {
+    const a = availability();
+    if (!a.available) return { available: false, reason: a.reason };
+    return {
+      available: true,
+      version: a.info.mnnVersion,
+      backends: a.info.backends.filter((b) => b.compiledIn && b.usable).map((b) => b.name),
+    };
+  };
+}
+
+/** Installed packages from the store, and imports in progress from its progress events (bounded list). */
+export function modelsPortFrom(
+  store: ModelStore,
+  now: () => number = Date.now,
+  keep = 8,
+): ModelsPort & { dispose(): void } {
+  const installs = new Map<string, InstallProgressView>();
+  const offProgress = store.on('progress', (p) => {
+    const existing = installs.get(p.source);
+    installs.delete(p.source);
+    installs.set(p.source, {
+      ref: p.source,
+      step: `copying ${p.file}`,
+      doneBytes: p.bytesDone,
+      totalBytes: p.bytesTotal ?? p.bytesDone,
+      startedAt: existing?.startedAt ?? new Date(now()).toISOString(),
+    });
+    while (installs.size > keep) installs.delete(installs.keys().next().value!);
+  });
+  const offInstalled = store.on('installed', () => installs.clear());
+  return {
+    installed: () =>
+      store.list().map((p) => ({
+        id: p.id,
+        version: p.version,
+        kind: p.task,
+        sizeBytes: p.sizeBytes,
+        variants: p.manifest.variants.map((v) => ({
+          id: v.name,
+          quant: String(v.precision),
+          backends: [v.requirements.backend],
+        })),
+        installedAt: new Date(p.installedAt).toISOString(),
+      })),
+    installs: () => [...installs.values()].reverse(),
+    dispose() {
+      offProgress();
+      offInstalled();
+    },
+  };
+}
+
+export function otaPortFrom(journal: JobJournal): OtaPort {
+  return {
+    jobs: (limit) =>
+      journal.list(limit).map((e) => ({
+        jobId: e.jobId,
+        kind: 'model',
+        target: `${e.packageId}@${e.packageVersion}`,
+        state: e.state,
+        ...(e.bytesTotal ? { progress: { doneBytes: e.bytesDone, totalBytes: e.bytesTotal } } : {}),
+        ...(e.reason || e.message ? { reason: [e.reason, e.message].filter(Boolean).join(': ') } : {}),
+        createdAt: new Date(e.createdAt).toISOString(),
+        updatedAt: new Date(e.updatedAt).toISOString(),
+      })),
+  };
+}
+
+/**
+ * Live samples fan out from here: the telemetry service publishes each sampling round (its onSnapshot, or a
+ * sampler tap), and every open chart socket subscribes. Keeps only the latest sample.
+ */
+export class SampleHub {
+  readonly #listeners = new Set<(s: TelemetrySample) => void>();
+  #latest: TelemetrySample | undefined;
+
+  publish(sample: TelemetrySample): void {
+    this.#latest = sample;
+    for (const l of this.#listeners) l(sample);
+  }
+
+  subscribe(listener: (s: TelemetrySample) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  latest(): TelemetrySample | undefined {
+    return this.#latest;
+  }
+}
+
+export function telemetryPortFrom(
+  history: Pick<TelemetryHistory, 'metrics' | 'query'>,
+  hub: SampleHub,
+): TelemetryPort {
+  return {
+    metrics: () => {
+      const names = new Set(history.metrics());
+      for (const k of Object.keys(hub.latest()?.values ?? {})) names.add(k);
+      return [...names].sort();
+    },
+    history: (q) => history.query(q),
+    subscribe: (l) => hub.subscribe(l),
+    latest: () => hub.latest(),
+  };
+}
+
+/**
+ * Feeds the hub from the telemetry service's interval snapshots (their means), polled: live charts then move
+ * once per publish interval. When the service gains a per-sample hook, publish from that instead.
+ */
+export function feedFromSnapshots(
+  hub: SampleHub,
+  latest: () => TelemetrySnapshot | undefined,
+  pollMs = 1000,
+): () => void {
+  let lastTs: number | undefined;
+  const timer = setInterval(() => {
+    const s = latest();
+    if (s === undefined || s.ts === lastTs) return;
+    lastTs = s.ts;
+    hub.publish({
+      t: s.ts,
+      values: Object.fromEntries(Object.entries(s.metrics).map(([k, v]) => [k, v.mean])),
+    });
+  }, pollMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** The fleet connection as the Overview shows it: connected since, or unreachable with the last reason. */
+export function brokerStatusFrom(
+  fleet: {
+    readonly connected: boolean;
+    readonly brokerUrl: string | undefined;
+    readonly events: Pick<
+      TypedEventEmitter<{ connected: { url: string }; disconnected: { reason: string } }>,
+      'on'
+    >;
+  },
+  now: () => number = Date.now,
+): { status(): BrokerStatus; dispose(): void } {
+  let since = now();
+  let lastError = 'not connected yet';
+  const offUp = fleet.events.on('connected', () => {
+    since = now();
+  });
+  const offDown = fleet.events.on('disconnected', ({ reason }) => {
+    lastError = reason;
+  });
+  return {
+    status() {
+      const url = fleet.brokerUrl;
+      if (url === undefined) return { state: 'disabled', reason: 'No MQTT broker is configured (mqtt.url)' };
+      return fleet.connected
+        ? { state: 'connected', url, sinceMs: since }
+        : { state: 'unreachable', url, error: lastError };
+    },
+    dispose() {
+      offUp();
+      offDown();
+    },
+  };
+}

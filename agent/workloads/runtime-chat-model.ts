@@ -1,0 +1,92 @@
+import type { SlotName } from '../plan/types.js';
+import { EngineFailure } from '../runtime/engine-port.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { ChatModel, ChatRequest, ChatResult, ChatStream, ModelCapabilities } from './chat-model.js';
+
+// The workloads' ChatModel port over a runtime slot: voice, vision and the OpenAI API call the slot, and the
+// runtime decides which engine host serves it (and swaps or falls back underneath without them noticing).
+
+export interface RuntimeChatModelOptions {
+  /** Shown in /v1/models and stored with turns; the slot name when absent. */
+  id?: string;
+  capabilities: ModelCapabilities;
+}
+
+export function runtimeChatModel(
+  runtime: Pick<Runtime, 'stream' | 'speak'>,
+  slot: SlotName,
+  options: RuntimeChatModelOptions,
+): ChatModel {
+  const talker = options.capabilities.talker
+    ? {
+        speak: (o: { text: string; signal?: AbortSignal }) => runtime.speak(slot, { text: o.text }, o.signal),
+      }
+    : {};
+  return {
+    id: options.id ?? slot,
+    capabilities: { ...options.capabilities },
+    ...talker,
+    generate(request: ChatRequest): ChatStream {
+      let settle!: (r: ChatResult) => void;
+      let fail!: (e: unknown) => void;
+      const result = new Promise<ChatResult>((resolve, reject) => {
+        settle = resolve;
+        fail = reject;
+      });
+      // The error also surfaces through iteration; an unobserved `result` must not crash the process.
+      result.catch(() => {});
+      let iterated = false;
+      return {
+        result,
+        async *[Symbol.asyncIterator]() {
+          if (iterated) throw new Error('a chat stream can be iterated only once');
+          iterated = true;
+          let text = '';
+          let settled = false;
+          const finish = (r: Omit<ChatResult, 'text'>) => {
+            settled = true;
+            settle({ text, ...r });
+          };
+          const empty = { promptTokens: 0, generatedTokens: 0, prefillMs: 0, decodeMs: 0 };
+          try {
+            const events = runtime.stream(
+              slot,
+              {
+                prompt: request.messages,
+                ...(request.images?.length ? { images: request.images } : {}),
+                ...(request.audio ? { audios: [{ samples: request.audio, sampleRate: 16000 }] } : {}),
+                ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
+              },
+              request.signal,
+            );
+            for await (const ev of events) {
+              if (ev.type === 'text') {
+                text += ev.text;
+                yield ev.text;
+              } else {
+                finish({
+                  finishReason: ev.finishReason,
+                  promptTokens: ev.stats.promptTokens,
+                  generatedTokens: ev.stats.decodeTokens,
+                  prefillMs: ev.stats.prefillMs,
+                  decodeMs: ev.stats.decodeMs,
+                });
+              }
+            }
+          } catch (err) {
+            // The caller's own abort is an ending, not an error; everything else (a crash, a drain) is.
+            if (request.signal?.aborted && (!(err instanceof EngineFailure) || err.kind === 'cancelled')) {
+              finish({ finishReason: 'aborted', ...empty });
+              return;
+            }
+            settled = true;
+            fail(err);
+            throw err;
+          } finally {
+            if (!settled) finish({ finishReason: 'aborted', ...empty });
+          }
+        },
+      };
+    },
+  };
+}
