@@ -216,6 +216,49 @@ function gpuNodes(fs: RootFs, gpu: GpuInfo | undefined, nvidia: NvidiaGpuInfo | 
   return [...nodes];
 }
 
+/** The loader under the exact name MNN dlopens (the versioned .so.1 alone does not count). */
+function loaderStep(api: GpuApi, fs: RootFs, libs: LibraryFinder): BackendStep {
+  if (api === 'vulkan') {
+    const unversioned = libs.find([MNN_VULKAN_LOADER]);
+    const versioned = libs.find(['libvulkan.so.1']);
+    if (unversioned.length > 0)
+      return step('loader', 'ok', `MNN loads ${MNN_VULKAN_LOADER}: ${unversioned[0]}`, [
+        fs.node(unversioned[0]!),
+      ]);
+    else if (versioned.length > 0)
+      return step(
+        'loader',
+        'fail',
+        `Vulkan loader present as libvulkan.so.1 only (${versioned[0]}); MNN loads ${MNN_VULKAN_LOADER} — install the loader's development symlink (libvulkan-dev)`,
+        [fs.node(versioned[0]!), { kind: 'missing', path: `${versioned[0]!.replace(/\.1$/, '')}` }],
+      );
+    else
+      return step(
+        'loader',
+        'fail',
+        `no Vulkan loader: MNN loads ${MNN_VULKAN_LOADER} (libvulkan1 + libvulkan-dev)`,
+        [{ kind: 'missing', path: '/usr/lib/libvulkan.so' }],
+      );
+  } else {
+    const hit = MNN_OPENCL_LOADERS.map((n) =>
+      n.startsWith('/') ? (fs.node(n).present ? n : null) : (libs.find([n])[0] ?? null),
+    ).find((p): p is string => p !== null);
+    const versioned = libs.find(['libOpenCL.so.1']);
+    if (hit) return step('loader', 'ok', `MNN loads ${hit}`, [fs.node(hit)]);
+    else if (versioned.length > 0)
+      return step(
+        'loader',
+        'fail',
+        `OpenCL loader present as libOpenCL.so.1 only (${versioned[0]}); MNN loads libOpenCL.so — install the loader's development symlink (ocl-icd-opencl-dev)`,
+        [fs.node(versioned[0]!)],
+      );
+    else
+      return step('loader', 'fail', `no OpenCL library: MNN loads ${MNN_OPENCL_LOADERS.join(', ')}`, [
+        { kind: 'missing', path: '/usr/lib/libOpenCL.so' },
+      ]);
+  }
+}
+
 export interface ChainInput {
   fs: RootFs;
   libs: LibraryFinder;
@@ -324,53 +367,7 @@ export function gpuBackendChain(api: GpuApi, input: ChainInput): BackendAvailabi
   }
 
   // 3. The loader under the name MNN dlopens.
-  if (api === 'vulkan') {
-    const unversioned = libs.find([MNN_VULKAN_LOADER]);
-    const versioned = libs.find(['libvulkan.so.1']);
-    if (unversioned.length > 0)
-      steps.push(
-        step('loader', 'ok', `MNN loads ${MNN_VULKAN_LOADER}: ${unversioned[0]}`, [fs.node(unversioned[0]!)]),
-      );
-    else if (versioned.length > 0)
-      steps.push(
-        step(
-          'loader',
-          'fail',
-          `Vulkan loader present as libvulkan.so.1 only (${versioned[0]}); MNN loads ${MNN_VULKAN_LOADER} — install the loader's development symlink (libvulkan-dev)`,
-          [fs.node(versioned[0]!), { kind: 'missing', path: `${versioned[0]!.replace(/\.1$/, '')}` }],
-        ),
-      );
-    else
-      steps.push(
-        step(
-          'loader',
-          'fail',
-          `no Vulkan loader: MNN loads ${MNN_VULKAN_LOADER} (libvulkan1 + libvulkan-dev)`,
-          [{ kind: 'missing', path: '/usr/lib/libvulkan.so' }],
-        ),
-      );
-  } else {
-    const hit = MNN_OPENCL_LOADERS.map((n) =>
-      n.startsWith('/') ? (fs.node(n).present ? n : null) : (libs.find([n])[0] ?? null),
-    ).find((p): p is string => p !== null);
-    const versioned = libs.find(['libOpenCL.so.1']);
-    if (hit) steps.push(step('loader', 'ok', `MNN loads ${hit}`, [fs.node(hit)]));
-    else if (versioned.length > 0)
-      steps.push(
-        step(
-          'loader',
-          'fail',
-          `OpenCL loader present as libOpenCL.so.1 only (${versioned[0]}); MNN loads libOpenCL.so — install the loader's development symlink (ocl-icd-opencl-dev)`,
-          [fs.node(versioned[0]!)],
-        ),
-      );
-    else
-      steps.push(
-        step('loader', 'fail', `no OpenCL library: MNN loads ${MNN_OPENCL_LOADERS.join(', ')}`, [
-          { kind: 'missing', path: '/usr/lib/libOpenCL.so' },
-        ]),
-      );
-  }
+  steps.push(loaderStep(api, fs, libs));
 
   // 4. GPU or software device.
   let kind: DeviceKind = 'unknown';

@@ -4,7 +4,10 @@ import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import type { TypedEventEmitter } from '../common/typed-events.js';
 import type { EngineBackendProbe } from '../detect/index.js';
-import type { RuntimeEvents } from './events.js';
+import type { BackendHealthEvent, RuntimeEvents } from './events.js';
+
+export type { BackendHealthEvent };
+
 import type { FailureBook } from './failures.js';
 
 // What an engine host found about each GPU backend, in detect's terms, so the capability document, the planner
@@ -59,11 +62,6 @@ export interface BackendHealthState {
   successes: number;
   lastProbe?: { ok: boolean; detail: string; atMs: number };
 }
-
-export type BackendHealthEvent =
-  | { backend: string; status: 'down'; reason: string }
-  | { backend: string; status: 'probe'; ok: boolean; detail: string; successes: number; needed: number }
-  | { backend: string; status: 'up'; downForMs: number; detail: string };
 
 /**
  * Which GPU backends are held down after a live failure, and when they may be used again: only after

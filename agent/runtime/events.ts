@@ -1,5 +1,4 @@
 import type { Placement, SlotName } from '../plan/types.js';
-import type { BackendHealthEvent } from './backend-health.js';
 import type { HostExit } from './engine-port.js';
 import type { InstanceStatus, SwapStrategy } from './types.js';
 
@@ -28,6 +27,12 @@ export interface ReleaseCheck {
    *  privately at stop, less 10 % of its peak RSS. */
   ok: boolean;
 }
+
+/** A GPU backend held down after a live failure, each probe while it is, and its return. */
+export type BackendHealthEvent =
+  | { backend: string; status: 'down'; reason: string }
+  | { backend: string; status: 'probe'; ok: boolean; detail: string; successes: number; needed: number }
+  | { backend: string; status: 'up'; downForMs: number; detail: string };
 
 /** What the dashboard and the fleet hear from the runtime. */
 export interface RuntimeEvents {
