@@ -203,11 +203,16 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     board: () => boardInfoOf(caps),
     workloads,
     runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
+    // Home Assistant gets sensors and a backend select for each placed slot; the choices are the usable backends.
+    haSlots: () => {
+      const backends = caps?.backends.filter((b) => b.usable).map((b) => b.backend) ?? [];
+      return (runtime.runtime()?.slotStats() ?? []).map((s) => ({ name: s.slot, backends }));
+    },
   });
   fleetRef = fleet;
 
   const ota = createOtaModule({
-    mqtt: () => fleet.agent?.client,
+    transport: () => fleet.agent,
     store: () => {
       if (!models) throw new Error('OTA started before the model store');
       return models.store;
@@ -244,6 +249,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
       const agent = fleet.agent;
       const rt = runtime.runtime();
       const broker = agent ? brokerStatusFrom(agent) : undefined;
+      const off = fleet.offReason;
       if (agent) feeds.push(feedFromSnapshots(hub, () => agent.telemetry?.latest()));
       if (broker) feeds.push(broker.dispose);
       return {
@@ -258,6 +264,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
         ...(agent && broker
           ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) }
           : {}),
+        ...(off !== undefined ? { broker: () => ({ state: 'disabled' as const, reason: off }) } : {}),
         ...(models ? { models: modelsPortFrom(models.store) } : {}),
         ...(rt ? { placement: placementPortFrom(rt) } : {}),
         ota: otaPortFrom(new JobJournal(ctx.db)),

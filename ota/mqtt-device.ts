@@ -1,12 +1,24 @@
 // Device side of the OTA topics: jobs arrive on mnn-edge/<device>/ota/jobs (and on the fleet topic of each of
 // the device's tags), statuses go out retained on mnn-edge/<device>/ota/status so an operator that connects
-// later still sees where every device stands.
+// later still sees where every device stands. The transport may be offline at any time: the subscriptions
+// are owned by the fleet's registry (restored on every connection), and a status that could not be sent is
+// sent when the connection is back.
 
 import type { Logger } from '../agent/common/log.js';
 import { otaTopics } from './job.js';
 import type { JobRunner } from './job-runner.js';
 
-/** The part of an MQTT.js client this module uses (the fleet connection's client satisfies it). */
+/** What OTA needs from an MQTT connection that comes and goes. */
+export interface OtaTransport {
+  /** Routes these filters' messages to `handler` on every connection from now on; returns the remover. */
+  subscribe(filters: readonly string[], handler: (topic: string, payload: Buffer) => void): () => void;
+  /** QoS 1; rejects when not connected. */
+  publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
+  /** Called after every (re)connection; returns the remover. */
+  onConnected(listener: () => void): () => void;
+}
+
+/** The part of an MQTT.js client `clientTransport` uses. */
 export interface OtaMqttClient {
   subscribeAsync(topic: string[], opts: { qos: 1 }): Promise<unknown>;
   unsubscribeAsync(topic: string[]): Promise<unknown>;
@@ -15,20 +27,62 @@ export interface OtaMqttClient {
   removeListener(event: 'message', cb: (topic: string, payload: Buffer) => void): unknown;
 }
 
+/**
+ * A transport over one plain, already connected client (operator tools, tests). It subscribes once: the agent
+ * itself uses the fleet's transport, which restores subscriptions after reconnects.
+ */
+export function clientTransport(client: OtaMqttClient, logger?: Logger): OtaTransport {
+  return {
+    subscribe(filters, handler) {
+      const list = [...filters];
+      const onMessage = (topic: string, payload: Buffer) => {
+        if (list.includes(topic)) handler(topic, payload);
+      };
+      client.on('message', onMessage);
+      client.subscribeAsync(list, { qos: 1 }).catch((err: unknown) => {
+        logger?.warn('ota: subscribe failed', { filters: list, error: (err as Error).message });
+      });
+      return () => {
+        client.removeListener('message', onMessage);
+        client.unsubscribeAsync(list).catch(() => undefined);
+      };
+    },
+    async publish(topic, payload, opts) {
+      await client.publishAsync(topic, payload, opts);
+    },
+    onConnected() {
+      return () => {};
+    },
+  };
+}
+
 export interface OtaDeviceLink {
   detach(): Promise<void>;
 }
 
-export async function attachOtaToMqtt(
-  client: OtaMqttClient,
+export function attachOtaToMqtt(
+  transport: OtaTransport,
   runner: JobRunner,
   identity: { deviceId: string; tags: readonly string[] },
   logger: Logger,
-): Promise<OtaDeviceLink> {
+): OtaDeviceLink {
   const topics = [otaTopics.deviceJobs(identity.deviceId), ...identity.tags.map((t) => otaTopics.tagJobs(t))];
   const statusTopic = otaTopics.deviceStatus(identity.deviceId);
-  const onMessage = (topic: string, payload: Buffer) => {
-    if (!topics.includes(topic) || payload.length === 0) return;
+  // The status is retained: only the newest matters, and it is sent again if it could not be sent.
+  let unsent: string | undefined;
+  const send = (payload: string) => {
+    unsent = payload;
+    transport.publish(statusTopic, payload, { qos: 1, retain: true }).then(
+      () => {
+        if (unsent === payload) unsent = undefined;
+      },
+      (err: unknown) => {
+        logger.debug('ota status not published yet', { error: (err as Error).message });
+      },
+    );
+  };
+  const removeSubscription = transport.subscribe(topics, (topic, payload) => {
+    if (payload.length === 0) return; // a cleared retained job
     let job: unknown;
     try {
       job = JSON.parse(payload.toString('utf8'));
@@ -37,22 +91,16 @@ export async function attachOtaToMqtt(
       return;
     }
     runner.submit(job);
-  };
-  const offStatus = runner.on('status', (status) => {
-    client
-      .publishAsync(statusTopic, JSON.stringify(status), { qos: 1, retain: true })
-      .catch((err: unknown) => {
-        // The retained status is republished on the next change; the journal keeps the truth meanwhile.
-        logger.warn('ota status not published', { error: (err as Error).message });
-      });
   });
-  client.on('message', onMessage);
-  await client.subscribeAsync(topics, { qos: 1 });
+  const offConnected = transport.onConnected(() => {
+    if (unsent !== undefined) send(unsent);
+  });
+  const offStatus = runner.on('status', (status) => send(JSON.stringify(status)));
   return {
     async detach() {
       offStatus();
-      client.removeListener('message', onMessage);
-      await client.unsubscribeAsync(topics);
+      offConnected();
+      removeSubscription();
     },
   };
 }

@@ -9,7 +9,8 @@ export interface MqttConfig {
   ca?: string;
   cert?: string;
   key?: string;
-  protocolVersion: 4 | 5;
+  /** 4 (3.1.1) or 5 to pin a level; `auto` tries 5 and falls back to 3.1.1 when the broker refuses it. */
+  protocolVersion: 4 | 5 | 'auto';
   embeddedBroker: { enabled: boolean; port: number; host: string };
   /** Seconds between PINGREQs; the broker publishes the Last Will after 1.5× this without traffic. */
   keepaliveSec?: number;
@@ -29,7 +30,7 @@ export const mqttSchema: JsonSchema = {
     ca: { type: 'string' },
     cert: { type: 'string' },
     key: { type: 'string' },
-    protocolVersion: { enum: [4, 5] },
+    protocolVersion: { enum: [4, 5, 'auto'] },
     embeddedBroker: {
       type: 'object',
       additionalProperties: false,
