@@ -53,6 +53,9 @@ export class BrokerLink {
   readonly #o: BrokerLinkOptions;
   readonly #now: () => number;
   #client: MqttClient | undefined;
+  /** CONNACK received: publishing works (answers to commands queued in the session, say). */
+  #acked = false;
+  /** And the subscriptions are in place: the device is listening. */
   #connected = false;
   #connectedSince = 0;
   #stopped = false;
@@ -61,6 +64,12 @@ export class BrokerLink {
   #timer: NodeJS.Timeout | undefined;
   #retryAt: number | undefined;
   #lastError: string | undefined;
+  /**
+   * Completion callbacks of QoS 1 publishes awaiting their PUBACK on the current client. With a kept session
+   * MQTT.js holds them for a resend on the same client, but each attempt is a new client: on close they fail
+   * here, and their owners (the outbox) send again on the next connection.
+   */
+  readonly #awaitingAck = new Set<(err: Error) => void>();
   /** The level that last connected (auto mode keeps it); undefined until then. */
   #negotiated: 4 | 5 | undefined;
   #attemptVersion: 4 | 5;
@@ -84,9 +93,9 @@ export class BrokerLink {
     return this.#negotiated ?? this.#attemptVersion;
   }
 
-  /** The connected client; undefined while disconnected. */
+  /** The client once the broker accepted the connection; undefined while disconnected. */
   get client(): MqttClient | undefined {
-    return this.#connected ? this.#client : undefined;
+    return this.#acked ? this.#client : undefined;
   }
 
   get lastError(): string | undefined {
@@ -135,7 +144,16 @@ export class BrokerLink {
       done?.(new Error('not connected to the broker'));
       return;
     }
-    c.publish(topic, payload, opts, (err) => done?.(err ?? undefined));
+    let settled = false;
+    const fail = (err: Error) => settle(err);
+    const settle = (err: Error | undefined) => {
+      if (settled) return;
+      settled = true;
+      this.#awaitingAck.delete(fail);
+      done?.(err);
+    };
+    this.#awaitingAck.add(fail);
+    c.publish(topic, payload, opts, (err) => settle(err ?? undefined));
   }
 
   /** Ends the connection; `farewell` runs first while still connected (the clean offline status). */
@@ -146,7 +164,8 @@ export class BrokerLink {
     this.#timer = undefined;
     const c = this.#client;
     if (!c) return;
-    if (this.#connected && farewell) await farewell(c).catch(() => undefined);
+    if (this.#acked && farewell) await farewell(c).catch(() => undefined);
+    this.#acked = false;
     this.#connected = false;
     this.#o.subscriptions.disconnected();
     await c.endAsync(true).catch(() => undefined);
@@ -171,14 +190,18 @@ export class BrokerLink {
     let attemptError: string | undefined;
     client.on('connect', () => {
       if (client !== this.#client) return;
-      this.#connected = true;
-      this.#connectedSince = this.#now();
+      this.#acked = true;
       this.#failures = 0;
       if (this.#o.protocol === 'auto' && this.#negotiated === undefined)
         log.info('negotiated the MQTT protocol level', { protocolVersion: version });
       this.#negotiated = version;
-      this.#o.subscriptions.connected(client);
-      this.events.emit('connected', { url: this.#o.url, protocolVersion: version });
+      // Connected counts from the SUBACK: whatever is sent to the device after it says "online" reaches it.
+      void this.#o.subscriptions.connected(client).then(() => {
+        if (client !== this.#client || closed) return;
+        this.#connected = true;
+        this.#connectedSince = this.#now();
+        this.events.emit('connected', { url: this.#o.url, protocolVersion: version });
+      });
     });
     client.on('message', (topic, payload, packet) => {
       if (client === this.#client) this.#o.subscriptions.dispatch(topic, payload, packet);
@@ -191,10 +214,13 @@ export class BrokerLink {
     client.on('close', () => {
       if (closed || client !== this.#client) return;
       closed = true;
-      const wasConnected = this.#connected;
+      const wasConnected = this.#acked;
+      this.#acked = false;
       this.#connected = false;
       this.#client = undefined;
       client.end(true);
+      const lost = new Error('connection closed before the broker acknowledged');
+      for (const fail of [...this.#awaitingAck]) fail(lost);
       if (wasConnected) this.#o.subscriptions.disconnected();
       if (this.#stopped) return;
       const reason = attemptError ?? 'connection closed';

@@ -96,14 +96,18 @@ export class SubscriptionRegistry {
     };
   }
 
-  /** Called after every CONNACK: subscribes every filter on this connection. */
-  connected(client: SubscribingClient): void {
+  /**
+   * Called after every CONNACK: subscribes every filter on this connection. Resolves once the broker answered
+   * (granted or refused), so the device announces itself online only when it is listening.
+   */
+  connected(client: SubscribingClient): Promise<void> {
     this.#client = client;
     for (const entry of this.#entries.values()) {
       entry.state = 'pending';
       delete entry.error;
     }
-    if (this.#entries.size > 0) this.#subscribe(client, [...this.#entries.keys()]);
+    if (this.#entries.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#subscribe(client, [...this.#entries.keys()], resolve));
   }
 
   /** Called when the connection is lost: nothing is subscribed until the next `connected`. */
@@ -136,9 +140,10 @@ export class SubscriptionRegistry {
     }));
   }
 
-  #subscribe(client: SubscribingClient, filters: string[]): void {
+  #subscribe(client: SubscribingClient, filters: string[], answered?: () => void): void {
     const request = Object.fromEntries(filters.map((f) => [f, { qos: 1 as const }]));
     client.subscribe(request, (err, granted) => {
+      answered?.();
       if (client !== this.#client) return; // answered on a connection that is gone; the next one re-subscribes
       if (err) {
         // The connection dropped before SUBACK: `connected` runs again on the next CONNACK.

@@ -18,6 +18,8 @@ export interface MqttConfig {
   reconnect?: { minMs: number; maxMs: number };
   /** Command payloads above this size are answered with an error instead of being parsed. */
   maxCommandBytes?: number;
+  /** How long the broker keeps the session (queued commands and jobs) while offline; 0: clean sessions. */
+  sessionExpirySec?: number;
 }
 
 export const mqttSchema: JsonSchema = {
@@ -51,5 +53,6 @@ export const mqttSchema: JsonSchema = {
       },
     },
     maxCommandBytes: { type: 'integer', minimum: 256, maximum: 16777216 },
+    sessionExpirySec: { type: 'integer', minimum: 0, maximum: 4294967295 },
   },
 };
