@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { matchProfile } from '../board-support/index.js';
-import { modelsConfigOf } from '../models/config.js';
+import { modelsConfigOf, storeLimitsOf } from '../models/config.js';
 import { ModelCatalog, ModelStore } from '../models/index.js';
 import { createOtaModule } from '../ota/device.js';
 import { JobJournal } from '../ota/journal.js';
@@ -130,9 +130,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
         db: ctx.db,
         log: ctx.logger,
         clock: ctx.clock,
-        ...(limits.maxPackageBytes !== undefined
-          ? { limits: { maxTotalBytes: limits.maxPackageBytes } }
-          : {}),
+        limits: storeLimitsOf(limits),
       });
       models = { store, catalog: new ModelCatalog(store) };
       ctx.logger.info('model store ready', { root: store.root, recovery });

@@ -4,17 +4,23 @@
 // between implementations, and nothing we sign needs fractions.
 
 import { MnnEdgeError } from '../agent/common/errors.js';
+import { INPUT_LIMITS } from '../agent/common/input-limits.js';
 
 export function canonicalJson(value: unknown): string {
-  return encode(value, '(root)');
+  return encode(value, '(root)', 0);
 }
 
 export function canonicalBytes(value: unknown): Buffer {
   return Buffer.from(canonicalJson(value), 'utf8');
 }
 
-function encode(value: unknown, path: string): string {
+function encode(value: unknown, path: string, depth: number): string {
   if (value === null) return 'null';
+  if (depth > INPUT_LIMITS.jsonMaxDepth)
+    throw new MnnEdgeError(
+      'ECANONICAL',
+      `Cannot canonicalise: nested deeper than ${INPUT_LIMITS.jsonMaxDepth} levels`,
+    );
   switch (typeof value) {
     case 'boolean':
       return value ? 'true' : 'false';
@@ -29,7 +35,8 @@ function encode(value: unknown, path: string): string {
       }
       return String(value);
     case 'object': {
-      if (Array.isArray(value)) return `[${value.map((v, i) => encode(v, `${path}[${i}]`)).join(',')}]`;
+      if (Array.isArray(value))
+        return `[${value.map((v, i) => encode(v, `${path}[${i}]`, depth + 1)).join(',')}]`;
       const proto = Object.getPrototypeOf(value) as unknown;
       if (proto !== Object.prototype && proto !== null) {
         throw new MnnEdgeError('ECANONICAL', `Cannot canonicalise ${path}: not a plain object`);
@@ -38,7 +45,7 @@ function encode(value: unknown, path: string): string {
       const keys = Object.keys(obj)
         .filter((k) => obj[k] !== undefined)
         .sort(compareCodeUnits);
-      return `{${keys.map((k) => `${JSON.stringify(k)}:${encode(obj[k], `${path}.${k}`)}`).join(',')}}`;
+      return `{${keys.map((k) => `${JSON.stringify(k)}:${encode(obj[k], `${path}.${k}`, depth + 1)}`).join(',')}}`;
     }
     default:
       throw new MnnEdgeError('ECANONICAL', `Cannot canonicalise ${path}: unsupported type ${typeof value}`);

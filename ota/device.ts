@@ -16,6 +16,7 @@ import { JobJournal } from './journal.js';
 import { LlmDemoProbe } from './llm-demo-probe.js';
 import { attachOtaToMqtt, type OtaDeviceLink, type OtaTransport } from './mqtt-device.js';
 import type { ActivationPort, HealthProbe, PackageInstaller } from './ports.js';
+import { RootStore } from './root-store.js';
 import { ModelStoreInstaller, StoreActivation } from './store-adapter.js';
 import type { DeviceFacts } from './targets.js';
 import { type TimeSource, TrustStore, trustPolicyFromConfig } from './trust.js';
@@ -39,6 +40,7 @@ export interface OtaDeviceOptions {
 export interface OtaDevice {
   runner: JobRunner;
   trust: TrustStore;
+  roots: RootStore;
   journal: JobJournal;
   downloader: Downloader;
 }
@@ -47,8 +49,21 @@ export function stagingDirOf(config: OtaConfig, dataDir: string): string {
   return config.stagingDir ?? join(dataDir, 'ota', 'staging');
 }
 
+/** The device's root of trust: the stored root, the image's root (ota.rootFile), or ota.trustedKeys as root 0. */
+export function rootStoreFor(db: Db, config: OtaConfig, time: TimeSource, logger?: Logger): RootStore {
+  const legacy = trustPolicyFromConfig(config.trustedKeys, config.threshold);
+  return new RootStore(db, {
+    legacyKeys: legacy.keys,
+    legacyThreshold: legacy.threshold,
+    ...(config.rootFile !== undefined ? { shippedRoot: config.rootFile } : {}),
+    time,
+    ...(logger ? { logger } : {}),
+  });
+}
+
 export function createOtaDevice(o: OtaDeviceOptions): OtaDevice {
-  const trust = new TrustStore(o.db, trustPolicyFromConfig(o.config.trustedKeys, o.config.threshold), o.time);
+  const roots = rootStoreFor(o.db, o.config, o.time, o.logger);
+  const trust = new TrustStore(o.db, roots, o.time);
   const journal = new JobJournal(o.db, () => o.time.trustedNow());
   const downloader = new Downloader(o.config.download);
   const runner = new JobRunner({
@@ -65,7 +80,7 @@ export function createOtaDevice(o: OtaDeviceOptions): OtaDevice {
     time: o.time,
     logger: o.logger,
   });
-  return { runner, trust, journal, downloader };
+  return { runner, trust, roots, journal, downloader };
 }
 
 /** A probe that refuses: with neither the runtime nor llm_demo there is nothing to measure health with. */
@@ -91,7 +106,11 @@ export function storePorts(
         modelDir: (id, version) => store.packageDir({ id, version }),
       })
     : noProbe;
-  return { installer: new ModelStoreInstaller(store), activation, probe };
+  return {
+    installer: new ModelStoreInstaller(store, { headroomBytes: config.download.headroomBytes }),
+    activation,
+    probe,
+  };
 }
 
 export interface OtaModuleOptions {
@@ -131,6 +150,7 @@ export function createOtaModule(options: OtaModuleOptions): AgentModule {
           device.runner,
           { deviceId: ctx.identity.deviceId, tags: ctx.identity.tags },
           ctx.logger.child('ota'),
+          { store: device.roots, now: () => ctx.time.trustedNow() },
         );
       } else {
         ctx.logger.warn('ota: the fleet is off; jobs resume from the journal but new ones cannot arrive');

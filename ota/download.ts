@@ -27,6 +27,13 @@ import { renameDurable } from '../agent/common/durable-fs.js';
 import { MnnEdgeError } from '../agent/common/errors.js';
 import { TypedEventEmitter } from '../agent/common/typed-events.js';
 import { OtaRejection } from './rejection.js';
+import {
+  deadlineRejection,
+  defaultRetrievalPolicy,
+  RateWindow,
+  type RetrievalPolicy,
+  retrievalDeadlineMs,
+} from './retrieval-guard.js';
 
 export interface DownloadTarget {
   url: string;
@@ -49,6 +56,9 @@ export interface DownloadPolicy {
   idleTimeoutMs: number;
   /** PEM CA bundle for https:// servers with a private CA. */
   ca?: string;
+  /** Slow-retrieval bound: the slowest acceptable average rate over rateWindowMs (0 disables it). */
+  minBytesPerSecond: number;
+  rateWindowMs: number;
 }
 
 export const defaultDownloadPolicy: DownloadPolicy = {
@@ -58,6 +68,7 @@ export const defaultDownloadPolicy: DownloadPolicy = {
   maxBackoffMs: 30_000,
   headroomBytes: 64 * 1024 * 1024,
   idleTimeoutMs: 30_000,
+  ...defaultRetrievalPolicy,
 };
 
 export interface DownloadProgress {
@@ -111,7 +122,11 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
 
   constructor(policy: Partial<DownloadPolicy> = {}, deps: DownloadDeps = {}) {
     super();
-    this.#policy = { ...defaultDownloadPolicy, ...policy };
+    const merged = { ...defaultDownloadPolicy, ...policy };
+    // Our own bandwidth cap must never make us look like a slow server: the minimum stays below half of it.
+    if (merged.maxBytesPerSecond > 0 && merged.minBytesPerSecond > merged.maxBytesPerSecond / 2)
+      merged.minBytesPerSecond = Math.floor(merged.maxBytesPerSecond / 2);
+    this.#policy = merged;
     this.#clock = deps.clock ?? systemClock;
     this.#sleep = deps.sleep ?? defaultSleep;
     this.#freeBytes = deps.freeBytes ?? freeBytesIn;
@@ -128,6 +143,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       return { path: target.dest, bytes: target.length, resumedFrom: target.length, attempts: 0 };
     }
     const part = `${target.dest}.part`;
+    const deadline = this.#deadline(target, options.signal);
     // Not O_APPEND: Linux pwrite() ignores the offset on append-mode descriptors.
     const fd = openSync(part, constants.O_RDWR | constants.O_CREAT, 0o644);
     try {
@@ -147,7 +163,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       if (offset > 0) await hashPrefix(part, offset, state.hash);
       state.offset = offset;
       const resumedFrom = offset;
-      const attempts = await this.#transfer(target, state, options.signal);
+      const attempts = await this.#transfer(target, state, deadline.signal);
       fsyncSync(fd);
       const digest = state.hash.digest('hex');
       if (digest !== target.sha256) {
@@ -171,7 +187,25 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       // A wrong length means the server has a different file: resuming it can never succeed.
       if (err instanceof OtaRejection) rmSync(part, { force: true });
       throw err;
+    } finally {
+      deadline.clear();
     }
+  }
+
+  /** The caller's signal, also aborted with a 'deadline' rejection when the signed length's deadline passes. */
+  #deadline(target: DownloadTarget, signal?: AbortSignal): { signal: AbortSignal; clear: () => void } {
+    const ms = retrievalDeadlineMs(target.length, this.#policy);
+    const controller = new AbortController();
+    const timer = Number.isFinite(ms)
+      ? setTimeout(
+          () => controller.abort(deadlineRejection(`Artifact at ${target.url}`, ms, target.length)),
+          ms,
+        )
+      : undefined;
+    return {
+      signal: signal ? AbortSignal.any([signal, controller.signal]) : controller.signal,
+      clear: () => clearTimeout(timer),
+    };
   }
 
   async #alreadyVerified(target: DownloadTarget): Promise<boolean> {
@@ -279,7 +313,17 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       res.resume();
       throw lengthMismatch(target, state.offset + Number(declared));
     }
-    await pipeline(res, this.#sink(target, state), { signal });
+    const window = new RateWindow(this.#policy, this.#clock, `Artifact at ${target.url}`);
+    res.on('data', (chunk: Buffer) => window.add(chunk.length));
+    const watch = setInterval(() => {
+      const slow = window.check();
+      if (slow) res.destroy(slow);
+    }, window.intervalMs);
+    try {
+      await pipeline(res, this.#sink(target, state), { signal });
+    } finally {
+      clearInterval(watch);
+    }
     // A body that ended cleanly but short means the file is shorter than signed, not a cut connection.
     if (res.complete && state.offset < state.length) throw lengthMismatch(target, state.offset);
   }
@@ -383,7 +427,7 @@ async function hashPrefix(path: string, length: number, hash: Hash): Promise<voi
   }
 }
 
-function simpleRequest(url: string, method: 'GET' | 'HEAD'): Promise<IncomingMessage> {
+function simpleRequest(url: string, method: 'GET' | 'HEAD', signal?: AbortSignal): Promise<IncomingMessage> {
   const parsed = new URL(url);
   const request =
     parsed.protocol === 'https:' ? httpsRequest : parsed.protocol === 'http:' ? httpRequest : undefined;
@@ -392,7 +436,7 @@ function simpleRequest(url: string, method: 'GET' | 'HEAD'): Promise<IncomingMes
       new MnnEdgeError('EDOWNLOAD', `Unsupported URL scheme ${parsed.protocol} in ${url}`),
     );
   return new Promise((resolve, reject) => {
-    const req = request(parsed, { method }, resolve);
+    const req = request(parsed, { method, ...(signal ? { signal } : {}) }, resolve);
     req.setTimeout(defaultDownloadPolicy.idleTimeoutMs, () => req.destroy(new Error('timed out')));
     req.on('error', (err) => reject(new MnnEdgeError('EDOWNLOAD', `Cannot fetch ${url}: ${err.message}`)));
     req.end();
@@ -413,22 +457,58 @@ export async function probeLength(url: string): Promise<number> {
   return length;
 }
 
-/** A small document (targets) fetched whole, refusing anything over `maxBytes`. */
-export async function fetchBytes(url: string, maxBytes: number): Promise<Buffer> {
-  const res = await simpleRequest(url, 'GET');
-  if (res.statusCode !== 200) {
-    res.resume();
-    throw new MnnEdgeError('EDOWNLOAD', `GET ${url} gave HTTP ${res.statusCode}`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      res.destroy();
-      throw new MnnEdgeError('EDOWNLOAD', `GET ${url} is larger than ${maxBytes} bytes`);
+/**
+ * A small document (targets, root) fetched whole: refused past `maxBytes`, and held to the same slow-retrieval
+ * bounds as artifacts, with the deadline derived from `maxBytes` (metadata has no signed length).
+ */
+export async function fetchBytes(
+  url: string,
+  maxBytes: number,
+  policy: RetrievalPolicy = defaultRetrievalPolicy,
+  clock: Clock = systemClock,
+): Promise<Buffer> {
+  const what = `Document at ${url}`;
+  const deadlineMs = retrievalDeadlineMs(maxBytes, policy);
+  const controller = new AbortController();
+  const timer = Number.isFinite(deadlineMs)
+    ? setTimeout(() => controller.abort(deadlineRejection(what, deadlineMs, maxBytes)), deadlineMs)
+    : undefined;
+  let watch: NodeJS.Timeout | undefined;
+  try {
+    const res = await simpleRequest(url, 'GET', controller.signal);
+    if (res.statusCode !== 200) {
+      res.resume();
+      throw new MnnEdgeError('EDOWNLOAD', `GET ${url} gave HTTP ${res.statusCode}`);
     }
-    chunks.push(chunk);
+    const declared = Number(res.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      res.destroy();
+      throw new OtaRejection('too-large', `${what} is ${declared} bytes, over the limit of ${maxBytes}`);
+    }
+    const window = new RateWindow(policy, clock, what);
+    watch = setInterval(() => {
+      const slow = window.check();
+      if (slow) res.destroy(slow);
+    }, window.intervalMs);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      window.add(chunk.length);
+      if (size > maxBytes) {
+        res.destroy();
+        throw new OtaRejection('too-large', `${what} is larger than ${maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  } catch (err) {
+    if (controller.signal.aborted && controller.signal.reason instanceof OtaRejection)
+      throw controller.signal.reason;
+    if (err instanceof MnnEdgeError) throw err;
+    throw new MnnEdgeError('EDOWNLOAD', `Cannot fetch ${url}: ${(err as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+    clearInterval(watch);
   }
-  return Buffer.concat(chunks);
 }

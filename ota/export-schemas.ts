@@ -4,6 +4,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jobStatusSchema, otaJobSchema } from './job.js';
+import { rootBodySchema, signedRootSchema } from './root.js';
+import { rootRotationJobSchema } from './root-job.js';
 import { signedTargetsSchema, targetsBodySchema } from './targets.js';
 
 export function otaSchemaFiles(): Record<string, string> {
@@ -13,6 +15,9 @@ export function otaSchemaFiles(): Record<string, string> {
     'ota-signed-targets.schema.json': text(signedTargetsSchema),
     'ota-job.schema.json': text(otaJobSchema),
     'ota-status.schema.json': text(jobStatusSchema),
+    'ota-root.schema.json': text(rootBodySchema),
+    'ota-signed-root.schema.json': text(signedRootSchema),
+    'ota-root-rotation.schema.json': text(rootRotationJobSchema),
   };
 }
 

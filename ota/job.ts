@@ -59,6 +59,8 @@ export interface JobStatus {
   message?: string;
   previousVersion?: string;
   health?: HealthNumbers;
+  /** 'root' for a root rotation's status (package then names the root version); absent for package jobs. */
+  kind?: 'root';
   /** Epoch ms by the device's trusted time. */
   ts: number;
 }
@@ -112,6 +114,7 @@ export const jobStatusSchema: JsonSchema = {
     message: { type: 'string' },
     previousVersion: { type: 'string' },
     health: { type: 'object' },
+    kind: { const: 'root' },
     ts: { type: 'integer' },
   },
 };
@@ -120,5 +123,8 @@ export const otaTopics = {
   deviceJobs: (deviceId: string) => deviceTopics(deviceId).ota('jobs'),
   deviceStatus: (deviceId: string) => deviceTopics(deviceId).ota('status'),
   tagJobs: (tag: string) => `${TOPIC_PREFIX}/${FLEET_SEGMENT}/ota/tags/${tag}/jobs`,
+  /** Root rotations travel apart from jobs: each topic's retained message is then the newest of its kind. */
+  deviceRoot: (deviceId: string) => deviceTopics(deviceId).ota('root'),
+  tagRoot: (tag: string) => `${TOPIC_PREFIX}/${FLEET_SEGMENT}/ota/tags/${tag}/root`,
   allStatus: `${TOPIC_PREFIX}/+/ota/status`,
 };

@@ -1,17 +1,23 @@
 // Device side of the OTA topics: jobs arrive on mnn-edge/<device>/ota/jobs (and on the fleet topic of each of
-// the device's tags), statuses go out retained on mnn-edge/<device>/ota/status so an operator that connects
-// later still sees where every device stands. The transport may be offline at any time: the subscriptions
-// are owned by the fleet's registry (restored on every connection), and a status that could not be sent is
-// sent when the connection is back.
+// the device's tags), root rotations on …/ota/root; statuses go out retained on mnn-edge/<device>/ota/status so
+// an operator that connects later still sees where every device stands. The transport may be offline at any
+// time: the subscriptions are owned by the fleet's registry (restored on every connection), and a status that
+// could not be sent is sent when the connection is back.
 
+import { errorMessage, MnnEdgeError } from '../agent/common/errors.js';
+import { parseJsonInput } from '../agent/common/json-input.js';
 import type { Logger } from '../agent/common/log.js';
-import { otaTopics } from './job.js';
+import { type JobStatus, otaTopics } from './job.js';
 import type { JobRunner } from './job-runner.js';
+import { applyRootJob } from './root-job.js';
+import type { RootStore } from './root-store.js';
+
+type MessageHandler = (topic: string, payload: Buffer, packet?: { retain?: boolean }) => void;
 
 /** What OTA needs from an MQTT connection that comes and goes. */
 export interface OtaTransport {
   /** Routes these filters' messages to `handler` on every connection from now on; returns the remover. */
-  subscribe(filters: readonly string[], handler: (topic: string, payload: Buffer) => void): () => void;
+  subscribe(filters: readonly string[], handler: MessageHandler): () => void;
   /** QoS 1; rejects when not connected. */
   publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
   /** Called after every (re)connection; returns the remover. */
@@ -23,8 +29,8 @@ export interface OtaMqttClient {
   subscribeAsync(topic: string[], opts: { qos: 1 }): Promise<unknown>;
   unsubscribeAsync(topic: string[]): Promise<unknown>;
   publishAsync(topic: string, message: string, opts: { qos: 1; retain: boolean }): Promise<unknown>;
-  on(event: 'message', cb: (topic: string, payload: Buffer) => void): unknown;
-  removeListener(event: 'message', cb: (topic: string, payload: Buffer) => void): unknown;
+  on(event: 'message', cb: MessageHandler): unknown;
+  removeListener(event: 'message', cb: MessageHandler): unknown;
 }
 
 /**
@@ -35,12 +41,12 @@ export function clientTransport(client: OtaMqttClient, logger?: Logger): OtaTran
   return {
     subscribe(filters, handler) {
       const list = [...filters];
-      const onMessage = (topic: string, payload: Buffer) => {
-        if (list.includes(topic)) handler(topic, payload);
+      const onMessage: MessageHandler = (topic, payload, packet) => {
+        if (list.includes(topic)) handler(topic, payload, packet);
       };
       client.on('message', onMessage);
       client.subscribeAsync(list, { qos: 1 }).catch((err: unknown) => {
-        logger?.warn('ota: subscribe failed', { filters: list, error: (err as Error).message });
+        logger?.warn('ota: subscribe failed', { filters: list, error: errorMessage(err) });
       });
       return () => {
         client.removeListener('message', onMessage);
@@ -65,8 +71,15 @@ export function attachOtaToMqtt(
   runner: JobRunner,
   identity: { deviceId: string; tags: readonly string[] },
   logger: Logger,
+  roots?: { store: RootStore; now: () => number },
 ): OtaDeviceLink {
-  const topics = [otaTopics.deviceJobs(identity.deviceId), ...identity.tags.map((t) => otaTopics.tagJobs(t))];
+  const jobTopics = [
+    otaTopics.deviceJobs(identity.deviceId),
+    ...identity.tags.map((t) => otaTopics.tagJobs(t)),
+  ];
+  const rootTopics = roots
+    ? [otaTopics.deviceRoot(identity.deviceId), ...identity.tags.map((t) => otaTopics.tagRoot(t))]
+    : [];
   const statusTopic = otaTopics.deviceStatus(identity.deviceId);
   // The status is retained: only the newest matters, and it is sent again if it could not be sent.
   let unsent: string | undefined;
@@ -77,25 +90,49 @@ export function attachOtaToMqtt(
         if (unsent === payload) unsent = undefined;
       },
       (err: unknown) => {
-        logger.debug('ota status not published yet', { error: (err as Error).message });
+        logger.debug('ota status not published yet', { error: errorMessage(err) });
       },
     );
   };
-  const removeSubscription = transport.subscribe(topics, (topic, payload) => {
+  const publishStatus = (status: JobStatus) => send(JSON.stringify(status));
+  const onMessage: MessageHandler = (topic, payload, packet) => {
     if (payload.length === 0) return; // a cleared retained job
-    let job: unknown;
+    let message: unknown;
     try {
-      job = JSON.parse(payload.toString('utf8'));
+      message = parseJsonInput(payload, `OTA message on ${topic}`);
     } catch (err) {
-      logger.warn('ota job is not JSON', { topic, error: (err as Error).message });
+      logger.warn('ota message refused', {
+        topic,
+        code: err instanceof MnnEdgeError ? err.code : undefined,
+        error: errorMessage(err),
+      });
       return;
     }
-    runner.submit(job);
-  });
+    if (roots && rootTopics.includes(topic)) {
+      const status = applyRootJob(
+        message,
+        roots.store,
+        identity.deviceId,
+        roots.now(),
+        packet?.retain === true,
+      );
+      if (status) {
+        logger.info('ota root rotation', {
+          jobId: status.jobId,
+          state: status.state,
+          message: status.message,
+        });
+        publishStatus(status);
+      }
+      return;
+    }
+    runner.submit(message);
+  };
+  const removeSubscription = transport.subscribe([...jobTopics, ...rootTopics], onMessage);
   const offConnected = transport.onConnected(() => {
     if (unsent !== undefined) send(unsent);
   });
-  const offStatus = runner.on('status', (status) => send(JSON.stringify(status)));
+  const offStatus = runner.on('status', publishStatus);
   return {
     async detach() {
       offStatus();

@@ -2,9 +2,11 @@
 // controller from them. Runs wherever the broker is reachable (beside it, or on a laptop).
 
 import { connectAsync, type MqttClient } from 'mqtt';
+import { parseJsonInput } from '../agent/common/json-input.js';
 import { validate } from '../agent/common/schema.js';
 import { type JobStatus, jobStatusSchema, type OtaJob, otaTopics } from './job.js';
 import type { RolloutController, RolloutView } from './rollout.js';
+import type { RootRotationJob } from './root-job.js';
 
 export interface OperatorBroker {
   url: string;
@@ -36,10 +38,20 @@ export async function publishJob(
   await client.publishAsync(topic, JSON.stringify(job), { qos: 1, retain: true });
 }
 
+/** A root rotation, retained on the root topic: a device that connects later still receives the newest root. */
+export async function publishRootRotation(
+  client: Pick<MqttClient, 'publishAsync'>,
+  to: JobAddress,
+  job: RootRotationJob,
+): Promise<void> {
+  const topic = 'device' in to ? otaTopics.deviceRoot(to.device) : otaTopics.tagRoot(to.tag);
+  await client.publishAsync(topic, JSON.stringify(job), { qos: 1, retain: true });
+}
+
 export function parseStatus(payload: Buffer): JobStatus | undefined {
   if (payload.length === 0) return undefined;
   try {
-    const v: unknown = JSON.parse(payload.toString('utf8'));
+    const v: unknown = parseJsonInput(payload, 'OTA status');
     return validate(jobStatusSchema, v).length === 0 ? (v as JobStatus) : undefined;
   } catch {
     return undefined;

@@ -13,10 +13,10 @@ import {
   listPackageDir,
   MANIFEST_FILE,
   type ModelManifest,
-  parseManifest,
   type TarWriteEntry,
   writeTar,
 } from '../models/index.js';
+import { parseManifestBytes } from '../models/manifest/parse-bytes.js';
 import type { Artifact } from './targets.js';
 
 export interface PackOptions {
@@ -76,9 +76,9 @@ function readOrDerive(
   files: { path: string; length: number; sha256: string }[],
   options: PackOptions,
 ): ModelManifest {
-  let own: string | undefined;
+  let own: Buffer | undefined;
   try {
-    own = readFileSync(join(dir, MANIFEST_FILE), 'utf8');
+    own = readFileSync(join(dir, MANIFEST_FILE));
   } catch {
     own = undefined;
   }
@@ -91,16 +91,7 @@ function readOrDerive(
     }
     return deriveManifest(dir, files, { id: options.id, version: options.version });
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(own);
-  } catch (err) {
-    throw new MnnEdgeError(
-      'EMANIFEST',
-      `Invalid manifest ${join(dir, MANIFEST_FILE)}: ${(err as Error).message}`,
-    );
-  }
-  const manifest = parseManifest(raw, join(dir, MANIFEST_FILE));
+  const manifest = parseManifestBytes(own, join(dir, MANIFEST_FILE));
   for (const [flag, want, got] of [
     ['--id', options.id, manifest.id],
     ['--version', options.version, manifest.version],

@@ -3,7 +3,7 @@
 // the package; its signatures must verify against ota.trustedKeys, and it updates the anti-rollback state
 // like any other) or, for one install, from a sha256 the person typed. There is no third way.
 
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { arch as hostArch } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseArgs, stringFlag, UsageError } from '../agent/cli/args.js';
@@ -11,16 +11,21 @@ import type { CliIo } from '../agent/cli/command.js';
 import { configFromFlags } from '../agent/cli/commands/config.js';
 import { systemClock } from '../agent/common/clock.js';
 import { MnnEdgeError } from '../agent/common/errors.js';
+import { INPUT_LIMITS } from '../agent/common/input-limits.js';
+import { parseJsonInput, readJsonFile } from '../agent/common/json-input.js';
 import { resolveOtaConfig } from '../agent/config/sections/ota.js';
 import { KvStore, openStore } from '../agent/store/database.js';
 import { timesyncdProbe } from '../agent/time/sync-probe.js';
 import { createTrustedTime } from '../agent/time/trusted-time.js';
+import { modelsConfigOf, storeLimitsOf } from '../models/config.js';
 import { formatRef, type ModelRef, ModelStore } from '../models/index.js';
-import { stagingDirOf } from './device.js';
+import { rootStoreFor, stagingDirOf } from './device.js';
 import { Downloader, fetchBytes, probeLength } from './download.js';
+import { OtaRejection } from './rejection.js';
+import { defaultRetrievalPolicy, type RetrievalPolicy } from './retrieval-guard.js';
 import { ModelStoreInstaller } from './store-adapter.js';
-import { type DeviceFacts, type SignedTargets, selectTarget } from './targets.js';
-import { TrustStore, trustPolicyFromConfig } from './trust.js';
+import { type DeviceFacts, selectTarget } from './targets.js';
+import { TrustStore } from './trust.js';
 
 export interface PullRequest {
   url: string;
@@ -70,7 +75,7 @@ export async function pullPackage(
     if (deps.trust.policy.keys.length === 0) {
       throw new MnnEdgeError(
         'ENOTRUST',
-        'No trusted key is configured (ota.trustedKeys): add the fleet signing key, or pass --sha256 of the package to install it once',
+        'No trusted key is configured (ota.rootFile or ota.trustedKeys): add the fleet root or signing key, or pass --sha256 of the package to install it once',
       );
     }
     const where = req.targets ?? new URL('targets.json', req.url).toString();
@@ -106,14 +111,23 @@ export async function pullPackage(
   }
 }
 
-async function readTargetsFrom(where: string): Promise<unknown> {
-  const text = /^https?:\/\//.test(where)
-    ? (await fetchBytes(where, 1024 * 1024)).toString('utf8')
-    : readFileSync(where, 'utf8');
+/** The targets document from a URL or a file, bounded like every metadata read (size, depth, rate). */
+export async function readTargetsFrom(
+  where: string,
+  policy: RetrievalPolicy = defaultRetrievalPolicy,
+): Promise<unknown> {
+  const limits = { maxBytes: INPUT_LIMITS.metadataMaxBytes };
+  const what = `Targets document ${where}`;
   try {
-    return JSON.parse(text) as SignedTargets;
+    if (/^https?:\/\//.test(where))
+      return parseJsonInput(await fetchBytes(where, limits.maxBytes, policy), what, limits);
+    return readJsonFile(where, 'targets document', limits);
   } catch (err) {
-    throw new MnnEdgeError('EOTAREJECT', `Targets document ${where} is not JSON: ${(err as Error).message}`);
+    if (err instanceof MnnEdgeError && ['ETOOLARGE', 'EPAYLOAD', 'ETOODEEP', 'EBADJSON'].includes(err.code))
+      throw new OtaRejection(err.code === 'ETOOLARGE' ? 'too-large' : 'malformed', err.message, {
+        code: err.code,
+      });
+    throw err;
   }
 }
 
@@ -130,11 +144,18 @@ export async function runModelsPull(argv: string[], io: CliIo): Promise<number> 
   const { config } = configFromFlags(args, io.env);
   const ota = resolveOtaConfig(config['ota']);
   const db = openStore(join(config.dataDir, 'agent.db'));
+  let closeStore = () => {};
   try {
     const kv = new KvStore(db);
     const time = createTrustedTime({ kv, clock: systemClock, probe: timesyncdProbe(config.root) });
-    const { store } = ModelStore.open({ dataDir: config.dataDir, db });
-    const installer = new ModelStoreInstaller(store);
+    // The store's configured limits apply to pulled packages exactly as to imported ones.
+    const { store } = ModelStore.open({
+      dataDir: config.dataDir,
+      db,
+      limits: storeLimitsOf(modelsConfigOf(config['models'])),
+    });
+    closeStore = () => store.close();
+    const installer = new ModelStoreInstaller(store, { headroomBytes: ota.download.headroomBytes });
     const downloader = new Downloader(ota.download);
     let last = 0;
     downloader.on('progress', (p) => {
@@ -149,7 +170,7 @@ export async function runModelsPull(argv: string[], io: CliIo): Promise<number> 
         ...(stringFlag(args, 'sha256') !== undefined ? { sha256: stringFlag(args, 'sha256')! } : {}),
       },
       {
-        trust: new TrustStore(db, trustPolicyFromConfig(ota.trustedKeys, ota.threshold), time),
+        trust: new TrustStore(db, rootStoreFor(db, ota, time), time),
         downloader,
         installer: {
           async install(tarball, expect, signal) {
@@ -157,13 +178,17 @@ export async function runModelsPull(argv: string[], io: CliIo): Promise<number> 
               await installer.install(tarball, expect, signal);
               return expect;
             }
-            const pkg = await store.import(tarball, signal ? { signal } : {});
+            const pkg = await store.import(tarball, {
+              manifestFirst: true,
+              headroomBytes: ota.download.headroomBytes,
+              ...(signal ? { signal } : {}),
+            });
             return { id: pkg.id, version: pkg.version };
           },
         },
         stagingDir: stagingDirOf(ota, config.dataDir),
         facts: { deviceId: config.deviceId ?? 'local', tags: config.tags, arch: hostArch() },
-        readTargets: readTargetsFrom,
+        readTargets: (where) => readTargetsFrom(where, ota.download),
       },
     );
     io.stdout.write(
@@ -171,6 +196,7 @@ export async function runModelsPull(argv: string[], io: CliIo): Promise<number> 
     );
     return 0;
   } finally {
+    closeStore();
     db.close();
   }
 }

@@ -3,6 +3,7 @@
 // offending document was trusted.
 
 import { MnnEdgeError } from '../agent/common/errors.js';
+import { escapeControl } from '../agent/common/sanitize.js';
 
 export const REJECT_REASONS = [
   'malformed',
@@ -16,6 +17,10 @@ export const REJECT_REASONS = [
   'hash-mismatch',
   'unsafe-archive',
   'manifest-mismatch',
+  'root-chain',
+  'slow-retrieval',
+  'deadline',
+  'too-large',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];
@@ -23,7 +28,8 @@ export type RejectReason = (typeof REJECT_REASONS)[number];
 export class OtaRejection extends MnnEdgeError {
   readonly reason: RejectReason;
   constructor(reason: RejectReason, message: string, details?: Record<string, unknown>) {
-    super('EOTAREJECT', message, { reason, ...details });
+    // Messages quote documents, servers and archives, and travel to terminals: no raw control characters.
+    super('EOTAREJECT', escapeControl(message), { reason, ...details });
     this.name = 'OtaRejection';
     this.reason = reason;
   }

@@ -11,8 +11,10 @@ import { OtaRejection } from './rejection.js';
 
 export class ModelStoreInstaller implements PackageInstaller {
   readonly #store: ModelStore;
-  constructor(store: ModelStore) {
+  readonly #headroomBytes: number;
+  constructor(store: ModelStore, options: { headroomBytes?: number } = {}) {
     this.#store = store;
+    this.#headroomBytes = options.headroomBytes ?? 0;
   }
 
   async install(tarball: string, expect: ModelRef, signal?: AbortSignal): Promise<void> {
@@ -20,6 +22,9 @@ export class ModelStoreInstaller implements PackageInstaller {
     try {
       await this.#store.import(tarball, {
         ...(signal ? { signal } : {}),
+        // Every entry is checked against the manifest before it is written, and the disk against its total.
+        manifestFirst: true,
+        headroomBytes: this.#headroomBytes,
         // Called before the package is published: a package claiming another id or version never lands.
         checkpoint: (step, detail) => {
           if (step === 'staged' && detail !== formatRef(expect)) {

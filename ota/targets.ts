@@ -8,6 +8,7 @@ import { MnnEdgeError } from '../agent/common/errors.js';
 import { formatSchemaErrors, type JsonSchema, validate } from '../agent/common/schema.js';
 import { canonicalBytes } from './canonical-json.js';
 import { type SigningKey, signBytes } from './keys.js';
+import { ISO_UTC_PATTERN, parseIsoUtc } from './timestamps.js';
 
 export const TARGETS_TYPE = 'mnn-edge/targets';
 export const TARGETS_SPEC_VERSION = 1;
@@ -55,7 +56,7 @@ export interface SignedTargets {
 }
 
 const NAME = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
-const ISO_UTC = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,3})?Z$';
+const ISO_UTC = ISO_UTC_PATTERN;
 
 const selectorsSchema: JsonSchema = {
   type: 'object',
@@ -109,6 +110,20 @@ export const targetsBodySchema: JsonSchema = {
   },
 };
 
+export const signaturesSchema: JsonSchema = {
+  type: 'array',
+  maxItems: 16,
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['keyid', 'sig'],
+    properties: {
+      keyid: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+      sig: { type: 'string', minLength: 1, maxLength: 200 },
+    },
+  },
+};
+
 export const signedTargetsSchema: JsonSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   $id: 'https://mnn-edge.dev/schemas/ota-signed-targets.json',
@@ -118,19 +133,7 @@ export const signedTargetsSchema: JsonSchema = {
   required: ['signed', 'signatures'],
   properties: {
     signed: { type: 'object' },
-    signatures: {
-      type: 'array',
-      maxItems: 16,
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['keyid', 'sig'],
-        properties: {
-          keyid: { type: 'string', pattern: '^[0-9a-f]{64}$' },
-          sig: { type: 'string', minLength: 1, maxLength: 200 },
-        },
-      },
-    },
+    signatures: signaturesSchema,
   },
 };
 
@@ -142,6 +145,11 @@ export function assertTargetsBody(value: unknown, what = 'targets document'): Ta
   const errors = validate(targetsBodySchema, value);
   if (errors.length > 0) throw new MnnEdgeError('ESCHEMA', `Invalid ${what}: ${formatSchemaErrors(errors)}`);
   const body = value as TargetsBody;
+  if (parseIsoUtc(body.expires) === undefined)
+    throw new MnnEdgeError(
+      'ESCHEMA',
+      `Invalid ${what}: expires ${JSON.stringify(body.expires)} is not a valid time`,
+    );
   const seen = new Set<string>();
   for (const p of body.packages) {
     const key = `${p.id}@${p.version}`;

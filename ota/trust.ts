@@ -7,8 +7,10 @@ import { MnnEdgeError } from '../agent/common/errors.js';
 import { formatSchemaErrors, validate } from '../agent/common/schema.js';
 import type { Db } from '../agent/store/database.js';
 import { canonicalBytes } from './canonical-json.js';
-import { type PublicKeyInfo, parsePublicKey, verifyBytes } from './keys.js';
+import { type PublicKeyInfo, parsePublicKey } from './keys.js';
 import { OtaRejection } from './rejection.js';
+import type { RootStore } from './root-store.js';
+import { countSignatures, requireThreshold } from './signatures.js';
 import {
   assertTargetsBody,
   type SignedTargets,
@@ -16,6 +18,7 @@ import {
   type TargetsBody,
   targetsDigest,
 } from './targets.js';
+import { parseIsoUtc } from './timestamps.js';
 
 export interface TrustPolicy {
   keys: PublicKeyInfo[];
@@ -92,38 +95,9 @@ export function verifyTargets(envelope: unknown, policy: TrustPolicy, ctx: Verif
       `Targets document cannot be canonicalised: ${(err as Error).message}`,
     );
   }
-  const valid = new Set<string>();
-  const invalid: string[] = [];
-  const unknown: string[] = [];
-  for (const s of doc.signatures) {
-    const key = policy.keys.find((k) => k.keyId === s.keyid);
-    if (!key) unknown.push(s.keyid);
-    else if (verifyBytes(key.key, bytes, s.sig)) valid.add(s.keyid);
-    else invalid.push(s.keyid);
-  }
-  if (valid.size < policy.threshold) {
-    const short = (id: string) => id.slice(0, 12);
-    if (invalid.length > 0) {
-      throw new OtaRejection(
-        'bad-signature',
-        `Targets signature by key ${invalid.map(short).join(', ')} does not verify`,
-        { invalid },
-      );
-    }
-    if (valid.size === 0) {
-      throw new OtaRejection(
-        'unknown-key',
-        unknown.length > 0
-          ? `Targets are signed only by unknown key(s) ${unknown.map(short).join(', ')}`
-          : 'Targets document carries no signatures',
-        { unknown },
-      );
-    }
-    throw new OtaRejection(
-      'threshold',
-      `Targets have ${valid.size} valid signature(s) from trusted keys; ${policy.threshold} required`,
-    );
-  }
+  const count = countSignatures(doc.signatures, bytes, policy.keys);
+  requireThreshold(count, policy.threshold, 'Targets', true);
+  const valid = count.valid;
 
   // Signed by enough trusted keys: from here on the content may be read.
   let body: TargetsBody;
@@ -149,7 +123,11 @@ export function verifyTargets(envelope: unknown, policy: TrustPolicy, ctx: Verif
       );
     }
   }
-  const expiresMs = Date.parse(body.expires);
+  const expiresMs = parseIsoUtc(body.expires);
+  if (expiresMs === undefined) {
+    // assertTargetsBody already refuses these; kept so no path can turn a bad time into "expired" or "valid".
+    throw new OtaRejection('malformed', `Targets version ${body.version} has an invalid expiry time`);
+  }
   if (!(expiresMs > ctx.nowMs)) {
     const clock = ctx.clockSynchronized
       ? ''
@@ -169,20 +147,31 @@ export interface TimeSource {
   clockStatus(): { synchronized: boolean; evidence: string };
 }
 
-/** Last trusted targets in SQLite: the anti-rollback state. */
+/**
+ * Last trusted targets in SQLite: the anti-rollback state. The targets keys come from the trusted root (a
+ * RootStore) or, in tests and tools without one, from a fixed policy.
+ */
 export class TrustStore {
   readonly #db: Db;
-  readonly #policy: TrustPolicy;
+  readonly #source: TrustPolicy | RootStore;
   readonly #time: TimeSource;
 
-  constructor(db: Db, policy: TrustPolicy, time: TimeSource) {
+  constructor(db: Db, source: TrustPolicy | RootStore, time: TimeSource) {
     this.#db = db;
-    this.#policy = policy;
+    this.#source = source;
     this.#time = time;
   }
 
+  /** The targets keys and threshold trusted now. */
   get policy(): TrustPolicy {
-    return this.#policy;
+    if (!isRootStore(this.#source)) return this.#source;
+    const root = this.#source.current();
+    return { keys: root.targetsKeys, threshold: root.targetsThreshold };
+  }
+
+  /** The root store, when trust comes from a root (rotations go through it). */
+  get roots(): RootStore | undefined {
+    return isRootStore(this.#source) ? this.#source : undefined;
   }
 
   last(): TrustedRecord | undefined {
@@ -195,8 +184,15 @@ export class TrustStore {
   /** Verifies against the stored state and, only if every check passes, records the document as trusted. */
   accept(envelope: unknown): VerifiedTargets {
     const status = this.#time.clockStatus();
-    const verified = verifyTargets(envelope, this.#policy, {
-      nowMs: this.#time.trustedNow(),
+    const nowMs = this.#time.trustedNow();
+    let policy: TrustPolicy;
+    if (isRootStore(this.#source)) {
+      const root = this.#source.current();
+      this.#source.assertCurrent(root, nowMs);
+      policy = { keys: root.targetsKeys, threshold: root.targetsThreshold };
+    } else policy = this.#source;
+    const verified = verifyTargets(envelope, policy, {
+      nowMs,
       clockSynchronized: status.synchronized,
       last: this.last(),
     });
@@ -216,4 +212,8 @@ export class TrustStore {
       );
     return verified;
   }
+}
+
+function isRootStore(source: TrustPolicy | RootStore): source is RootStore {
+  return typeof (source as RootStore).current === 'function';
 }

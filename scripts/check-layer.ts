@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type LockEntry, parseStageManifest } from './stage-manifest.js';
+import { buildShrinkwrap, licenseInclude } from './build-shrinkwrap.js';
+import { type LockEntry, type PackageLock, parseStageManifest } from './stage-manifest.js';
 
 export interface Problem {
   file: string;
@@ -260,9 +261,10 @@ function bpnOf(recipeFile: string): string {
 
 function checkSrcUri(meta: MetadataFile, recipeFile: string, file: string, extraDirs: string[]): Problem[] {
   const problems: Problem[] = [];
+  // Inline Python (`${@bb.utils.contains(...)}`) decides at parse time; its URLs are not checked here.
   const uris = meta.assignments
     .filter((a) => a.name === 'SRC_URI')
-    .flatMap((a) => a.value.split(/\s+/))
+    .flatMap((a) => a.value.replace(/\$\{@[^}]*\}/g, ' ').split(/\s+/))
     .filter(Boolean);
   const bpn = bpnOf(recipeFile);
   const dirs = filesPath(recipeFile, bpn, extraDirs);
@@ -340,7 +342,8 @@ function checkLayerConf(layerDir: string): Problem[] {
   for (const s of series)
     need(KNOWN_SERIES.includes(s), `LAYERSERIES_COMPAT_${name} names unknown series ${s}`);
   const deps = (variableValue(meta, `LAYERDEPENDS_${name}`) ?? '').split(/\s+/);
-  for (const d of ['core', 'openembedded-layer'])
+  // nodejs is in meta-oe; mosquitto, which mnn-edge-mosquitto pulls in, in meta-networking.
+  for (const d of ['core', 'openembedded-layer', 'networking-layer'])
     need(deps.includes(d), `LAYERDEPENDS_${name} must include ${d}`);
   for (const entry of (variableValue(meta, 'BBFILES_DYNAMIC') ?? '').split(/\s+/).filter(Boolean)) {
     const m = /^([^:]+):\$\{LAYERDIR\}\/(dynamic-layers\/[^/*]+)\//.exec(entry);
@@ -369,12 +372,34 @@ export interface CheckOptions {
   layerDir: string;
   /** The project tree the mnn-edge recipe builds from (its ${S}): LIC_FILES_CHKSUM and package-lock.json. */
   sourceRoot: string;
+  /** Source trees of the layer's other recipes by recipe name (e.g. mnn → an MNN checkout at its SRCREV), for
+   *  their LIC_FILES_CHKSUM; a recipe without one has only its common-license entries checked. */
+  otherSources?: Record<string, string>;
 }
 
-function checkRecipe(path: string, layerDir: string, sourceRoot: string): Problem[] {
+/** The recipe's text with each `require`/`include` of a file next to it put in its place, as BitBake does. */
+function recipeText(path: string, problems: Problem[], file: string): string {
+  return readFileSync(path, 'utf8').replace(
+    /^(require|include)\s+(\S+)\s*$/gm,
+    (_line, kind: string, name: string) => {
+      const included = join(dirname(path), name);
+      if (existsSync(included)) return readFileSync(included, 'utf8');
+      if (kind === 'require')
+        problems.push({ file, message: `require ${name}: no such file next to the recipe` });
+      return '';
+    },
+  );
+}
+
+function checkRecipe(
+  path: string,
+  layerDir: string,
+  sourceRoot: string,
+  otherSources: Record<string, string>,
+): Problem[] {
   const file = relative(layerDir, path);
-  const meta = parseMetadata(readFileSync(path, 'utf8'));
   const problems: Problem[] = [];
+  const meta = parseMetadata(recipeText(path, problems, file));
   const isImage = meta.inherits.some((i) => i === 'image' || i === 'core-image');
   const isPackagegroup = meta.inherits.includes('packagegroup');
   const required = ['SUMMARY', 'LICENSE'];
@@ -396,18 +421,26 @@ function checkRecipe(path: string, layerDir: string, sourceRoot: string): Proble
     }
   }
   const lic = variableValue(meta, 'LIC_FILES_CHKSUM');
+  const bpn = bpnOf(path);
+  const licRoot = bpn === 'mnn-edge' ? sourceRoot : otherSources[bpn];
   if (license !== undefined && licenseParses && lic !== undefined) {
-    problems.push(...checkLicFilesChksum(lic, license, sourceRoot, file));
+    const entries =
+      licRoot === undefined
+        ? lic
+            .split(/\s+/)
+            .filter((e) => e.startsWith(`file://\${COMMON_LICENSE_DIR}`))
+            .join(' ')
+        : lic;
+    problems.push(...checkLicFilesChksum(entries, license, licRoot ?? sourceRoot, file));
   }
   if (meta.inherits.includes('npm')) {
     // An npm recipe ships the project's production dependencies: its LICENSE, PV and shrinkwrap follow the lock.
-    const lock = JSON.parse(readFileSync(join(sourceRoot, 'package-lock.json'), 'utf8')) as {
-      packages: Record<string, LockEntry>;
-    };
+    const lock = JSON.parse(readFileSync(join(sourceRoot, 'package-lock.json'), 'utf8')) as PackageLock;
     const own = lock.packages['']?.license ?? '';
     if (license !== undefined && licenseParses)
       problems.push(...checkNpmLicenses(license, lock.packages, file, own));
     problems.push(...checkShrinkwrap(path, lock.packages, layerDir));
+    problems.push(...checkLicenseInclude(path, lock, layerDir, sourceRoot));
     const pv = variableValue(meta, 'PV') ?? '';
     const version = lock.packages['']?.version;
     if (version && !pv.startsWith(version)) {
@@ -432,8 +465,15 @@ function checkShrinkwrap(recipePath: string, lock: Record<string, LockEntry>, la
   if ((sw.lockfileVersion ?? 0) < 2)
     problems.push({ file, message: 'lockfileVersion must be 2 or later for npmsw' });
   const packages = sw.packages ?? {};
-  for (const [key, entry] of Object.entries(lock)) {
-    if (key === '' || entry.link) continue;
+  // The build shrinkwrap: production packages and the build tools, nothing else (scripts/build-shrinkwrap.ts).
+  let expected: Record<string, LockEntry>;
+  try {
+    expected = buildShrinkwrap({ lockfileVersion: 3, packages: lock }).packages;
+  } catch (err) {
+    return [{ file, message: (err as Error).message }];
+  }
+  for (const [key, entry] of Object.entries(expected)) {
+    if (key === '') continue;
     const s = packages[key];
     if (s === undefined)
       problems.push({ file, message: `${key} is in package-lock.json but not in the shrinkwrap` });
@@ -445,9 +485,14 @@ function checkShrinkwrap(recipePath: string, lock: Record<string, LockEntry>, la
     } else if (!s.resolved) problems.push({ file, message: `${key} has no resolved URL, which npmsw needs` });
   }
   for (const key of Object.keys(packages)) {
-    if (key !== '' && lock[key] === undefined) {
-      problems.push({ file, message: `${key} is in the shrinkwrap but no longer in package-lock.json` });
-    }
+    if (key === '' || expected[key] !== undefined) continue;
+    problems.push({
+      file,
+      message:
+        lock[key] === undefined
+          ? `${key} is in the shrinkwrap but no longer in package-lock.json`
+          : `${key} is in the shrinkwrap but is neither a production dependency nor a build tool`,
+    });
   }
   return problems.length > 0
     ? [
@@ -457,6 +502,26 @@ function checkShrinkwrap(recipePath: string, lock: Record<string, LockEntry>, la
           : []),
       ]
     : [];
+}
+
+function checkLicenseInclude(
+  recipePath: string,
+  lock: PackageLock,
+  layerDir: string,
+  sourceRoot: string,
+): Problem[] {
+  const path = join(dirname(recipePath), 'mnn-edge-licenses.inc');
+  if (!existsSync(path)) return [];
+  const file = relative(layerDir, path);
+  let expected: string;
+  try {
+    expected = licenseInclude(lock, sourceRoot);
+  } catch (err) {
+    return [{ file, message: (err as Error).message }];
+  }
+  return readFileSync(path, 'utf8') === expected
+    ? []
+    : [{ file, message: 'out of date with package-lock.json (npm run stage -- --write-shrinkwrap)' }];
 }
 
 function checkStageManifest(recipePath: string, meta: MetadataFile, layerDir: string): Problem[] {
@@ -505,7 +570,7 @@ export function checkLayer(options: CheckOptions): Problem[] {
   const files = walk(layerDir);
   const recipes = files.filter((f) => f.endsWith('.bb'));
   if (recipes.length === 0) problems.push({ file: '.', message: 'the layer has no recipes' });
-  for (const f of recipes) problems.push(...checkRecipe(f, layerDir, sourceRoot));
+  for (const f of recipes) problems.push(...checkRecipe(f, layerDir, sourceRoot, options.otherSources ?? {}));
   for (const f of files.filter((f) => f.endsWith('.bbappend'))) problems.push(...checkBbappend(f, layerDir));
   for (const f of files.filter((f) => f.endsWith('.conf') && f.includes(`${join('conf', '')}`))) {
     problems.push(...checkHostPaths(parseMetadata(readFileSync(f, 'utf8')), relative(layerDir, f)));
@@ -517,7 +582,13 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const layerDir = resolve(process.argv[2] ?? join(repoRoot, 'yocto', 'meta-mnn-edge'));
-  const problems = checkLayer({ layerDir, sourceRoot: repoRoot });
+  // MNN_SRC (an MNN checkout at the mnn recipe's SRCREV) lets the mnn recipe's LIC_FILES_CHKSUM be checked too.
+  const mnnSrc = process.env['MNN_SRC'];
+  const problems = checkLayer({
+    layerDir,
+    sourceRoot: repoRoot,
+    ...(mnnSrc ? { otherSources: { mnn: mnnSrc } } : {}),
+  });
   for (const p of problems) console.error(`${p.file}: ${p.message}`);
   console.log(problems.length === 0 ? `${layerDir}: ok` : `${problems.length} problem(s)`);
   process.exitCode = problems.length === 0 ? 0 : 1;

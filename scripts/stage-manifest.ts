@@ -109,6 +109,9 @@ export interface LockEntry {
   optional?: boolean;
   devOptional?: boolean;
   link?: boolean;
+  /** Names → version ranges a package requires (the root entry also has devDependencies). */
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
 }
 
 export interface PackageLock {

@@ -1,31 +1,38 @@
-// `npm run stage -- --destdir DIR [--build]` lays out in DIR exactly what the Yocto recipe installs, from
-// the same stage-manifest.txt, so the image's layout can be started and tested on a development machine.
-// `npm run stage -- --write-shrinkwrap FILE` writes the npm-shrinkwrap.json the recipe's npmsw fetcher reads.
+// `npm run stage -- --destdir DIR [--build] [--arch MACHINE]` lays out in DIR exactly what the Yocto recipe
+// installs, from the same stage-manifest.txt, so the image's layout can be started and tested on a development
+// machine. It lists every ELF file in the tree with its CPU and fails when one is not for MACHINE (default: this
+// host's), and prints the tree's size.
+// `npm run stage -- --write-shrinkwrap FILE` writes the build shrinkwrap the recipe's npmsw fetcher reads and,
+// next to the recipe, mnn-edge-licenses.inc; `--fetch-size` prints what the full lock and the build shrinkwrap
+// download (asks the registry for each tarball's size).
 import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   cpSync,
   existsSync,
+  lstatSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  type LockEntry,
-  type PackageLock,
-  parseStageManifest,
-  type StageManifest,
-} from './stage-manifest.js';
+import { buildShrinkwrap, licenseInclude } from './build-shrinkwrap.js';
+import { type ElfFile, type ElfMachine, listElfFiles, machineOfNodeArch, treeBytes } from './elf.js';
+import { measureFetch } from './fetch-size.js';
+import { type PackageLock, parseStageManifest, type StageManifest } from './stage-manifest.js';
 
 export type { PackageLock } from './stage-manifest.js';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const recipeDir = join(repoRoot, 'yocto', 'meta-mnn-edge', 'recipes-mnn-edge', 'mnn-edge');
 export const manifestPath = join(recipeDir, 'files', 'stage-manifest.txt');
+export const shrinkwrapPath = join(recipeDir, 'mnn-edge', 'npm-shrinkwrap.json');
+export const licenseIncludePath = join(recipeDir, 'mnn-edge-licenses.inc');
 
 export function readLock(root = repoRoot): PackageLock {
   return JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as PackageLock;
@@ -51,6 +58,8 @@ export interface StageOptions {
   build?: boolean;
   root?: string;
   manifest?: StageManifest;
+  /** The CPU every ELF file in the tree must be for; default: this host's. */
+  arch?: ElfMachine;
   log?: (line: string) => void;
 }
 
@@ -58,6 +67,34 @@ export interface StageResult {
   appDir: string;
   installed: string[];
   skippedOptional: string[];
+  /** Every ELF file of the staged tree (relative to destdir) with its CPU. */
+  elfFiles: ElfFile[];
+  /** Apparent size of the staged tree. */
+  bytes: number;
+}
+
+/**
+ * What npm.bbclass's do_install keeps of a node-gyp build: only build/Release/*.node; the object files,
+ * Makefiles and test extensions' intermediate files of `build/` are not part of the image.
+ */
+function pruneNodeGypBuilds(modulesDir: string): void {
+  const visit = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (!statSync(path).isDirectory() || lstatSync(path).isSymbolicLink()) continue;
+      const release = join(path, 'build', 'Release');
+      if (existsSync(release)) {
+        const addons = readdirSync(release).filter((n) => n.endsWith('.node'));
+        const keep = addons.map((n) => [n, readFileSync(join(release, n))] as const);
+        rmSync(join(path, 'build'), { recursive: true, force: true });
+        mkdirSync(release, { recursive: true });
+        for (const [n, data] of keep) writeFileSync(join(release, n), data, { mode: 0o755 });
+      }
+      if (name.startsWith('@') || name === 'node_modules') visit(path);
+      else if (existsSync(join(path, 'node_modules'))) visit(join(path, 'node_modules'));
+    }
+  };
+  if (existsSync(modulesDir)) visit(modulesDir);
 }
 
 function compileInto(root: string, outDir: string): void {
@@ -98,6 +135,7 @@ function copyProductionModules(root: string, appDir: string, lock: PackageLock):
     }
     cpSync(from, join(appDir, key), { recursive: true, verbatimSymlinks: true });
   }
+  pruneNodeGypBuilds(join(appDir, 'node_modules'));
   if (missing.length > 0) {
     throw new Error(`production dependencies missing from node_modules (run npm ci): ${missing.join(', ')}`);
   }
@@ -167,77 +205,87 @@ export function stage(options: StageOptions): StageResult {
   for (const target of Object.values(pkg.bin ?? {})) {
     if (existsSync(join(appDir, target))) chmodSync(join(appDir, target), 0o755);
   }
-  log(`staged ${installed.length} entries into ${destdir}`);
-  return { appDir, installed, skippedOptional };
-}
-
-const REGISTRY = 'https://registry.npmjs.org';
-
-function packageName(key: string): string {
-  return key.slice(key.lastIndexOf('node_modules/') + 'node_modules/'.length);
-}
-
-/**
- * npm-shrinkwrap.json for BitBake's npmsw fetcher: the lock's packages, each with a `resolved` tarball URL
- * (a lock written with omit-lockfile-registry-resolved has none, and the fetcher needs one) and its integrity.
- */
-export function shrinkwrapFromLock(lock: PackageLock): PackageLock {
-  if ((lock.lockfileVersion ?? 0) < 2) {
+  const elfFiles = listElfFiles(destdir);
+  const arch = options.arch ?? machineOfNodeArch(process.arch);
+  for (const f of elfFiles) log(`ELF ${f.machine.padEnd(8)} ${f.path}`);
+  const foreign = elfFiles.filter((f) => f.machine !== arch);
+  if (foreign.length > 0) {
     throw new Error(
-      `package-lock.json lockfileVersion ${lock.lockfileVersion} is too old: the npmsw fetcher needs 2 or later`,
+      `the staged tree has ELF files for another CPU than ${arch}: ${foreign
+        .map((f) => `${f.path} (${f.machine})`)
+        .join(', ')}`,
     );
   }
-  const packages: Record<string, LockEntry> = {};
-  for (const [key, entry] of Object.entries(lock.packages)) {
-    if (key === '' || entry.link) {
-      packages[key] = entry;
-      continue;
-    }
-    if (!entry.integrity)
-      throw new Error(`package-lock.json: ${key} has no integrity; regenerate the lock with npm install`);
-    const name = packageName(key);
-    const resolved =
-      entry.resolved ?? `${REGISTRY}/${name}/-/${name.slice(name.lastIndexOf('/') + 1)}-${entry.version}.tgz`;
-    packages[key] = { ...entry, resolved };
-  }
-  return { ...lock, packages };
+  const bytes = treeBytes(destdir);
+  log(
+    `staged ${installed.length} entries into ${destdir}: ${(bytes / 1e6).toFixed(1)} MB, ${elfFiles.length} ELF file(s), all ${arch}`,
+  );
+  return { appDir, installed, skippedOptional, elfFiles, bytes };
 }
+
+/** Kept for callers of the old name: the build shrinkwrap (production packages plus the build tools). */
+export const shrinkwrapFromLock = buildShrinkwrap;
 
 function usage(): never {
   console.error(
-    'Usage: npm run stage -- --destdir DIR [--build]\n       npm run stage -- --write-shrinkwrap FILE',
+    'Usage: npm run stage -- --destdir DIR [--build] [--arch x86_64|aarch64|riscv64]\n' +
+      '       npm run stage -- --write-shrinkwrap FILE\n       npm run stage -- --fetch-size',
   );
   process.exit(2);
 }
 
-function main(argv: string[]): void {
+const ARCHES: readonly ElfMachine[] = ['x86_64', 'aarch64', 'riscv64', 'arm'];
+
+async function main(argv: string[]): Promise<void> {
   let destdir: string | undefined;
   let shrinkwrap: string | undefined;
   let build = false;
+  let fetchSize = false;
+  let arch: ElfMachine | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--destdir') destdir = argv[++i];
     else if (a === '--write-shrinkwrap') shrinkwrap = argv[++i];
     else if (a === '--build') build = true;
-    else {
+    else if (a === '--fetch-size') fetchSize = true;
+    else if (a === '--arch') {
+      const value = argv[++i] as ElfMachine;
+      if (!ARCHES.includes(value)) {
+        console.error(`stage: --arch must be one of ${ARCHES.join(', ')}, got ${JSON.stringify(value)}`);
+        usage();
+      }
+      arch = value;
+    } else {
       console.error(`stage: unknown argument ${JSON.stringify(a)}`);
       usage();
     }
   }
   if (shrinkwrap !== undefined) {
     mkdirSync(dirname(resolve(shrinkwrap)), { recursive: true });
-    writeFileSync(shrinkwrap, JSON.stringify(shrinkwrapFromLock(readLock()), null, 2) + '\n');
+    writeFileSync(shrinkwrap, JSON.stringify(buildShrinkwrap(readLock()), null, 2) + '\n');
     console.log(`wrote ${shrinkwrap}`);
+    writeFileSync(licenseIncludePath, licenseInclude(readLock(), repoRoot));
+    console.log(`wrote ${licenseIncludePath}`);
   }
-  if (destdir !== undefined) stage({ destdir, build, log: (l) => console.log(l) });
-  if (destdir === undefined && shrinkwrap === undefined) usage();
+  if (fetchSize) {
+    const lock = readLock();
+    const full = await measureFetch(lock);
+    const trimmed = await measureFetch(buildShrinkwrap(lock));
+    const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+    console.log(
+      `npm fetch, every package of package-lock.json: ${full.packages} tarballs, ${mb(full.bytes)}`,
+    );
+    console.log(
+      `npm fetch, build shrinkwrap: ${trimmed.packages} tarballs, ${mb(trimmed.bytes)} (${((100 * trimmed.bytes) / full.bytes).toFixed(1)} %)`,
+    );
+  }
+  if (destdir !== undefined) stage({ destdir, build, arch, log: (l) => console.log(l) });
+  if (destdir === undefined && shrinkwrap === undefined && !fetchSize) usage();
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  try {
-    main(process.argv.slice(2));
-  } catch (err) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
     console.error(`stage: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
-  }
+  });
 }

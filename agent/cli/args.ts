@@ -1,5 +1,7 @@
 // Minimal, typed argv parsing: `--flag`, `--key value`, `--key=value`, positionals. Unknown flags are errors.
 
+import { MnnEdgeError } from '../common/errors.js';
+
 export interface ParsedArgs {
   positionals: string[];
   flags: Record<string, string | boolean>;
@@ -12,10 +14,9 @@ export interface FlagSpec {
   booleans?: readonly string[];
 }
 
-export class UsageError extends Error {
-  readonly exitCode = 2;
+export class UsageError extends MnnEdgeError {
   constructor(message: string) {
-    super(message);
+    super('EUSAGE', message);
     this.name = 'UsageError';
   }
 }

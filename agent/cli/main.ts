@@ -1,4 +1,5 @@
-import { MnnEdgeError } from '../common/errors.js';
+import { asMnnEdgeError } from '../common/errors.js';
+import { escapeControl } from '../common/sanitize.js';
 import { UsageError } from './args.js';
 import type { CliIo } from './command.js';
 import { commandEntries } from './commands/index.js';
@@ -32,11 +33,10 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       io.stderr.write(`mnn-edge ${name}: ${err.message}\nUsage: ${command.usage}\n`);
       return 2;
     }
-    if (err instanceof MnnEdgeError) {
-      io.stderr.write(`mnn-edge ${name}: ${err.message}\n`);
-      return err.code === 'EUSAGE' ? 2 : 1;
-    }
-    io.stderr.write(`mnn-edge ${name}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    return 1;
+    // One line, control characters escaped (messages quote documents and servers); a stack only on request.
+    const e = asMnnEdgeError(err);
+    io.stderr.write(`mnn-edge ${name}: ${escapeControl(e.message, true)}\n`);
+    if (io.env['MNN_EDGE_DEBUG'] && err instanceof Error && err.stack) io.stderr.write(`${err.stack}\n`);
+    return e.exitCode;
   }
 }

@@ -14,6 +14,24 @@ export class MnnEdgeError extends Error {
     this.code = code;
     this.details = details;
   }
+
+  /** The process exit status a command ends with on this error: 2 for a usage mistake, 1 otherwise. */
+  get exitCode(): number {
+    return this.code === 'EUSAGE' ? 2 : 1;
+  }
+}
+
+/**
+ * Any thrown value as an MnnEdgeError: ours pass through, anything else (a bug, or an error from a library on
+ * input nobody anticipated) becomes EINTERNAL with its message only. Stacks stay in logs, never in user output.
+ */
+export function asMnnEdgeError(err: unknown): MnnEdgeError {
+  if (err instanceof MnnEdgeError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  return new MnnEdgeError('EINTERNAL', message, typeof code === 'string' ? { code } : undefined, {
+    cause: err,
+  });
 }
 
 export function describeValue(actual: unknown): string {

@@ -1,6 +1,12 @@
 // A small validator for the subset of JSON Schema (draft 2020-12) that our documents use. The same schema
 // objects are exported to docs/ as JSON, so the device, operators' tools and other consumers agree on them.
 // Errors name the path of the bad key and what was expected, which is what a person editing a file needs.
+// Keys of the value are looked up only as own properties: a key named "constructor" or "__proto__" must meet
+// `additionalProperties: false` like any other unknown key, not find Object.prototype's members.
+
+import { MnnEdgeError } from './errors.js';
+import { INPUT_LIMITS } from './input-limits.js';
+import { escapeControl } from './sanitize.js';
 
 export type JsonSchema = {
   $id?: string;
@@ -61,10 +67,51 @@ function matchesType(v: unknown, t: JsonType): boolean {
   return actual === t;
 }
 
+// Values are previewed, never serialised whole: a value may be nested arbitrarily deep or be huge, and the
+// preview ends up in a terminal, so control characters are escaped.
+function preview(v: unknown, depth: number): string {
+  if (v === undefined) return 'undefined';
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? String(v);
+  if (depth >= 2) return Array.isArray(v) ? '[...]' : '{...}';
+  if (Array.isArray(v)) {
+    const items = v.slice(0, 4).map((x) => preview(x, depth + 1));
+    return `[${items.join(',')}${v.length > 4 ? ',...' : ''}]`;
+  }
+  const keys = Object.keys(v);
+  const parts = keys
+    .slice(0, 4)
+    .map((k) => `${JSON.stringify(k)}:${preview((v as Record<string, unknown>)[k], depth + 1)}`);
+  return `{${parts.join(',')}${keys.length > 4 ? ',...' : ''}}`;
+}
+
 function show(v: unknown): string {
-  const s = JSON.stringify(v);
-  if (s === undefined) return String(v);
-  return s.length > 60 ? s.slice(0, 57) + '...' : s;
+  const s = preview(v, 0);
+  return escapeControl(s.length > 60 ? s.slice(0, 57) + '...' : s);
+}
+
+/** Structural equality for const/enum, bounded in depth like everything else that walks input. */
+function sameValue(a: unknown, b: unknown, depth = 0): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (depth > INPUT_LIMITS.jsonMaxDepth) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b))
+    return a.length === b.length && a.every((x, i) => sameValue(x, b[i], depth + 1));
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return (
+    ka.length === kb.length &&
+    ka.every(
+      (k) =>
+        Object.hasOwn(b, k) &&
+        sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth + 1),
+    )
+  );
+}
+
+/** A property's own sub-schema; never one found on Object.prototype ("constructor", "__proto__", "toString"). */
+function ownSchema(props: Record<string, JsonSchema> | undefined, key: string): JsonSchema | undefined {
+  return props !== undefined && Object.hasOwn(props, key) ? props[key] : undefined;
 }
 
 function join(path: string, key: string | number): string {
@@ -73,7 +120,7 @@ function join(path: string, key: string | number): string {
     ? path
       ? `${path}.${key}`
       : key
-    : `${path}[${JSON.stringify(key)}]`;
+    : `${path}[${escapeControl(JSON.stringify(key.length > 60 ? `${key.slice(0, 57)}...` : key))}]`;
 }
 
 export function validate(schema: JsonSchema, value: unknown, path = ''): SchemaError[] {
@@ -89,10 +136,10 @@ export function validate(schema: JsonSchema, value: unknown, path = ''): SchemaE
       return errors;
     }
   }
-  if (schema.const !== undefined && show(schema.const) !== show(value)) {
+  if (schema.const !== undefined && !sameValue(schema.const, value)) {
     errors.push({ path: where, message: `expected ${show(schema.const)}, got ${show(value)}` });
   }
-  if (schema.enum && !schema.enum.some((e) => show(e) === show(value))) {
+  if (schema.enum && !schema.enum.some((e) => sameValue(e, value))) {
     errors.push({
       path: where,
       message: `expected one of ${schema.enum.map(show).join(', ')}, got ${show(value)}`,
@@ -140,10 +187,11 @@ export function validate(schema: JsonSchema, value: unknown, path = ''): SchemaE
   ) {
     const obj = value as Record<string, unknown>;
     for (const key of schema.required ?? []) {
-      if (obj[key] === undefined) errors.push({ path: join(path, key), message: 'is required but missing' });
+      if (!Object.hasOwn(obj, key) || obj[key] === undefined)
+        errors.push({ path: join(path, key), message: 'is required but missing' });
     }
     for (const [key, v] of Object.entries(obj)) {
-      const sub = schema.properties?.[key];
+      const sub = ownSchema(schema.properties, key);
       if (sub) errors.push(...validate(sub, v, join(path, key)));
       else if (schema.additionalProperties === false) {
         const known = Object.keys(schema.properties ?? {});
@@ -184,13 +232,7 @@ export function formatSchemaErrors(errors: SchemaError[]): string {
 export function assertValid<T>(schema: JsonSchema, value: unknown, what: string): T {
   const errors = validate(schema, value);
   if (errors.length > 0) {
-    const err = new Error(`Invalid ${what}: ${formatSchemaErrors(errors)}`) as Error & {
-      code: string;
-      errors: SchemaError[];
-    };
-    err.code = 'ESCHEMA';
-    err.errors = errors;
-    throw err;
+    throw new MnnEdgeError('ESCHEMA', `Invalid ${what}: ${formatSchemaErrors(errors)}`, { errors });
   }
   return value as T;
 }

@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { MnnEdgeError } from '../common/errors.js';
+import { readJsonFile } from '../common/json-input.js';
 import { formatSchemaErrors, validate } from '../common/schema.js';
 import { defaultConfig, SYSTEM_CONFIG_PATH } from './defaults.js';
 import { type AgentConfig, agentConfigSchema } from './schema.js';
@@ -40,19 +41,10 @@ export function loadConfig(options: LoadConfigOptions = {}): { config: AgentConf
   let raw: unknown = {};
   let source = 'built-in defaults';
   if (path !== undefined) {
-    let text: string;
     try {
-      text = readFileSync(path, 'utf8');
+      raw = readJsonFile(path, 'configuration file');
     } catch (err) {
-      throw new MnnEdgeError('ECONFIG', `Cannot read configuration file ${path}: ${(err as Error).message}`);
-    }
-    try {
-      raw = JSON.parse(text);
-    } catch (err) {
-      throw new MnnEdgeError(
-        'ECONFIG',
-        `Configuration file ${path} is not valid JSON: ${(err as Error).message}`,
-      );
+      throw new MnnEdgeError('ECONFIG', (err as Error).message);
     }
     source = path;
   }

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileDurable } from '../common/durable-fs.js';
 import { errorMessage, MnnEdgeError } from '../common/errors.js';
@@ -11,8 +11,11 @@ import type { Capabilities } from './types.js';
 
 export function writeCapabilitiesCache(path: string, caps: Capabilities): void {
   mkdirSync(dirname(path), { recursive: true });
-  // World-readable on purpose: the agent runs as another user and the document holds no secrets.
+  // World-readable on purpose: the agent runs as another user and the document holds no secrets. The mode is
+  // set after writing because the unit's UMask=0027 also applies to the privileged ExecStartPre and would turn
+  // the 0644 of open() into a root-owned 0640 the agent cannot read.
   writeFileDurable(path, JSON.stringify(caps, null, 2) + '\n', 0o644);
+  chmodSync(path, 0o644);
 }
 
 export function readCapabilitiesCache(path: string): Capabilities {

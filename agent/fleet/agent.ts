@@ -100,7 +100,7 @@ export interface FleetAgent {
   /** The connection's state, last error and next attempt; undefined before start. */
   linkStatus(): BrokerLinkStatus | undefined;
   /** Subscribes (now and after every reconnect) and routes the filters' messages to `handler`. */
-  subscribe(filters: readonly string[], handler: (topic: string, payload: Buffer) => void): () => void;
+  subscribe(filters: readonly string[], handler: MessageHandler): () => void;
   /** QoS 1 publish on the current connection; rejects while offline. */
   publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
   /** Runs `listener` after every (re)connection; returns the remover. */

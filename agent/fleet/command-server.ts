@@ -1,4 +1,6 @@
 import type { Clock } from '../common/clock.js';
+import { asMnnEdgeError } from '../common/errors.js';
+import { parseJsonInput } from '../common/json-input.js';
 import type { Logger } from '../common/log.js';
 import { formatSchemaErrors, validate } from '../common/schema.js';
 import type { CommandOutcome, CommandRegistry } from './commands.js';
@@ -7,6 +9,7 @@ import {
   type CommandRequest,
   type CommandResponse,
   commandRequestSchema,
+  ERROR_CODES,
   encode,
   type FleetSelector,
   PROTOCOL_VERSION,
@@ -101,11 +104,15 @@ export class CommandServer {
       );
     let parsed: unknown = {};
     if (msg.payload.length > 0) {
-      const text = msg.payload.toString('utf8');
       try {
-        parsed = JSON.parse(text);
+        parsed = parseJsonInput(msg.payload, 'Payload', { maxBytes: maxPayloadBytes });
       } catch (err) {
-        return this.#error(target, reply, 'EBADJSON', `Payload is not valid JSON: ${(err as Error).message}`);
+        // EPAYLOAD (not UTF-8), ETOODEEP, EBADJSON: one line each, from the shared input limits.
+        const e = asMnnEdgeError(err);
+        const code = (ERROR_CODES as readonly string[]).includes(e.code)
+          ? (e.code as CommandErrorCode)
+          : 'EBADJSON';
+        return this.#error(target, reply, code, e.message);
       }
     }
     if (!isPlainObject(parsed))

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, type IClientOptions, type IClientPublishOptions, type MqttClient } from 'mqtt';
 import { MnnEdgeError } from '../common/errors.js';
+import { parseJsonInput } from '../common/json-input.js';
 import { validate } from '../common/schema.js';
 import {
   type CommandRequest,
@@ -223,7 +224,7 @@ export class FleetOperator {
 
 function parseJson(payload: Buffer): unknown {
   try {
-    return JSON.parse(payload.toString('utf8'));
+    return parseJsonInput(payload, 'fleet message');
   } catch {
     return undefined;
   }

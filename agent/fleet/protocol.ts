@@ -1,3 +1,4 @@
+import { parseJsonInput } from '../common/json-input.js';
 import { type JsonSchema, type SchemaError, validate } from '../common/schema.js';
 
 // The payload schemas of the MQTT contract. Messages are validated before they are sent and when they are
@@ -232,6 +233,8 @@ export const commandRequestSchema: JsonSchema = {
 
 export const ERROR_CODES = [
   'EBADJSON',
+  'EPAYLOAD',
+  'ETOODEEP',
   'ETOOLARGE',
   'ESCHEMA',
   'EUNKNOWN',
@@ -305,9 +308,9 @@ export function encode<K extends ProtocolMessageKind>(kind: K, message: unknown)
   return JSON.stringify(message);
 }
 
-/** Parses and validates an incoming message; throws ProtocolViolation (or SyntaxError) for bad input. */
+/** Parses (shared input limits) and validates an incoming message; throws MnnEdgeError or ProtocolViolation. */
 export function decode<T>(kind: ProtocolMessageKind, payload: Buffer | string): T {
-  const value: unknown = JSON.parse(typeof payload === 'string' ? payload : payload.toString('utf8'));
+  const value: unknown = parseJsonInput(payload, `${kind} message`);
   const errors = validate(protocolSchemas[kind], value);
   if (errors.length > 0) throw new ProtocolViolation(kind, errors);
   return value as T;

@@ -1,4 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import { errorMessage } from '../common/errors.js';
+import { parseJsonInput } from '../common/json-input.js';
 import { HttpError } from './errors.js';
 
 // Bodies are buffered, so a client must not be able to make the agent buffer more than the configured limit:
@@ -35,8 +37,9 @@ export function parseJsonBody(body: Buffer, contentType: string | undefined): un
   }
   if (body.length === 0) throw new HttpError(400, 'invalid_json', 'Expected a JSON body, got an empty one');
   try {
-    return JSON.parse(body.toString('utf8'));
+    // The size was bounded by readBody; UTF-8 and nesting depth by the shared input limits.
+    return parseJsonInput(body, 'Request body', { maxBytes: body.length });
   } catch (err) {
-    throw new HttpError(400, 'invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
+    throw new HttpError(400, 'invalid_json', errorMessage(err));
   }
 }

@@ -9,12 +9,20 @@ import {
   openSync,
   readdirSync,
   realpathSync,
+  statfsSync,
+  statSync,
   writeSync,
 } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fsyncDir } from '../../agent/common/durable-fs.js';
+import { MnnEdgeError } from '../../agent/common/errors.js';
+import { INPUT_LIMITS } from '../../agent/common/input-limits.js';
+import { parseManifestBytes } from '../manifest/parse-bytes.js';
+import { packageFiles } from '../manifest/schema.js';
+import { MANIFEST_FILE } from '../manifest/types.js';
 import { resolveLinkTarget, safePackagePath } from './package-path.js';
-import { archiveError, readTar, tarChunksFromFile } from './tar-reader.js';
+import { BLOCK } from './tar-format.js';
+import { archiveError, type DecompressionBudget, readTar, tarChunksFromFile } from './tar-reader.js';
 
 // Brings a package (a tar/tar.gz or a directory) into a private staging directory, hashing every byte on
 // the way and refusing anything unsafe. The caller verifies the hashes against the manifest and moves the
@@ -26,12 +34,18 @@ export interface StageLimits {
   /** Largest package (sum of files). */
   maxTotalBytes: number;
   maxEntries: number;
+  /** Largest ratio of unpacked tar bytes to the compressed file's size (gzip only). */
+  maxCompressionRatio: number;
 }
 
+// Sized for boards, not servers: an 8 GiB package already fills most eMMC parts, and the largest models an
+// edge board runs (7B at 4 bits) stay under it. Model weights barely compress, so a ratio of 20 leaves text
+// files plenty of room while a gzip of zeros (ratio ~1000) is refused.
 export const DEFAULT_STAGE_LIMITS: StageLimits = {
-  maxEntryBytes: 32 * 1024 ** 3,
-  maxTotalBytes: 64 * 1024 ** 3,
+  maxEntryBytes: 8 * 1024 ** 3,
+  maxTotalBytes: 8 * 1024 ** 3,
   maxEntries: 10_000,
+  maxCompressionRatio: 20,
 };
 
 export interface StagedFile {
@@ -53,6 +67,36 @@ export interface StageOptions {
   /** Called after each file is written; lets a caller pace or observe the import. */
   afterFile?: (path: string) => Promise<void> | void;
   signal?: AbortSignal;
+  /**
+   * Archives only: refuse a package whose first file entry is not its manifest. Packages that arrive over the
+   * network must be checkable entry by entry before anything is written (ota pack puts the manifest first).
+   */
+  manifestFirst?: boolean;
+  /** Free bytes in a directory (for the disk-space check against the manifest); statfs by default. */
+  freeBytes?: (dir: string) => number;
+  /** Space that must stay free after the package is unpacked. */
+  headroomBytes?: number;
+}
+
+/** What the manifest at the head of an archive says will follow: checked before each entry is written. */
+interface ArchivePlan {
+  files: Map<string, number>;
+  totalBytes: number;
+}
+
+function freeBytesIn(dir: string): number {
+  const s = statfsSync(dir);
+  return Number(s.bavail) * Number(s.bsize);
+}
+
+/**
+ * Tar bytes the planned files can take: per file its padded data plus headers (a pax record for a long name
+ * included), and a fixed slack for the end-of-archive record padding and the decompressor's read-ahead.
+ */
+function tarBytesFor(plan: ArchivePlan): number {
+  let n = 1024 * 1024;
+  for (const length of plan.files.values()) n += 8 * 1024 + Math.ceil(length / BLOCK) * BLOCK;
+  return n;
 }
 
 class FileSink {
@@ -106,12 +150,25 @@ export async function stageFromTar(
   options: StageOptions = {},
 ): Promise<StagedFile[]> {
   const limits = { ...DEFAULT_STAGE_LIMITS, ...options.limits };
+  const compressedBytes = statSync(archive).size;
+  // Until the manifest is known, the unpacked stream is bounded by the ratio and by the package limit.
+  const budget: DecompressionBudget = {
+    maxBytes: Math.min(
+      compressedBytes * limits.maxCompressionRatio,
+      limits.maxTotalBytes + limits.maxEntries * 8 * 1024 + 1024 * 1024,
+    ),
+    why: `more than ${limits.maxCompressionRatio} times its compressed size (models.maxCompressionRatio)`,
+    position: 0,
+    compressed: false,
+  };
   const files = new Map<string, StagedFile>();
   const seen = new Set<string>();
   const links: { path: string; target: string; kind: 'symlink' | 'hardlink' }[] = [];
+  let plan: ArchivePlan | undefined;
   let total = 0;
   let count = 0;
-  for await (const entry of readTar(tarChunksFromFile(archive))) {
+  let firstFile = true;
+  for await (const entry of readTar(tarChunksFromFile(archive, budget))) {
     options.signal?.throwIfAborted();
     if (++count > limits.maxEntries)
       throw archiveError(`archive has more than ${limits.maxEntries} entries`, entry.path);
@@ -120,6 +177,15 @@ export async function stageFromTar(
     if (entry.type === 'directory') continue;
     if (seen.has(path)) throw archiveError(`entry ${shown} appears twice in the archive`, entry.path);
     seen.add(path);
+    const isFirst = firstFile;
+    firstFile = false;
+    if (isFirst && options.manifestFirst && (path !== MANIFEST_FILE || entry.type !== 'file'))
+      throw archiveError(
+        `the package must start with its manifest ${MANIFEST_FILE} (ota pack writes it first); the first entry is ${shown}`,
+        entry.path,
+      );
+    if (plan && path !== MANIFEST_FILE && !plan.files.has(path))
+      throw new MnnEdgeError('EVERIFY', `File ${path} is not listed in the manifest`, { entry: path });
     switch (entry.type) {
       case 'symlink':
       case 'hardlink':
@@ -141,17 +207,41 @@ export async function stageFromTar(
         `entry ${shown} is ${entry.size} bytes, over the limit of ${limits.maxEntryBytes}`,
         entry.path,
       );
+    // The size the header declares is what the reader will deliver: compared with the manifest before a byte
+    // of it is written, so a bomb that lies about one file never reaches the disk.
+    const planned = plan?.files.get(path);
+    if (planned !== undefined && planned !== entry.size)
+      throw new MnnEdgeError(
+        'EVERIFY',
+        `File ${path} is ${entry.size} bytes but the manifest says ${planned}`,
+        {
+          entry: path,
+        },
+      );
     total += entry.size;
     if (total > limits.maxTotalBytes)
       throw archiveError(
         `archive exceeds the package limit of ${limits.maxTotalBytes} bytes at entry ${shown}`,
         entry.path,
       );
+    if (isFirst && path === MANIFEST_FILE && entry.type === 'file') {
+      const bytes = await readManifestEntry(entry.size, entry.body());
+      plan = planFrom(bytes, compressedBytes, budget, limits, staging, options);
+      const sink = openSink(staging, path, shown);
+      sink.write(bytes);
+      files.set(path, { path, length: sink.length, sha256: sink.finish() });
+      await options.afterFile?.(path);
+      continue;
+    }
     const sink = openSink(staging, path, shown);
     try {
       for await (const chunk of entry.body()) {
         sink.write(chunk);
-        options.onProgress?.({ file: path, bytesDone: total - entry.size + sink.length });
+        options.onProgress?.({
+          file: path,
+          bytesDone: total - entry.size + sink.length,
+          ...(plan ? { bytesTotal: plan.totalBytes } : {}),
+        });
       }
     } catch (err) {
       sink.abort();
@@ -181,6 +271,67 @@ export async function stageFromTar(
   }
   fsyncTree(staging);
   return [...files.values()];
+}
+
+async function readManifestEntry(size: number, body: AsyncIterable<Buffer>): Promise<Buffer> {
+  if (size > INPUT_LIMITS.manifestMaxBytes)
+    throw new MnnEdgeError(
+      'EMANIFEST',
+      `Invalid manifest ${MANIFEST_FILE}: ${size} bytes, over the limit of ${INPUT_LIMITS.manifestMaxBytes}`,
+    );
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The manifest at the head of an archive, turned into the checks for the rest: every file's size, the
+ * package total against the limits and the free space, the expansion against the compressed size, and a
+ * tighter bound on the unpacked stream.
+ */
+function planFrom(
+  bytes: Buffer,
+  compressedBytes: number,
+  budget: DecompressionBudget,
+  limits: StageLimits,
+  staging: string,
+  options: StageOptions,
+): ArchivePlan {
+  const manifest = parseManifestBytes(bytes, MANIFEST_FILE);
+  const files = new Map<string, number>();
+  let totalBytes = 0;
+  for (const [path, f] of packageFiles(manifest)) {
+    if (f.length > limits.maxEntryBytes)
+      throw archiveError(
+        `manifest lists ${path} at ${f.length} bytes, over the limit of ${limits.maxEntryBytes}`,
+        path,
+      );
+    files.set(path, f.length);
+    totalBytes += f.length;
+  }
+  if (totalBytes > limits.maxTotalBytes)
+    throw archiveError(
+      `manifest lists ${totalBytes} bytes of files, over the package limit of ${limits.maxTotalBytes} bytes (models.maxPackageBytes)`,
+    );
+  const plan = { files, totalBytes };
+  const tarBytes = tarBytesFor(plan);
+  if (budget.compressed === true) {
+    if (totalBytes > compressedBytes * limits.maxCompressionRatio)
+      throw archiveError(
+        `package would unpack to ${totalBytes} bytes, more than ${limits.maxCompressionRatio} times its ${compressedBytes} compressed bytes (models.maxCompressionRatio)`,
+      );
+  }
+  budget.maxBytes = Math.min(budget.maxBytes, budget.position + tarBytes);
+  budget.why = `more than its manifest lists (${totalBytes} bytes of files)`;
+  const free = (options.freeBytes ?? freeBytesIn)(staging);
+  const needed = totalBytes + (options.headroomBytes ?? 0);
+  if (free < needed)
+    throw new MnnEdgeError(
+      'ENOSPC',
+      `Not enough disk space in ${staging} for the package: its manifest lists ${totalBytes} bytes${options.headroomBytes ? ` (+ ${options.headroomBytes} headroom)` : ''}, ${free} free`,
+      { required: needed, free },
+    );
+  return plan;
 }
 
 /** Lists a source directory's files; a symlink is followed only when it stays inside the directory. */

@@ -195,8 +195,24 @@ export async function* readTar(
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 
-/** The archive's tar bytes, gunzipped on the fly when the file starts with the gzip magic. */
-export function tarChunksFromFile(path: string): AsyncIterable<Uint8Array> {
+/**
+ * A bound on how many bytes a compressed archive may unpack to. The stager tightens `maxBytes` once it knows
+ * what the manifest lists; `position` is how many unpacked bytes have been produced so far.
+ */
+export interface DecompressionBudget {
+  maxBytes: number;
+  /** Completes "unpacks to more than N bytes: …" in the error. */
+  why: string;
+  position: number;
+  /** Set by tarChunksFromFile: whether the file is gzip-compressed. */
+  compressed: boolean;
+}
+
+/**
+ * The archive's tar bytes, gunzipped on the fly when the file starts with the gzip magic. With a budget, the
+ * unpacked stream stops with EARCHIVE as soon as it passes budget.maxBytes.
+ */
+export function tarChunksFromFile(path: string, budget?: DecompressionBudget): AsyncIterable<Uint8Array> {
   const fd = openSync(path, 'r');
   const magic = Buffer.alloc(2);
   let n: number;
@@ -208,10 +224,18 @@ export function tarChunksFromFile(path: string): AsyncIterable<Uint8Array> {
   const file = createReadStream(path, { highWaterMark: 256 * 1024 });
   if (n !== 2 || magic[0] !== GZIP_MAGIC[0] || magic[1] !== GZIP_MAGIC[1]) return file;
   const gunzip = createGunzip();
+  if (budget) budget.compressed = true;
   file.on('error', (err) => gunzip.destroy(err));
   return (async function* () {
     try {
-      yield* file.pipe(gunzip) as AsyncIterable<Buffer>;
+      for await (const chunk of file.pipe(gunzip) as AsyncIterable<Buffer>) {
+        if (budget) {
+          budget.position += chunk.length;
+          if (budget.position > budget.maxBytes)
+            throw archiveError(`${path} unpacks to more than ${budget.maxBytes} bytes: ${budget.why}`);
+        }
+        yield chunk;
+      }
     } catch (err) {
       if ((err as { code?: string }).code?.startsWith('Z_'))
         throw archiveError(`${path}: corrupt gzip stream (${(err as Error).message})`);

@@ -4,6 +4,7 @@ import { basename, join, sep } from 'node:path';
 import { type Clock, systemClock } from '../../agent/common/clock.js';
 import { fsyncDir, renameDurable, writeFileDurable } from '../../agent/common/durable-fs.js';
 import { MnnEdgeError } from '../../agent/common/errors.js';
+import { INPUT_LIMITS } from '../../agent/common/input-limits.js';
 import type { Logger } from '../../agent/common/log.js';
 import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import type { Db } from '../../agent/store/database.js';
@@ -15,13 +16,8 @@ import {
   stageFromTar,
 } from '../archive/stage-package.js';
 import { deriveManifest } from '../manifest/derive.js';
-import {
-  compareSemver,
-  MODEL_ID_PATTERN,
-  packageFiles,
-  parseManifest,
-  SEMVER_PATTERN,
-} from '../manifest/schema.js';
+import { parseManifestBytes } from '../manifest/parse-bytes.js';
+import { compareSemver, MODEL_ID_PATTERN, packageFiles, SEMVER_PATTERN } from '../manifest/schema.js';
 import { MANIFEST_FILE, type ModelManifest, type ModelTask } from '../manifest/types.js';
 
 // The on-disk model store: <dataDir>/models/<id>/<version>/ holds a verified package, SQLite holds the
@@ -56,6 +52,13 @@ export interface ImportOptions {
   signal?: AbortSignal;
   /** Awaited at each step of an import; lets a caller pace or observe it. */
   checkpoint?: (step: ImportStep, detail: string) => Promise<void> | void;
+  /**
+   * For packages from the network (pull, OTA): the archive must start with its manifest, so that every entry
+   * is checked against it before it is written.
+   */
+  manifestFirst?: boolean;
+  /** Space that must stay free after unpacking (checked against the manifest's total). */
+  headroomBytes?: number;
 }
 
 export interface ImportProgress extends StageProgress {
@@ -116,7 +119,7 @@ interface JournalRow {
 const STAGING = '.staging';
 const TRASH = '.trash';
 const LOCK = '.lock';
-const MAX_MANIFEST_BYTES = 1024 * 1024;
+const MAX_MANIFEST_BYTES = INPUT_LIMITS.manifestMaxBytes;
 
 function readLockPid(path: string): number | undefined {
   try {
@@ -306,6 +309,8 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
         onProgress: (p: StageProgress) => this.emit('progress', { ...p, source }),
         afterFile: (path: string) => options.checkpoint?.('staged-file', path),
         ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.manifestFirst ? { manifestFirst: true } : {}),
+        ...(options.headroomBytes !== undefined ? { headroomBytes: options.headroomBytes } : {}),
       };
       const files = st.isDirectory()
         ? await stageFromDir(source, work, stageOptions)
@@ -382,16 +387,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
           'EMANIFEST',
           `Invalid manifest ${MANIFEST_FILE}: ${own.length} bytes, over the limit of ${MAX_MANIFEST_BYTES}`,
         );
-      let raw: unknown;
-      try {
-        raw = JSON.parse(readFileSync(join(work, MANIFEST_FILE), 'utf8'));
-      } catch (err) {
-        throw new MnnEdgeError(
-          'EMANIFEST',
-          `Invalid manifest ${MANIFEST_FILE}: not valid JSON (${(err as Error).message})`,
-        );
-      }
-      manifest = parseManifest(raw, MANIFEST_FILE);
+      manifest = parseManifestBytes(readFileSync(join(work, MANIFEST_FILE)), MANIFEST_FILE);
     } else {
       manifest = deriveManifest(work, staged, {
         id: options.id ?? sanitizeId(basename(source)),

@@ -8,9 +8,12 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
 import test from 'ava';
 import { connectAsync } from 'mqtt';
 import { createMemoryLogger } from '../../agent/common/log.js';
@@ -64,6 +67,7 @@ async function world(t: { teardown(fn: () => void | Promise<void>): void }): Pro
   for (const v of ['1.0.0', '2.0.0', '3.0.0']) {
     const r = await packModel(tinyLlm, { id: 'tiny-llm', version: v, outDir: served });
     artifacts.set(v, r.artifact);
+    writeFileSync(join(dir, `manifest-${v}.json`), JSON.stringify(r.manifest));
   }
   const srv = await servePackages(served);
   t.teardown(() => srv.close());
@@ -86,6 +90,12 @@ async function world(t: { teardown(fn: () => void | Promise<void>): void }): Pro
   };
 }
 
+async function* zeroChunks(total: number): AsyncGenerator<Uint8Array> {
+  const chunk = Buffer.alloc(1024 * 1024);
+  for (let left = total; left > 0; left -= chunk.length)
+    yield left >= chunk.length ? chunk : chunk.subarray(0, left);
+}
+
 function pkg(id: string, version: string, artifact: Artifact): TargetsBody['packages'][number] {
   return { id, version, artifacts: [{ ...artifact }] };
 }
@@ -103,6 +113,8 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
   const config = {
     ...otaDefaults,
     trustedKeys: [{ publicKey: w.publicKey }],
+    // A small slow-retrieval window keeps the slow-server attack quick; loopback transfers are far above it.
+    download: { ...otaDefaults.download, minBytesPerSecond: 1024, rateWindowMs: 1000 },
     health: { ...otaDefaults.health, maxTtftMs: 10_000, minDecodeRatio: 0.05, maxNewTokens: 8 },
   };
   const ports = storePorts(store, kv, config);
@@ -159,11 +171,16 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
   const deviceClient = await connectAsync(broker.url, { protocolVersion: 5, clientId: 'dev-1' });
   t.teardown(() => deviceClient.endAsync());
   device.runner.start();
+  const linkLog = createMemoryLogger();
   const link = attachOtaToMqtt(
     clientTransport(deviceClient),
     device.runner,
     { deviceId: 'dev-1', tags: ['lab'] },
-    createMemoryLogger(),
+    linkLog,
+    {
+      store: device.roots,
+      now: () => time.trustedNow(),
+    },
   );
   t.teardown(() => link.detach());
 
@@ -202,26 +219,61 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
 
   // The attack set: each rejected, 3.0.0 never installed, 2.0.0 stays active.
   const v3 = w.artifacts.get('3.0.0')!;
-  const job = (jobId: string, targets: unknown): OtaJob => ({
-    jobId,
-    package: { id: 'tiny-llm', version: '3.0.0' },
-    targets: targets as OtaJob['targets'],
-    baseUrl: w.baseUrl,
-  });
+  const job = (jobId: string, targets: unknown): OtaJob => {
+    const custom = targets as { doc?: unknown; baseUrl?: string };
+    return {
+      jobId,
+      package: { id: 'tiny-llm', version: '3.0.0' },
+      targets: (custom.doc ?? targets) as OtaJob['targets'],
+      baseUrl: custom.baseUrl ?? w.baseUrl,
+    };
+  };
   const flippedName = 'tiny-llm-3.0.0-flipped.tar';
   const bytes = readFileSync(join(w.served, v3.name));
   bytes[bytes.length - 2000]! ^= 0x01;
   writeFileSync(join(w.served, flippedName), bytes);
   const evilName = 'tiny-llm-3.0.0-evil.tar';
+  // A valid manifest first: the traversal entry must be what refuses the package.
+  const manifest3 = readFileSync(join(w.dir, 'manifest-3.0.0.json'));
   await pipeline(
     writeTar([
-      { path: 'mnn-edge.json', data: Buffer.from('{}') },
+      { path: 'mnn-edge.json', data: manifest3 },
       { path: '../../../tmp/owned', data: Buffer.from('x') },
     ]),
     createWriteStream(join(w.served, evilName)),
   );
   const evil = readFileSync(join(w.served, evilName));
   const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+  // A gzip bomb: the manifest is honest, the archive header declares llm.mnn as 64 MiB of zeros.
+  const bombName = 'tiny-llm-3.0.0-bomb.tar.gz';
+  await pipeline(
+    writeTar([
+      { path: 'mnn-edge.json', data: manifest3 },
+      { path: 'llm.mnn', size: 64 * 1024 * 1024, data: zeroChunks(64 * 1024 * 1024) },
+    ]),
+    createGzip(),
+    createWriteStream(join(w.served, bombName)),
+  );
+  const bomb = readFileSync(join(w.served, bombName));
+  const llmLength = (
+    JSON.parse(manifest3.toString()) as { variants: { files: { path: string; length: number }[] }[] }
+  ).variants[0]!.files.find((f) => f.path === 'llm.mnn')!.length;
+  // A server that sends the real 3.0.0 package at 10 bytes/s.
+  const slowServer = createServer((req, res) => {
+    const body = readFileSync(join(w.served, v3.name));
+    res.writeHead(200, { 'content-length': String(body.length) });
+    let pos = 0;
+    const timer = setInterval(() => res.write(body.subarray(pos, ++pos)), 100);
+    res.on('close', () => clearInterval(timer));
+    req.resume();
+  });
+  await new Promise<void>((resolve) => slowServer.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    slowServer.closeAllConnections();
+    slowServer.close();
+  });
+  const slowUrl = `http://127.0.0.1:${(slowServer.address() as AddressInfo).port}/`;
 
   const tampered = signTargets(w.body(10, [pkg('tiny-llm', '3.0.0', v3)]), [w.signer]);
   tampered.signed.packages[0]!.artifacts[0]!.sha256 = sha(bytes);
@@ -273,6 +325,23 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
       'unsafe-archive',
       'entry "../../../tmp/owned" has a path that leaves the package (..)',
     ],
+    [
+      'bomb',
+      signTargets(
+        w.body(7, [
+          pkg('tiny-llm', '3.0.0', { ...v3, name: bombName, length: bomb.length, sha256: sha(bomb) }),
+        ]),
+        [w.signer],
+      ),
+      'manifest-mismatch',
+      `File llm.mnn is ${64 * 1024 * 1024} bytes but the manifest says ${llmLength}`,
+    ],
+    [
+      'slow',
+      { doc: signTargets(w.body(8, [pkg('tiny-llm', '3.0.0', v3)]), [w.signer]), baseUrl: slowUrl },
+      'slow-retrieval',
+      '',
+    ],
   ];
   for (const [name, doc, reason, message] of attacks) {
     const trustedBefore = device.trust.last()?.version;
@@ -305,7 +374,7 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
       writeFileSync(join(broken, f), readFileSync(join(tinyLlm, f)));
     }
     const r = await packModel(broken, { id: 'tiny-llm', version: '4.0.0', outDir: w.served });
-    const docV6 = signTargets(w.body(6, [pkg('tiny-llm', '4.0.0', r.artifact)]), [w.signer]);
+    const docV6 = signTargets(w.body(9, [pkg('tiny-llm', '4.0.0', r.artifact)]), [w.signer]);
     const s = await run({
       jobId: 'job-4',
       package: { id: 'tiny-llm', version: '4.0.0' },
@@ -321,5 +390,23 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
     t.is(await ports.activation.activeVersion('tiny-llm'), '2.0.0');
     t.log(`broken package: ${s.message}`);
   }
+  // 1 MiB of nesting as a job payload: refused with one log line, nothing queued.
+  const jobsBefore = device.journal.list().length;
+  await operator.publishAsync(
+    'mnn-edge/dev-1/ota/jobs',
+    `${'['.repeat(512 * 1024)}${']'.repeat(512 * 1024)}`,
+    {
+      qos: 1,
+    },
+  );
+  const invalidUtf8 = Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x7d]);
+  await operator.publishAsync('mnn-edge/dev-1/ota/jobs', invalidUtf8, { qos: 1 });
+  for (let i = 0; i < 100 && linkLog.lines.filter((l) => l.includes('ota message refused')).length < 2; i++)
+    await new Promise((r) => setTimeout(r, 50));
+  const refusedLines = linkLog.lines.filter((l) => l.includes('ota message refused'));
+  t.is(refusedLines.length, 2);
+  t.true(refusedLines[0]!.includes('"code":"ETOODEEP"'), refusedLines[0]);
+  t.true(refusedLines[1]!.includes('"code":"EPAYLOAD"'), refusedLines[1]);
+  t.is(device.journal.list().length, jobsBefore);
   await device.runner.stop();
 });

@@ -58,7 +58,7 @@ test('without a trusted key, pull refuses unless a sha256 is given; with the rig
   const { store, packed, deps, url } = await setup(t);
   await t.throwsAsync(pullPackage({ url }, deps([])), {
     message:
-      'No trusted key is configured (ota.trustedKeys): add the fleet signing key, or pass --sha256 of the package to install it once',
+      'No trusted key is configured (ota.rootFile or ota.trustedKeys): add the fleet root or signing key, or pass --sha256 of the package to install it once',
   });
   const wrong = 'f'.repeat(64);
   await t.throwsAsync(pullPackage({ url, sha256: wrong }, deps([])), {

@@ -1,8 +1,11 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import {
+  chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
+  mkdirSync,
   mkdtempSync,
   readFileSync,
   readlinkSync,
@@ -14,6 +17,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { listElfFiles, machineOfNodeArch } from '../../scripts/elf.js';
 import { manifestPath, type StageResult, stage } from '../../scripts/stage.js';
 import { parseStageManifest } from '../../scripts/stage-manifest.js';
 import { socFixturesDir } from '../helpers/paths.js';
@@ -52,6 +56,13 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
+/** The value of the one `key=` line of a unit file. */
+function unitValue(unitText: string, key: string): string {
+  const lines = unitText.split('\n').filter((l) => l.startsWith(`${key}=`));
+  if (lines.length !== 1) throw new Error(`expected one ${key}=, found ${lines.length}`);
+  return lines[0]!.slice(key.length + 1).trim();
+}
+
 /** The one `key=` line of a unit file, split into words (our units quote nothing). */
 function unitCommand(unitText: string, key: 'ExecStart' | 'ExecStartPre'): string[] {
   const lines = unitText.split('\n').filter((l) => l.startsWith(`${key}=`));
@@ -86,6 +97,27 @@ test('every manifest entry is laid out, with its mode, and nothing from the deve
     statSync(join(staged.appDir, 'dist', 'agent', 'cli', 'mnn-edge.js')).mode & 0o111,
     0o111,
     'bin is executable',
+  );
+});
+
+test('every ELF file of the staged tree is listed with its CPU, all for this host, no build leftovers', (t) => {
+  const host = machineOfNodeArch(process.arch);
+  for (const f of staged.elfFiles) t.log(`${f.machine} ${f.path}`);
+  t.log(`staged tree: ${(staged.bytes / 1e6).toFixed(1)} MB`);
+  t.deepEqual(listElfFiles(destdir), staged.elfFiles, 'the stage reports what is on disk');
+  t.true(
+    staged.elfFiles.some((f) => f.path.endsWith('better-sqlite3/build/Release/better_sqlite3.node')),
+    'the native SQLite binding is there',
+  );
+  t.deepEqual(
+    staged.elfFiles.filter((f) => f.machine !== host),
+    [],
+    `only ${host} binaries`,
+  );
+  t.deepEqual(
+    staged.elfFiles.filter((f) => !f.path.endsWith('.node')),
+    [],
+    'no object files or other build intermediates',
   );
 });
 
@@ -195,3 +227,71 @@ test.serial("the staged unit's privileged ExecStartPre writes the capability cac
   t.is(r.status, 0, `${r.stdout}${r.stderr}`);
   t.is(typeof JSON.parse(readFileSync(cache, 'utf8')), 'object');
 });
+
+/** uid and gid of a local account, or undefined when it does not exist. */
+function account(name: string): { uid: number; gid: number } | undefined {
+  const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
+  const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
+  if (uid.status !== 0 || gid.status !== 0) return undefined;
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+test.serial(
+  'both steps of the staged unit as their users under its UMask: the agent reads the root-written cache',
+  (t) => {
+    // systemd runs ExecStartPre=+ as root and ExecStart as User=, both with the unit's UMask=. Switching users
+    // needs root; the unit's mnn-edge account does not exist on a development host, and any unprivileged
+    // account meets the same permission checks.
+    const agentAccount = account('nobody');
+    if (process.getuid?.() !== 0 || agentAccount === undefined) {
+      t.log('skipped: switching users needs root and a "nobody" account');
+      t.pass();
+      return;
+    }
+    const unitText = readFileSync(unitPath(), 'utf8');
+    const umask = unitValue(unitText, 'UMask');
+    t.regex(umask, /^0[0-7]{3}$/);
+    const pre = unitCommand(unitText, 'ExecStartPre');
+    const main = unitCommand(unitText, 'ExecStart');
+    t.true(pre[0]!.startsWith('+'), 'the detect step is the privileged one');
+    t.is(unitValue(unitText, 'User'), 'mnn-edge');
+
+    // The data directory as tmpfiles.d creates it: owned by the agent's user, 0750.
+    const work = mkdtempSync(join(tmpdir(), 'mnn-edge-staged-users-'));
+    t.teardown(() => rmSync(work, { recursive: true, force: true }));
+    chmodSync(work, 0o755);
+    chmodSync(destdir, 0o755);
+    const dataDir = join(work, 'data');
+    mkdirSync(dataDir, { mode: 0o750 });
+    chownSync(dataDir, agentAccount.uid, agentAccount.gid);
+    const cache = join(dataDir, 'capabilities.json');
+    const cacheAt = pre.indexOf('--write-cache');
+    const preArgv = [join(destdir, pre[0]!.slice(1)), ...pre.slice(1)];
+    preArgv[cacheAt + 1] = cache;
+    const env = { PATH: process.env['PATH'], HOME: work };
+    const withUmask = (argv: string[]) => ['sh', '-c', `umask ${umask} && exec "$0" "$@"`, ...argv];
+
+    const rootArgv = withUmask([...preArgv, '--root', join(socFixturesDir, 'rpi5-bcm2712')]);
+    const root = spawnSync(rootArgv[0]!, rootArgv.slice(1), { encoding: 'utf8', env });
+    t.is(root.status, 0, `${root.stdout}${root.stderr}`);
+    const st = statSync(cache);
+    t.is(st.uid, 0, 'written by root');
+    t.is(st.mode & 0o777, 0o644, `readable by the agent despite UMask=${umask}`);
+
+    // The agent's program, as the agent's user, reads the cache as `run` does at start.
+    const agentArgv = withUmask([
+      'setpriv',
+      `--reuid=${agentAccount.uid}`,
+      `--regid=${agentAccount.gid}`,
+      '--clear-groups',
+      join(destdir, main[0]!),
+      'detect',
+      '--from-cache',
+      cache,
+      '--json',
+    ]);
+    const agent = spawnSync(agentArgv[0]!, agentArgv.slice(1), { encoding: 'utf8', env, cwd: work });
+    t.is(agent.status, 0, `${agent.stdout}${agent.stderr}`);
+    t.is(JSON.parse(agent.stdout).soc.family.value, 'arm64-generic');
+  },
+);

@@ -14,6 +14,8 @@ import { repoRoot } from '../helpers/paths.js';
 
 const layerDir = join(repoRoot, 'yocto', 'meta-mnn-edge');
 const recipe = join('recipes-mnn-edge', 'mnn-edge', 'mnn-edge_git.bb');
+const licenses = join('recipes-mnn-edge', 'mnn-edge', 'mnn-edge-licenses.inc');
+const outOfDate = `${licenses}: out of date with package-lock.json (npm run stage -- --write-shrinkwrap)`;
 
 /** A copy of the layer to break in one place; the checker must name exactly that place. */
 function brokenLayer(t: { teardown(fn: () => void): void }, edit: (dir: string) => void): string {
@@ -75,19 +77,50 @@ test('a recipe without SUMMARY is reported', (t) => {
 });
 
 test('a stale LIC_FILES_CHKSUM md5 is reported with the actual one', (t) => {
+  const actual = md5OfLines(readFileSync(join(repoRoot, 'node_modules', 'ws', 'LICENSE')));
   const dir = brokenLayer(t, (d) =>
-    rewrite(join(d, recipe), /md5=[0-9a-f]{32}/, 'md5=00000000000000000000000000000000'),
+    rewrite(
+      join(d, licenses),
+      `file://node_modules/ws/LICENSE;md5=${actual}`,
+      'file://node_modules/ws/LICENSE;md5=00000000000000000000000000000000',
+    ),
   );
   t.deepEqual(messages(dir), [
-    `${recipe}: LIC_FILES_CHKSUM md5 of package.json lines 5-5 is a5e133c2bb5becf3b641c7da28645b6e, the recipe says 00000000000000000000000000000000`,
+    `${recipe}: LIC_FILES_CHKSUM md5 of node_modules/ws/LICENSE is ${actual}, the recipe says 00000000000000000000000000000000`,
+    outOfDate,
   ]);
 });
 
+test('the license list covers the project and the license text of every shipped npm package', (t) => {
+  const inc = readFileSync(join(layerDir, licenses), 'utf8');
+  t.regex(inc, /file:\/\/LICENSE;md5=89aea4e17d99a7cacdbeed46a0096b10/, 'the Apache-2.0 text of the project');
+  const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8'));
+  for (const [key, entry] of Object.entries(lock.packages as Record<string, { dev?: boolean }>)) {
+    if (key === '' || entry.dev) continue;
+    t.true(inc.includes(`file://${key}/`), `${key} has a license entry`);
+  }
+  t.false(inc.includes('node_modules/typescript/'), 'build tools are not shipped, so not listed');
+});
+
 test('LICENSE must cover the production npm dependencies and name nothing extra', (t) => {
-  const dir = brokenLayer(t, (d) => rewrite(join(d, recipe), ' & BlueOak-1.0.0', ' & GPL-2.0-only'));
+  const dir = brokenLayer(t, (d) => rewrite(join(d, licenses), ' & BlueOak-1.0.0', ' & GPL-2.0-only'));
   const got = messages(dir);
   t.true(got.includes(`${recipe}: LICENSE names GPL-2.0-only, which no shipped package uses`));
   t.true(got.includes(`${recipe}: LICENSE does not cover tar (BlueOak-1.0.0); add BlueOak-1.0.0`));
+  t.true(got.includes(outOfDate));
+});
+
+test('the mnn recipe: its LIC_FILES_CHKSUM is checked against an MNN tree when one is given', (t) => {
+  const mnnRecipe = join('recipes-mnn', 'mnn', 'mnn_git.bb');
+  const fakeMnn = mkdtempSync(join(tmpdir(), 'mnn-src-'));
+  t.teardown(() => rmSync(fakeMnn, { recursive: true, force: true }));
+  writeFileSync(join(fakeMnn, 'LICENSE.txt'), 'not the Apache text\n');
+  const got = checkLayer({ layerDir, sourceRoot: repoRoot, otherSources: { mnn: fakeMnn } }).map(
+    (p) => `${p.file}: ${p.message}`,
+  );
+  t.deepEqual(got, [
+    `${mnnRecipe}: LIC_FILES_CHKSUM md5 of LICENSE.txt is ${md5OfLines(Buffer.from('not the Apache text\n'))}, the recipe says dc18cfcd1065a9e9c80aff2102ebd32a`,
+  ]);
 });
 
 test('a SRC_URI file:// entry missing from the layer is reported', (t) => {
@@ -133,12 +166,17 @@ test('layer.conf: unknown series, missing dependency and missing scarthgap are r
       'LAYERSERIES_COMPAT_mnn-edge = "scarthgap styhead walnascar"',
       'LAYERSERIES_COMPAT_mnn-edge = "kirkstone"',
     );
-    rewrite(conf, 'LAYERDEPENDS_mnn-edge = "core openembedded-layer"', 'LAYERDEPENDS_mnn-edge = "core"');
+    rewrite(
+      conf,
+      'LAYERDEPENDS_mnn-edge = "core openembedded-layer networking-layer"',
+      'LAYERDEPENDS_mnn-edge = "core"',
+    );
   });
   t.deepEqual(messages(dir), [
     'conf/layer.conf: LAYERSERIES_COMPAT_mnn-edge must include scarthgap (Node 20 in meta-oe)',
     'conf/layer.conf: LAYERSERIES_COMPAT_mnn-edge names unknown series kirkstone',
     'conf/layer.conf: LAYERDEPENDS_mnn-edge must include openembedded-layer',
+    'conf/layer.conf: LAYERDEPENDS_mnn-edge must include networking-layer',
   ]);
 });
 
@@ -161,6 +199,22 @@ test('a shrinkwrap out of step with package-lock.json is reported', (t) => {
   t.deepEqual(messages(dir), [
     `${sw}: node_modules/mqtt is in package-lock.json but not in the shrinkwrap`,
     `${sw}: node_modules/ws is 0.0.1 in the shrinkwrap, ${lock.packages['node_modules/ws'].version} in package-lock.json`,
+  ]);
+});
+
+test('a shrinkwrap that fetches a devDependency the build does not run is reported', (t) => {
+  const sw = join('recipes-mnn-edge', 'mnn-edge', 'mnn-edge', 'npm-shrinkwrap.json');
+  const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8'));
+  const dir = brokenLayer(t, (d) => {
+    const doc = JSON.parse(readFileSync(join(d, sw), 'utf8'));
+    doc.packages['node_modules/ava'] = {
+      ...lock.packages['node_modules/ava'],
+      resolved: 'https://x/ava.tgz',
+    };
+    writeFileSync(join(d, sw), JSON.stringify(doc));
+  });
+  t.deepEqual(messages(dir), [
+    `${sw}: node_modules/ava is in the shrinkwrap but is neither a production dependency nor a build tool`,
   ]);
 });
 

@@ -58,10 +58,11 @@ test('a package whose manifest names another version is refused before it is pub
 
 test('a traversal entry is refused by the archive checks, nothing installed', async (t) => {
   const { store, out } = setup(t);
+  const { manifest } = await packModel(tinyLlm, { id: 'tiny-llm', version: '1.0.0', outDir: out });
   const evil = join(out, 'evil.tar');
   await pipeline(
     writeTar([
-      { path: 'mnn-edge.json', data: Buffer.from('{}') },
+      { path: 'mnn-edge.json', data: Buffer.from(JSON.stringify(manifest)) },
       { path: '../../etc/evil', data: Buffer.from('x') },
     ]),
     createWriteStream(evil),

@@ -83,7 +83,11 @@ test('decode validates incoming messages', (t) => {
   t.throws(() => decode('event', '{"v":1,"deviceId":"d","ts":1}'), {
     message: 'Invalid event message: type: is required but missing',
   });
-  t.throws(() => decode('event', '{'), { instanceOf: SyntaxError });
+  t.throws(() => decode('event', '{'), { code: 'EBADJSON' });
+  t.throws(() => decode('event', `${'['.repeat(100_000)}${']'.repeat(100_000)}`), {
+    code: 'ETOODEEP',
+    message: 'Event message nests deeper than 64 levels',
+  });
 });
 
 test('the published JSON schemas are the ones the code validates with', (t) => {

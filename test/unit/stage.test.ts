@@ -75,7 +75,10 @@ test('manifest errors name the line and what was expected', (t) => {
 const lock: PackageLock = {
   lockfileVersion: 3,
   packages: {
-    '': { version: '0.1.0' },
+    '': {
+      version: '0.1.0',
+      devDependencies: { typescript: '5', 'esbuild-wasm': '0', ava: '7', '@types/ws': '8' },
+    },
     'node_modules/ws': { version: '8.0.0', integrity: 'sha512-a', license: 'MIT' },
     'node_modules/@scope/pkg': { version: '1.2.3', integrity: 'sha512-b', license: 'ISC' },
     'node_modules/ws/node_modules/nested': {
@@ -84,6 +87,21 @@ const lock: PackageLock = {
       resolved: 'https://x/n.tgz',
     },
     'node_modules/typescript': { version: '5.9.0', integrity: 'sha512-d', dev: true },
+    'node_modules/esbuild-wasm': { version: '0.28.0', integrity: 'sha512-e', dev: true },
+    'node_modules/ava': {
+      version: '7.0.0',
+      integrity: 'sha512-f',
+      dev: true,
+      dependencies: { 'ava-dep': '1' },
+    },
+    'node_modules/ava-dep': { version: '1.0.0', integrity: 'sha512-g', dev: true },
+    'node_modules/@types/ws': {
+      version: '8.0.0',
+      integrity: 'sha512-h',
+      dev: true,
+      dependencies: { '@types/node': '20' },
+    },
+    'node_modules/@types/node': { version: '20.0.0', integrity: 'sha512-i', dev: true },
   },
 };
 
@@ -113,6 +131,30 @@ test('the shrinkwrap gets registry tarball URLs where the lock has none and keep
       message: 'package-lock.json: node_modules/x has no integrity; regenerate the lock with npm install',
     },
   );
+});
+
+test('the build shrinkwrap keeps production packages and the build tools with their dependencies only', (t) => {
+  const sw = shrinkwrapFromLock(lock);
+  t.deepEqual(Object.keys(sw.packages).sort(), [
+    '',
+    'node_modules/@scope/pkg',
+    'node_modules/@types/node',
+    'node_modules/@types/ws',
+    'node_modules/esbuild-wasm',
+    'node_modules/typescript',
+    'node_modules/ws',
+    'node_modules/ws/node_modules/nested',
+  ]);
+  t.deepEqual(
+    sw.packages['']?.devDependencies,
+    { typescript: '5', 'esbuild-wasm': '0', '@types/ws': '8' },
+    'the root lists only the dev packages that are fetched',
+  );
+  const noTool = structuredClone(lock);
+  delete noTool.packages['']!.devDependencies!['esbuild-wasm'];
+  t.throws(() => shrinkwrapFromLock(noTool), {
+    message: 'package.json no longer lists the build tool esbuild-wasm; update BUILD_TOOLS',
+  });
 });
 
 test('the committed shrinkwrap is what --write-shrinkwrap produces from package-lock.json', (t) => {

@@ -51,6 +51,11 @@ export const commandEntries: readonly CommandEntry[] = [
     'print the effective configuration, check it, or print its JSON schema',
     () => import('./config.js'),
   ),
+  entry(
+    'engine',
+    'build MNN for this board and the engine addon against it (boards without a Yocto image)',
+    () => import('./engine.js'),
+  ),
   entry('version', 'print the agent version', () => import('./version.js')),
 ];
 

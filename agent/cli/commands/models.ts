@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { modelsConfigOf } from '../../../models/config.js';
+import { modelsConfigOf, storeLimitsOf } from '../../../models/config.js';
 import {
   formatRef,
   type GcReport,
@@ -129,7 +129,7 @@ function openModelStore(
   const { store } = ModelStore.open({
     dataDir: config.dataDir,
     db,
-    ...(models.maxPackageBytes !== undefined ? { limits: { maxTotalBytes: models.maxPackageBytes } } : {}),
+    limits: storeLimitsOf(models),
   });
   return {
     store,

@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { isTerminal, type JobStatus } from '../../../ota/job.js';
-import { generateSigningKey, parsePrivateKey } from '../../../ota/keys.js';
+import { generateSigningKey } from '../../../ota/keys.js';
 import {
   collectStatuses,
   connectOperator,
@@ -12,6 +12,11 @@ import {
 } from '../../../ota/operator.js';
 import { packModel } from '../../../ota/pack.js';
 import { parsePhases, RolloutController, type RolloutView } from '../../../ota/rollout.js';
+import { rootCommand } from './ota-root.js';
+import { parseExpiry, printStatus, readJson, readPrivateKey, required } from './ota-shared.js';
+
+export { parseExpiry } from './ota-shared.js';
+
 import { servePackages } from '../../../ota/serve.js';
 import {
   assertTargetsBody,
@@ -32,7 +37,8 @@ import type { CliIo, Command } from '../command.js';
 // device only ever sees public keys (config) and signed documents (jobs).
 
 const USAGE = `mnn-edge ota <command> …
-  keygen --out DIR [--name NAME]                    new ed25519 signing key (NAME.key, NAME.pub)
+  keygen --out DIR [--role root|targets] [--name NAME]
+                                                    new ed25519 key (NAME.key, NAME.pub; NAME defaults to the role)
   pack <model dir> [--id ID] [--version X.Y.Z] [--variant V] [--out DIR] [--targets FILE]
                                                     package tarball; with --targets, add it to that document
   sign <targets.json> --key FILE[,FILE…] [--expires 30d|ISO] [--version N | --bump] [--out FILE]
@@ -41,32 +47,17 @@ const USAGE = `mnn-edge ota <command> …
   rollout start --id ROLLOUT --targets FILE --package ID@VERSION (--devices A,B,… | --tag TAG) --broker URL
           (--url BASE | --serve DIR …) [--phases 1,50%,100%] [--success 1] [--errors 0] [--state FILE]
   rollout resume --id ROLLOUT --broker URL [--state FILE] [--serve DIR …]
-  status --broker URL [--state FILE] [--json]       every device's last OTA job, and the rollouts`;
+  status --broker URL [--state FILE] [--json]       every device's last OTA job, and the rollouts
+  root sign <root.json> --key FILE[,FILE…] [--root-keys PUB,…] [--root-threshold N] [--targets-keys PUB,…]
+          [--targets-threshold N] [--expires 365d|ISO] [--version N | --bump] [--out FILE]
+                                                    create, edit or co-sign a root document (PUB: .pub file or key)
+  root rotate --root FILE[,FILE…] --broker URL (--device ID | --tag TAG) [--job-id ID] [--wait SECONDS]
+                                                    deliver new root(s), oldest first, over the fleet`;
 
 const DEFAULT_STATE = 'ota-operator.db';
 
-function readJson(path: string, what: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new MnnEdgeError('ENOENT', `Cannot read ${what} ${path}: ${(err as Error).message}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new MnnEdgeError('EINVAL', `${what} ${path} is not valid JSON: ${(err as Error).message}`);
-  }
-}
-
 function isEnvelope(v: unknown): v is SignedTargets {
   return typeof v === 'object' && v !== null && 'signed' in v && 'signatures' in v;
-}
-
-function required(args: ParsedArgs, name: string): string {
-  const v = stringFlag(args, name);
-  if (v === undefined) throw new UsageError(`--${name} is required`);
-  return v;
 }
 
 function packageRef(text: string): { id: string; version: string } {
@@ -75,19 +66,12 @@ function packageRef(text: string): { id: string; version: string } {
   return { id: text.slice(0, at), version: text.slice(at + 1) };
 }
 
-export function parseExpiry(text: string, now: number): string {
-  const rel = /^(\d+)([dh])$/.exec(text);
-  if (rel) return new Date(now + Number(rel[1]) * (rel[2] === 'd' ? 86_400_000 : 3_600_000)).toISOString();
-  const ms = Date.parse(text);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(text) || Number.isNaN(ms)) {
-    throw new UsageError(`--expires expects a duration like 30d or 12h, or an ISO time, got '${text}'`);
-  }
-  return new Date(ms).toISOString();
-}
-
 async function keygen(args: ParsedArgs, io: CliIo): Promise<number> {
   const out = required(args, 'out');
-  const name = stringFlag(args, 'name') ?? 'ota-signing';
+  const role = stringFlag(args, 'role');
+  if (role !== undefined && role !== 'root' && role !== 'targets')
+    throw new UsageError(`--role expects root or targets, got '${role}'`);
+  const name = stringFlag(args, 'name') ?? role ?? 'ota-signing';
   const keyPath = join(out, `${name}.key`);
   const pubPath = join(out, `${name}.pub`);
   for (const p of [keyPath, pubPath])
@@ -96,9 +80,14 @@ async function keygen(args: ParsedArgs, io: CliIo): Promise<number> {
   const k = generateSigningKey();
   writeFileDurable(keyPath, k.privateKeyPem, 0o600);
   writeFileDurable(pubPath, `${k.publicKey}\n`);
+  const use =
+    role === 'root'
+      ? `a root key signs root documents: name it with 'ota root sign … --root-keys ${pubPath}'\n`
+      : role === 'targets'
+        ? `a targets key signs targets documents: name it with 'ota root sign … --targets-keys ${pubPath}'\n`
+        : `device configuration (ota.trustedKeys):\n${JSON.stringify({ publicKey: k.publicKey, keyId: k.keyId }, null, 2)}\n`;
   io.stdout.write(
-    `private key: ${keyPath} (keep it offline)\npublic key:  ${pubPath}\nkey id:      ${k.keyId}\n\n` +
-      `device configuration (ota.trustedKeys):\n${JSON.stringify({ publicKey: k.publicKey, keyId: k.keyId }, null, 2)}\n`,
+    `private key: ${keyPath} (keep it offline)\npublic key:  ${pubPath}\nkey id:      ${k.keyId}\n\n${use}`,
   );
   return 0;
 }
@@ -136,9 +125,7 @@ async function pack(args: ParsedArgs, io: CliIo): Promise<number> {
 async function sign(args: ParsedArgs, io: CliIo): Promise<number> {
   const file = args.positionals[1];
   if (file === undefined) throw new UsageError('missing targets document');
-  const keys = required(args, 'key')
-    .split(',')
-    .map((p) => parsePrivateKey(readFileSync(p.trim(), 'utf8')));
+  const keys = required(args, 'key').split(',').map(readPrivateKey);
   const raw = readJson(file, 'targets document');
   const existing = isEnvelope(raw) ? raw : undefined;
   let body = { ...((existing ? existing.signed : raw) as TargetsBody) };
@@ -183,13 +170,6 @@ function signedTargetsFrom(args: ParsedArgs): SignedTargets {
   if (!isEnvelope(doc))
     throw new MnnEdgeError('EINVAL', `${path} is not signed: run 'mnn-edge ota sign ${path} --key …' first`);
   return doc;
-}
-
-function printStatus(out: Writable, s: JobStatus): void {
-  const bytes = s.bytesTotal ? ` ${s.bytesDone ?? 0}/${s.bytesTotal}` : '';
-  out.write(
-    `${s.deviceId}  ${s.jobId}  ${s.state}${bytes}${s.reason ? ` (${s.reason})` : ''}${s.message ? `: ${s.message}` : ''}\n`,
-  );
 }
 
 async function publish(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -371,6 +351,12 @@ export const command: Command = {
         'success',
         'errors',
         'state',
+        'role',
+        'root',
+        'root-keys',
+        'root-threshold',
+        'targets-keys',
+        'targets-threshold',
       ],
       booleans: ['bump', 'json'],
     });
@@ -387,6 +373,8 @@ export const command: Command = {
         return rollout(args, io);
       case 'status':
         return status(args, io);
+      case 'root':
+        return rootCommand(args, io);
       case undefined:
         throw new UsageError('missing command');
       default:

@@ -18,6 +18,12 @@ export interface OtaConfig {
   trustedKeys: OtaTrustedKey[];
   /** Distinct trusted keys that must sign a targets document. */
   threshold: number;
+  /**
+   * The signed root document shipped in the image (e.g. /etc/mnn-edge/ota-root.json): trusted on first start;
+   * from then on the device's stored root governs and changes only by rotation. Without it, trustedKeys act as
+   * an implicit root version 0 (both roles), from which a first rotation can move the fleet onto roots.
+   */
+  rootFile?: string;
   /** Where packages are downloaded to; default <dataDir>/ota/staging. */
   stagingDir?: string;
   download: DownloadPolicy;
@@ -36,6 +42,8 @@ export const otaDefaults: OtaConfig = {
     maxBackoffMs: 30_000,
     headroomBytes: 64 * 1024 * 1024,
     idleTimeoutMs: 30_000,
+    minBytesPerSecond: 1024,
+    rateWindowMs: 60_000,
   },
   health: {
     prompt: 'Hello',
@@ -65,6 +73,7 @@ export const otaSchema: JsonSchema = {
       },
     },
     threshold: { type: 'integer', minimum: 1 },
+    rootFile: { type: 'string', minLength: 1 },
     stagingDir: { type: 'string', minLength: 1 },
     download: {
       type: 'object',
@@ -76,6 +85,12 @@ export const otaSchema: JsonSchema = {
         maxBackoffMs: { type: 'integer', minimum: 1 },
         headroomBytes: { type: 'integer', minimum: 0 },
         idleTimeoutMs: { type: 'integer', minimum: 100 },
+        minBytesPerSecond: {
+          type: 'integer',
+          minimum: 0,
+          description: 'Slow-retrieval bound: slowest average rate over rateWindowMs; 0 disables it',
+        },
+        rateWindowMs: { type: 'integer', minimum: 100 },
         ca: { type: 'string' },
       },
     },

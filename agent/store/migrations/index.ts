@@ -9,6 +9,7 @@ import { telemetryHistoryMigration } from './031-telemetry-history.js';
 import { otaTrustMigration } from './040-ota-trust.js';
 import { otaJobsMigration } from './041-ota-jobs.js';
 import { otaRolloutsMigration } from './042-ota-rollouts.js';
+import { otaRootMigration } from './043-ota-root.js';
 
 // Every module's schema changes, listed once. Append; never edit an applied migration.
 export const allMigrations: readonly Migration[] = [
@@ -21,5 +22,6 @@ export const allMigrations: readonly Migration[] = [
   otaTrustMigration,
   otaJobsMigration,
   otaRolloutsMigration,
+  otaRootMigration,
   voiceTurnsMigration,
 ];

@@ -4,13 +4,12 @@ processes, serves the local dashboard and talks to the fleet over MQTT."
 HOMEPAGE = "https://github.com/mnn-edge/mnn-edge"
 SECTION = "ai"
 
-# The agent is Apache-2.0; the rest is what its production npm dependencies declare (scripts/check-layer.ts
-# compares this list with package-lock.json).
-LICENSE = "Apache-2.0 & MIT & ISC & BlueOak-1.0.0 & BSD-3-Clause & 0BSD"
-LIC_FILES_CHKSUM = "file://package.json;beginline=5;endline=5;md5=a5e133c2bb5becf3b641c7da28645b6e"
+# The agent is Apache-2.0 (LICENSE); the rest is what its production npm dependencies declare, with the
+# license text of each one (generated with the shrinkwrap; scripts/check-layer.ts keeps both current).
+require mnn-edge-licenses.inc
 
-# The engine addon is compiled against the target's MNN (headers, libMNN, Express, the LLM engine):
-# a layer of yours provides the `mnn` recipe; docs/YOCTO.md has its exact contract.
+# The engine addon is compiled against the target's MNN (headers, libMNN, Express, the LLM engine) from this
+# layer's `mnn` recipe (recipes-mnn/mnn), or yours with the contract in docs/YOCTO.md.
 DEPENDS += "mnn nodejs-native cmake-native chrpath-replacement-native"
 EXTRANATIVEPATH += "chrpath-native"
 
@@ -28,8 +27,9 @@ SRC_URI = " \
     file://mosquitto.conf \
     file://mosquitto.acl \
 "
-# Release builds pin the commit (SRCREV:pn-mnn-edge in the distro); AUTOREV follows the branch.
-SRCREV ?= "${AUTOREV}"
+# The commit this layer was released with; `SRCREV:pn-mnn-edge = "${AUTOREV}"` follows the branch instead
+# (that needs the network while parsing), another hash builds another commit.
+SRCREV ?= "896c776c3b417d3de1775137a5b1559c72d07f94"
 PV = "0.1.0+git"
 # scarthgap unpacks into WORKDIR and has no UNPACKDIR; later releases set it themselves.
 UNPACKDIR ??= "${WORKDIR}"
@@ -40,9 +40,16 @@ inherit npm systemd useradd features_check
 # The unit, sysusers and tmpfiles paths in stage-manifest.txt are the merged-/usr ones.
 REQUIRED_DISTRO_FEATURES = "systemd usrmerge"
 
-# TypeScript is compiled in the build (devDependencies are fetched with dev=1 above); the image gets the
-# production dependencies only.
+# The shrinkwrap holds the production dependencies and the build tools only (TypeScript, esbuild-wasm, the
+# @types packages; marked dev, fetched because of dev=1 above); the image gets the production dependencies.
 NPM_INSTALL_DEV = "0"
+
+# npm.bbclass packs ${S} as the main package, and its tar exclude ("./node-modules") misses the node_modules
+# npmsw unpacked there, build tools included: drop them so that npm installs every dependency from its cache,
+# production ones only, built for the target.
+python do_configure:append() {
+    bb.utils.remove(os.path.join(d.getVar("NPM_PACKAGE"), "node_modules"), recurse=True)
+}
 
 # npm's postinstall (engine/scripts/build-engine.mjs) builds the addon with cmake-js, the cross compiler
 # from CC/CXX and this MNN prefix.

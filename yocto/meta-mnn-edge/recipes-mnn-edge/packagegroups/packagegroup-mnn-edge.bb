@@ -2,7 +2,9 @@ SUMMARY = "mnn-edge agent and what it needs at runtime"
 LICENSE = "MIT"
 
 PACKAGE_ARCH = "${MACHINE_ARCH}"
-inherit packagegroup
+inherit packagegroup features_check
+# As the agent's recipe: a distro without systemd skips the group instead of failing on a skipped mnn-edge.
+REQUIRED_DISTRO_FEATURES = "systemd usrmerge"
 
 # "1" puts mosquitto in the image and points the agent at it instead of its embedded broker.
 MNN_EDGE_LOCAL_BROKER ??= "0"

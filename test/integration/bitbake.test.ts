@@ -1,0 +1,226 @@
+import { spawnSync } from 'node:child_process';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { repoRoot } from '../helpers/paths.js';
+
+// The layer under the real BitBake, where poky and meta-openembedded (scarthgap) are checked out:
+//   YOCTO_LAYERS_DIR       directory with poky/ and meta-openembedded/ (required; the test skips without it)
+//   YOCTO_USER             account BitBake runs as when this runs as root (BitBake refuses root); default: the
+//                          owner of YOCTO_LAYERS_DIR/poky
+//   YOCTO_BUILD_DIR        build directory to reuse (BitBake's parse cache makes reruns fast); default: a temp dir
+//   MNN_EDGE_BITBAKE_FULL  "1": also `bitbake -p` for qemuarm64 and qemux86-64, `bitbake -g mnn-edge-image` and
+//                          `bitbake -e mnn`: a full parse of ~2,700 recipes, minutes per MACHINE on a small host
+//   MNN_EDGE_YOCTO_CHECK_LAYER  "1": also yocto-check-layer (world signatures: much longer still)
+// Without FULL the test still checks what needs no recipe parse: BitBake accepts the layer's configuration
+// (LAYERDEPENDS, LAYERSERIES_COMPAT, BBFILES_DYNAMIC) offline with the two other meta-openembedded layers.
+
+const layersDir = process.env['YOCTO_LAYERS_DIR'];
+const full = process.env['MNN_EDGE_BITBAKE_FULL'] === '1';
+const checkLayer = process.env['MNN_EDGE_YOCTO_CHECK_LAYER'] === '1';
+const ourLayer = join(repoRoot, 'yocto', 'meta-mnn-edge');
+
+interface Setup {
+  poky: string;
+  oe: string;
+  user: string | undefined;
+  buildDir: string;
+}
+
+/** Why the test cannot run here, or what it runs with. */
+function setup(): string | Setup {
+  if (!layersDir)
+    return 'YOCTO_LAYERS_DIR is not set (a directory with poky/ and meta-openembedded/ at scarthgap)';
+  const poky = join(layersDir, 'poky');
+  const oe = join(layersDir, 'meta-openembedded');
+  if (!existsSync(join(poky, 'bitbake', 'bin', 'bitbake'))) return `${poky} has no bitbake/bin/bitbake`;
+  for (const l of ['meta-oe', 'meta-python', 'meta-networking']) {
+    if (!existsSync(join(oe, l, 'conf', 'layer.conf'))) return `${oe} has no ${l}`;
+  }
+  let user: string | undefined;
+  if (userInfo().uid === 0) {
+    user = process.env['YOCTO_USER'];
+    if (!user) {
+      const owner = statSync(poky).uid;
+      if (owner === 0) return `BitBake refuses root and ${poky} is owned by root; set YOCTO_USER`;
+      const name = spawnSync('id', ['-nu', String(owner)], { encoding: 'utf8' });
+      if (name.status !== 0) return `the owner of ${poky} (uid ${owner}) has no account name`;
+      user = name.stdout.trim();
+    }
+    if (
+      spawnSync('runuser', ['-u', user, '--', 'test', '-r', join(ourLayer, 'conf', 'layer.conf')]).status !==
+      0
+    )
+      return `${user} cannot read ${ourLayer}`;
+  }
+  let buildDir = process.env['YOCTO_BUILD_DIR'];
+  if (!buildDir) {
+    buildDir = mkdtempSync(join(tmpdir(), 'mnn-edge-bitbake-'));
+    test.after.always(() => rmSync(buildDir!, { recursive: true, force: true }));
+  }
+  mkdirSync(join(buildDir, 'conf'), { recursive: true });
+  writeFileSync(
+    join(buildDir, 'conf', 'bblayers.conf'),
+    [
+      'POKY_BBLAYERS_CONF_VERSION = "2"',
+      `BBPATH = "\${TOPDIR}"`,
+      'BBFILES ?= ""',
+      `BBLAYERS ?= "${[join(poky, 'meta'), join(poky, 'meta-poky'), ...['meta-oe', 'meta-python', 'meta-networking'].map((l) => join(oe, l)), ourLayer].join(' ')}"`,
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(buildDir, 'conf', 'local.conf'),
+    [
+      'MACHINE ??= "qemux86-64"',
+      'DISTRO ?= "poky"',
+      // The recipes need systemd with usrmerge; a distro without them skips them.
+      'INIT_MANAGER = "systemd"',
+      'BB_NO_NETWORK = "1"',
+      'CONNECTIVITY_CHECK_URIS = ""',
+      'CONF_VERSION = "2"',
+      '',
+    ].join('\n'),
+  );
+  if (user !== undefined) {
+    const id = spawnSync('id', ['-u', user], { encoding: 'utf8' });
+    const gid = spawnSync('id', ['-g', user], { encoding: 'utf8' });
+    for (const p of [
+      buildDir,
+      join(buildDir, 'conf'),
+      join(buildDir, 'conf', 'bblayers.conf'),
+      join(buildDir, 'conf', 'local.conf'),
+    ])
+      chownSync(p, Number(id.stdout), Number(gid.stdout));
+  }
+  return { poky, oe, user, buildDir };
+}
+
+interface Run {
+  status: number | null;
+  output: string;
+}
+
+function bitbake(s: Setup, machine: string, args: string[], timeoutMs = 60 * 60_000): Run {
+  const env = {
+    PATH: `${join(s.poky, 'bitbake', 'bin')}:${join(s.poky, 'scripts')}:${process.env['PATH']}`,
+    LANG: 'en_US.UTF-8',
+    LC_ALL: 'en_US.UTF-8',
+    MACHINE: machine,
+    BB_ENV_PASSTHROUGH_ADDITIONS: 'MACHINE',
+    BUILDDIR: s.buildDir,
+    HOME: s.buildDir,
+  };
+  const [cmd, ...rest] =
+    s.user === undefined
+      ? args
+      : ['runuser', '-u', s.user, '--', 'env', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...args];
+  const r = spawnSync(cmd!, rest, {
+    cwd: s.buildDir,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  return {
+    status: r.status,
+    output: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}`,
+  };
+}
+
+/** ERROR and WARNING lines of a BitBake run (the summary line counts them but names nothing). */
+const problems = (output: string) => output.split('\n').filter((l) => /^(ERROR|WARNING):/.test(l));
+
+const s = setup();
+
+test('the layer under BitBake: configuration offline; parse, graph and yocto-check-layer when asked', (t) => {
+  if (typeof s === 'string') {
+    t.log(`bitbake: skipped: ${s}`);
+    t.pass();
+    return;
+  }
+  // Layer configuration: dependencies and series are checked when BitBake reads bblayers.conf.
+  const layers = bitbake(s, 'qemux86-64', ['bitbake-layers', 'show-layers']);
+  t.is(layers.status, 0, layers.output.slice(-3000));
+  t.regex(layers.output, /^mnn-edge\s+\S*meta-mnn-edge\s+8$/m);
+  const env = bitbake(s, 'qemux86-64', ['bitbake', '-e']);
+  t.is(env.status, 0, env.output.slice(-3000));
+  t.deepEqual(problems(env.output), []);
+  t.regex(env.output, /^BB_NO_NETWORK="1"$/m);
+  if (!full) {
+    t.log('bitbake: layer configuration checked; full parse skipped (set MNN_EDGE_BITBAKE_FULL=1)');
+    return;
+  }
+
+  for (const machine of ['qemuarm64', 'qemux86-64']) {
+    const parse = bitbake(s, machine, ['bitbake', '-p']);
+    t.is(parse.status, 0, `${machine}: ${parse.output.slice(-3000)}`);
+    t.deepEqual(problems(parse.output), [], `${machine}: bitbake -p is clean offline`);
+    const summary = /Parsing of (\d+) \.bb files complete.*?(\d+) errors?\./s.exec(parse.output);
+    t.log(`bitbake -p ${machine}: ${summary ? `${summary[1]} recipes, ${summary[2]} errors` : 'no summary'}`);
+  }
+
+  const graph = bitbake(s, 'qemuarm64', ['bitbake', '-g', 'mnn-edge-image']);
+  t.is(graph.status, 0, graph.output.slice(-3000));
+  t.deepEqual(problems(graph.output), []);
+  const recipes = readFileSync(join(s.buildDir, 'pn-buildlist'), 'utf8').split('\n').filter(Boolean);
+  t.log(`bitbake -g mnn-edge-image: ${recipes.length} recipes`);
+  for (const pn of ['mnn', 'mnn-edge', 'nodejs', 'packagegroup-mnn-edge', 'packagegroup-core-boot'])
+    t.true(recipes.includes(pn), `${pn} is in the image's graph`);
+  t.false(
+    recipes.includes('packagegroup-base'),
+    'the minimal image does not pull packagegroup-base(-extended)',
+  );
+
+  // poky enables Vulkan: the engine gets the backend and the package with the loader name MNN dlopens.
+  const mnn = bitbake(s, 'qemuarm64', ['bitbake', '-e', 'mnn']);
+  t.is(mnn.status, 0, mnn.output.slice(-3000));
+  const value = (name: string) => new RegExp(`^${name}="([^"]*)"$`, 'm').exec(mnn.output)?.[1] ?? '';
+  t.deepEqual(value('PACKAGECONFIG').split(/\s+/).filter(Boolean).sort(), [
+    'audio',
+    'imgcodecs',
+    'llm',
+    'omni',
+    'vulkan',
+  ]);
+  for (const flag of [
+    '-DMNN_BUILD_LLM=ON',
+    '-DMNN_VULKAN=ON',
+    '-DMNN_OPENCL=OFF',
+    '-DMNN_SEP_BUILD=OFF',
+    '-DMNN_ARM82=ON',
+  ])
+    t.true(value('EXTRA_OECMAKE').includes(flag) || mnn.output.includes(flag), flag);
+  t.regex(value('PACKAGES'), /\bmnn-vulkan\b/);
+  t.regex(value('RDEPENDS:mnn-vulkan'), /\bvulkan-loader\b/);
+  t.is(value('SRCREV'), '4d40bdbd7efb73a58383bb5da867a6f41eb1776e');
+
+  if (!checkLayer) {
+    t.log('yocto-check-layer skipped (set MNN_EDGE_YOCTO_CHECK_LAYER=1)');
+    return;
+  }
+  const check = bitbake(s, 'qemux86-64', [
+    'yocto-check-layer',
+    '--dependency',
+    ...['meta-oe', 'meta-python', 'meta-networking'].map((l) => join(s.oe, l)),
+    '--',
+    ourLayer,
+  ]);
+  t.log(
+    check.output
+      .split('\n')
+      .filter((l) => /INFO: (test_|SUMMARY|meta-mnn-edge)/.test(l))
+      .join('\n'),
+  );
+  t.is(check.status, 0, check.output.slice(-5000));
+});

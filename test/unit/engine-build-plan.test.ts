@@ -1,0 +1,199 @@
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { detect } from '../../agent/detect/detect.js';
+import type { Capabilities } from '../../agent/detect/types.js';
+import { type BuildHost, cmakeConfigureArgs, planEngineBuild } from '../../agent/engine-build/plan.js';
+import { findBuildHost } from '../../agent/engine-build/sdk.js';
+import { buildSteps, formatStep, progressOf } from '../../agent/engine-build/steps.js';
+import { socFixturesDir } from '../helpers/paths.js';
+
+// The CMake options `mnn-edge engine build` picks, for every captured board, with and without the vendor
+// toolkits on the machine. A new fixture without a row here fails the first test.
+
+const board = (dir: string): Capabilities => detect({ root: join(socFixturesDir, dir) });
+const options = (caps: Capabilities, host: BuildHost = {}) =>
+  Object.fromEntries(planEngineBuild(caps, host).cmake) as Record<string, string>;
+
+/** Per board: backends with no toolkits installed, the options that must be set, and those that must not. */
+const EXPECTED: Record<string, { backends: string[]; set: Record<string, string>; unset: string[] }> = {
+  'nvidia-jetson-orin-nano-super': {
+    backends: [],
+    set: { MNN_ARM82: 'ON' },
+    unset: ['MNN_CUDA', 'MNN_OPENCL'],
+  },
+  'qcom-qcs6490-rb3gen2': {
+    backends: ['opencl'],
+    set: { MNN_ARM82: 'ON', MNN_OPENCL: 'ON' },
+    unset: ['MNN_QNN', 'MNN_HEXAGON', 'MNN_VULKAN'],
+  },
+  'qcom-qcs9075-iq9075-evk': {
+    backends: ['opencl'],
+    set: { MNN_ARM82: 'ON', MNN_OPENCL: 'ON' },
+    unset: ['MNN_QNN', 'MNN_HEXAGON'],
+  },
+  'rockchip-rk3588-rock5b': {
+    backends: ['opencl'],
+    set: { MNN_ARM82: 'ON', MNN_OPENCL: 'ON' },
+    unset: ['MNN_CUDA', 'MNN_VULKAN'],
+  },
+  'rpi5-bcm2712': { backends: ['vulkan'], set: { MNN_ARM82: 'ON', MNN_VULKAN: 'ON' }, unset: ['MNN_OPENCL'] },
+  'spacemit-k1-bpi-f3': {
+    backends: [],
+    set: { MNN_USE_RVV: 'ON', MNN_RVV_MARCH: 'rv64gcv' },
+    unset: ['MNN_RVV_SPACEMIT_IME2', 'MNN_OPENCL', 'MNN_ARM82'],
+  },
+  'spacemit-k3-com260': {
+    backends: [],
+    set: { MNN_USE_RVV: 'ON', MNN_RVV_SPACEMIT_IME2: 'ON' },
+    unset: ['MNN_OPENCL', 'MNN_ARM82'],
+  },
+  'starfive-jh7110-visionfive2': {
+    backends: [],
+    set: { MNN_USE_RVV: 'OFF' },
+    unset: ['MNN_RVV_SPACEMIT_IME2'],
+  },
+  'x86_64-devhost-zen5': { backends: [], set: { MNN_AVX512: 'ON' }, unset: ['MNN_ARM82', 'MNN_USE_RVV'] },
+};
+
+test('every board fixture has a row, and its plan enables exactly the backends its hardware supports', (t) => {
+  const fixtures = readdirSync(socFixturesDir).sort();
+  t.deepEqual(fixtures, Object.keys(EXPECTED).sort());
+  for (const dir of fixtures) {
+    const expected = EXPECTED[dir]!;
+    const plan = planEngineBuild(board(dir), {});
+    t.deepEqual(plan.backends, expected.backends, dir);
+    const o = Object.fromEntries(plan.cmake);
+    for (const [k, v] of Object.entries(expected.set)) t.is(o[k], v, `${dir}: ${k}`);
+    for (const k of expected.unset) t.is(o[k], undefined, `${dir}: ${k} must not be set`);
+    // The engine addon needs these on every board.
+    for (const k of [
+      'MNN_BUILD_LLM',
+      'MNN_BUILD_LLM_OMNI',
+      'MNN_BUILD_AUDIO',
+      'MNN_IMGCODECS',
+      'MNN_LOW_MEMORY',
+    ])
+      t.is(o[k], 'ON', `${dir}: ${k}`);
+    t.is(o['MNN_SEP_BUILD'], 'OFF', dir);
+    t.true(plan.reasons.length > 0, dir);
+  }
+});
+
+test('Jetson: CUDA with the board compute capability once a toolkit is found, and a warning before', (t) => {
+  const caps = board('nvidia-jetson-orin-nano-super');
+  const without = planEngineBuild(caps, { searched: { qnn: [], hexagon: [], cuda: ['/usr/local/cuda'] } });
+  t.regex(without.warnings.join('\n'), /no CUDA toolkit \(bin\/nvcc\) in \/usr\/local\/cuda/);
+  const o = options(caps, { cudaRoot: '/usr/local/cuda' });
+  t.is(o['MNN_CUDA'], 'ON');
+  t.is(o['CUDA_ARCHS'], '8.7');
+  t.is(o['CUDA_TOOLKIT_ROOT_DIR'], '/usr/local/cuda');
+});
+
+test('Qualcomm: QNN and (where the NPU runs it) Hexagon with the SDK paths found', (t) => {
+  const host = { qnnSdkRoot: '/opt/qcom/aistack/qairt/2.31', hexagonSdkRoot: '/opt/qcom/Hexagon_SDK/6.0' };
+  const big = planEngineBuild(board('qcom-qcs9075-iq9075-evk'), host);
+  t.deepEqual(big.backends, ['opencl', 'qnn', 'hexagon']);
+  const o = Object.fromEntries(big.cmake);
+  t.is(o['QNN_SDK_ROOT'], host.qnnSdkRoot);
+  t.is(o['HEXAGON_SDK_ROOT'], host.hexagonSdkRoot);
+  // QCS6490's v68 runs QNN but not MNN's Hexagon backend.
+  t.deepEqual(planEngineBuild(board('qcom-qcs6490-rb3gen2'), host).backends, ['opencl', 'qnn']);
+  const none = planEngineBuild(board('qcom-qcs6490-rb3gen2'), {
+    searched: { qnn: ['$QNN_SDK_ROOT=/x'], hexagon: [], cuda: [] },
+  });
+  t.regex(
+    none.warnings.join('\n'),
+    /QNN: Hexagon v68 NPU found but no QAIRT\/QNN SDK \(include\/QNN\) in \$QNN_SDK_ROOT=\/x/,
+  );
+});
+
+test('GPU loaders: a warning names the unversioned library MNN dlopens when only the soname is installed', (t) => {
+  const plan = planEngineBuild(board('rpi5-bcm2712'), {});
+  t.deepEqual(
+    plan.warnings.filter((w) => w.startsWith('Vulkan')),
+    [
+      'Vulkan: MNN loads libvulkan.so (unversioned) at run time and only libvulkan.so.1 is installed; install libvulkan-dev or link libvulkan.so to the loader, or the vulkan backend stays unavailable',
+    ],
+  );
+  t.regex(
+    planEngineBuild(board('rockchip-rk3588-rock5b'), {}).warnings.join('\n'),
+    /MNN loads libOpenCL.so \(unversioned\) at run time and no loader was found/,
+  );
+});
+
+test('toolkits are found through the vendor variables and default directories, newest version first', (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'engine-sdk-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  for (const v of ['2.9.0', '2.31.0'])
+    mkdirSync(join(root, 'opt/qcom/aistack/qairt', v, 'include/QNN'), { recursive: true });
+  mkdirSync(join(root, 'usr/local/cuda/bin'), { recursive: true });
+  writeFileSync(join(root, 'usr/local/cuda/bin/nvcc'), '');
+  const host = findBuildHost({}, root);
+  t.is(host.qnnSdkRoot, join(root, 'opt/qcom/aistack/qairt/2.31.0'));
+  t.is(host.cudaRoot, join(root, 'usr/local/cuda'));
+  t.is(host.hexagonSdkRoot, undefined);
+  const hexagon = join(root, 'sdk');
+  mkdirSync(join(hexagon, 'build/cmake'), { recursive: true });
+  writeFileSync(join(hexagon, 'build/cmake/hexagon_fun.cmake'), '');
+  t.is(findBuildHost({ HEXAGON_SDK_ROOT: hexagon }, root).hexagonSdkRoot, hexagon);
+});
+
+test('steps: fetch the pinned commit only when no tree is given, then configure, build, install, addon', (t) => {
+  const plan = planEngineBuild(board('rockchip-rk3588-rock5b'), {});
+  const common = { ref: 'abc1234', workDir: '/w', prefix: '/opt/mnn', jobs: 4, nodePath: '/usr/bin/node' };
+  const cloned = buildSteps(plan, { ...common, cloneExists: false, packageRoot: '/app' }).map(formatStep);
+  t.deepEqual(cloned.slice(0, 4), [
+    'git init --quiet /w/MNN',
+    'git -C /w/MNN remote add origin https://github.com/alibaba/MNN.git',
+    'git -C /w/MNN fetch --depth 1 origin abc1234',
+    'git -C /w/MNN checkout --quiet --detach FETCH_HEAD',
+  ]);
+  t.is(cloned[4], `cmake ${cmakeConfigureArgs(plan, '/w/MNN', '/w/build', '/opt/mnn').join(' ')}`);
+  t.is(
+    cloned.at(-1),
+    'cd /app && MNN_ROOT=/opt/mnn /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 4',
+  );
+  const given = buildSteps(plan, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
+  t.false(
+    given.some((s) => s.startsWith('git')),
+    'a given tree is used as it is',
+  );
+  t.true(given[0]!.startsWith('cmake -S /src/MNN -B /w/build -DCMAKE_INSTALL_PREFIX=/opt/mnn'));
+  t.false(
+    given.some((s) => s.includes('build-engine.mjs')),
+    'no addon step without engine sources',
+  );
+});
+
+test('progress lines of make and ninja', (t) => {
+  t.is(progressOf('[ 42%] Building CXX object x.o'), 42);
+  t.is(progressOf('[100%] Linking CXX shared library libMNN.so'), 100);
+  t.is(progressOf('[12/48] Building CXX object'), 25);
+  t.is(progressOf('-- Configuring done'), undefined);
+});
+
+test('--with and --without: the user overrides detection, a toolkit backend still needs its toolkit', (t) => {
+  const host = board('x86_64-devhost-zen5');
+  const forced = planEngineBuild(host, {}, { with: ['vulkan', 'opencl'] });
+  t.deepEqual(forced.backends, ['vulkan', 'opencl']);
+  const o = Object.fromEntries(forced.cmake);
+  t.is(o['MNN_VULKAN'], 'ON');
+  t.is(o['MNN_OPENCL'], 'ON');
+  t.true(
+    forced.reasons.includes('vulkan: asked for (--with); detection did not find it usable on this board'),
+  );
+  const dropped = planEngineBuild(board('rockchip-rk3588-rock5b'), {}, { without: ['opencl'] });
+  t.deepEqual(dropped.backends, []);
+  t.is(Object.fromEntries(dropped.cmake)['MNN_OPENCL'], undefined);
+  t.throws(() => planEngineBuild(host, {}, { with: ['cuda'] }), {
+    message: '--with cuda needs a CUDA toolkit (CUDA_HOME), which was not found',
+  });
+  t.is(
+    Object.fromEntries(planEngineBuild(host, { cudaRoot: '/usr/local/cuda' }, { with: ['cuda'] }).cmake)[
+      'CUDA_TOOLKIT_ROOT_DIR'
+    ],
+    '/usr/local/cuda',
+  );
+});
