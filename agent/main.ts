@@ -12,10 +12,13 @@ import { ensurePairingToken } from './http/pairing-token.js';
 import { HttpRouter } from './http/router.js';
 import { type AgentHttpServer, createHttpServer } from './http/server.js';
 import { createSessionStore } from './http/sessions.js';
-import { type DeviceIdentity, resolveDeviceIdentity } from './identity/device-identity.js';
+import { resolveDeviceIdentity } from './identity/device-identity.js';
+import type { AgentContext, AgentEvents, AgentModule } from './module.js';
 import { type Db, KvStore, openStore } from './store/database.js';
 import { type SyncProbe, timesyncdProbe } from './time/sync-probe.js';
-import { createTrustedTime, type TrustedTime } from './time/trusted-time.js';
+import { createTrustedTime } from './time/trusted-time.js';
+
+export type { AgentContext, AgentEvents, AgentModule } from './module.js';
 
 // The composition root: the only place that knows every concrete piece. Each module receives what it needs
 // as arguments, so any of them can be built alone in a test; nothing here is module-level state.
@@ -23,34 +26,6 @@ import { createTrustedTime, type TrustedTime } from './time/trusted-time.js';
 // Later modules (fleet, runtime, workloads, dashboard, OpenAI API) plug in as AgentModules: started in order
 // after the core is up and before the HTTP server accepts connections (so their routes exist from the first
 // request), stopped in reverse order before the store closes.
-
-export type AgentEvents = {
-  started: { port: number; address: string; deviceId: string };
-  stopping: { reason: string };
-  stopped: { reason: string };
-  /** Emitted once when the clock first reports NTP synchronisation (modules re-check certificates, schedules). */
-  'clock.synchronized': { wallMs: number };
-};
-
-/** What a module gets at start: the agent's shared services. */
-export interface AgentContext {
-  config: AgentConfig;
-  logger: Logger;
-  db: Db;
-  kv: KvStore;
-  router: HttpRouter;
-  events: TypedEventEmitter<AgentEvents>;
-  identity: DeviceIdentity;
-  time: TrustedTime;
-  clock: Clock;
-}
-
-export interface AgentModule {
-  /** Used as the logger namespace and in start/stop errors. */
-  name: string;
-  start(ctx: AgentContext): void | Promise<void>;
-  stop?(): void | Promise<void>;
-}
 
 export interface AgentDeps {
   logger?: Logger;

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
 import { createMemoryLogger } from '../agent/common/log.js';
 import { defaultConfig } from '../agent/config/defaults.js';
-import { createDashboardModule } from '../agent/http/dashboard-routes.js';
+import { createDashboardModule } from '../agent/dashboard/routes.js';
 import { createAgent } from '../agent/main.js';
 import { bar, describe, fmt, summarize, verdict } from './stats.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { MnnEdgeError } from '../agent/common/errors.js';
 import type { Logger } from '../agent/common/log.js';
 import { type OtaConfig, resolveOtaConfig } from '../agent/config/sections/ota.js';
-import type { AgentContext, AgentModule } from '../agent/main.js';
+import type { AgentContext, AgentModule } from '../agent/module.js';
 import type { Db, KvStore } from '../agent/store/database.js';
 import type { ModelStore } from '../models/index.js';
 import { Downloader } from './download.js';

@@ -1,6 +1,6 @@
 import type { LogTail } from '../common/log-tail.js';
 import type { TelemetryConfigInput } from '../config/sections/telemetry.js';
-import type { AgentContext, AgentModule } from '../main.js';
+import type { AgentContext, AgentModule } from '../module.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { createFleetAgent, type FleetAgent } from './agent.js';
 import { CommandRegistry } from './commands.js';

@@ -1,9 +1,9 @@
 import type { Clock } from '../common/clock.js';
+import { HttpError } from '../common/http-error.js';
 import type { Logger } from '../common/log.js';
 import type { DeviceIdentity } from '../identity/device-identity.js';
 import type { ClockStatus } from '../time/trusted-time.js';
 import { type Authenticator, sessionCookie } from './auth.js';
-import { HttpError } from './errors.js';
 import type { LoginLimiter } from './login-limiter.js';
 import type { HttpRouter } from './router.js';
 import type { SessionStore } from './sessions.js';

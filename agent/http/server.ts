@@ -10,10 +10,10 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { MnnEdgeError } from '../common/errors.js';
+import { errorBody, HttpError } from '../common/http-error.js';
 import type { Logger } from '../common/log.js';
 import type { Authenticator, AuthInfo } from './auth.js';
 import { parseJsonBody, readBody } from './body.js';
-import { errorBody, HttpError } from './errors.js';
 import type { HttpRouter, RequestContext } from './router.js';
 
 // One server for everything on the device: dashboard, JSON API, OpenAI-compatible API and websockets share a

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { AgentModule } from '../main.js';
+import type { AgentModule } from '../module.js';
 import { createMdnsResponder, type MdnsResponder, type MdnsResponderOptions } from './responder.js';
 
 // Announces the dashboard on the LAN when `http.mdns` is on (the image's config), so a person at the bench

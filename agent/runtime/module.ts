@@ -1,26 +1,25 @@
 import { mkdirSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { matchProfile } from '../../board-support/index.js';
 import type { BoardProfile } from '../../board-support/types.js';
 import { createEngineInfo, type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
-import { MnnEdgeError } from '../common/errors.js';
 import {
   planPolicyFromConfig,
   type RuntimeConfig,
   type SlotsConfig,
   slotSpecsFromConfig,
 } from '../config/sections/slots.js';
-import { detect } from '../detect/index.js';
+import { applyEngineBackends, detect } from '../detect/index.js';
+import { boardFromCapabilities } from '../detect/plan-board.js';
 import type { Capabilities } from '../detect/types.js';
-import { HttpError } from '../http/errors.js';
-import type { AgentContext, AgentModule } from '../main.js';
-import { explainPlacement } from '../plan/explain.js';
-import { boardFromCapabilities } from '../plan/from-capabilities.js';
-import type { PlanBoard, PlanCatalog, SlotConstraints } from '../plan/types.js';
-import { assertConstraints, assertSlot } from './desired-state.js';
+import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
+import type { PlanBoard, PlanCatalog } from '../plan/types.js';
 import { engineHostFactory } from './engine-host-adapter.js';
 import { EngineFailure, type EngineHostFactory } from './engine-port.js';
+import { type CommandSink, registerRuntimeCommands } from './fleet-commands.js';
 import { procSystemMemory, type SystemMemory } from './proc-memory.js';
+import { registerRuntimeRoutes } from './routes.js';
 import { type PlanSources, Runtime } from './runtime.js';
 
 // The runtime as an agent module: built from the agent's config, store and logger at start, with the planner's
@@ -43,8 +42,51 @@ export interface RuntimeModuleDeps {
   /** MNN's availability and runtime info. Default: asked of a short-lived engine host (createEngineInfo), so
    *  the agent process never loads the addon. */
   engineInfo?: () => Promise<EngineAvailability>;
+  /** The detect module's capabilities: when given (and `board` is not), the planner's board comes from them,
+   *  with the engine's compiled-in backends applied to the shared document. */
+  detected?: { capabilities(): Capabilities | undefined; update(caps: Capabilities): void };
+  /** The fleet's registry: the runtime's commands (get-placement, set-placement, bench-models) go there. */
+  commands?: CommandSink;
+  /** Placement changes, fallbacks and host exits as device events (MQTT `events`). */
+  publishEvent?: PublishEvent;
+  /** Told of every new placement before its event goes out (the retained placement document). */
+  onPlacement?: () => void;
   /** Receives the runtime once started (workloads, fleet and OTA take it from here). */
   onStarted?: (runtime: Runtime) => void;
+}
+
+/** The planner's board from detected capabilities, refined by the engine's compiled-in backends. */
+function boardFromDetected(
+  detected: NonNullable<RuntimeModuleDeps['detected']>,
+  engine: EngineAvailability | undefined,
+): PlanBoard {
+  let caps = detected.capabilities();
+  if (!caps) throw new Error('the runtime started before detection');
+  // The runtime's engine probe says which backends this MNN build has: the planner never picks one it
+  // lacks, and the capability document says why ("MNN built without …").
+  if (engine?.available) {
+    caps = applyEngineBackends(
+      caps,
+      engine.info.backends.filter((b) => b.compiledIn).map((b) => b.name),
+    );
+    detected.update(caps);
+  }
+  // A root without /proc/meminfo (a capture of another board): the engine hosts run on this machine, so
+  // its RAM is the budget that matters.
+  return boardFromCapabilities(caps, matchProfile(caps), { ramBytes: totalmem() });
+}
+
+/** The runtime's events the fleet hears about, in the order the composition root always sent them. */
+function relayEvents(rt: Runtime, deps: RuntimeModuleDeps): void {
+  const publish = deps.publishEvent;
+  if (!publish && !deps.onPlacement) return;
+  rt.events.on('placement', (e) => {
+    deps.onPlacement?.();
+    publish?.('runtime.placement', { revision: e.revision, reason: e.reason });
+  });
+  if (!publish) return;
+  for (const ev of ['fallback', 'recovered', 'memory-released', 'host-exit'] as const)
+    rt.events.on(ev, (data) => publish(`runtime.${ev}`, { ...data }));
 }
 
 /** Engine hosts that cannot start, for a device whose MNN is missing: every slot reports the same clear reason. */
@@ -73,44 +115,6 @@ function hostsFor(ctx: AgentContext, availability: EngineAvailability, cwd: stri
     return unavailableHosts(reason);
   }
   return engineHostFactory({ engineVersion: availability.info.mnnVersion, log: ctx.logger, cwd });
-}
-
-function toHttp(err: unknown): never {
-  if (err instanceof MnnEdgeError && err.code === 'EINVAL')
-    throw new HttpError(400, 'invalid_request', err.message);
-  throw err;
-}
-
-export function registerRuntimeRoutes(ctx: Pick<AgentContext, 'router'>, runtime: Runtime): (() => void)[] {
-  const r = ctx.router;
-  return [
-    r.route('GET', '/api/runtime', (c) =>
-      c.json(200, { state: runtime.state(), desired: runtime.document() }),
-    ),
-    r.route('GET', '/api/runtime/placement', (c) => {
-      const placement = runtime.desired.placement();
-      if (!placement) throw new HttpError(404, 'not_found', 'No placement yet: the runtime has not planned');
-      c.json(200, { placement, text: explainPlacement(placement) });
-    }),
-    r.route('PUT', '/api/runtime/pins/:slot', async (c) => {
-      try {
-        const slot = assertSlot(c.params['slot']);
-        const body = assertConstraints(await c.readJson(), `pin for ${slot}`) as SlotConstraints;
-        const placement = await runtime.pin(slot, body, 'dashboard');
-        c.json(200, { placement });
-      } catch (err) {
-        toHttp(err);
-      }
-    }),
-    r.route('DELETE', '/api/runtime/pins/:slot', async (c) => {
-      try {
-        const placement = await runtime.unpin(assertSlot(c.params['slot']), 'dashboard');
-        c.json(200, { placement });
-      } catch (err) {
-        toHttp(err);
-      }
-    }),
-  ];
 }
 
 export interface RuntimeModule extends AgentModule {
@@ -143,6 +147,7 @@ export function createRuntimeModule(deps: RuntimeModuleDeps): RuntimeModule {
         // The probe knows which backends this MNN build has: the planner never picks one it lacks.
         board:
           deps.board ??
+          (deps.detected ? () => boardFromDetected(deps.detected!, availability) : undefined) ??
           (() =>
             (board ??= detectedBoard(
               ctx.config.root,
@@ -182,6 +187,8 @@ export function createRuntimeModule(deps: RuntimeModuleDeps): RuntimeModule {
           (err: unknown) => ctx.logger.warn('replan after install failed', { error: String(err) }),
         );
       });
+      if (deps.commands) registerRuntimeCommands(deps.commands, rt);
+      relayEvents(rt, deps);
       deps.onStarted?.(runtime);
     },
     async stop() {

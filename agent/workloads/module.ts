@@ -2,34 +2,32 @@
 // sockets on the agent's router, the board's own microphone/camera loops when configured, and the turn store's
 // retention sweep. The models are the runtime's slots (voice.*, vision.vlm): this module never loads MNN, so a
 // native fault costs an engine host, never the agent.
-import { errorMessage } from '../common/errors.js';
 import type { VisionConfig } from '../config/sections/vision.js';
 import type { VoiceConfig } from '../config/sections/voice.js';
-import { createSessionLimiter, type SessionLimiter } from '../http/api/limits.js';
-import type { WorkloadStatus } from '../http/api/ports.js';
-import { registerOpenAiRoutes } from '../http/openai/routes.js';
-import { registerVisionSocket, VISION_WS_PATH } from '../http/ws-vision.js';
-import { registerVoiceSocket, VOICE_WS_PATH } from '../http/ws-voice.js';
-import type { AgentContext, AgentModule } from '../main.js';
+import type { CommandRegistry } from '../fleet/commands.js';
+import { createSessionLimiter, type SessionLimiter } from '../http/session-limits.js';
+import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
 import type { SlotName } from '../plan/types.js';
 import type { MetricSample } from '../telemetry/samplers.js';
-import {
-  AplaySink,
-  type AudioSink,
-  type AudioSource,
-  arecordSource,
-  WavFileSink,
-  wavFileSource,
-} from './audio/io.js';
+import { startBoardVoiceLoop, startCameraWatch } from './board-loops.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
+import { registerOpenAiRoutes } from './openai/routes.js';
 import { SlotGate, VoicePriority } from './scheduler.js';
 import { slotModels, type WorkloadRuntime } from './slot-models.js';
-import { ffmpegFrames } from './vision/frame-sources.js';
 import { decodeImage, fitFrame } from './vision/image.js';
 import { VisionService } from './vision/service.js';
-import { runVoiceLoop } from './voice/loop.js';
+import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
 import { VoiceService } from './voice/service.js';
+import { registerVoiceSocket, VOICE_WS_PATH } from './voice/socket.js';
 import { VoiceTurnStore } from './voice/turn-store.js';
+
+export type WorkloadStatus = { available: true; path: string } | { available: false; reason: string };
+
+/** The runtime slots each workload uses (a model shared with another workload restarts there too). */
+export const WORKLOAD_SLOTS: Record<'voice' | 'vision', SlotName[]> = {
+  voice: ['voice.vad', 'voice.asr', 'voice.llm', 'voice.omni', 'voice.tts'],
+  vision: ['vision.vlm'],
+};
 
 export interface WorkloadsModuleDeps {
   /** The runtime module's runtime (undefined until it has started): every model the workloads use is a slot. */
@@ -38,8 +36,11 @@ export interface WorkloadsModuleDeps {
   sessions?: SessionLimiter;
   wsMessagesPerSecond?: number;
   /** Watch-mode answers as device events (the fleet module publishes them on MQTT `events`). */
-  publishEvent?: (name: string, payload: Record<string, unknown>) => void;
+  publishEvent?: PublishEvent;
   retentionSweepMs?: number;
+  /** The fleet's registry: `restart-workload` goes there (it restarts through `control`). */
+  commands?: Pick<CommandRegistry, 'register'>;
+  control?: () => { restart(slots: readonly SlotName[], reason: string): string[] } | undefined;
 }
 
 export interface WorkloadsModule extends AgentModule {
@@ -55,6 +56,92 @@ const API_SLOTS: readonly SlotName[] = ['voice.llm', 'voice.omni', 'vision.vlm']
 
 function unavailable(reason: string): WorkloadStatus {
   return { available: false, reason };
+}
+
+/** One admission gate per slot, created on first use with vision's concurrency and queue limits. */
+function slotGates(vic: VisionConfig): (slot: SlotName) => SlotGate {
+  const gates = new Map<SlotName, SlotGate>();
+  return (slot) => {
+    let g = gates.get(slot);
+    if (!g) {
+      g = new SlotGate(slot, {
+        concurrency: vic.concurrency,
+        maxQueued: vic.maxQueued,
+        retryAfterS: vic.retryAfterS,
+      });
+      gates.set(slot, g);
+    }
+    return g;
+  };
+}
+
+function registerRestartCommand(deps: WorkloadsModuleDeps): void {
+  deps.commands?.register<{ workload: 'voice' | 'vision' }>({
+    name: 'restart-workload',
+    summary: "restart the engine hosts serving a workload's slots (in-flight requests are cancelled)",
+    params: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['workload'],
+      properties: { workload: { enum: ['voice', 'vision'] } },
+    },
+    handler: (params) => {
+      const rt = deps.control?.();
+      if (!rt) throw new Error('the runtime is not running');
+      const slots = WORKLOAD_SLOTS[params.workload];
+      const restarted = rt.restart(slots, `operator restart-workload ${params.workload}`);
+      return { workload: params.workload, slots, restarted };
+    },
+  });
+}
+
+interface Services {
+  voice: VoiceService;
+  vision: VisionService;
+  gateFor: (slot: SlotName) => SlotGate;
+}
+
+/** The workloads' edges on the agent's router: the OpenAI-compatible API and the voice and vision sockets. */
+function registerEdges(
+  ctx: AgentContext,
+  deps: WorkloadsModuleDeps,
+  services: Services,
+  apiModels: () => ReturnType<Parameters<typeof registerOpenAiRoutes>[0]['models']>,
+  vic: VisionConfig,
+): Array<() => void> {
+  const { voice, vision } = services;
+  const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
+  const messagesPerSecond = deps.wsMessagesPerSecond ?? 200;
+  return [
+    registerOpenAiRoutes({
+      router: ctx.router,
+      models: apiModels,
+      maxImageBytes: vic.maxFrameBytes,
+      decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
+      nowMs: () => ctx.clock.nowMs(),
+      logger: ctx.logger.child('openai'),
+    }),
+    registerVoiceSocket({
+      router: ctx.router,
+      open: (id, overrides) => voice.open(id, overrides),
+      describeStages: () => voice.describe(),
+      sessions,
+      messagesPerSecond,
+      clock: ctx.clock,
+      logger: ctx.logger,
+    }),
+    registerVisionSocket({
+      router: ctx.router,
+      vision,
+      sessions,
+      messagesPerSecond,
+      clock: ctx.clock,
+      logger: ctx.logger,
+      ...(deps.publishEvent
+        ? { publish: (e: Record<string, unknown>) => deps.publishEvent!('vision.watch', e) }
+        : {}),
+    }),
+  ];
 }
 
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
@@ -108,19 +195,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       sweep.unref();
 
       const priority = new VoicePriority();
-      const gates = new Map<SlotName, SlotGate>();
-      const gateFor = (slot: SlotName) => {
-        let g = gates.get(slot);
-        if (!g) {
-          g = new SlotGate(slot, {
-            concurrency: vic.concurrency,
-            maxQueued: vic.maxQueued,
-            retryAfterS: vic.retryAfterS,
-          });
-          gates.set(slot, g);
-        }
-        return g;
-      };
+      const gateFor = slotGates(vic);
       const visionGate = gateFor('vision.vlm');
       voice = new VoiceService(vc, {
         models,
@@ -130,8 +205,6 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
         log: (msg, fields) => ctx.logger.info(msg, fields),
       });
       const vision = new VisionService(vic, { models, gate: visionGate, clock: ctx.clock, priority });
-      const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
-      const messagesPerSecond = deps.wsMessagesPerSecond ?? 200;
 
       const startedAt = Math.floor(ctx.clock.nowMs() / 1000);
       // Read on every request: a model installed or swapped while the agent runs shows up at once. Slots that
@@ -146,88 +219,20 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
           return [{ id, created: startedAt, gate: gateFor(slot), open: async () => models.chat(slot) }];
         });
       };
-      removers.push(
-        registerOpenAiRoutes({
-          router: ctx.router,
-          models: apiModels,
-          maxImageBytes: vic.maxFrameBytes,
-          decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
-          nowMs: () => ctx.clock.nowMs(),
-          logger: log.child('openai'),
-        }),
-        registerVoiceSocket({
-          router: ctx.router,
-          open: (id, overrides) => voice!.open(id, overrides),
-          describeStages: () => voice!.describe(),
-          sessions,
-          messagesPerSecond,
-          clock: ctx.clock,
-          logger: log,
-        }),
-        registerVisionSocket({
-          router: ctx.router,
-          vision,
-          sessions,
-          messagesPerSecond,
-          clock: ctx.clock,
-          logger: log,
-          ...(deps.publishEvent
-            ? { publish: (e: Record<string, unknown>) => deps.publishEvent!('vision.watch', e) }
-            : {}),
-        }),
-      );
+      removers.push(...registerEdges(ctx, deps, { voice, vision, gateFor }, apiModels, vic));
+      registerRestartCommand(deps);
 
-      if (vc.input.source !== 'none') {
-        loops.push(
-          (async () => {
-            const session = await voice!.open('board');
-            const source: AudioSource =
-              vc.input.source === 'alsa'
-                ? arecordSource(vc.input.device, background.signal)
-                : wavFileSource(vc.input.wavPath ?? '');
-            const sink: AudioSink =
-              vc.output.sink === 'alsa'
-                ? new AplaySink(vc.output.device)
-                : new WavFileSink(vc.output.wavPath ?? `${ctx.config.dataDir}/voice-reply.wav`);
-            try {
-              await runVoiceLoop(session, source, sink);
-            } finally {
-              await session.close();
-            }
-          })().catch((err: unknown) =>
-            ctx.logger.error('board voice loop stopped', { err: errorMessage(err) }),
-          ),
-        );
-      }
+      const env = { signal: background.signal, logger: ctx.logger };
+      if (vc.input.source !== 'none')
+        loops.push(startBoardVoiceLoop(vc, voice, { ...env, dataDir: ctx.config.dataDir }));
       if (vic.watch.enabled && vic.camera) {
-        const camera = vic.camera;
-        const runner = vision.watch(
-          ffmpegFrames(
-            camera,
-            { width: vic.frameWidth, height: vic.frameHeight, fps: 1 },
-            background.signal,
-            () => ctx.clock.monotonicMs(),
-          ),
-          {
-            prompt: vic.watch.prompt,
-            intervalS: vic.watch.intervalS,
-            onSceneChange: vic.watch.onSceneChange,
-          },
-          background.signal,
-        );
-        runner.on('answer', (a) =>
-          deps.publishEvent?.('vision.watch', {
-            camera,
-            text: a.text,
-            trigger: a.trigger,
-            meanAbsDiff: a.diff.meanAbsDiff,
-            t: a.wallMs,
-            dropped: runner.framesDropped,
-            thumbnail: `data:image/png;base64,${a.thumbnail.toString('base64')}`,
+        const watch = { ...env, monotonicMs: () => ctx.clock.monotonicMs() };
+        loops.push(
+          startCameraWatch({ ...vic, camera: vic.camera }, vision, {
+            ...watch,
+            ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
           }),
         );
-        runner.on('error', (e) => ctx.logger.warn('camera watch', { camera, error: e.message }));
-        loops.push(runner.done);
       }
       ctx.logger.info('workloads ready', {
         voice: this.voiceStatus(),

@@ -4,11 +4,11 @@
 
 import { errorMessage } from '../common/errors.js';
 import type { ModelKind, SlotName } from '../plan/types.js';
-import { runtimeChatModel } from '../runtime/chat-model-adapter.js';
 import type { TensorIn, TensorOut } from '../runtime/engine-port.js';
 import type { Runtime, SlotInfo } from '../runtime/runtime.js';
 import type { ChatModel, ModelCapabilities } from './chat-model.js';
 import { WorkloadError } from './errors.js';
+import { runtimeChatModel } from './runtime-chat-model.js';
 import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from './voice/vad.js';
 
 /** The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). */

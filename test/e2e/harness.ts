@@ -7,8 +7,6 @@ import { createLogger } from '../../agent/common/log.js';
 import { LogTail } from '../../agent/common/log-tail.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { detect } from '../../agent/detect/index.js';
-import { createFleetModule } from '../../agent/fleet/module.js';
 import {
   brokerStatusFrom,
   engineStatusFrom,
@@ -17,10 +15,12 @@ import {
   placementPortFrom,
   SampleHub,
   telemetryPortFrom,
-} from '../../agent/http/api/adapters.js';
-import { createSessionLimiter } from '../../agent/http/api/limits.js';
-import type { DashboardSources, WorkloadsPort } from '../../agent/http/api/ports.js';
-import { createDashboardModule } from '../../agent/http/dashboard-routes.js';
+} from '../../agent/dashboard/adapters.js';
+import type { DashboardSources, WorkloadsPort } from '../../agent/dashboard/ports.js';
+import { createDashboardModule } from '../../agent/dashboard/routes.js';
+import { detect } from '../../agent/detect/index.js';
+import { createFleetModule } from '../../agent/fleet/module.js';
+import { createSessionLimiter } from '../../agent/http/session-limits.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';

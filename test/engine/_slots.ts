@@ -8,7 +8,7 @@ import type { ExecutionContext } from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
 import { type SlotsConfig, slotSpecsFromConfig } from '../../agent/config/sections/slots.js';
-import type { AgentContext, AgentModule } from '../../agent/main.js';
+import type { AgentContext, AgentModule } from '../../agent/module.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
 import type { PlanBoard } from '../../agent/plan/types.js';
 import { engineHostFactory } from '../../agent/runtime/engine-host-adapter.js';

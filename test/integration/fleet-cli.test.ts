@@ -8,7 +8,7 @@ import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { startEmbeddedBroker } from '../../agent/fleet/embedded-broker.js';
 import { createFleetModule } from '../../agent/fleet/module.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
-import type { AgentContext } from '../../agent/main.js';
+import type { AgentContext } from '../../agent/module.js';
 import { openStore } from '../../agent/store/database.js';
 
 // With no broker configured the agent brings up the embedded one; the fleet CLI then lists, commands and

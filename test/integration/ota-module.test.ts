@@ -8,7 +8,7 @@ import { createMemoryLogger } from '../../agent/common/log.js';
 import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import { parseConfig } from '../../agent/config/load.js';
 import { HttpRouter } from '../../agent/http/router.js';
-import type { AgentEvents } from '../../agent/main.js';
+import type { AgentEvents } from '../../agent/module.js';
 import { KvStore, openStore } from '../../agent/store/database.js';
 import { createTrustedTime } from '../../agent/time/trusted-time.js';
 import { ModelStore } from '../../models/index.js';

@@ -2,15 +2,15 @@ import { join } from 'node:path';
 import test from 'ava';
 import { LogTail } from '../../agent/common/log-tail.js';
 import { TypedEventEmitter } from '../../agent/common/typed-events.js';
-import { detect } from '../../agent/detect/index.js';
 import {
   brokerStatusFrom,
   feedFromSnapshots,
   SampleHub,
   telemetryPortFrom,
-} from '../../agent/http/api/adapters.js';
-import { createSessionLimiter, MessageRateLimiter } from '../../agent/http/api/limits.js';
-import { describeEvidence, overviewOf } from '../../agent/http/api/overview.js';
+} from '../../agent/dashboard/adapters.js';
+import { describeEvidence, overviewOf } from '../../agent/dashboard/overview.js';
+import { detect } from '../../agent/detect/index.js';
+import { createSessionLimiter, MessageRateLimiter } from '../../agent/http/session-limits.js';
 import { socFixturesDir } from '../helpers/paths.js';
 
 // The dashboard API's pure parts: limits on a controlled clock, the bounded log tail, the overview document.

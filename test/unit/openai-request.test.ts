@@ -1,6 +1,6 @@
 import test from 'ava';
 import { parseConfig } from '../../agent/config/load.js';
-import { decodeDataUrl, parseChatCompletionRequest } from '../../agent/http/openai/request.js';
+import { decodeDataUrl, parseChatCompletionRequest } from '../../agent/workloads/openai/request.js';
 import { SentenceChunker } from '../../agent/workloads/voice/stages.js';
 
 test('a chat request with text and image parts is parsed into messages and images', (t) => {

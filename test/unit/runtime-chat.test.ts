@@ -2,11 +2,11 @@ import test from 'ava';
 import { sleep, systemClock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
 import type { PlanBoard, SlotSpec } from '../../agent/plan/types.js';
-import { runtimeChatModel } from '../../agent/runtime/chat-model-adapter.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { runtimeChatModel } from '../../agent/workloads/runtime-chat-model.js';
 import { FakeWorld } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;

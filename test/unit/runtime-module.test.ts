@@ -1,11 +1,11 @@
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
+import { HttpError } from '../../agent/common/http-error.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
 import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import { parseConfig } from '../../agent/config/load.js';
-import { HttpError } from '../../agent/http/errors.js';
 import { HttpRouter, type RequestContext } from '../../agent/http/router.js';
-import type { AgentContext } from '../../agent/main.js';
+import type { AgentContext } from '../../agent/module.js';
 import type { PlanBoard } from '../../agent/plan/types.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
 import { KvStore, openStore } from '../../agent/store/database.js';

@@ -1,6 +1,6 @@
 // Where the board's own voice session gets audio and sends it: ALSA through `arecord`/`aplay` (alsa-utils, on
 // every image), or WAV files (tests, demos, batch transcription). The dashboard's audio travels over the
-// WebSocket instead (agent/http/ws-voice.ts).
+// WebSocket instead (agent/workloads/voice/socket.ts).
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';

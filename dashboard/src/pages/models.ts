@@ -2,7 +2,7 @@ import type {
   InstalledModelView,
   InstallProgressView,
   PlacementView,
-} from '../../../agent/http/api/ports.js';
+} from '../../../agent/dashboard/ports.js';
 import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
 import { ApiError } from '../api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';

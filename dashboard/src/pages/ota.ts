@@ -1,4 +1,4 @@
-import type { OtaJobView } from '../../../agent/http/api/ports.js';
+import type { OtaJobView } from '../../../agent/dashboard/ports.js';
 import { card, formatBytes, h, notice, pill, table } from '../dom.js';
 import type { Page } from '../page.js';
 

@@ -1,4 +1,4 @@
-import type { OverviewView } from '../../../agent/http/api/overview.js';
+import type { OverviewView } from '../../../agent/dashboard/overview.js';
 import { card, formatBytes, formatDuration, h, notice, pill, sentence, table } from '../dom.js';
 import type { Page } from '../page.js';
 

@@ -1,4 +1,4 @@
-import type { TelemetryPoint } from '../../../agent/http/api/ports.js';
+import type { TelemetryPoint } from '../../../agent/dashboard/ports.js';
 import { ApiError } from '../api.js';
 import { LineChart } from '../chart.js';
 import { card, h, notice } from '../dom.js';

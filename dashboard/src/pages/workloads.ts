@@ -1,4 +1,4 @@
-import type { EngineStatus, WorkloadStatus } from '../../../agent/http/api/ports.js';
+import type { EngineStatus, WorkloadStatus } from '../../../agent/dashboard/ports.js';
 import { notice } from '../dom.js';
 
 // Voice and Vision both start by asking whether they can run, and both explain it the same way when not.

@@ -2,15 +2,15 @@
 // frame holding the image; watch mode is a JSON `watch`, then `frame` + binary image whenever the client has a
 // new one. Answers stream back as `answer-delta` then `answer`; watch results as `watch-event` with a thumbnail.
 import type { RawData, WebSocket } from 'ws';
-import type { Clock } from '../common/clock.js';
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
-import { WorkloadError } from '../workloads/errors.js';
-import type { TimedFrame } from '../workloads/vision/frame-sources.js';
-import { decodeImage } from '../workloads/vision/image.js';
-import type { VisionService, WatchRunner } from '../workloads/vision/service.js';
-import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from './api/limits.js';
-import type { HttpRouter } from './router.js';
+import type { Clock } from '../../common/clock.js';
+import { errorMessage } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import type { HttpRouter } from '../../http/router.js';
+import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from '../../http/session-limits.js';
+import { WorkloadError } from '../errors.js';
+import type { TimedFrame } from './frame-sources.js';
+import { decodeImage } from './image.js';
+import type { VisionService, WatchRunner } from './service.js';
 
 export const VISION_WS_PATH = '/ws/vision';
 

@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { HttpError } from '../errors.js';
-import type { RequestContext } from '../router.js';
+import { HttpError } from '../common/http-error.js';
+import type { RequestContext } from './router.js';
 
 // The built dashboard is a few files (≤ 300 KB gzipped), so they are read and gzipped once at start and served
 // from memory: no path is ever joined from a request, which rules out traversal by construction.

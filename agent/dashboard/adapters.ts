@@ -1,21 +1,20 @@
-import type { EngineAvailability } from '../../../engine/src/loader.js';
-import type { ModelStore } from '../../../models/store/model-store.js';
-import type { JobJournal } from '../../../ota/journal.js';
-import type { TypedEventEmitter } from '../../common/typed-events.js';
-import type { SlotConstraints, SlotName } from '../../plan/types.js';
-import type { Runtime } from '../../runtime/runtime.js';
-import type { TelemetryHistory } from '../../telemetry/history.js';
-import type { TelemetrySnapshot } from '../../telemetry/service.js';
+import type { EngineAvailability } from '../../engine/src/loader.js';
+import type { ModelStore } from '../../models/store/model-store.js';
+import type { JobJournal } from '../../ota/journal.js';
+import type { TypedEventEmitter } from '../common/typed-events.js';
+import type { TelemetryHistory } from '../telemetry/history.js';
+import type { TelemetrySnapshot } from '../telemetry/service.js';
 import type {
   BrokerStatus,
   EngineStatus,
   InstallProgressView,
   ModelsPort,
   OtaPort,
-  PlacementPort,
   TelemetryPort,
   TelemetrySample,
 } from './ports.js';
+
+export { placementPortFrom } from '../runtime/placement-port.js';
 
 // Adapters from the agent's real modules to the dashboard's ports, for the composition root. Each one only
 // reads the module's public API, so the dashboard stays testable with plain values and the modules stay
@@ -30,36 +29,6 @@ export function engineStatusFrom(availability: () => EngineAvailability): () => 
       version: a.info.mnnVersion,
       backends: a.info.backends.filter((b) => b.compiledIn && b.usable).map((b) => b.name),
     };
-  };
-}
-
-export function placementPortFrom(runtime: Runtime): PlacementPort {
-  return {
-    view() {
-      const s = runtime.state();
-      const pins: Partial<Record<SlotName, SlotConstraints>> = {};
-      for (const slot of runtime.document().slots)
-        if (slot.operator) pins[slot.slot] = slot.operator.constraints;
-      return {
-        placement: s.placement,
-        serving: s.serving,
-        instances: s.instances.map((i) => ({
-          key: i.key,
-          status: i.status,
-          pid: i.pid,
-          rssBytes: i.rssBytes,
-          inflight: i.inflight,
-          slots: i.slots,
-        })),
-        fallbacks: s.active
-          .filter((a) => a.fallback !== undefined)
-          .map((a) => ({ plannedKey: a.plannedKey, activeKey: a.active.key, reason: a.fallback!.reason })),
-        pins,
-      };
-    },
-    pin: async (slot, constraints, author) => void (await runtime.pin(slot, constraints, author)),
-    unpin: async (slot, author) => void (await runtime.unpin(slot, author)),
-    replan: async (reason) => void (await runtime.replan(reason)),
   };
 }
 

@@ -1,5 +1,7 @@
-import type { Capabilities } from '../../detect/types.js';
-import type { Placement, SlotConstraints, SlotName } from '../../plan/types.js';
+import type { Capabilities } from '../detect/types.js';
+import type { PlacementPort } from '../runtime/placement-port.js';
+
+export type { PlacementPort, PlacementView, RuntimeInstanceView } from '../runtime/placement-port.js';
 
 // What the dashboard API reads and drives, as small ports of its own. The composition root adapts the real
 // modules (detect, runtime, models, telemetry, ota, fleet, workloads) to these; a module that is absent, or
@@ -20,33 +22,6 @@ export interface HealthStatus {
   healthy: boolean;
   /** One line per unhealthy part ("runtime: reconcile failed 3 times: …"); empty when healthy. */
   problems: string[];
-}
-
-export interface RuntimeInstanceView {
-  key: string;
-  status: string;
-  pid: number;
-  rssBytes: number;
-  inflight: number;
-  slots: SlotName[];
-}
-
-export interface PlacementView {
-  placement: Placement | undefined;
-  /** Slot → instance key actually serving it now. */
-  serving: Partial<Record<SlotName, string>>;
-  instances: RuntimeInstanceView[];
-  /** Planned key → the fallback that runs instead, and why. */
-  fallbacks: Array<{ plannedKey: string; activeKey: string; reason: string }>;
-  pins: Partial<Record<SlotName, SlotConstraints>>;
-}
-
-export interface PlacementPort {
-  view(): PlacementView;
-  pin(slot: SlotName, constraints: SlotConstraints, author: string): Promise<void>;
-  unpin(slot: SlotName, author: string): Promise<void>;
-  /** Re-plan now (e.g. after installing a model): the "swap" button when nothing is pinned. */
-  replan(reason: string): Promise<void>;
 }
 
 export interface InstalledModelView {
@@ -116,7 +91,9 @@ export interface OtaPort {
 }
 
 /** A workload's endpoint and whether it can serve now. */
-export type WorkloadStatus = { available: true; path: string } | { available: false; reason: string };
+import type { WorkloadStatus } from '../workloads/module.js';
+
+export type { WorkloadStatus } from '../workloads/module.js';
 
 export interface WorkloadsPort {
   voice(): WorkloadStatus;

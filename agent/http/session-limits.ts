@@ -1,4 +1,4 @@
-import type { Clock } from '../../common/clock.js';
+import type { Clock } from '../common/clock.js';
 
 // Live sessions (telemetry streams, voice and vision sockets) hold memory and, for voice and vision, an engine.
 // Both limits here are per agent: a count of concurrent sessions and a message rate per connection. They are

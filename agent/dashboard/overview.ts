@@ -1,4 +1,4 @@
-import type { AcceleratorInfo, Capabilities, Claim, Evidence } from '../../detect/types.js';
+import type { AcceleratorInfo, Capabilities, Claim, Evidence } from '../detect/types.js';
 import type { BrokerStatus, EngineStatus, HealthStatus } from './ports.js';
 
 // The Overview page's document: the capability report flattened into what a person reads (values plus one

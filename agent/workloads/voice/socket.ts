@@ -3,15 +3,15 @@
 // each chunk of reply audio as an `audio` event followed by one binary frame of s16le at its sample rate.
 import { randomUUID } from 'node:crypto';
 import type { RawData, WebSocket } from 'ws';
-import type { Clock } from '../common/clock.js';
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
-import { floatToS16le, PcmToPipeline, PIPELINE_FORMAT, PIPELINE_RATE } from '../workloads/audio/pcm.js';
-import { WorkloadError } from '../workloads/errors.js';
-import type { SessionOverrides } from '../workloads/voice/service.js';
-import type { VoiceEvents, VoiceSession } from '../workloads/voice/session.js';
-import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from './api/limits.js';
-import type { HttpRouter } from './router.js';
+import type { Clock } from '../../common/clock.js';
+import { errorMessage } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import type { HttpRouter } from '../../http/router.js';
+import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from '../../http/session-limits.js';
+import { floatToS16le, PcmToPipeline, PIPELINE_FORMAT, PIPELINE_RATE } from '../audio/pcm.js';
+import { WorkloadError } from '../errors.js';
+import type { SessionOverrides } from './service.js';
+import type { VoiceEvents, VoiceSession } from './session.js';
 
 export const VOICE_WS_PATH = '/ws/voice';
 

@@ -1,5 +1,5 @@
-import { BACKEND_TYPES, type SlotConstraints } from '../../plan/types.js';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../common/http-error.js';
+import { BACKEND_TYPES, type SlotConstraints } from '../plan/types.js';
 
 // The pin form's body, checked field by field so the page can show exactly which field was wrong.
 

@@ -4,13 +4,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { errorMessage } from '../../common/errors.js';
+import { HttpError } from '../../common/http-error.js';
 import type { Logger } from '../../common/log.js';
-import type { ChatModel, ChatResult } from '../../workloads/chat-model.js';
-import { WorkloadError } from '../../workloads/errors.js';
-import type { SlotGate } from '../../workloads/scheduler.js';
-import type { RgbFrame } from '../../workloads/vision/image.js';
-import { HttpError } from '../errors.js';
-import type { HttpRouter, RequestContext } from '../router.js';
+import type { HttpRouter, RequestContext } from '../../http/router.js';
+import type { ChatModel, ChatResult } from '../chat-model.js';
+import { WorkloadError } from '../errors.js';
+import type { SlotGate } from '../scheduler.js';
+import type { RgbFrame } from '../vision/image.js';
 import { invalidRequest, OpenAiError, sendOpenAiError } from './errors.js';
 import { type ChatCompletionRequest, decodeDataUrl, parseChatCompletionRequest } from './request.js';
 

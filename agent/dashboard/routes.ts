@@ -3,24 +3,23 @@ import { fileURLToPath } from 'node:url';
 import type { WebSocket } from 'ws';
 import type { Clock } from '../common/clock.js';
 import { MnnEdgeError } from '../common/errors.js';
+import { HttpError } from '../common/http-error.js';
 import type { Logger } from '../common/log.js';
 import { isLogLevel, type LogTail } from '../common/log-tail.js';
-import type { AgentContext, AgentModule } from '../main.js';
-import { isSlotName } from '../plan/types.js';
+import { intParam, listParam } from '../http/query.js';
+import type { HttpRouter, RequestContext } from '../http/router.js';
 import {
   createSessionLimiter,
   type LimitsView,
   MessageRateLimiter,
   type SessionLimiter,
   WS_CLOSE,
-} from './api/limits.js';
-import { overviewOf } from './api/overview.js';
-import { parsePinBody } from './api/placement-input.js';
-import type { DashboardSources, TelemetrySample } from './api/ports.js';
-import { intParam, listParam } from './api/query.js';
-import { loadStaticSite, type StaticSite } from './api/static-files.js';
-import { HttpError } from './errors.js';
-import type { HttpRouter, RequestContext } from './router.js';
+} from '../http/session-limits.js';
+import { loadStaticSite, type StaticSite } from '../http/static-files.js';
+import type { AgentContext, AgentModule } from '../module.js';
+import { registerPlacementRoutes } from '../runtime/routes.js';
+import { overviewOf } from './overview.js';
+import type { DashboardSources, TelemetrySample } from './ports.js';
 
 // The dashboard's HTTP surface: the static page (public: it holds no data and must load to show the login
 // form) and the JSON and WebSocket API it reads (authenticated, like every route by default). Each endpoint
@@ -62,10 +61,6 @@ export function defaultDistDir(): string {
 
 function unavailable(what: string, reason: string): HttpError {
   return new HttpError(503, `${what}_unavailable`, reason);
-}
-
-function authorOf(ctx: RequestContext): string {
-  return `dashboard (${ctx.auth?.method ?? 'anonymous'} from ${ctx.req.socket.remoteAddress ?? 'unknown'})`;
 }
 
 export function registerDashboardRoutes(options: DashboardRoutesOptions): DashboardRoutes {
@@ -112,44 +107,8 @@ export function registerDashboardRoutes(options: DashboardRoutesOptions): Dashbo
     ctx.json(200, caps);
   });
 
-  // ---- placement ----
-  const placementPort = () => {
-    if (sources.placement === undefined) {
-      throw unavailable('runtime', 'The model runtime is not running on this agent, so nothing is placed');
-    }
-    return sources.placement;
-  };
-  const slotParam = (ctx: RequestContext) => {
-    const slot = ctx.params['slot'];
-    if (!isSlotName(slot)) throw new HttpError(404, 'unknown_slot', `No slot named ${JSON.stringify(slot)}`);
-    return slot;
-  };
-  get('/api/placement', (ctx) => {
-    ctx.json(200, { engine: sources.engine(), ...placementPort().view() });
-  });
-  removers.push(
-    router.route('PUT', '/api/placement/:slot/pin', async (ctx) => {
-      const port = placementPort();
-      const slot = slotParam(ctx);
-      const constraints = parsePinBody(await ctx.readJson());
-      await port.pin(slot, constraints, authorOf(ctx));
-      ctx.json(200, { ok: true, slot, pinned: constraints });
-    }),
-  );
-  removers.push(
-    router.route('DELETE', '/api/placement/:slot/pin', async (ctx) => {
-      const port = placementPort();
-      const slot = slotParam(ctx);
-      await port.unpin(slot, authorOf(ctx));
-      ctx.json(200, { ok: true, slot });
-    }),
-  );
-  removers.push(
-    router.route('POST', '/api/placement/replan', async (ctx) => {
-      await placementPort().replan(`requested by ${authorOf(ctx)}`);
-      ctx.json(200, { ok: true });
-    }),
-  );
+  // ---- placement (the runtime's routes, over the port) ----
+  removers.push(...registerPlacementRoutes(router, sources.placement, sources.engine));
 
   // ---- models ----
   get('/api/models', async (ctx) => {

@@ -1,7 +1,7 @@
 import type { BoardProfile, MeasuredPrior } from '../../board-support/types.js';
 import { MnnEdgeError } from '../common/errors.js';
-import type { Capabilities, MnnBackend } from '../detect/types.js';
-import type { BackendAvailability, BackendPrior, BackendType, CpuCluster, PlanBoard } from './types.js';
+import type { BackendAvailability, BackendPrior, BackendType, CpuCluster, PlanBoard } from '../plan/types.js';
+import type { Capabilities, MnnBackend } from './types.js';
 
 // Capabilities (agent/detect) + the matched board-support profile → the planner's PlanBoard.
 

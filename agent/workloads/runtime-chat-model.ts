@@ -1,13 +1,7 @@
 import type { SlotName } from '../plan/types.js';
-import type {
-  ChatModel,
-  ChatRequest,
-  ChatResult,
-  ChatStream,
-  ModelCapabilities,
-} from '../workloads/chat-model.js';
-import { EngineFailure } from './engine-port.js';
-import type { Runtime } from './runtime.js';
+import { EngineFailure } from '../runtime/engine-port.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { ChatModel, ChatRequest, ChatResult, ChatStream, ModelCapabilities } from './chat-model.js';
 
 // The workloads' ChatModel port over a runtime slot: voice, vision and the OpenAI API call the slot, and the
 // runtime decides which engine host serves it (and swaps or falls back underneath without them noticing).

@@ -1,0 +1,79 @@
+import type { EngineAvailability } from '../../engine/src/loader.js';
+import type { ModelStore } from '../../models/index.js';
+import { JobJournal } from '../../ota/journal.js';
+import type { Capabilities } from '../detect/types.js';
+import type { FleetAgent } from '../fleet/agent.js';
+import type { AgentContext, AgentModule, Handle } from '../module.js';
+import { placementPortFrom } from '../runtime/placement-port.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { WorkloadsModule } from '../workloads/module.js';
+import {
+  brokerStatusFrom,
+  engineStatusFrom,
+  feedFromSnapshots,
+  modelsPortFrom,
+  otaPortFrom,
+  SampleHub,
+  telemetryPortFrom,
+} from './adapters.js';
+import type { DashboardSources } from './ports.js';
+
+// The dashboard's ports built from the running modules at its start, and the module that ends the live feeds
+// (telemetry samples, broker status) when the agent stops.
+
+export interface DashboardModules {
+  fleet: Handle<FleetAgent>;
+  /** Why the fleet is off (no broker configured), when it is. */
+  fleetOff?: () => string | undefined;
+  runtime: Handle<Runtime>;
+  engine: Handle<EngineAvailability>;
+  capabilities: Handle<Capabilities>;
+  store: Handle<ModelStore>;
+  workloads: Pick<WorkloadsModule, 'voiceStatus' | 'visionStatus'>;
+}
+
+export function dashboardSourcesFrom(modules: DashboardModules): {
+  sources: (ctx: AgentContext) => DashboardSources;
+  feeds: AgentModule;
+} {
+  const hub = new SampleHub();
+  const feeds: Array<() => void> = [];
+  const sources = (ctx: AgentContext): DashboardSources => {
+    const agent = modules.fleet();
+    const rt = modules.runtime();
+    const store = modules.store();
+    const broker = agent ? brokerStatusFrom(agent) : undefined;
+    const off = modules.fleetOff?.();
+    if (agent) feeds.push(feedFromSnapshots(hub, () => agent.telemetry?.latest()));
+    if (broker) feeds.push(broker.dispose);
+    return {
+      capabilities: () => modules.capabilities(),
+      engine: engineStatusFrom(
+        () =>
+          modules.engine() ?? {
+            available: false,
+            reason: 'the runtime module has not probed the engine yet',
+          },
+      ),
+      ...(agent && broker ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) } : {}),
+      ...(off !== undefined ? { broker: () => ({ state: 'disabled' as const, reason: off }) } : {}),
+      ...(store ? { models: modelsPortFrom(store) } : {}),
+      ...(rt ? { placement: placementPortFrom(rt) } : {}),
+      ota: otaPortFrom(new JobJournal(ctx.db)),
+      workloads: {
+        voice: () => modules.workloads.voiceStatus(),
+        vision: () => modules.workloads.visionStatus(),
+      },
+    };
+  };
+  return {
+    sources,
+    feeds: {
+      name: 'dashboard-feeds',
+      start() {},
+      stop() {
+        for (const dispose of feeds.splice(0)) dispose();
+      },
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { modelsConfigOf, storeLimitsOf } from '../../models/config.js';
+import { ModelCatalog, ModelStore } from '../../models/index.js';
+import type { CommandRegistry } from '../fleet/commands.js';
+import type { AgentContext, AgentModule } from '../module.js';
+import { catalogFromStore } from '../plan/from-catalog.js';
+import type { PlanCatalog } from '../plan/types.js';
+
+// The model store as an agent module: opened (half-finished installs recovered) at start, closed at stop, with
+// the fleet's `list-models` command and the handles the planner, the runtime and OTA read.
+
+export interface InstalledModels {
+  store: ModelStore;
+  catalog: ModelCatalog;
+}
+
+export interface ModelsModule extends AgentModule {
+  models(): InstalledModels | undefined;
+  /** The installed variants as the planner reads them (empty before start). */
+  planCatalog(): PlanCatalog;
+  /** The store's in-use marking, so GC never removes what the placement uses. */
+  inUse(refs: { id: string; version: string }[]): void;
+  /** The store's install events; a no-op subscription before start. */
+  readonly installs: {
+    on(event: 'installed', listener: (ref: { id: string; version: string }) => void): () => void;
+  };
+}
+
+export function createModelsModule(deps: { commands?: CommandRegistry } = {}): ModelsModule {
+  let models: InstalledModels | undefined;
+  return {
+    name: 'models',
+    models: () => models,
+    planCatalog: () => catalogFromStore(models?.catalog.variants() ?? []),
+    inUse: (refs) => models?.store.setInUse(refs),
+    installs: {
+      on: (event, listener) => {
+        const store = models?.store;
+        if (!store) return () => {};
+        store.on(event, listener);
+        return () => store.off(event, listener);
+      },
+    },
+    start(ctx: AgentContext) {
+      const limits = modelsConfigOf(ctx.config['models']);
+      const { store, recovery } = ModelStore.open({
+        dataDir: ctx.config.dataDir,
+        db: ctx.db,
+        log: ctx.logger,
+        clock: ctx.clock,
+        limits: storeLimitsOf(limits),
+      });
+      models = { store, catalog: new ModelCatalog(store) };
+      ctx.logger.info('model store ready', { root: store.root, recovery });
+      deps.commands?.register({
+        name: 'list-models',
+        summary: 'installed model packages with their variants and state',
+        handler: () => store.list(),
+      });
+    },
+    stop() {
+      models?.store.close();
+      models = undefined;
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import type { Placement, SlotConstraints, SlotName } from '../plan/types.js';
+import type { Runtime } from './runtime.js';
+
+// The runtime as the dashboard's placement page sees it: a small port (a view, pin, unpin, replan), so the
+// routes can be tested with plain values, and the adapter from the real Runtime.
+
+export interface RuntimeInstanceView {
+  key: string;
+  status: string;
+  pid: number;
+  rssBytes: number;
+  inflight: number;
+  slots: SlotName[];
+}
+
+export interface PlacementView {
+  placement: Placement | undefined;
+  /** Slot → instance key actually serving it now. */
+  serving: Partial<Record<SlotName, string>>;
+  instances: RuntimeInstanceView[];
+  /** Planned key → the fallback that runs instead, and why. */
+  fallbacks: Array<{ plannedKey: string; activeKey: string; reason: string }>;
+  pins: Partial<Record<SlotName, SlotConstraints>>;
+}
+
+export interface PlacementPort {
+  view(): PlacementView;
+  pin(slot: SlotName, constraints: SlotConstraints, author: string): Promise<void>;
+  unpin(slot: SlotName, author: string): Promise<void>;
+  /** Re-plan now (e.g. after installing a model): the "swap" button when nothing is pinned. */
+  replan(reason: string): Promise<void>;
+}
+
+export function placementPortFrom(runtime: Runtime): PlacementPort {
+  return {
+    view() {
+      const s = runtime.state();
+      const pins: Partial<Record<SlotName, SlotConstraints>> = {};
+      for (const slot of runtime.document().slots)
+        if (slot.operator) pins[slot.slot] = slot.operator.constraints;
+      return {
+        placement: s.placement,
+        serving: s.serving,
+        instances: s.instances.map((i) => ({
+          key: i.key,
+          status: i.status,
+          pid: i.pid,
+          rssBytes: i.rssBytes,
+          inflight: i.inflight,
+          slots: i.slots,
+        })),
+        fallbacks: s.active
+          .filter((a) => a.fallback !== undefined)
+          .map((a) => ({ plannedKey: a.plannedKey, activeKey: a.active.key, reason: a.fallback!.reason })),
+        pins,
+      };
+    },
+    pin: async (slot, constraints, author) => void (await runtime.pin(slot, constraints, author)),
+    unpin: async (slot, author) => void (await runtime.unpin(slot, author)),
+    replan: async (reason) => void (await runtime.replan(reason)),
+  };
+}
