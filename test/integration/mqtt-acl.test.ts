@@ -168,9 +168,9 @@ test.serial(
       t.deepEqual(fleet.map((r) => r.deviceId).sort(), [...ids].sort());
       // Home Assistant discovery is published under the same segment, so the broker accepted every one.
       const deadline = Date.now() + 3_000;
-      while (discovered.size < ids.length && Date.now() < deadline)
+      while (!ids.every((id) => discovered.has(haDiscoveryTopic(id))) && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 50));
-      t.deepEqual([...discovered].sort(), ids.map((id) => haDiscoveryTopic(id)).sort());
+      for (const id of ids) t.true(discovered.has(haDiscoveryTopic(id)), `${id}: discovery accepted`);
     } finally {
       for (const a of agents) await a.stop();
       await ha.endAsync(true);
