@@ -71,8 +71,13 @@ interface RunningAgent {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
-async function runAgent(t: ExecutionContext, dataDir: string, url: string): Promise<RunningAgent> {
-  const child = spawnAgentRun(dataDir, { config: agentConfig(url) });
+async function runAgent(
+  t: ExecutionContext,
+  dataDir: string,
+  url: string,
+  config: Record<string, unknown> = agentConfig(url),
+): Promise<RunningAgent> {
+  const child = spawnAgentRun(dataDir, { config });
   let out = '';
   let exited = false;
   child.once('exit', () => {
@@ -376,5 +381,22 @@ test.serial(
       Array.from({ length: agentKills }, (_, i) => `round-${2 * i + 1}`),
       'every command sent while the agent was dead was answered once it was back',
     );
+  },
+);
+
+test.serial(
+  'no mqtt.url and the embedded broker disabled: the agent runs standalone with the fleet off and says so',
+  async (t) => {
+    const dir = tempDir(t);
+    const agent = await runAgent(t, join(dir, 'data'), '', {
+      deviceId: DEVICE,
+      mqtt: { embeddedBroker: { enabled: false } },
+    });
+    t.is((await fetch(`http://127.0.0.1:${agent.port}/healthz`)).status, 200);
+    const { broker } = await overview(agent);
+    t.is(broker.state, 'disabled');
+    t.regex(broker.reason ?? '', /no mqtt\.url is set and mqtt\.embeddedBroker\.enabled is false/);
+    t.regex(agent.out(), /"level":"warn","ns":"mnn-edge:fleet","msg":"The fleet is off/);
+    await agent.kill('SIGTERM');
   },
 );
