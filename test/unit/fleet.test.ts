@@ -177,7 +177,12 @@ test('client options: sessionExpirySec 0 asks for clean sessions; MQTT 3.1.1 has
   const clean = buildClientOptions(mqtt({ sessionExpirySec: 0 }), target, 'c', will);
   t.is(clean.clean, true);
   t.is(clean.properties, undefined);
-  const v4 = buildClientOptions(mqtt({ sessionExpirySec: 600 }), { ...target, protocolVersion: 4 }, 'c', will);
+  const v4 = buildClientOptions(
+    mqtt({ sessionExpirySec: 600 }),
+    { ...target, protocolVersion: 4 },
+    'c',
+    will,
+  );
   t.is(v4.clean, false);
   t.is(v4.properties, undefined);
 });
