@@ -1,6 +1,6 @@
 import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
 import type { Clock } from '../common/clock.js';
-import { errorMessage, MnnEdgeError } from '../common/errors.js';
+import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { LogTail } from '../common/log-tail.js';
 import { TypedEventEmitter } from '../common/typed-events.js';
@@ -11,17 +11,18 @@ import {
   type TelemetryConfigInput,
 } from '../config/sections/telemetry.js';
 import type { Db } from '../store/database.js';
-import { OutboxDrainer, type QosPublisher } from '../telemetry/drain.js';
+import { OutboxDrainer } from '../telemetry/drain.js';
 import { TelemetryHistory } from '../telemetry/history.js';
-import { Outbox, type OutboxMessage } from '../telemetry/outbox.js';
+import { Outbox } from '../telemetry/outbox.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { defaultSamplers, type Sampler } from '../telemetry/samplers.js';
-import { TelemetryService } from '../telemetry/service.js';
+import { TelemetryService, type TelemetrySnapshot } from '../telemetry/service.js';
+import { chooseBroker, outboxPublisher, sayGoodbye } from './agent-parts.js';
 import { registerBuiltinCommands } from './builtin-commands.js';
 import { CommandServer } from './command-server.js';
 import { CommandRegistry } from './commands.js';
 import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT } from './connection.js';
-import { type EmbeddedBroker, startEmbeddedBroker } from './embedded-broker.js';
+import type { EmbeddedBroker } from './embedded-broker.js';
 import { buildHaDiscovery, HA_STATUS_TOPIC, type HaSlot, haDiscoveryTopic } from './ha-discovery.js';
 import {
   type BoardInfo,
@@ -109,6 +110,140 @@ export function resolveTelemetryConfig(partial: TelemetryConfigInput | undefined
   };
 }
 
+function createTelemetry(
+  deps: FleetAgentDeps,
+  telemetryConfig: TelemetryConfig,
+  parts: { outbox: Outbox; history: TelemetryHistory; log: Logger },
+  onSnapshot: (s: TelemetrySnapshot) => void,
+): TelemetryService | undefined {
+  if (!telemetryConfig.enabled) return undefined;
+  const { config, clock } = deps;
+  return new TelemetryService({
+    deviceId: deps.deviceId,
+    topic: deviceTopics(deps.deviceId).telemetry,
+    config: telemetryConfig,
+    db: deps.db,
+    outbox: parts.outbox,
+    history: parts.history,
+    samplers:
+      deps.samplers ??
+      defaultSamplers({ root: config.root, dataDir: config.dataDir, monotonicMs: clock.monotonicMs }),
+    ...(deps.runtime ? { runtime: deps.runtime } : {}),
+    ...(deps.workloads ? { workloads: deps.workloads } : {}),
+    clock,
+    logger: parts.log.child('telemetry'),
+    onSnapshot,
+  });
+}
+
+/** Home Assistant's discovery document for this device, and the temperature sensors it announces. */
+function haDiscoveryOf(
+  deps: FleetAgentDeps,
+  telemetry: TelemetryService | undefined,
+): { payload: string; temps: string } {
+  const board = deps.board();
+  const tempMetrics = Object.keys(telemetry?.latest()?.metrics ?? {}).filter((m) => m.startsWith('temp.'));
+  const discovery = buildHaDiscovery({
+    deviceId: deps.deviceId,
+    agentVersion: deps.agentVersion,
+    ...(board?.model ? { model: board.model } : {}),
+    ...(board?.soc ? { hwVersion: board.soc } : {}),
+    temperatureMetrics: tempMetrics,
+    slots: deps.haSlots?.() ?? [],
+  });
+  return { payload: JSON.stringify(discovery), temps: tempMetrics.join(',') };
+}
+
+function statusOf(
+  deps: FleetAgentDeps,
+  state: 'online' | 'offline',
+  ts: number | undefined,
+  mqtt: 4 | 5,
+): StatusMessage {
+  const board = deps.board();
+  return {
+    v: PROTOCOL_VERSION,
+    state,
+    deviceId: deps.deviceId,
+    ...(ts !== undefined ? { ts } : {}),
+    agentVersion: deps.agentVersion,
+    ...(board ? { board } : {}),
+    tags: [...deps.tags],
+    mqtt,
+  };
+}
+
+function commandServerFor(
+  deps: FleetAgentDeps,
+  commands: CommandRegistry,
+  log: Logger,
+  signal: AbortSignal,
+): CommandServer {
+  return new CommandServer({
+    registry: commands,
+    self: {
+      deviceId: deps.deviceId,
+      tags: deps.tags,
+      get boardFamily() {
+        return deps.board()?.family;
+      },
+    },
+    maxPayloadBytes: deps.config.mqtt.maxCommandBytes ?? DEFAULT_MAX_COMMAND_BYTES,
+    clock: deps.clock,
+    logger: log.child('cmd'),
+    signal,
+  });
+}
+
+function subscribeCommands(c: MqttClient, topics: ReturnType<typeof deviceTopics>, log: Logger): void {
+  c.subscribe(
+    {
+      [topics.commandFilter]: { qos: 1 },
+      [fleetTopics.commandFilter]: { qos: 1 },
+      [HA_STATUS_TOPIC]: { qos: 1 },
+    },
+    (err) => {
+      if (err) log.warn('subscribe failed', { error: errorMessage(err) });
+    },
+  );
+}
+
+/** Incoming MQTT messages: Home Assistant coming online, else a command for the command server. */
+function commandMessages(link: {
+  server: CommandServer;
+  v5: () => boolean;
+  publishSafe: (topic: string, payload: string, opts: IClientPublishOptions) => void;
+  announce: () => void;
+  log: Logger;
+}) {
+  const { server, v5, publishSafe, log } = link;
+  return (
+    topic: string,
+    payload: Buffer,
+    packet: { properties?: { responseTopic?: string; correlationData?: Buffer } },
+  ) => {
+    if (topic === HA_STATUS_TOPIC) {
+      if (payload.toString('utf8').trim() === 'online') link.announce();
+      return;
+    }
+    const props = packet.properties ?? {};
+    server
+      .handle({
+        topic,
+        payload,
+        ...(props.responseTopic !== undefined ? { responseTopic: props.responseTopic } : {}),
+        ...(props.correlationData !== undefined ? { correlationData: props.correlationData } : {}),
+      })
+      .then((out) => {
+        if (out === undefined) return;
+        const opts: IClientPublishOptions = { qos: 1 };
+        if (v5() && out.correlationData) opts.properties = { correlationData: out.correlationData };
+        publishSafe(out.topic, out.payload, opts);
+      })
+      .catch((err: unknown) => log.error('command handling crashed', { topic, error: errorMessage(err) }));
+  };
+}
+
 export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   const { config, db, clock, deviceId } = deps;
   // The composition root already gives the module its 'fleet' namespace.
@@ -134,25 +269,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   const isConnected = () => client?.connected === true;
   const v5 = () => target?.protocolVersion === 5;
 
-  const publisher: QosPublisher = {
-    get connected() {
-      return isConnected();
-    },
-    publish(m: OutboxMessage, done) {
-      const c = client;
-      if (c === undefined) return done(new Error('not connected'));
-      // Telemetry is also retained, so a new subscriber (`fleet ls`) sees the latest at once. Brokers set the
-      // retain flag only on that on-subscribe copy, never on live forwards: sequence counters skip it.
-      const opts: IClientPublishOptions = { qos: 1, retain: m.topic === topics.telemetry };
-      if (v5()) {
-        // The drainer never hands over an expired message, so at least one second remains.
-        opts.properties = {
-          messageExpiryInterval: Math.max(1, Math.ceil((m.expiresAt - clock.nowMs()) / 1000)),
-        };
-      }
-      c.publish(m.topic, m.payload, opts, (err) => done(err ?? undefined));
-    },
-  };
+  const publisher = outboxPublisher({ client: () => client, v5, telemetryTopic: topics.telemetry, clock });
   const drainer = new OutboxDrainer({
     outbox,
     publisher,
@@ -162,44 +279,21 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     logger: log.child('drain'),
   });
 
-  const telemetry = telemetryConfig.enabled
-    ? new TelemetryService({
-        deviceId,
-        topic: topics.telemetry,
-        config: telemetryConfig,
-        db,
-        outbox,
-        history,
-        samplers:
-          deps.samplers ??
-          defaultSamplers({ root: config.root, dataDir: config.dataDir, monotonicMs: clock.monotonicMs }),
-        ...(deps.runtime ? { runtime: deps.runtime } : {}),
-        ...(deps.workloads ? { workloads: deps.workloads } : {}),
-        clock,
-        logger: log.child('telemetry'),
-        onSnapshot: (s) => {
-          // Thermal zones are known only once sampled: announce again when the set of sensors changes.
-          const temps = Object.keys(s.metrics)
-            .filter((m) => m.startsWith('temp.'))
-            .join(',');
-          if (temps !== announcedTemps && isConnected()) announceHomeAssistant();
-        },
-      })
-    : undefined;
+  const telemetry = createTelemetry(deps, telemetryConfig, { outbox, history, log }, (s) => {
+    // Thermal zones are known only once sampled: announce again when the set of sensors changes.
+    const temps = Object.keys(s.metrics)
+      .filter((m) => m.startsWith('temp.'))
+      .join(',');
+    if (temps !== announcedTemps && isConnected()) announceHomeAssistant();
+  });
 
-  const statusMessage = (state: 'online' | 'offline', withTs: boolean): StatusMessage => {
-    const board = deps.board();
-    return {
-      v: PROTOCOL_VERSION,
+  const statusMessage = (state: 'online' | 'offline', withTs: boolean): StatusMessage =>
+    statusOf(
+      deps,
       state,
-      deviceId,
-      ...(withTs ? { ts: clock.nowMs() } : {}),
-      agentVersion: deps.agentVersion,
-      ...(board ? { board } : {}),
-      tags: [...deps.tags],
-      mqtt: target?.protocolVersion ?? config.mqtt.protocolVersion,
-    };
-  };
+      withTs ? clock.nowMs() : undefined,
+      target?.protocolVersion ?? config.mqtt.protocolVersion,
+    );
 
   const logs = deps.logs ?? new LogTail({ maxLines: 1 });
   registerBuiltinCommands(commands, {
@@ -220,20 +314,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     }),
   });
 
-  const server = new CommandServer({
-    registry: commands,
-    self: {
-      deviceId,
-      tags: deps.tags,
-      get boardFamily() {
-        return deps.board()?.family;
-      },
-    },
-    maxPayloadBytes: config.mqtt.maxCommandBytes ?? DEFAULT_MAX_COMMAND_BYTES,
-    clock,
-    logger: log.child('cmd'),
-    signal: stopping.signal,
-  });
+  const server = commandServerFor(deps, commands, log, stopping.signal);
 
   const publishSafe = (topic: string, payload: string, opts: IClientPublishOptions) => {
     if (!isConnected()) return;
@@ -249,18 +330,9 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   };
 
   const announceHomeAssistant = () => {
-    const board = deps.board();
-    const tempMetrics = Object.keys(telemetry?.latest()?.metrics ?? {}).filter((m) => m.startsWith('temp.'));
-    announcedTemps = tempMetrics.join(',');
-    const discovery = buildHaDiscovery({
-      deviceId,
-      agentVersion: deps.agentVersion,
-      ...(board?.model ? { model: board.model } : {}),
-      ...(board?.soc ? { hwVersion: board.soc } : {}),
-      temperatureMetrics: tempMetrics,
-      slots: deps.haSlots?.() ?? [],
-    });
-    publishSafe(haDiscoveryTopic(deviceId), JSON.stringify(discovery), { qos: 1, retain: true });
+    const discovery = haDiscoveryOf(deps, telemetry);
+    announcedTemps = discovery.temps;
+    publishSafe(haDiscoveryTopic(deviceId), discovery.payload, { qos: 1, retain: true });
   };
 
   const onConnect = () => {
@@ -268,16 +340,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     const c = client!;
     log.info('connected to broker', { url: target?.url, protocolVersion: target?.protocolVersion });
     publishSafe(topics.status, encode('status', statusMessage('online', true)), { qos: 1, retain: true });
-    c.subscribe(
-      {
-        [topics.commandFilter]: { qos: 1 },
-        [fleetTopics.commandFilter]: { qos: 1 },
-        [HA_STATUS_TOPIC]: { qos: 1 },
-      },
-      (err) => {
-        if (err) log.warn('subscribe failed', { error: errorMessage(err) });
-      },
-    );
+    subscribeCommands(c, topics, log);
     for (const kind of documents.keys()) publishDocument(kind);
     for (const e of queuedEvents.splice(0)) publishSafe(topics.events, encode('event', e), { qos: 1 });
     announceHomeAssistant();
@@ -285,31 +348,13 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     events.emit('connected', { url: target!.url, protocolVersion: target!.protocolVersion });
   };
 
-  const onMessage = (
-    topic: string,
-    payload: Buffer,
-    packet: { properties?: { responseTopic?: string; correlationData?: Buffer } },
-  ) => {
-    if (topic === HA_STATUS_TOPIC) {
-      if (payload.toString('utf8').trim() === 'online') announceHomeAssistant();
-      return;
-    }
-    const props = packet.properties ?? {};
-    server
-      .handle({
-        topic,
-        payload,
-        ...(props.responseTopic !== undefined ? { responseTopic: props.responseTopic } : {}),
-        ...(props.correlationData !== undefined ? { correlationData: props.correlationData } : {}),
-      })
-      .then((out) => {
-        if (out === undefined) return;
-        const opts: IClientPublishOptions = { qos: 1 };
-        if (v5() && out.correlationData) opts.properties = { correlationData: out.correlationData };
-        publishSafe(out.topic, out.payload, opts);
-      })
-      .catch((err: unknown) => log.error('command handling crashed', { topic, error: errorMessage(err) }));
-  };
+  const onMessage = commandMessages({
+    server,
+    v5,
+    publishSafe,
+    announce: () => announceHomeAssistant(),
+    log,
+  });
 
   const scheduleReconnect = (reason: string) => {
     if (stopping.signal.aborted || reconnectTimer !== undefined || client === undefined) return;
@@ -340,29 +385,9 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     },
     async start() {
       if (client) return;
-      if (config.mqtt.url) {
-        target = { url: config.mqtt.url, protocolVersion: config.mqtt.protocolVersion };
-      } else if (config.mqtt.embeddedBroker.enabled) {
-        try {
-          broker = await startEmbeddedBroker({
-            host: config.mqtt.embeddedBroker.host,
-            port: config.mqtt.embeddedBroker.port,
-            logger: log.child('broker'),
-          });
-          // aedes speaks MQTT 3.1.1 only; the contract's payload fields stand in for the MQTT 5 properties.
-          target = { url: broker.url, protocolVersion: 4 };
-        } catch (err) {
-          // Something already listens on the local broker port — on a developer's machine usually Debian's
-          // mosquitto. Use it rather than refuse to start; the fleet CLI finds the agent there too.
-          if (!(err instanceof MnnEdgeError && err.details?.['errno'] === 'EADDRINUSE')) throw err;
-          const { host, port } = config.mqtt.embeddedBroker;
-          const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
-          log.warn('the embedded broker port is taken; using the broker already listening there', { url });
-          target = { url, protocolVersion: config.mqtt.protocolVersion };
-        }
-      } else {
-        throw new MnnEdgeError('ECONFIG', 'No MQTT broker: set mqtt.url or enable mqtt.embeddedBroker');
-      }
+      const chosen = await chooseBroker(config.mqtt, log);
+      target = chosen.target;
+      broker = chosen.broker;
       const will = { topic: topics.status, payload: encode('status', statusMessage('offline', false)) };
       const options = buildClientOptions(config.mqtt, target, `mnn-edge-${deviceId}`, will);
       client = connect(target.url, options);
@@ -384,25 +409,8 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       telemetry?.stop();
       drainer.stop();
       if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
-      const c = client;
-      if (c) {
-        if (c.connected) {
-          // A clean stop says so itself: the broker discards the Last Will on a normal DISCONNECT.
-          await new Promise<void>((resolve) => {
-            const giveUp = setTimeout(resolve, 2_000);
-            c.publish(
-              topics.status,
-              encode('status', statusMessage('offline', true)),
-              { qos: 1, retain: true },
-              () => {
-                clearTimeout(giveUp);
-                resolve();
-              },
-            );
-          });
-        }
-        await c.endAsync(true).catch(() => undefined);
-      }
+      if (client)
+        await sayGoodbye(client, topics.status, () => encode('status', statusMessage('offline', true)));
       outbox.close();
       await broker?.close();
     },
