@@ -6,6 +6,8 @@ import type { MqttConfig } from '../config/sections/mqtt.js';
 import type { QosPublisher } from '../telemetry/drain.js';
 import type { OutboxMessage } from '../telemetry/outbox.js';
 import { type EmbeddedBroker, startEmbeddedBroker } from './embedded-broker.js';
+import { type DocumentMessage, type EventMessage, encode, PROTOCOL_VERSION } from './protocol.js';
+import type { DocumentKind, deviceTopics } from './topics.js';
 
 // Pieces of the fleet agent (agent.ts) that need none of its state: which broker to use, how outbox messages
 // go out, and the clean goodbye on stop.
@@ -82,4 +84,69 @@ export async function sayGoodbye(c: MqttClient, statusTopic: string, offline: ()
     });
   }
   await c.endAsync(true).catch(() => undefined);
+}
+
+const MAX_QUEUED_EVENTS = 100;
+
+export interface PublicationsLink {
+  deviceId: string;
+  clock: Clock;
+  topics: ReturnType<typeof deviceTopics>;
+  connected: () => boolean;
+  publish: (topic: string, payload: string, opts: IClientPublishOptions) => void;
+}
+
+/** The retained documents (republished on every connect) and the events that wait, bounded, while offline. */
+export class Publications {
+  readonly documents = new Map<DocumentKind, { json: string; ts: number }>();
+  readonly #queuedEvents: EventMessage[] = [];
+  readonly #link: PublicationsLink;
+
+  constructor(link: PublicationsLink) {
+    this.#link = link;
+  }
+
+  setDocument(kind: DocumentKind, data: Record<string, unknown>): void {
+    const { deviceId, clock } = this.#link;
+    const json = encode('document', {
+      v: PROTOCOL_VERSION,
+      deviceId,
+      ts: clock.nowMs(),
+      data,
+    } satisfies DocumentMessage);
+    const same = this.documents.get(kind);
+    if (same && JSON.stringify(JSON.parse(same.json).data) === JSON.stringify(data)) return;
+    this.documents.set(kind, { json, ts: clock.nowMs() });
+    this.#publishDocument(kind);
+  }
+
+  publishEvent(type: string, data?: Record<string, unknown>): void {
+    const { deviceId, clock, topics } = this.#link;
+    const e: EventMessage = {
+      v: PROTOCOL_VERSION,
+      deviceId,
+      ts: clock.nowMs(),
+      type,
+      ...(data ? { data } : {}),
+    };
+    const payload = encode('event', e);
+    if (this.#link.connected()) this.#link.publish(topics.events, payload, { qos: 1 });
+    else {
+      this.#queuedEvents.push(e);
+      if (this.#queuedEvents.length > MAX_QUEUED_EVENTS) this.#queuedEvents.shift();
+    }
+  }
+
+  /** On connect: every document again, then the events kept while offline. */
+  flush(): void {
+    for (const kind of this.documents.keys()) this.#publishDocument(kind);
+    for (const e of this.#queuedEvents.splice(0))
+      this.#link.publish(this.#link.topics.events, encode('event', e), { qos: 1 });
+  }
+
+  #publishDocument(kind: DocumentKind): void {
+    const doc = this.documents.get(kind);
+    if (!doc) return;
+    this.#link.publish(this.#link.topics.document(kind), doc.json, { qos: 1, retain: true });
+  }
 }

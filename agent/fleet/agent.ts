@@ -11,27 +11,20 @@ import {
   type TelemetryConfigInput,
 } from '../config/sections/telemetry.js';
 import type { Db } from '../store/database.js';
-import { OutboxDrainer } from '../telemetry/drain.js';
+import { OutboxDrainer, type QosPublisher } from '../telemetry/drain.js';
 import { TelemetryHistory } from '../telemetry/history.js';
 import { Outbox } from '../telemetry/outbox.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { defaultSamplers, type Sampler } from '../telemetry/samplers.js';
 import { TelemetryService, type TelemetrySnapshot } from '../telemetry/service.js';
-import { chooseBroker, outboxPublisher, sayGoodbye } from './agent-parts.js';
+import { chooseBroker, outboxPublisher, Publications, sayGoodbye } from './agent-parts.js';
 import { registerBuiltinCommands } from './builtin-commands.js';
 import { CommandServer } from './command-server.js';
 import { CommandRegistry } from './commands.js';
 import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT } from './connection.js';
 import type { EmbeddedBroker } from './embedded-broker.js';
 import { buildHaDiscovery, HA_STATUS_TOPIC, type HaSlot, haDiscoveryTopic } from './ha-discovery.js';
-import {
-  type BoardInfo,
-  type DocumentMessage,
-  type EventMessage,
-  encode,
-  PROTOCOL_VERSION,
-  type StatusMessage,
-} from './protocol.js';
+import { type BoardInfo, encode, PROTOCOL_VERSION, type StatusMessage } from './protocol.js';
 import { type DocumentKind, deviceTopics, fleetTopics } from './topics.js';
 
 // The agent's side of the MQTT contract: presence (status + Last Will), retained documents, commands with
@@ -98,7 +91,6 @@ export interface FleetAgent {
 }
 
 const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
-const MAX_QUEUED_EVENTS = 100;
 
 export function resolveTelemetryConfig(partial: TelemetryConfigInput | undefined): TelemetryConfig {
   const d = defaultTelemetryConfig;
@@ -244,6 +236,49 @@ function commandMessages(link: {
   };
 }
 
+/** The fleet's part of `get-state`, with the modules' own fields merged over it. */
+function fleetState(
+  deps: FleetAgentDeps,
+  now: {
+    connected: boolean;
+    broker: string | undefined;
+    documents: Publications['documents'];
+    outbox: Outbox;
+    drainer: OutboxDrainer;
+    telemetry: TelemetryService | undefined;
+  },
+): Record<string, unknown> {
+  return {
+    deviceId: deps.deviceId,
+    status: now.connected ? 'online' : 'offline',
+    broker: now.broker,
+    board: deps.board(),
+    tags: [...deps.tags],
+    documents: Object.fromEntries([...now.documents].map(([k, d]) => [k, JSON.parse(d.json)])),
+    outbox: now.outbox.stats(),
+    drain: now.drainer.stats(),
+    telemetry: now.telemetry?.latest(),
+    ...deps.state?.(),
+  };
+}
+
+function drainerFor(
+  outbox: Outbox,
+  publisher: QosPublisher,
+  telemetryConfig: TelemetryConfig,
+  clock: Clock,
+  log: Logger,
+): OutboxDrainer {
+  return new OutboxDrainer({
+    outbox,
+    publisher,
+    maxInflight: telemetryConfig.outbox.maxInflight,
+    ratePerSec: telemetryConfig.outbox.drainRatePerSec,
+    clock,
+    logger: log.child('drain'),
+  });
+}
+
 export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   const { config, db, clock, deviceId } = deps;
   // The composition root already gives the module its 'fleet' namespace.
@@ -262,22 +297,13 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   let target: { url: string; protocolVersion: 4 | 5 } | undefined;
   let attempt = 0;
   let reconnectTimer: NodeJS.Timeout | undefined;
-  const documents = new Map<DocumentKind, { json: string; ts: number }>();
-  const queuedEvents: EventMessage[] = [];
   let announcedTemps = '';
 
   const isConnected = () => client?.connected === true;
   const v5 = () => target?.protocolVersion === 5;
 
   const publisher = outboxPublisher({ client: () => client, v5, telemetryTopic: topics.telemetry, clock });
-  const drainer = new OutboxDrainer({
-    outbox,
-    publisher,
-    maxInflight: telemetryConfig.outbox.maxInflight,
-    ratePerSec: telemetryConfig.outbox.drainRatePerSec,
-    clock,
-    logger: log.child('drain'),
-  });
+  const drainer = drainerFor(outbox, publisher, telemetryConfig, clock, log);
 
   const telemetry = createTelemetry(deps, telemetryConfig, { outbox, history, log }, (s) => {
     // Thermal zones are known only once sampled: announce again when the set of sensors changes.
@@ -295,23 +321,19 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       target?.protocolVersion ?? config.mqtt.protocolVersion,
     );
 
-  const logs = deps.logs ?? new LogTail({ maxLines: 1 });
   registerBuiltinCommands(commands, {
     clock,
     agentVersion: deps.agentVersion,
-    logs,
-    state: () => ({
-      deviceId,
-      status: isConnected() ? 'online' : 'offline',
-      broker: target?.url,
-      board: deps.board(),
-      tags: [...deps.tags],
-      documents: Object.fromEntries([...documents].map(([k, d]) => [k, JSON.parse(d.json)])),
-      outbox: outbox.stats(),
-      drain: drainer.stats(),
-      telemetry: telemetry?.latest(),
-      ...deps.state?.(),
-    }),
+    logs: deps.logs ?? new LogTail({ maxLines: 1 }),
+    state: () =>
+      fleetState(deps, {
+        connected: isConnected(),
+        broker: target?.url,
+        documents: publications.documents,
+        outbox,
+        drainer,
+        telemetry,
+      }),
   });
 
   const server = commandServerFor(deps, commands, log, stopping.signal);
@@ -323,11 +345,13 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     });
   };
 
-  const publishDocument = (kind: DocumentKind) => {
-    const doc = documents.get(kind);
-    if (!doc) return;
-    publishSafe(topics.document(kind), doc.json, { qos: 1, retain: true });
-  };
+  const publications = new Publications({
+    deviceId,
+    clock,
+    topics,
+    connected: isConnected,
+    publish: publishSafe,
+  });
 
   const announceHomeAssistant = () => {
     const discovery = haDiscoveryOf(deps, telemetry);
@@ -341,8 +365,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     log.info('connected to broker', { url: target?.url, protocolVersion: target?.protocolVersion });
     publishSafe(topics.status, encode('status', statusMessage('online', true)), { qos: 1, retain: true });
     subscribeCommands(c, topics, log);
-    for (const kind of documents.keys()) publishDocument(kind);
-    for (const e of queuedEvents.splice(0)) publishSafe(topics.events, encode('event', e), { qos: 1 });
+    publications.flush();
     announceHomeAssistant();
     drainer.kick();
     events.emit('connected', { url: target!.url, protocolVersion: target!.protocolVersion });
@@ -414,33 +437,8 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       outbox.close();
       await broker?.close();
     },
-    setDocument(kind, data) {
-      const json = encode('document', {
-        v: PROTOCOL_VERSION,
-        deviceId,
-        ts: clock.nowMs(),
-        data,
-      } satisfies DocumentMessage);
-      const same = documents.get(kind);
-      if (same && JSON.stringify(JSON.parse(same.json).data) === JSON.stringify(data)) return;
-      documents.set(kind, { json, ts: clock.nowMs() });
-      publishDocument(kind);
-    },
-    publishEvent(type, data) {
-      const e: EventMessage = {
-        v: PROTOCOL_VERSION,
-        deviceId,
-        ts: clock.nowMs(),
-        type,
-        ...(data ? { data } : {}),
-      };
-      const payload = encode('event', e);
-      if (isConnected()) publishSafe(topics.events, payload, { qos: 1 });
-      else {
-        queuedEvents.push(e);
-        if (queuedEvents.length > MAX_QUEUED_EVENTS) queuedEvents.shift();
-      }
-    },
+    setDocument: (kind, data) => publications.setDocument(kind, data),
+    publishEvent: (type, data) => publications.publishEvent(type, data),
     announceHomeAssistant,
   };
 }
