@@ -91,7 +91,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const engine = () => (runtime.runtime() ? runtime.engineAvailability() : undefined);
 
   const detect = createDetectModule({ commands });
-  const models = createModelsModule({ commands });
+  const models = createModelsModule({ commands, publishEvent });
   const runtime = createRuntimeModule({
     detected: detect,
     catalog: () => models.planCatalog(),
