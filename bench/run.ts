@@ -50,11 +50,13 @@ try {
 }
 rmSync(scratch, { recursive: true, force: true });
 
+/** '1.2x' for ratios, '3 ms' for the rest. */
+const unitSuffix = (unit: string) => (unit === 'x' ? 'x' : unit ? ` ${unit}` : '');
 const rows = figures.map((f) => [
   f.bench,
   f.figure,
-  `${fmt(f.value, Math.abs(f.value) >= 100 ? 0 : 2)}${f.unit ? ` ${f.unit}` : ''}`,
-  f.target + (f.unit && f.unit !== 'x' ? ` ${f.unit}` : f.unit === 'x' ? 'x' : ''),
+  fmt(f.value, Math.abs(f.value) >= 100 ? 0 : 2) + unitSuffix(f.unit),
+  f.target + unitSuffix(f.unit),
   f.pass ? 'PASS' : 'MISS',
 ]);
 for (const o of outcomes) {
