@@ -59,7 +59,7 @@ export function boardInfoOf(caps: Capabilities | undefined): BoardInfo | undefin
 /** OTA's device ports over the running runtime and model store; undefined until both run. */
 function otaModule(runtime: RuntimeModule, models: () => InstalledModels | undefined, fleet: FleetModule) {
   return createOtaModule({
-    mqtt: () => fleet.agent?.client,
+    transport: () => fleet.agent,
     store: () => {
       const m = models();
       if (!m) throw new Error('OTA started before the model store');
@@ -91,7 +91,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const engine = () => (runtime.runtime() ? runtime.engineAvailability() : undefined);
 
   const detect = createDetectModule({ commands });
-  const models = createModelsModule({ commands });
+  const models = createModelsModule({ commands, publishEvent });
   const runtime = createRuntimeModule({
     detected: detect,
     catalog: () => models.planCatalog(),
@@ -115,6 +115,15 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     board: () => boardInfoOf(detect.capabilities()),
     workloads,
     runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
+    // Home Assistant gets sensors and a backend select for each placed slot; the choices are the usable backends.
+    haSlots: () => {
+      const backends =
+        detect
+          .capabilities()
+          ?.backends.filter((b) => b.usable)
+          .map((b) => b.backend) ?? [];
+      return (runtime.runtime()?.slotStats() ?? []).map((s) => ({ name: s.slot, backends }));
+    },
   });
   const documents = createDocumentsModule({
     agentVersion: options.agentVersion,
@@ -127,6 +136,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const ota = otaModule(runtime, () => models.models(), fleet);
   const dashboardParts = dashboardSourcesFrom({
     fleet: () => fleet.agent,
+    fleetOff: () => fleet.offReason,
     runtime: () => runtime.runtime(),
     engine: () => runtime.engineAvailability(),
     capabilities: () => detect.capabilities(),

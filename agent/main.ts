@@ -24,8 +24,8 @@ export type { AgentContext, AgentEvents, AgentModule } from './module.js';
 // as arguments, so any of them can be built alone in a test; nothing here is module-level state.
 //
 // Later modules (fleet, runtime, workloads, dashboard, OpenAI API) plug in as AgentModules: started in order
-// after the core is up and before the HTTP server accepts connections (so their routes exist from the first
-// request), stopped in reverse order before the store closes.
+// after the HTTP server listens, so that /healthz and systemd's READY never wait for them (paths they have not
+// registered yet answer 503 until they have), and stopped in reverse order before the store closes.
 
 export interface AgentDeps {
   logger?: Logger;
@@ -33,17 +33,32 @@ export interface AgentDeps {
   /** Whether NTP has synchronised the clock; default: systemd-timesyncd's flag below config.root. */
   syncProbe?: SyncProbe;
   version?: string;
-  modules?: readonly AgentModule[];
+  /**
+   * Started in order after the HTTP server listens. A function is called then, so that the modules' code (and
+   * what it imports) loads off the path to the first answer.
+   */
+  modules?: readonly AgentModule[] | (() => Promise<readonly AgentModule[]>);
   /** For the first-start device UUID; default crypto.randomUUID. */
   generateId?: () => string;
   /** How often an unsynchronised clock is re-checked for NTP sync (default 60 s). */
   clockSyncPollMs?: number;
 }
 
+/** Where a module's start stands; `/healthz` shows it while the agent serves. */
+export type ModuleState = 'pending' | 'starting' | 'running' | 'failed' | 'stopped';
+
 export interface Agent extends AgentContext {
   readonly http: AgentHttpServer;
   readonly pairingTokenPath: string;
+  /**
+   * Listens, then starts the modules in order; resolves once all have started. Until then /healthz answers
+   * and paths no module has registered yet answer 503 (Retry-After), so a client can wait for them.
+   */
   start(): Promise<void>;
+  /** Resolves when the HTTP server answers (before the modules have started): systemd's READY point. */
+  readonly serving: Promise<void>;
+  /** Each module's state, in start order. */
+  moduleStates(): Record<string, ModuleState>;
   /** Idempotent; safe to call from signal handlers and after a failed start. */
   stop(reason?: string): Promise<void>;
 }
@@ -64,7 +79,14 @@ function prepareDataDir(dataDir: string): void {
 }
 
 /** Everything that reads the data dir or the board before the agent can serve; separate so a failure closes the store. */
-function composeCore(config: AgentConfig, deps: AgentDeps, db: Db, logger: Logger, clock: Clock) {
+function composeCore(
+  config: AgentConfig,
+  deps: AgentDeps,
+  db: Db,
+  logger: Logger,
+  clock: Clock,
+  starting: () => boolean,
+) {
   const kv = new KvStore(db);
   const time = createTrustedTime({
     kv,
@@ -96,6 +118,7 @@ function composeCore(config: AgentConfig, deps: AgentDeps, db: Db, logger: Logge
     router,
     authenticator,
     logger: logger.child('http'),
+    starting,
   });
   return { kv, time, identity, pairing, sessions, authenticator, router, http };
 }
@@ -104,14 +127,19 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
   const logger = deps.logger ?? createLogger({ level: config.log.level, debug: config.log.debug });
   const clock = deps.clock ?? systemClock;
   const version = deps.version ?? '0.0.0';
-  const modules = deps.modules ?? [];
   const events = new TypedEventEmitter<AgentEvents>();
+  const states = new Map<string, ModuleState>();
+  let modulesStarting = true;
+  let markServing!: () => void;
+  const serving = new Promise<void>((resolve) => {
+    markServing = resolve;
+  });
 
   prepareDataDir(config.dataDir);
   const db = openStore(join(config.dataDir, STORE_FILE));
   let core: ReturnType<typeof composeCore>;
   try {
-    core = composeCore(config, deps, db, logger, clock);
+    core = composeCore(config, deps, db, logger, clock, () => modulesStarting);
   } catch (err) {
     db.close();
     throw err;
@@ -128,6 +156,7 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
     sessionTtlMs: config.http.sessionTtlS * 1000,
     identity: () => identity,
     clockStatus: () => time.clockStatus(),
+    modules: () => Object.fromEntries(states),
     logger: logger.child('auth'),
   });
 
@@ -145,6 +174,7 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
       if (syncTimer !== undefined) clearInterval(syncTimer);
       await http.close();
       for (const m of started.reverse()) {
+        states.set(m.name, 'stopped');
         try {
           await m.stop?.();
         } catch (err) {
@@ -179,32 +209,71 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
     ...context,
     http,
     pairingTokenPath: pairing.path,
+    serving,
+    moduleStates: () => Object.fromEntries(states),
     async start() {
       if (state !== 'idle') throw new MnnEdgeError('ESTATE', `Agent cannot start while ${state}`);
       state = 'starting';
+      // The start's timeline in the log: ms since this process began (what bench/startup prints).
+      const at = () => Math.round(performance.now());
       try {
         time.start();
         watchClockSync();
-        for (const m of modules) {
+        await http.listen();
+        const mem = process.memoryUsage();
+        logger.info('serving', {
+          atMs: at(),
+          address: http.address,
+          port: http.port,
+          rssMb: Math.round(mem.rss / 1e5) / 10,
+          heapMb: Math.round(mem.heapUsed / 1e5) / 10,
+        });
+        markServing();
+        const list = typeof deps.modules === 'function' ? await deps.modules() : (deps.modules ?? []);
+        const loaded = process.memoryUsage();
+        logger.info('modules loaded', {
+          atMs: at(),
+          modules: list.map((m) => m.name),
+          rssMb: Math.round(loaded.rss / 1e5) / 10,
+          heapMb: Math.round(loaded.heapUsed / 1e5) / 10,
+        });
+        for (const m of list) states.set(m.name, 'pending');
+        for (const m of list) {
+          if (state !== 'starting') break;
+          const t0 = performance.now();
+          states.set(m.name, 'starting');
           try {
             await m.start({ ...context, logger: logger.child(m.name) });
           } catch (err) {
+            states.set(m.name, 'failed');
             throw new MnnEdgeError('EMODULE', `Module ${m.name} failed to start: ${(err as Error).message}`, {
               module: m.name,
             });
           }
+          states.set(m.name, 'running');
           started.push(m);
+          // RSS and heap after each module: what each one added, for bench/idle's attribution.
+          const mem = process.memoryUsage();
+          logger.info('module started', {
+            module: m.name,
+            atMs: at(),
+            tookMs: Math.round(performance.now() - t0),
+            rssMb: Math.round(mem.rss / 1e5) / 10,
+            heapMb: Math.round(mem.heapUsed / 1e5) / 10,
+          });
         }
-        await http.listen();
+        modulesStarting = false;
       } catch (err) {
         logger.error('start failed', { err });
         await stop('start failed');
         throw err;
       }
+      if (state !== 'starting') return;
       state = 'running';
       logger.debug('routes', { routes: router.describe() });
       const clockStatus = time.clockStatus();
       logger.info('listening', {
+        atMs: at(),
         address: http.address,
         port: http.port,
         tls: http.secure,

@@ -13,7 +13,7 @@ import { createMemoryLogger } from '../agent/common/log.js';
 import { defaultConfig } from '../agent/config/defaults.js';
 import { createDashboardModule } from '../agent/dashboard/routes.js';
 import { createAgent } from '../agent/main.js';
-import { bar, describe, fmt, summarize, verdict } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const LOADS = Number(process.env['BENCH_DASHBOARD_LOADS'] ?? 300);
 const repo = join(import.meta.dirname, '..');
@@ -99,10 +99,20 @@ try {
   const max = Math.max(1, timeRatio, bytesRatio);
   console.log(bar('baseline', 1, max, '1.00x'));
   console.log(
-    bar('agent time', timeRatio, max, `${fmt(timeRatio)}x  ${verdict(timeRatio <= 1.0)} (target ≤ 1.0x)`),
+    bar(
+      'agent time',
+      timeRatio,
+      max,
+      `${fmt(timeRatio)}x  ${check('page load time vs disk', timeRatio, 'x', '≤ 1.0', timeRatio <= 1.0)} (target ≤ 1.0x)`,
+    ),
   );
   console.log(
-    bar('agent bytes', bytesRatio, max, `${fmt(bytesRatio)}x  ${verdict(bytesRatio <= 0.5)} (target ≤ 0.5x)`),
+    bar(
+      'agent bytes',
+      bytesRatio,
+      max,
+      `${fmt(bytesRatio)}x  ${check('page bytes vs uncompressed', bytesRatio, 'x', '≤ 0.5', bytesRatio <= 0.5)} (target ≤ 0.5x)`,
+    ),
   );
 } finally {
   await agent.stop('bench done');

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { detect } from '../agent/detect/detect.js';
-import { bar, describe, fmt, summarize, verdict } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env['MNN_EDGE_SHARED'] ?? resolve(repo, '..', 'shared');
@@ -80,9 +80,11 @@ for (const board of boards) {
   );
   console.log(`  ${bar('detect()', d.median, scale, `${fmt(d.median, 3)} ms  ${fmt(ratio)}x`)}`);
 }
-console.log(`\nworst median ${fmt(worstMedian, 3)} ms (target ≤ 50 ms): ${verdict(worstMedian <= 50)}`);
 console.log(
-  `worst ratio vs bare reads of the files that exist ${fmt(worstRatio)}x (target ≤ 5x): ${verdict(worstRatio <= 5)}`,
+  `\nworst median ${fmt(worstMedian, 3)} ms (target ≤ 50 ms): ${check('detect worst median', worstMedian, 'ms', '≤ 50', worstMedian <= 50)}`,
+);
+console.log(
+  `worst ratio vs bare reads of the files that exist ${fmt(worstRatio)}x (target ≤ 5x): ${check('detect vs bare reads', worstRatio, 'x', '≤ 5', worstRatio <= 5)}`,
 );
 
 // CLI cold start: a fresh process each time, as systemd's ExecStartPre runs it.

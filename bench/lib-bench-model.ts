@@ -3,7 +3,7 @@
 // and sizes as bench/engine, so both benchmarks share one copy; other seeds give same-size models with other
 // weights (a swap needs two). Needs MNN_SRC (default /opt/src/MNN) only to build the generator once.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { sharedDir } from '../test/helpers/paths.js';
@@ -48,5 +48,45 @@ export function ensureBenchModel(seed = DEFAULT_SEED): string {
   console.log(`generating the benchmark model (seed ${seed}) into ${modelDir}`);
   execFileSync('python3', [join(generatorDir, 'gen_tiny_assets.py'), modelDir, ...SIZE], { stdio: 'ignore' });
   execFileSync(generator, [modelDir, ...GRAPH, '--seed', String(seed)], { stdio: 'ignore' });
+  return config;
+}
+
+/**
+ * The int4 variant of the benchmark model (4-bit weights in blocks of 32, as the generator's README converts
+ * tiny-llm-int4), made with MNNConvert from the fp32 model; MNN installs without the converter cannot make it.
+ */
+export function ensureBenchModelInt4(): string {
+  const fp32 = ensureBenchModel();
+  const fp32Dir = join(fp32, '..');
+  const modelDir = join(benchCacheDir, 'bench-llm-int4');
+  const config = join(modelDir, 'config.json');
+  if (existsSync(join(modelDir, 'llm.mnn.weight')) && existsSync(config)) return config;
+  const convert = join(mnnRoot, 'bin', 'MNNConvert');
+  if (!existsSync(convert))
+    throw new BenchModelUnavailable(
+      `the int4 benchmark model is not in ${modelDir} and ${convert} is missing (MNN built with MNN_BUILD_CONVERTER=OFF)`,
+    );
+  mkdirSync(modelDir, { recursive: true });
+  for (const f of ['config.json', 'llm_config.json', 'tokenizer.txt', 'embeddings_bf16.bin'])
+    copyFileSync(join(fp32Dir, f), join(modelDir, f));
+  console.log(`converting the benchmark model to int4 into ${modelDir}`);
+  execFileSync(
+    convert,
+    [
+      '-f',
+      'MNN',
+      '--modelFile',
+      join(fp32Dir, 'llm.mnn'),
+      '--MNNModel',
+      join(modelDir, 'llm.mnn'),
+      '--saveExternalData',
+      '--weightQuantBits',
+      '4',
+      '--weightQuantBlock',
+      '32',
+      '--transformerFuse',
+    ],
+    { stdio: 'ignore' },
+  );
   return config;
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Downloader } from '../ota/download.js';
 import { servePackages } from '../ota/serve.js';
-import { bar, describe, fmt, summarize, verdict } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const SIZE = Number(process.env['OTA_BENCH_BYTES'] ?? 1024 ** 3);
 const RUNS = Number(process.env['OTA_BENCH_RUNS'] ?? 3);
@@ -73,7 +73,9 @@ try {
     console.log(
       bar('curl | tee sha256sum; sync', theirRate.median, max, `${fmt(theirRate.median, 0)} MiB/s`),
     );
-    console.log(`ratio ours/curl: ${fmt(ratio)}× (target ≥ ${TARGET}×) ${verdict(ratio >= TARGET)}`);
+    console.log(
+      `ratio ours/curl: ${fmt(ratio)}× (target ≥ ${TARGET}×) ${check('OTA install vs curl + sha256sum', ratio, 'x', `≥ ${TARGET}`, ratio >= TARGET)}`,
+    );
   } else {
     console.log('curl not found: no baseline this run');
   }

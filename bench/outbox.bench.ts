@@ -14,7 +14,7 @@ import { openStore } from '../agent/store/database.js';
 import { OutboxDrainer, type QosPublisher } from '../agent/telemetry/drain.js';
 import { Outbox } from '../agent/telemetry/outbox.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
-import { bar, describe, fmt, summarize, verdict } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const COUNT = Number(process.env['BENCH_OUTBOX_COUNT'] ?? 10_000);
 const RUNS = Number(process.env['BENCH_OUTBOX_RUNS'] ?? 3);
@@ -128,7 +128,9 @@ try {
   const scale = Math.max(b.median, o.median);
   console.log(bar('mosquitto_pub -l', b.median, scale, `${fmt(b.median, 0)} msg/s  1.00x`));
   console.log(bar('outbox drain', o.median, scale, `${fmt(o.median, 0)} msg/s  ${fmt(ratio)}x`));
-  console.log(`target ≥ 0.5x of baseline: ${verdict(ratio >= 0.5)} (${fmt(ratio)}x)`);
+  console.log(
+    `target ≥ 0.5x of baseline: ${check('outbox drain vs mosquitto_pub -l', ratio, 'x', '≥ 0.5', ratio >= 0.5)} (${fmt(ratio)}x)`,
+  );
 } finally {
   await broker.close();
   rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,5 @@
 // Shared arithmetic for benchmarks: medians with spread, and a text bar chart so a ratio can be seen at a glance.
+import { appendFileSync } from 'node:fs';
 
 export interface Summary {
   median: number;
@@ -47,4 +48,35 @@ export function bar(label: string, value: number, scaleMax: number, suffix: stri
 
 export function verdict(ok: boolean): string {
   return ok ? 'PASS' : 'MISS';
+}
+
+/** One benchmark figure against its target, as `npm run bench` collects them for its closing table. */
+export interface Figure {
+  bench: string;
+  figure: string;
+  value: number;
+  unit: string;
+  target: string;
+  pass: boolean;
+}
+
+/** Where the runner collects figures (one JSON line each); unset when a benchmark runs on its own. */
+export const RESULTS_ENV = 'MNN_EDGE_BENCH_RESULTS';
+
+function benchName(): string {
+  const script = process.argv[1] ?? '';
+  return /([^/]+)\.bench\.[tj]s$/.exec(script)?.[1] ?? script;
+}
+
+/**
+ * Records a figure for the runner's table and returns its PASS/MISS word, so a benchmark prints its verdict
+ * in its own words and the table gets the same number.
+ */
+export function check(figure: string, value: number, unit: string, target: string, pass: boolean): string {
+  const file = process.env[RESULTS_ENV];
+  if (file) {
+    const row: Figure = { bench: benchName(), figure, value, unit, target, pass };
+    appendFileSync(file, `${JSON.stringify(row)}\n`);
+  }
+  return verdict(pass);
 }

@@ -16,6 +16,10 @@ export { compareSemver, modelManifestSchema, packageFiles, parseManifest } from 
 export type {
   DerivedMarker,
   EngineFeature,
+  HubFileCheck,
+  HubName,
+  HubProvenance,
+  HubProvenanceFile,
   ManifestSource,
   MemoryEstimate,
   MnnBackend,
@@ -26,7 +30,7 @@ export type {
   VariantPrecision,
   VariantRequirements,
 } from './manifest/types.js';
-export { ENGINE_FEATURES, MANIFEST_FILE, MNN_BACKENDS, MODEL_TASKS } from './manifest/types.js';
+export { ENGINE_FEATURES, HUB_NAMES, MANIFEST_FILE, MNN_BACKENDS, MODEL_TASKS } from './manifest/types.js';
 export { modelsMigration } from './store/migration.js';
 export type { CatalogVariant } from './store/model-catalog.js';
 export { ModelCatalog } from './store/model-catalog.js';

@@ -40,7 +40,11 @@ export interface DownloadTarget {
   /** Final path of the verified file; `<dest>.part` holds the partial download. */
   dest: string;
   length: number;
-  sha256: string;
+  /** Expected sha256; absent (hub files whose host states none), the hash is computed and returned, and the
+   *  caller must establish trust some other way. */
+  sha256?: string;
+  /** Extra request headers (a hub token for a file served by the hub itself). */
+  headers?: Record<string, string>;
 }
 
 export interface DownloadPolicy {
@@ -94,6 +98,8 @@ export interface DownloadResult {
   bytes: number;
   resumedFrom: number;
   attempts: number;
+  /** sha256 of the file's bytes (equal to the expected one when one was given). */
+  sha256: string;
 }
 
 export function freeBytesIn(dir: string): number {
@@ -138,9 +144,16 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
     target: DownloadTarget,
     options: { signal?: AbortSignal; extraBytes?: number } = {},
   ): Promise<DownloadResult> {
-    if (await this.#alreadyVerified(target)) {
+    const verified = await this.#alreadyVerified(target);
+    if (verified !== undefined) {
       this.emit('progress', { done: target.length, total: target.length });
-      return { path: target.dest, bytes: target.length, resumedFrom: target.length, attempts: 0 };
+      return {
+        path: target.dest,
+        bytes: target.length,
+        resumedFrom: target.length,
+        attempts: 0,
+        sha256: verified,
+      };
     }
     const part = `${target.dest}.part`;
     const deadline = this.#deadline(target, options.signal);
@@ -166,7 +179,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       const attempts = await this.#transfer(target, state, deadline.signal);
       fsyncSync(fd);
       const digest = state.hash.digest('hex');
-      if (digest !== target.sha256) {
+      if (target.sha256 !== undefined && digest !== target.sha256) {
         closeSync(fd);
         rmSync(part, { force: true });
         throw new OtaRejection(
@@ -177,7 +190,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
       }
       closeSync(fd);
       renameDurable(part, target.dest);
-      return { path: target.dest, bytes: target.length, resumedFrom, attempts };
+      return { path: target.dest, bytes: target.length, resumedFrom, attempts, sha256: digest };
     } catch (err) {
       try {
         closeSync(fd);
@@ -208,20 +221,22 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
     };
   }
 
-  async #alreadyVerified(target: DownloadTarget): Promise<boolean> {
+  /** The sha256 of a complete `dest` left by an earlier run, or undefined when it must be fetched again. */
+  async #alreadyVerified(target: DownloadTarget): Promise<string | undefined> {
     let size: number;
     try {
       size = statSync(target.dest).size;
     } catch {
-      return false;
+      return undefined;
     }
     if (size === target.length) {
       const h = createHash('sha256');
       await hashPrefix(target.dest, size, h);
-      if (h.digest('hex') === target.sha256) return true;
+      const digest = h.digest('hex');
+      if (target.sha256 === undefined || digest === target.sha256) return digest;
     }
     rmSync(target.dest, { force: true });
-    return false;
+    return undefined;
   }
 
   #checkSpace(dir: string, needed: number): void {
@@ -276,7 +291,7 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
   }
 
   async #attempt(target: DownloadTarget, state: SinkState, signal?: AbortSignal): Promise<void> {
-    const res = await this.#request(target.url, state.offset, signal);
+    const res = await this.#request(target.url, state.offset, signal, target.headers);
     const status = res.statusCode ?? 0;
     if (status >= 500 || status === 408 || status === 429) {
       res.resume();
@@ -328,9 +343,14 @@ export class Downloader extends TypedEventEmitter<DownloadEvents> {
     if (res.complete && state.offset < state.length) throw lengthMismatch(target, state.offset);
   }
 
-  #request(url: string, offset: number, signal?: AbortSignal): Promise<IncomingMessage> {
+  #request(
+    url: string,
+    offset: number,
+    signal?: AbortSignal,
+    extra?: Record<string, string>,
+  ): Promise<IncomingMessage> {
     const parsed = new URL(url);
-    const headers: Record<string, string> = { 'accept-encoding': 'identity' };
+    const headers: Record<string, string> = { ...extra, 'accept-encoding': 'identity' };
     if (offset > 0) headers['range'] = `bytes=${offset}-`;
     return new Promise((resolve, reject) => {
       const options = { headers, signal, ...(this.#policy.ca ? { ca: this.#policy.ca } : {}) };

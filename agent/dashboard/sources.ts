@@ -23,6 +23,8 @@ import type { DashboardSources } from './ports.js';
 
 export interface DashboardModules {
   fleet: Handle<FleetAgent>;
+  /** Why the fleet is off (no broker configured), when it is. */
+  fleetOff?: () => string | undefined;
   runtime: Handle<Runtime>;
   engine: Handle<EngineAvailability>;
   capabilities: Handle<Capabilities>;
@@ -41,6 +43,7 @@ export function dashboardSourcesFrom(modules: DashboardModules): {
     const rt = modules.runtime();
     const store = modules.store();
     const broker = agent ? brokerStatusFrom(agent) : undefined;
+    const off = modules.fleetOff?.();
     if (agent) feeds.push(feedFromSnapshots(hub, () => agent.telemetry?.latest()));
     if (broker) feeds.push(broker.dispose);
     return {
@@ -53,6 +56,7 @@ export function dashboardSourcesFrom(modules: DashboardModules): {
           },
       ),
       ...(agent && broker ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) } : {}),
+      ...(off !== undefined ? { broker: () => ({ state: 'disabled' as const, reason: off }) } : {}),
       ...(store ? { models: modelsPortFrom(store) } : {}),
       ...(rt ? { placement: placementPortFrom(rt) } : {}),
       ota: otaPortFrom(new JobJournal(ctx.db)),

@@ -301,5 +301,29 @@ export const capabilitiesSchema: JsonSchema = {
       },
     },
     engineBackends: { type: ['array', 'null'], items: { type: 'string' } },
+    // The retained MQTT `capabilities` document is this document plus what the agent adds when publishing it.
+    agentVersion: {
+      type: 'string',
+      maxLength: 64,
+      description: 'Added by the agent in the retained MQTT capabilities document: its version.',
+    },
+    engine: {
+      description:
+        'Added by the agent in the retained MQTT capabilities document: whether the MNN engine loaded.',
+      anyOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['available', 'mnnVersion'],
+          properties: { available: { const: true }, mnnVersion: { type: 'string' } },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['available', 'reason'],
+          properties: { available: { const: false }, reason: { type: 'string' } },
+        },
+      ],
+    },
   },
 };

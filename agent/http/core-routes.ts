@@ -20,6 +20,8 @@ export interface CoreRoutesOptions {
   sessionTtlMs: number;
   identity: () => DeviceIdentity;
   clockStatus: () => ClockStatus;
+  /** Each module's start state (the agent answers before its modules have started). */
+  modules?: () => Record<string, string>;
   logger: Logger;
 }
 
@@ -36,6 +38,7 @@ export function registerCoreRoutes(options: CoreRoutesOptions): void {
         status: 'ok',
         version: options.version,
         uptimeS: Math.round((options.clock.monotonicMs() - startedMono) / 1000),
+        ...(options.modules ? { modules: options.modules() } : {}),
       });
     },
     { auth: false },

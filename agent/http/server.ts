@@ -8,7 +8,7 @@ import {
 import { createServer as createHttps } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer } from 'ws';
+import type { WebSocketServer } from 'ws';
 import { MnnEdgeError } from '../common/errors.js';
 import { errorBody, HttpError } from '../common/http-error.js';
 import type { Logger } from '../common/log.js';
@@ -28,6 +28,11 @@ export interface HttpServerOptions {
   router: HttpRouter;
   authenticator: Authenticator;
   logger: Logger;
+  /**
+   * True while the agent's modules are still starting (the server listens before them): a path no route
+   * serves yet answers 503 with Retry-After instead of 404, since its module may be about to register it.
+   */
+  starting?: () => boolean;
 }
 
 export interface AgentHttpServer {
@@ -104,7 +109,18 @@ function readTls(tls: { cert: string; key: string }): { cert: Buffer; key: Buffe
 export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
   const { router, authenticator, logger } = options;
   const secure = options.tls !== undefined;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxWsMessageBytes });
+  // `ws` loads on the first upgrade: it is not needed to answer the first request after a start.
+  let wss: WebSocketServer | undefined;
+  let loadingWs: Promise<WebSocketServer> | undefined;
+  const webSockets = () =>
+    (loadingWs ??= import('ws').then((m) => {
+      wss = new m.WebSocketServer({ noServer: true, maxPayload: options.maxWsMessageBytes });
+      return wss;
+    }));
+  const stillStarting = () =>
+    new HttpError(503, 'starting', 'The agent is still starting; try again in a moment', {
+      'Retry-After': '1',
+    });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://device.invalid');
@@ -120,6 +136,7 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
           Allow: allowed.join(', '),
         });
       }
+      if (options.starting?.()) throw stillStarting();
       throw new HttpError(404, 'not_found', `No endpoint at ${url.pathname}`);
     }
     const ctx: RequestContext = {
@@ -166,21 +183,29 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
       return;
     }
     if (match === undefined) {
-      rejectUpgrade(socket, 404, 'Not Found', `No WebSocket endpoint at ${url.pathname}`);
+      if (options.starting?.()) rejectUpgrade(socket, 503, 'Service Unavailable', stillStarting().message);
+      else rejectUpgrade(socket, 404, 'Not Found', `No WebSocket endpoint at ${url.pathname}`);
       return;
     }
     if (auth?.method === 'session' && !sameOrigin(req)) {
       rejectUpgrade(socket, 403, 'Forbidden', 'Cross-origin WebSocket with a session cookie refused');
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      try {
-        match.entry.handler(ws, { req, url, params: match.params, auth, logger });
-      } catch (err) {
-        logger.error('websocket handler failed', { path: url.pathname, err });
-        ws.close(1011, 'internal error');
-      }
-    });
+    webSockets().then(
+      (server) =>
+        server.handleUpgrade(req, socket, head, (ws) => {
+          try {
+            match.entry.handler(ws, { req, url, params: match.params, auth, logger });
+          } catch (err) {
+            logger.error('websocket handler failed', { path: url.pathname, err });
+            ws.close(1011, 'internal error');
+          }
+        }),
+      (err: unknown) => {
+        logger.error('websocket support failed to load', { err });
+        socket.destroy();
+      },
+    );
   };
 
   const server: Server = options.tls ? createHttps(readTls(options.tls), onRequest) : createHttp(onRequest);
@@ -223,8 +248,10 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
     },
     close() {
       return new Promise((resolve) => {
-        for (const client of wss.clients) client.terminate();
-        wss.close();
+        if (wss) {
+          for (const client of wss.clients) client.terminate();
+          wss.close();
+        }
         if (!server.listening) return resolve();
         server.close(() => resolve());
         // Keep-alive sockets would hold close() open until they time out.

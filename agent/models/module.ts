@@ -1,7 +1,9 @@
 import { modelsConfigOf, storeLimitsOf } from '../../models/config.js';
+import { registerPullModelCommand } from '../../models/hub/pull-command.js';
 import { ModelCatalog, ModelStore } from '../../models/index.js';
+import { resolveOtaConfig } from '../config/sections/ota.js';
 import type { CommandRegistry } from '../fleet/commands.js';
-import type { AgentContext, AgentModule } from '../module.js';
+import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
 import { catalogFromStore } from '../plan/from-catalog.js';
 import type { PlanCatalog } from '../plan/types.js';
 
@@ -25,7 +27,9 @@ export interface ModelsModule extends AgentModule {
   };
 }
 
-export function createModelsModule(deps: { commands?: CommandRegistry } = {}): ModelsModule {
+export function createModelsModule(
+  deps: { commands?: CommandRegistry; publishEvent?: PublishEvent } = {},
+): ModelsModule {
   let models: InstalledModels | undefined;
   return {
     name: 'models',
@@ -56,6 +60,16 @@ export function createModelsModule(deps: { commands?: CommandRegistry } = {}): M
         summary: 'installed model packages with their variants and state',
         handler: () => store.list(),
       });
+      // Hub pulls from the fleet (docs/MODEL-HUBS.md): progress and the outcome go out as events.
+      if (deps.commands)
+        registerPullModelCommand(deps.commands, {
+          store: () => models?.store,
+          models: limits,
+          download: resolveOtaConfig(ctx.config['ota']).download,
+          dataDir: ctx.config.dataDir,
+          env: process.env,
+          publishEvent: (type, data) => deps.publishEvent?.(type, data),
+        });
     },
     stop() {
       models?.store.close();

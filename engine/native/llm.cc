@@ -3,7 +3,9 @@
 #include <MNN/expr/ExecutorScope.hpp>
 #include <llm/llm.hpp>
 
+#include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,9 @@ struct AudioRequest {
   bool hasSamples = false;
 };
 
+}  // namespace
+
+// A generation's input, read from JS on the JS thread, used on the decode thread.
 struct PrefillRequest {
   std::string text;
   MNN::Transformer::ChatMessages messages;
@@ -43,12 +48,29 @@ struct PrefillRequest {
   std::vector<AudioRequest> audios;
 };
 
-struct StepResult {
-  std::string text;
-  bool done = false;
-  std::string reason;
-  int token = -1;
+namespace {
+
+struct LoadTiming {
+  double readUs = 0;
+  double readBytes = 0;
+  double loadUs = 0;
+  int64_t grownBytes = 0;
 };
+
+// Reads the files once (into a reused buffer) so that their pages are in the cache; a missing file is left to
+// MNN, which names it in its own error.
+int64_t ReadThrough(const std::vector<std::string>& files) {
+  std::vector<char> buffer(1 << 20);
+  int64_t total = 0;
+  for (const auto& f : files) {
+    std::FILE* fp = std::fopen(f.c_str(), "rb");
+    if (fp == nullptr) continue;
+    size_t n;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), fp)) > 0) total += static_cast<int64_t>(n);
+    std::fclose(fp);
+  }
+  return total;
+}
 
 std::string StringField(const Napi::Object& o, const char* name) {
   Napi::Value v = o.Get(name);
@@ -118,8 +140,8 @@ Napi::Function LlmHandle::Init(Napi::Env env) {
                      {
                          InstanceMethod<&LlmHandle::ConfigJson>("configJson"),
                          InstanceMethod<&LlmHandle::Load>("load"),
-                         InstanceMethod<&LlmHandle::Prefill>("prefill"),
-                         InstanceMethod<&LlmHandle::Step>("step"),
+                         InstanceMethod<&LlmHandle::Generate>("generate"),
+                         InstanceMethod<&LlmHandle::Ack>("ack"),
                          InstanceMethod<&LlmHandle::Cancel>("cancel"),
                          InstanceMethod<&LlmHandle::Stats>("stats"),
                          InstanceMethod<&LlmHandle::Reset>("reset"),
@@ -166,152 +188,220 @@ Napi::Value LlmHandle::ConfigJson(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), llm->dump_config());
 }
 
+// load(files?: string[]) → {readUs, readBytes, loadUs}: reads `files` (the model's weights) through the page
+// cache first, so that a load's time splits into the I/O and MNN's own work (parse, allocate, repack weights).
 Napi::Value LlmHandle::Load(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Llm* llm = Require(env, "Llm.load");
   std::string path = configPath_;
-  return PromiseWorker<int64_t>::Start(
+  std::vector<std::string> files;
+  if (info.Length() > 0 && info[0].IsArray()) {
+    auto arr = info[0].As<Napi::Array>();
+    for (uint32_t i = 0; i < arr.Length(); ++i) files.push_back(arr.Get(i).As<Napi::String>().Utf8Value());
+  }
+  return PromiseWorker<LoadTiming>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.load",
-      [this, llm, path]() {
+      [this, llm, path, files]() {
+        LoadTiming t;
+        double t0 = MonotonicUs();
+        t.readBytes = static_cast<double>(ReadThrough(files));
+        double t1 = MonotonicUs();
+        t.readUs = t1 - t0;
         int64_t before = ResidentBytes();
         if (!llm->load()) {
           throw EngineError("ELOAD", "MNN Llm::load failed for " + path + " (MNN's reason is in the engine log)");
         }
+        t.loadUs = MonotonicUs() - t1;
         RequireLlmBackend(llm, "the LLM of " + path);
         loaded_ = true;
         int64_t grown = ResidentBytes() - before;
-        return grown > 0 ? grown : int64_t{0};
+        t.grownBytes = grown > 0 ? grown : int64_t{0};
+        return t;
       },
-      [this](Napi::Env e, int64_t& grown) {
-        externalBytes_ = grown;
-        Napi::MemoryManagement::AdjustExternalMemory(e, grown);
-        return e.Undefined();
-      });
-}
-
-Napi::Value LlmHandle::Prefill(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Llm* llm = Require(env, "Llm.prefill");
-  if (!loaded_) ThrowJs(env, "ESTATE", "Llm.prefill: the model is not loaded");
-  if (info.Length() < 1 || !info[0].IsObject()) ThrowJs(env, "EINVAL", "Llm.prefill(request: object)");
-  auto req = std::make_shared<PrefillRequest>(ParsePrefill(env, info[0].As<Napi::Object>()));
-  cancel_.store(false);
-  return PromiseWorker<int>::Start(
-      env, info.This().As<Napi::Object>(), &busy_, "Llm.prefill",
-      [this, llm, req]() {
-        MNN::Express::ExecutorScope scope(llm->getExecutor());
-        const std::string& path = configPath_;
-        gen_ = Generation();
-        MNN::Transformer::MultimodalPrompt prompt;
-        double audioSeconds = 0;
-        for (auto& img : req->images) {
-          MNN::Transformer::PromptImagePart part;
-          part.image_data = img.rgb.empty() ? LoadImageFile(img.path) : ImageFromRgb(img.rgb, img.width, img.height);
-          part.width = 0;  // 0: the model's own image_size, as for a file path in the prompt text
-          part.height = 0;
-          prompt.images[img.key] = part;
-        }
-        for (auto& a : req->audios) {
-          LoadedAudio loaded = a.hasSamples ? AudioFromPcm(a.samples, a.sampleRate) : LoadAudioFile(a.path);
-          audioSeconds += loaded.seconds;
-          MNN::Transformer::PromptAudioPart part;
-          part.waveform = loaded.waveform;
-          prompt.audios[a.key] = part;
-        }
-        if (req->useMessages) {
-          prompt.prompt_template = llm->apply_chat_template(req->messages);
-        } else if (req->applyTemplate) {
-          prompt.prompt_template = llm->apply_chat_template(req->text);
-          if (prompt.prompt_template.empty()) prompt.prompt_template = req->text;
-        } else {
-          prompt.prompt_template = req->text;
-        }
-        if (cancel_.load()) throw EngineError("EABORT", "Llm.generate: aborted before prefill");
-        const auto* ctx = llm->getContext();
-        int64_t visionBefore = ctx->vision_us;
-        int64_t audioBefore = ctx->audio_us;
-        std::vector<int> ids = llm->tokenizer_encode(prompt);
-        if (ids.empty()) throw EngineError("EINVAL", "Llm.generate: the prompt encodes to no tokens for " + path);
-        llm->generate_init(nullptr, "");
-        if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
-          throw EngineError("EENGINE", "MNN Llm::generate_init left the model of " + path + " in error state " +
-                                           std::to_string(static_cast<int>(ctx->status)));
-        }
-        // max_new_tokens 0: prefill only; decode then advances one token per step().
-        llm->generate(ids, 0);
-        if (ctx->status == LlmStatus::INTERNAL_ERROR) {
-          throw EngineError("EENGINE", "MNN Llm::generate (prefill of " + std::to_string(ids.size()) + " tokens) failed for " +
-                                           path + "; MNN's reason is in the engine log");
-        }
-        gen_.active = true;
-        gen_.remaining = req->maxNewTokens;
-        gen_.visionUsBefore = visionBefore;
-        gen_.audioUsBefore = audioBefore;
-        gen_.audioInputSeconds = audioSeconds;
-        return ctx->prompt_len;
-      },
-      [](Napi::Env e, int& promptTokens) { return Napi::Number::New(e, promptTokens); });
-}
-
-Napi::Value LlmHandle::Step(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Llm* llm = Require(env, "Llm.step");
-  return PromiseWorker<StepResult>::Start(
-      env, info.This().As<Napi::Object>(), &busy_, "Llm.step",
-      [this, llm]() {
-        const std::string& path = configPath_;
-        StepResult r;
-        auto finish = [&](const char* reason) {
-          gen_.active = false;
-          gen_.finishReason = reason;
-          r.text += gen_.utf8.Flush();
-          r.done = true;
-          r.reason = reason;
-        };
-        if (!gen_.active) {
-          r.done = true;
-          r.reason = gen_.finishReason.empty() ? "none" : gen_.finishReason;
-          return r;
-        }
-        if (cancel_.load()) {
-          finish("aborted");
-          return r;
-        }
-        if (gen_.remaining <= 0) {
-          finish("length");
-          return r;
-        }
-        MNN::Express::ExecutorScope scope(llm->getExecutor());
-        llm->generate(1);
-        const auto* ctx = llm->getContext();
-        if (ctx->status == LlmStatus::INTERNAL_ERROR) {
-          gen_.active = false;
-          throw EngineError("EENGINE",
-                            "MNN Llm::generate (decode step) failed for " + path + "; MNN's reason is in the engine log");
-        }
-        gen_.remaining -= 1;
-        r.token = ctx->current_token;
-        if (llm->stoped()) {
-          finish("stop");
-          return r;
-        }
-        r.text = gen_.utf8.Push(llm->tokenizer_decode(r.token));
-        if (gen_.remaining <= 0) finish("length");
-        return r;
-      },
-      [](Napi::Env e, StepResult& r) {
+      [this](Napi::Env e, LoadTiming& t) {
+        externalBytes_ = t.grownBytes;
+        Napi::MemoryManagement::AdjustExternalMemory(e, t.grownBytes);
         Napi::Object o = Napi::Object::New(e);
-        o.Set("text", Napi::String::New(e, r.text));
-        o.Set("done", Napi::Boolean::New(e, r.done));
-        o.Set("reason", r.reason.empty() ? e.Null() : Napi::String::New(e, r.reason));
-        o.Set("token", Napi::Number::New(e, r.token));
+        o.Set("readUs", t.readUs);
+        o.Set("readBytes", t.readBytes);
+        o.Set("loadUs", t.loadUs);
         return o;
       });
 }
 
-// Safe from the JS thread at any time: the running step sees it before its next token.
+// generate(request, window, onBatch): prefill and decode on a thread of this generation's own, at most `window`
+// tokens ahead of ack(); onBatch({pieces, producedUsSum, firstUs, lastUs, done, reason, error}) runs on the JS
+// thread with every token decoded since the last call. The model stays busy until the batch with `done`.
+void LlmHandle::Generate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Llm* llm = Require(env, "Llm.generate");
+  if (!loaded_) ThrowJs(env, "ESTATE", "Llm.generate: the model is not loaded");
+  if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsNumber() || !info[2].IsFunction()) {
+    ThrowJs(env, "EINVAL", "Llm.generate(request: object, window: number, onBatch: function)");
+  }
+  auto req = std::make_shared<PrefillRequest>(ParsePrefill(env, info[0].As<Napi::Object>()));
+  int window = info[1].As<Napi::Number>().Int32Value();
+  if (!busy_.TryAcquire()) {
+    ThrowJs(env, "EBUSY", "Llm.generate: the object is busy with another call (calls must be sequential)");
+  }
+  cancel_.store(false);
+  auto run = std::make_shared<DecodeRun>(window);
+  run_ = run;
+  // The JS object (and so this handle) lives until the thread is done and the last batch was delivered.
+  run->owner = Napi::Persistent(info.This().As<Napi::Object>());
+  run->toJs = Napi::ThreadSafeFunction::New(env, info[2].As<Napi::Function>(), "mnn-edge.decode", 0, 1,
+                                            [run](Napi::Env) {
+                                              if (run->thread.joinable()) run->thread.join();
+                                              run->owner.Reset();
+                                            });
+  try {
+    run->thread = std::thread([this, llm, req, run]() { DecodeLoop(llm, *req, run); });
+  } catch (const std::system_error& e) {
+    busy_.Release();
+    run->toJs.Release();
+    ThrowJs(env, "EENGINE", std::string("Llm.generate: cannot start the decode thread: ") + e.what());
+  }
+}
+
+// ack(tokens): the consumer took this many more tokens; the decode thread may run that much further.
+void LlmHandle::Ack(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) ThrowJs(info.Env(), "EINVAL", "Llm.ack(tokens: number)");
+  if (auto run = run_.lock()) run->channel.Ack(info[0].As<Napi::Number>().Int32Value());
+}
+
+// Decode thread: the prompt up to the KV cache, sets gen_ for the decode loop.
+void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
+  const std::string& path = configPath_;
+  gen_ = Generation();
+  MNN::Transformer::MultimodalPrompt prompt;
+  double audioSeconds = 0;
+  for (auto& img : req.images) {
+    MNN::Transformer::PromptImagePart part;
+    part.image_data = img.rgb.empty() ? LoadImageFile(img.path) : ImageFromRgb(img.rgb, img.width, img.height);
+    part.width = 0;  // 0: the model's own image_size, as for a file path in the prompt text
+    part.height = 0;
+    prompt.images[img.key] = part;
+  }
+  for (auto& a : req.audios) {
+    LoadedAudio loaded = a.hasSamples ? AudioFromPcm(a.samples, a.sampleRate) : LoadAudioFile(a.path);
+    audioSeconds += loaded.seconds;
+    MNN::Transformer::PromptAudioPart part;
+    part.waveform = loaded.waveform;
+    prompt.audios[a.key] = part;
+  }
+  if (req.useMessages) {
+    prompt.prompt_template = llm->apply_chat_template(req.messages);
+  } else if (req.applyTemplate) {
+    prompt.prompt_template = llm->apply_chat_template(req.text);
+    if (prompt.prompt_template.empty()) prompt.prompt_template = req.text;
+  } else {
+    prompt.prompt_template = req.text;
+  }
+  if (cancel_.load()) throw EngineError("EABORT", "Llm.generate: aborted before prefill");
+  const auto* ctx = llm->getContext();
+  int64_t visionBefore = ctx->vision_us;
+  int64_t audioBefore = ctx->audio_us;
+  std::vector<int> ids = llm->tokenizer_encode(prompt);
+  if (ids.empty()) throw EngineError("EINVAL", "Llm.generate: the prompt encodes to no tokens for " + path);
+  llm->generate_init(nullptr, "");
+  if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
+    throw EngineError("EENGINE", "MNN Llm::generate_init left the model of " + path + " in error state " +
+                                     std::to_string(static_cast<int>(ctx->status)));
+  }
+  // max_new_tokens 0: prefill only; the decode loop then advances one token at a time.
+  llm->generate(ids, 0);
+  if (ctx->status == LlmStatus::INTERNAL_ERROR) {
+    throw EngineError("EENGINE", "MNN Llm::generate (prefill of " + std::to_string(ids.size()) + " tokens) failed for " +
+                                     path + "; MNN's reason is in the engine log");
+  }
+  gen_.remaining = req.maxNewTokens;
+  gen_.visionUsBefore = visionBefore;
+  gen_.audioUsBefore = audioBefore;
+  gen_.audioInputSeconds = audioSeconds;
+}
+
+// Decode thread: one token per MNN step, each checked against cancel and the credit window first.
+void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::shared_ptr<DecodeRun>& run) {
+  TokenChannel& channel = run->channel;
+  auto wake = [this, run]() {
+    run->toJs.NonBlockingCall([this, run](Napi::Env env, Napi::Function onBatch) { Deliver(env, onBatch, *run); });
+  };
+  std::string reason;
+  std::string code;
+  std::string message;
+  try {
+    MNN::Express::ExecutorScope scope(llm->getExecutor());
+    Prefill(llm, req);
+    const auto* ctx = llm->getContext();
+    for (;;) {
+      if (!channel.WaitForCredit(cancel_)) {
+        reason = "aborted";
+        break;
+      }
+      if (gen_.remaining <= 0) {
+        reason = "length";
+        break;
+      }
+      llm->generate(1);
+      if (ctx->status == LlmStatus::INTERNAL_ERROR) {
+        throw EngineError("EENGINE", "MNN Llm::generate (decode step) failed for " + configPath_ +
+                                         "; MNN's reason is in the engine log");
+      }
+      gen_.remaining -= 1;
+      if (llm->stoped()) {
+        reason = "stop";
+        break;
+      }
+      if (channel.Put(gen_.utf8.Push(llm->tokenizer_decode(ctx->current_token)), MonotonicUs())) wake();
+      if (gen_.remaining <= 0) {
+        reason = "length";
+        break;
+      }
+    }
+  } catch (const EngineError& e) {
+    code = e.code();
+    message = e.what();
+  } catch (const std::exception& e) {
+    code = "EENGINE";
+    message = std::string("Llm.generate: ") + e.what();
+  } catch (...) {
+    code = "EENGINE";
+    message = "Llm.generate: unknown native exception";
+  }
+  gen_.finishReason = code.empty() ? reason : std::string();
+  if (channel.Finish(gen_.utf8.Flush(), reason, code, message)) wake();
+  run->toJs.Release();
+}
+
+// JS thread: hands what the decode thread left in the channel to onBatch.
+void LlmHandle::Deliver(Napi::Env env, Napi::Function onBatch, DecodeRun& run) {
+  TokenBatch batch = run.channel.Take();
+  if (batch.pieces.empty() && !batch.done) return;
+  // Released before JS sees the end, so that stats() and the next call work from inside the callback.
+  if (batch.done) busy_.Release();
+  Napi::Array pieces = Napi::Array::New(env, batch.pieces.size());
+  for (uint32_t i = 0; i < batch.pieces.size(); ++i) pieces.Set(i, Napi::String::New(env, batch.pieces[i]));
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("pieces", pieces);
+  o.Set("tokens", batch.tokens);
+  o.Set("producedUsSum", batch.producedUsSum);
+  o.Set("firstUs", batch.firstUs);
+  o.Set("lastUs", batch.lastUs);
+  o.Set("done", batch.done);
+  o.Set("reason", batch.done && batch.errorCode.empty() ? Napi::String::New(env, batch.reason) : env.Null());
+  o.Set("error", batch.errorCode.empty() ? env.Null() : MakeJsError(env, batch.errorCode, batch.errorMessage).Value());
+  try {
+    onBatch.Call({o});
+  } catch (const Napi::Error& e) {
+    // A throwing callback is the consumer's bug: it surfaces as an uncaught exception, not a crash here.
+    e.ThrowAsJavaScriptException();
+  }
+}
+
+// Safe from the JS thread at any time: the decode thread sees it before its next token.
 void LlmHandle::Cancel(const Napi::CallbackInfo&) {
   cancel_.store(true);
+  if (auto run = run_.lock()) run->channel.Wake();
   if (speech_) speech_->Cancel();
 }
 

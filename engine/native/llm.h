@@ -1,6 +1,6 @@
-// LlmHandle: one MNN Transformer::Llm (or Omni) driven from JS. Generation is pull-based: prefill() runs the
-// prompt, then each step() decodes exactly one token on a worker thread, so cancel() takes effect within one
-// token and JS decides the pace (no unbounded push of tokens).
+// LlmHandle: one MNN Transformer::Llm (or Omni) driven from JS. generate() prefills and decodes on a thread of
+// the generation's own that runs at most `window` tokens ahead of what JS acknowledged (ack()), handing tokens
+// over in batches; cancel() takes effect before the next token and JS still decides the pace.
 #pragma once
 
 #include <napi.h>
@@ -8,9 +8,11 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common.h"
 #include "pcm_queue.h"
+#include "token_channel.h"
 #include "utf8_assembler.h"
 
 namespace MNN {
@@ -21,6 +23,8 @@ class Llm;
 
 namespace mnn_edge {
 
+struct PrefillRequest;
+
 class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
  public:
   static Napi::Function Init(Napi::Env env);
@@ -30,8 +34,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
  private:
   Napi::Value ConfigJson(const Napi::CallbackInfo& info);
   Napi::Value Load(const Napi::CallbackInfo& info);
-  Napi::Value Prefill(const Napi::CallbackInfo& info);
-  Napi::Value Step(const Napi::CallbackInfo& info);
+  void Generate(const Napi::CallbackInfo& info);
+  void Ack(const Napi::CallbackInfo& info);
   void Cancel(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Reset(const Napi::CallbackInfo& info);
@@ -44,8 +48,19 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
 
   MNN::Transformer::Llm* Require(Napi::Env env, const char* what);
 
+  // One generate() call: its thread, the channel to JS, and the references that keep both ends alive.
+  struct DecodeRun {
+    explicit DecodeRun(int window) : channel(window) {}
+    TokenChannel channel;
+    Napi::ThreadSafeFunction toJs;
+    Napi::ObjectReference owner;
+    std::thread thread;
+  };
+  void Prefill(MNN::Transformer::Llm* llm, const PrefillRequest& req);
+  void DecodeLoop(MNN::Transformer::Llm* llm, const PrefillRequest& req, const std::shared_ptr<DecodeRun>& run);
+  void Deliver(Napi::Env env, Napi::Function onBatch, DecodeRun& run);
+
   struct Generation {
-    bool active = false;
     int remaining = 0;
     std::string finishReason;
     int64_t visionUsBefore = 0;
@@ -62,6 +77,7 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   std::atomic<bool> cancel_{false};
   Generation gen_;
   std::shared_ptr<PcmQueue> speech_;
+  std::weak_ptr<DecodeRun> run_;
 };
 
 }  // namespace mnn_edge

@@ -15,6 +15,7 @@ export {
   EngineHostClient,
   type EngineHostEvents,
   type EngineHostOptions,
+  type HostDelivery,
   type HostExit,
   HostGeneration,
   HostSpeech,
@@ -22,6 +23,7 @@ export {
 export type { HostModuleOptions, LoadedModel, LoadedModule } from './host/protocol.js';
 export {
   type GenerateOptions,
+  type GenerationDelivery,
   type GenerationResult,
   type GenerationStats,
   Llm,
@@ -29,9 +31,11 @@ export {
   type LlmConfigOverrides,
   LlmGeneration,
   type LlmLoadOptions,
+  type LoadTiming,
   SPEECH_SAMPLE_RATE,
   type SpeakOptions,
   type SpeechChunk,
+  weightFiles,
 } from './llm.js';
 export {
   addonCandidates,

@@ -1,10 +1,19 @@
-// Llm: an MNN LLM (text, vision or audio input) with a pull-based token stream. Each pulled piece is one decode
-// step on a worker thread, so an AbortSignal stops generation within one token and a slow consumer slows the
+// Llm: an MNN LLM (text, vision or audio input) with a token stream. A native thread per generation decodes at
+// most `readAhead` tokens ahead of the consumer and hands tokens over in batches, so the decode loop never waits
+// for a round trip through JS, an AbortSignal stops generation within one token, and a slow consumer slows the
 // model instead of growing a buffer.
+import { dirname, isAbsolute, join } from 'node:path';
 import { invalidParameter } from '../../agent/common/errors.js';
 import { EngineError, fromNative } from './errors.js';
 import { createAddonLoader } from './loader.js';
-import type { BackendName, EngineAddon, FinishReason, NativeLlmHandle, NativeLlmStats } from './native.js';
+import type {
+  BackendName,
+  EngineAddon,
+  FinishReason,
+  NativeLlmHandle,
+  NativeLlmStats,
+  NativeTokenBatch,
+} from './native.js';
 import { type AudioInput, buildPrefillRequest, type ChatMessage, type ImageInput } from './prompt.js';
 import { SerialQueue } from './serial-queue.js';
 
@@ -49,6 +58,72 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Wrap a string prompt in the model's chat template (default: the config's use_template, true). */
   applyTemplate?: boolean;
+  /**
+   * Tokens the decode thread may decode ahead of the consumer (default 1: the next token decodes while the
+   * consumer handles this one). More lets a bursty consumer take tokens in batches; an abort still stops the
+   * decoding within one token, but up to this many decoded tokens may still arrive after it.
+   */
+  readAhead?: number;
+}
+
+/** Upper bound of GenerateOptions.readAhead: enough to cover any consumer hiccup, small next to a KV cache. */
+export const MAX_READ_AHEAD = 256;
+
+/**
+ * How a generation's tokens travelled, on CLOCK_MONOTONIC microseconds (process.hrtime, the same clock in every
+ * process of the machine), so that each layer's cost per token can be told apart.
+ */
+export interface GenerationDelivery {
+  /** Tokens the decode thread handed over, and in how many batches. */
+  tokens: number;
+  batches: number;
+  /** When generate() was called, and when the decode thread had the first and the last token. */
+  startUs: number;
+  firstTokenUs: number;
+  lastTokenUs: number;
+  /** Sum over tokens of the time from decode to the JS callback that received it (addon -> JS). */
+  handoffUsSum: number;
+}
+
+export function emptyDelivery(): GenerationDelivery {
+  return { tokens: 0, batches: 0, startUs: 0, firstTokenUs: 0, lastTokenUs: 0, handoffUsSum: 0 };
+}
+
+/** CLOCK_MONOTONIC in microseconds, the clock the addon stamps tokens with. */
+export function monotonicUs(): number {
+  return Number(process.hrtime.bigint()) / 1000;
+}
+
+function recordBatch(d: GenerationDelivery, b: NativeTokenBatch): void {
+  if (b.tokens === 0) return;
+  const now = monotonicUs();
+  if (d.tokens === 0) d.firstTokenUs = b.firstUs;
+  d.tokens += b.tokens;
+  d.batches += 1;
+  d.lastTokenUs = b.lastUs;
+  d.handoffUsSum += b.tokens * now - b.producedUsSum;
+}
+
+/** Batches from the native callback, waiting for the generator that takes them. */
+class BatchInbox {
+  readonly #queue: NativeTokenBatch[] = [];
+  #wake: (() => void) | undefined;
+
+  put = (batch: NativeTokenBatch): void => {
+    this.#queue.push(batch);
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  };
+
+  async take(): Promise<NativeTokenBatch> {
+    while (this.#queue.length === 0) {
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+    }
+    return this.#queue.shift()!;
+  }
 }
 
 export type GenerationStats = NativeLlmStats;
@@ -71,6 +146,33 @@ export interface SpeakOptions {
   /** Reference voice (WAV path) for voice cloning talkers. */
   refAudio?: string;
   signal?: AbortSignal;
+}
+
+/** Where a load's time went (the engine host adds nothing to it). */
+export interface LoadTiming {
+  /** Reading the weight files (page cache cold or warm: the bench shows both). */
+  readMs: number;
+  readBytes: number;
+  /** MNN's Llm::load after that: parse, allocate, repack weights. */
+  mnnLoadMs: number;
+}
+
+/** The files MNN reads at load, as its config resolves them (base_dir + name, with MNN's default names). */
+export function weightFiles(configPath: string, config: Readonly<Record<string, unknown>>): string[] {
+  const base = typeof config['base_dir'] === 'string' ? config['base_dir'] : `${dirname(configPath)}/`;
+  const name = (key: string, fallback: string) =>
+    typeof config[key] === 'string' ? (config[key] as string) : fallback;
+  const llmModel = name('llm_model', 'llm.mnn');
+  const files = [
+    llmModel,
+    name('llm_weight', `${llmModel}.weight`),
+    name('embedding_file', 'embeddings_bf16.bin'),
+  ];
+  if (config['is_visual'] === true)
+    files.push(name('visual_model', 'visual.mnn'), `${name('visual_model', 'visual.mnn')}.weight`);
+  if (config['is_audio'] === true)
+    files.push(name('audio_model', 'audio.mnn'), `${name('audio_model', 'audio.mnn')}.weight`);
+  return files.map((f) => (isAbsolute(f) ? f : join(base, f)));
 }
 
 export interface GenerationResult {
@@ -98,13 +200,24 @@ function checkOverrides(overrides: unknown): LlmConfigOverrides {
   return overrides as LlmConfigOverrides;
 }
 
-/** A stream of UTF-8-whole text pieces; `result` settles when the stream ends (also when broken off early). */
+type BatchRun = (
+  settle: (r: GenerationResult) => void,
+  delivery: GenerationDelivery,
+) => AsyncGenerator<string[], void, undefined>;
+
+/**
+ * A stream of UTF-8-whole text pieces; `result` settles when the stream ends (also when broken off early).
+ * Iterate it for one piece per token, or through batches() for every piece that is ready at once.
+ */
 export class LlmGeneration implements AsyncIterable<string> {
   readonly result: Promise<GenerationResult>;
-  readonly #pieces: AsyncGenerator<string, void, undefined>;
+  /** Filled as tokens arrive; complete once the stream has ended. */
+  readonly delivery: GenerationDelivery = emptyDelivery();
+  readonly #batches: AsyncGenerator<string[], void, undefined>;
+  readonly #ack: (tokens: number) => void;
   #iterated = false;
 
-  constructor(run: (settle: (r: GenerationResult) => void) => AsyncGenerator<string, void, undefined>) {
+  constructor(run: BatchRun, ack: (tokens: number) => void) {
     let settle!: (r: GenerationResult) => void;
     let fail!: (e: unknown) => void;
     this.result = new Promise<GenerationResult>((resolve, reject) => {
@@ -113,10 +226,11 @@ export class LlmGeneration implements AsyncIterable<string> {
     });
     // The error also surfaces through iteration; this keeps an unobserved `result` from crashing the process.
     this.result.catch(() => {});
-    const pieces = run(settle);
-    this.#pieces = (async function* () {
+    this.#ack = ack;
+    const batches = run(settle, this.delivery);
+    this.#batches = (async function* () {
       try {
-        yield* pieces;
+        yield* batches;
       } catch (err) {
         fail(err);
         throw err;
@@ -124,18 +238,37 @@ export class LlmGeneration implements AsyncIterable<string> {
     })();
   }
 
-  [Symbol.asyncIterator](): AsyncGenerator<string, void, undefined> {
-    if (this.#iterated) throw new EngineError('ESTATE', 'a generation can be iterated only once');
-    this.#iterated = true;
-    return this.#pieces;
+  /** One piece per token; taking a piece lets the decode thread run one token further. */
+  async *[Symbol.asyncIterator](): AsyncGenerator<string, void, undefined> {
+    for await (const pieces of this.#take()) {
+      for (const piece of pieces) {
+        this.#ack(1);
+        if (piece) yield piece;
+      }
+    }
+  }
+
+  /** Every piece decoded since the last batch, at once (never empty). */
+  async *batches(): AsyncGenerator<string[], void, undefined> {
+    for await (const pieces of this.#take()) {
+      this.#ack(pieces.length);
+      const text = pieces.filter((p) => p.length > 0);
+      if (text.length > 0) yield text;
+    }
   }
 
   /** Consumes the stream and returns the whole result. */
   async complete(): Promise<GenerationResult> {
-    for await (const _ of this) {
+    for await (const _ of this.batches()) {
       // pieces are collected by the generation itself
     }
     return this.result;
+  }
+
+  #take(): AsyncGenerator<string[], void, undefined> {
+    if (this.#iterated) throw new EngineError('ESTATE', 'a generation can be iterated only once');
+    this.#iterated = true;
+    return this.#batches;
   }
 }
 
@@ -144,6 +277,8 @@ export class Llm {
   /** The merged configuration MNN will run with (config.json + llm_config.json + overrides). */
   readonly config: Readonly<Record<string, unknown>>;
   readonly capabilities: LlmCapabilities;
+  /** Set once load() has finished. */
+  loadTiming: LoadTiming = { readMs: 0, readBytes: 0, mnnLoadMs: 0 };
   readonly #handle: NativeLlmHandle;
   readonly #queue = new SerialQueue();
   #lastStats: GenerationStats | undefined;
@@ -187,7 +322,8 @@ export class Llm {
           `the vision/audio encoder of ${configPath}`,
         );
       }
-      await handle.load();
+      const t = await handle.load(weightFiles(configPath, config));
+      llm.loadTiming = { readMs: t.readUs / 1000, readBytes: t.readBytes, mnnLoadMs: t.loadUs / 1000 };
       return llm;
     } catch (err) {
       await handle.dispose().catch(() => {});
@@ -221,56 +357,76 @@ export class Llm {
       },
       { vision: this.capabilities.vision, audio: this.capabilities.audio, name: this.configPath },
     );
+    const readAhead = options.readAhead ?? 1;
+    if (!Number.isInteger(readAhead) || readAhead < 1 || readAhead > MAX_READ_AHEAD) {
+      throw invalidParameter('readAhead', `an integer from 1 to ${MAX_READ_AHEAD}`, options.readAhead);
+    }
     const signal = options.signal;
     const handle = this.#handle;
     const queue = this.#queue;
     const record = (stats: GenerationStats) => {
       this.#lastStats = stats;
     };
-    return new LlmGeneration(async function* (settle) {
-      const release = await queue.acquire();
-      const onAbort = () => handle.cancel();
-      let text = '';
-      let reason: FinishReason = 'aborted';
-      let failed = false;
-      try {
-        if (!signal?.aborted) {
-          signal?.addEventListener('abort', onAbort, { once: true });
-          await handle.prefill(request).catch((err: unknown) => {
-            throw fromNative(err);
-          });
-          for (;;) {
-            const step = await handle.step().catch((err: unknown) => {
-              throw fromNative(err);
-            });
-            if (step.text) {
-              text += step.text;
-              yield step.text;
-            }
-            if (step.done) {
-              reason = step.reason === 'stop' || step.reason === 'length' ? step.reason : 'aborted';
-              break;
-            }
-          }
-        }
-      } catch (err) {
-        failed = true;
-        throw err;
-      } finally {
-        signal?.removeEventListener('abort', onAbort);
-        // Broken off early (the consumer stopped iterating) counts as aborted: the native generation is left
-        // as it is and the next prefill starts over, so only the lock and the record need settling here.
+    return new LlmGeneration(
+      async function* (settle, delivery) {
+        const release = await queue.acquire();
+        const onAbort = () => handle.cancel();
+        const inbox = new BatchInbox();
+        let text = '';
+        let reason: FinishReason = 'aborted';
+        let failed = false;
+        let running = false;
         try {
-          if (!failed) {
-            const stats = { ...handle.stats(), finishReason: reason };
-            record(stats);
-            settle({ text, finishReason: reason, stats });
+          if (!signal?.aborted) {
+            signal?.addEventListener('abort', onAbort, { once: true });
+            delivery.startUs = monotonicUs();
+            try {
+              handle.generate(request, readAhead, inbox.put);
+            } catch (err) {
+              throw fromNative(err);
+            }
+            running = true;
+            for (;;) {
+              const batch = await inbox.take();
+              recordBatch(delivery, batch);
+              if (batch.done) running = false;
+              if (batch.error) throw fromNative(batch.error);
+              for (const piece of batch.pieces) text += piece;
+              if (batch.pieces.length > 0) yield batch.pieces;
+              if (batch.done) {
+                reason = batch.reason ?? 'aborted';
+                break;
+              }
+            }
           }
+        } catch (err) {
+          failed = true;
+          throw err;
         } finally {
-          release();
+          signal?.removeEventListener('abort', onAbort);
+          try {
+            // Broken off early (the consumer stopped iterating) counts as aborted: the decode thread stops
+            // within one token and the model is free once its last batch is in.
+            if (running) {
+              handle.cancel();
+              for (;;) {
+                const batch = await inbox.take();
+                recordBatch(delivery, batch);
+                if (batch.done) break;
+              }
+            }
+            if (!failed) {
+              const stats = { ...handle.stats(), finishReason: reason };
+              record(stats);
+              settle({ text, finishReason: reason, stats });
+            }
+          } finally {
+            release();
+          }
         }
-      }
-    });
+      },
+      (tokens) => handle.ack(tokens),
+    );
   }
 
   /** Runs a generation to its end and returns the text with its stats. */

@@ -78,11 +78,20 @@ export interface NativePrefillRequest {
 
 export type FinishReason = 'stop' | 'length' | 'aborted';
 
-export interface NativeStepResult {
-  text: string;
+/** What the decode thread hands over in one go: every token decoded since the last batch. */
+export interface NativeTokenBatch {
+  /** One entry per decoded token ('' while a multi-byte character is incomplete), maybe a flushed tail last. */
+  pieces: string[];
+  /** Decoded tokens among the pieces (a tail flushed at the end is not one). */
+  tokens: number;
+  /** Sum, over the batch's tokens, of the CLOCK_MONOTONIC microsecond each was decoded at. */
+  producedUsSum: number;
+  firstUs: number;
+  lastUs: number;
   done: boolean;
-  reason: FinishReason | 'none' | null;
-  token: number;
+  reason: FinishReason | null;
+  /** The generation failed (the native Error, with its code). */
+  error: Error | null;
 }
 
 export interface NativeLlmStats {
@@ -99,11 +108,23 @@ export interface NativeLlmStats {
   finishReason: FinishReason | null;
 }
 
+/** Where a load's time went: reading the weight files through the page cache, then MNN's own load. */
+export interface NativeLoadTiming {
+  readUs: number;
+  readBytes: number;
+  loadUs: number;
+}
+
 export interface NativeLlmHandle {
   configJson(): string;
-  load(): Promise<void>;
-  prefill(request: NativePrefillRequest): Promise<number>;
-  step(): Promise<NativeStepResult>;
+  /** Reads `files` through the page cache, then runs MNN's load. */
+  load(files?: string[]): Promise<NativeLoadTiming>;
+  /**
+   * Prefills and decodes on a native thread that runs at most `window` tokens ahead of ack(); onBatch gets the
+   * tokens on the JS thread. Throws EBUSY while another call runs.
+   */
+  generate(request: NativePrefillRequest, window: number, onBatch: (batch: NativeTokenBatch) => void): void;
+  ack(tokens: number): void;
   cancel(): void;
   stats(): NativeLlmStats;
   reset(): Promise<void>;

@@ -9,6 +9,7 @@ import {
   openSync,
   readdirSync,
   realpathSync,
+  renameSync,
   statfsSync,
   statSync,
   writeSync,
@@ -76,6 +77,9 @@ export interface StageOptions {
   freeBytes?: (dir: string) => number;
   /** Space that must stay free after the package is unpacked. */
   headroomBytes?: number;
+  /** The source directory is the caller's own scratch space (a finished hub download): its files are renamed
+   *  into staging, not copied. Falls back to copying across filesystems. */
+  consumeSource?: ConsumeSource;
 }
 
 /** What the manifest at the head of an archive says will follow: checked before each entry is written. */
@@ -97,6 +101,48 @@ function tarBytesFor(plan: ArchivePlan): number {
   let n = 1024 * 1024;
   for (const length of plan.files.values()) n += 8 * 1024 + Math.ceil(length / BLOCK) * BLOCK;
   return n;
+}
+
+export interface ConsumeSource {
+  /** sha256 the caller computed over exactly these bytes as it wrote (and fsynced) them; a file listed here is
+   *  not read again. Anything else is hashed where it lands. */
+  sha256: ReadonlyMap<string, string>;
+}
+
+/** Moves a file into staging and hashes it there; false when it lives on another filesystem. */
+async function moveAndHash(
+  from: string,
+  to: string,
+  known: string | undefined,
+  onChunk: (n: number) => void,
+): Promise<StagedFile | false> {
+  mkdirSync(dirname(to), { recursive: true });
+  try {
+    renameSync(from, to);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'EXDEV') return false;
+    throw err;
+  }
+  if (known !== undefined) {
+    const length = lstatSync(to).size;
+    onChunk(length);
+    return { path: '', length, sha256: known };
+  }
+  const hash = createHash('sha256');
+  let length = 0;
+  for await (const chunk of createReadStream(to, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
+    hash.update(chunk);
+    length += chunk.length;
+    onChunk(chunk.length);
+  }
+  // The bytes may still be only in the page cache: the staged tree is published by rename, never torn.
+  const fd = openSync(to, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return { path: '', length, sha256: hash.digest('hex') };
 }
 
 class FileSink {
@@ -387,6 +433,18 @@ export async function stageFromDir(
   let done = 0;
   for (const path of paths) {
     options.signal?.throwIfAborted();
+    if (options.consumeSource && !lstatSync(join(source, path)).isSymbolicLink()) {
+      const known = options.consumeSource.sha256.get(path);
+      const moved = await moveAndHash(join(source, path), join(staging, path), known, (n) => {
+        done += n;
+        options.onProgress?.({ file: path, bytesDone: done, bytesTotal });
+      });
+      if (moved) {
+        out.push({ ...moved, path });
+        await options.afterFile?.(path);
+        continue;
+      }
+    }
     const sink = new FileSink(join(staging, path));
     try {
       for await (const chunk of createReadStream(join(source, path), {

@@ -2,6 +2,7 @@ import { MnnEdgeError } from '../../agent/common/errors.js';
 import { formatSchemaErrors, type JsonSchema, validate } from '../../agent/common/schema.js';
 import {
   ENGINE_FEATURES,
+  HUB_NAMES,
   MANIFEST_SCHEMA_VERSION,
   MNN_BACKENDS,
   MODEL_TASKS,
@@ -109,6 +110,38 @@ export const modelManifestSchema: JsonSchema = {
       properties: {
         from: { const: 'mnn-export' },
         assumptions: { type: 'array', items: { type: 'string' } },
+      },
+    },
+    provenance: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'Set on packages pulled from a model hub: unsigned, trusted on first use.',
+      required: ['hub', 'repo', 'revision', 'commit', 'endpoint', 'pulledAt', 'trust', 'files'],
+      properties: {
+        hub: { enum: HUB_NAMES },
+        repo: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$',
+        },
+        revision: { type: 'string', minLength: 1, maxLength: 256 },
+        commit: { type: 'string', pattern: '^[0-9a-f]{7,64}$' },
+        endpoint: { type: 'string', maxLength: 512 },
+        pulledAt: { type: 'string', maxLength: 64 },
+        trust: { const: 'unsigned-tofu' },
+        files: {
+          type: 'array',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['path', 'sha256', 'check'],
+            properties: {
+              path: { type: 'string', pattern: PACKAGE_PATH_PATTERN },
+              sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              check: { enum: ['hub-sha256', 'git-blob-sha1', 'computed'] },
+              gitOid: { type: 'string', pattern: '^[0-9a-f]{40}$' },
+            },
+          },
+        },
       },
     },
     variants: { type: 'array', minItems: 1, items: variantSchema },

@@ -86,6 +86,37 @@ export interface ManifestSource {
   converter?: string;
 }
 
+export const HUB_NAMES = ['huggingface', 'modelscope'] as const;
+export type HubName = (typeof HUB_NAMES)[number];
+
+/** How a hub-pulled file's bytes were checked: against the hub's sha256 (LFS oid / ModelScope Sha256), against
+ *  the hub's git blob id, or only hashed on download (trusted on first use). */
+export type HubFileCheck = 'hub-sha256' | 'git-blob-sha1' | 'computed';
+
+export interface HubProvenanceFile {
+  path: string;
+  sha256: string;
+  check: HubFileCheck;
+  /** The hub's git blob id, for files it lists without a sha256 (how `models update` tells them apart). */
+  gitOid?: string;
+}
+
+/** Where a package pulled from a model hub came from. Hub packages carry no signature: they are trusted on
+ *  first use, and every place that shows one says so. */
+export interface HubProvenance {
+  hub: HubName;
+  /** owner/name on the hub. */
+  repo: string;
+  /** The revision asked for (branch, tag or commit). */
+  revision: string;
+  /** The commit that revision resolved to when pulled. */
+  commit: string;
+  endpoint: string;
+  pulledAt: string;
+  trust: 'unsigned-tofu';
+  files: HubProvenanceFile[];
+}
+
 /** Present when the manifest was derived from a bare MNN export directory rather than written by a person. */
 export interface DerivedMarker {
   from: 'mnn-export';
@@ -103,5 +134,6 @@ export interface ModelManifest {
   description?: string;
   source?: ManifestSource;
   derived?: DerivedMarker;
+  provenance?: HubProvenance;
   variants: ModelVariant[];
 }

@@ -9,6 +9,7 @@ import type { Logger } from '../../agent/common/log.js';
 import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import type { Db } from '../../agent/store/database.js';
 import {
+  type ConsumeSource,
   type StagedFile,
   type StageLimits,
   type StageProgress,
@@ -53,6 +54,9 @@ export interface ImportOptions {
   version?: string;
   task?: ModelTask;
   signal?: AbortSignal;
+  /** A directory source is the caller's scratch space: files are moved in rather than copied (hub pulls), and
+   *  the hashes it computed while writing them stand. */
+  consumeSource?: ConsumeSource;
   /** Awaited at each step of an import; lets a caller pace or observe it. */
   checkpoint?: (step: ImportStep, detail: string) => Promise<void> | void;
   /**
@@ -314,6 +318,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
         onProgress: (p: StageProgress) => this.emit('progress', { ...p, source }),
         afterFile: (path: string) => options.checkpoint?.('staged-file', path),
         ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.consumeSource ? { consumeSource: options.consumeSource } : {}),
         ...(options.manifestFirst ? { manifestFirst: true } : {}),
         ...(options.headroomBytes !== undefined ? { headroomBytes: options.headroomBytes } : {}),
       };

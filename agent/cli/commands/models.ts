@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { modelsConfigOf, storeLimitsOf } from '../../../models/config.js';
+import { isHubSource } from '../../../models/hub/source.js';
 import {
   formatRef,
   type GcReport,
@@ -20,6 +21,7 @@ import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
 import type { CliIo, Command } from '../command.js';
 import { configFromFlags } from './config.js';
+import { HUB_USAGE, runHubPull, runHubRecommend, runHubSearch, runHubUpdate } from './models-hub.js';
 
 // `mnn-edge models …`: the operator's view of the model store and the .mnn inspector. Every subcommand
 // prints a table for people and, with --json, one JSON document for scripts.
@@ -30,7 +32,8 @@ const USAGE = `mnn-edge models <ls | show <id>[@version] | inspect <file.mnn> | 
   rm:      [--force]  (also removes a kept version)
   gc:      [--budget BYTES]  (default: models.diskBudgetBytes; without one, every collectable version)
   pull:    ${MODELS_PULL_USAGE}
-           (first boot: a signed package from a URL; a trusted key in the config, or a one-off --sha256)`;
+           (first boot: a signed package from a URL; a trusted key in the config, or a one-off --sha256)
+${HUB_USAGE}`;
 
 const STORE_FILE = 'agent.db';
 
@@ -67,7 +70,13 @@ function table(rows: string[][]): string {
 }
 
 function flagsOf(p: InstalledPackage): string {
-  const f = [p.inUse && 'in-use', p.kept && 'kept', p.rollbackHold && 'rollback', p.derived && 'derived'];
+  const f = [
+    p.inUse && 'in-use',
+    p.kept && 'kept',
+    p.rollbackHold && 'rollback',
+    p.derived && 'derived',
+    p.manifest.provenance && 'unsigned',
+  ];
   return f.filter(Boolean).join(',') || '-';
 }
 
@@ -150,7 +159,12 @@ function one(args: ParsedArgs, what: string): string {
 
 async function run(argv: string[], io: CliIo): Promise<number> {
   // `pull` is OTA's downloader and verification with its own flags (--targets, --sha256).
+  // A hub model (hf://, ms://, a hub's web page) is the model hubs' path; any other URL is a signed package.
+  if (argv[0] === 'pull' && argv.slice(1).some(isHubSource)) return runHubPull(argv.slice(1), io);
   if (argv[0] === 'pull') return runModelsPull(argv.slice(1), io);
+  if (argv[0] === 'update') return runHubUpdate(argv.slice(1), io);
+  if (argv[0] === 'search') return runHubSearch(argv.slice(1), io);
+  if (argv[0] === 'recommend') return runHubRecommend(argv.slice(1), io);
   const args = parseArgs(argv, {
     values: ['data-dir', 'config', 'id', 'version', 'task', 'budget'],
     booleans: ['json', 'force'],
@@ -223,6 +237,12 @@ async function run(argv: string[], io: CliIo): Promise<number> {
             io.stdout.write(
               `${formatRef(p)}  ${p.task}  ${formatBytes(p.sizeBytes)}  ${flagsOf(p)}\n  dir: ${p.dir}\n`,
             );
+            const prov = p.manifest.provenance;
+            if (prov)
+              io.stdout.write(
+                `  from ${prov.hub} ${prov.repo}@${prov.revision} = commit ${prov.commit}, pulled ${prov.pulledAt}; ` +
+                  'unsigned: trusted on first use\n',
+              );
             if (p.manifest.derived)
               io.stdout.write(`  derived: ${p.manifest.derived.assumptions.join('; ')}\n`);
             for (const v of p.manifest.variants) {
@@ -316,7 +336,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
 
 export const command: Command = {
   name: 'models',
-  summary: 'list, import, inspect and garbage-collect model packages',
+  summary: 'list, import, pull (signed packages, Hugging Face, ModelScope), search, recommend and gc models',
   usage: USAGE,
   run,
 };

@@ -1,6 +1,6 @@
 import { createLogger } from '../../common/log.js';
 import { LogTail } from '../../common/log-tail.js';
-import { composeModules } from '../../compose.js';
+import type { composeModules } from '../../compose.js';
 import { createAgent } from '../../main.js';
 import { createSystemdNotifier } from '../../systemd/index.js';
 import { parseArgs, UsageError } from '../args.js';
@@ -53,33 +53,47 @@ export const command: Command = {
         logs.write(line);
       },
     });
-    logger.info('starting', { version: agentVersion(), config: source, pid: process.pid });
-    const composed = composeModules(config, {
-      agentVersion: agentVersion(),
-      logs,
-      reloadConfig: () => configFromFlags(args, io.env).config,
+    logger.info('starting', {
+      version: agentVersion(),
+      config: source,
+      pid: process.pid,
+      atMs: Math.round(performance.now()),
     });
+    // The modules' code loads once the agent answers: nothing of theirs is on the path to READY.
+    let composed: ReturnType<typeof composeModules> | undefined;
     const agent = createAgent(config, {
       logger,
       version: agentVersion(),
-      modules: composed.modules,
+      modules: async () => {
+        const { composeModules } = await import('../../compose.js');
+        composed = composeModules(config, {
+          agentVersion: agentVersion(),
+          logs,
+          reloadConfig: () => configFromFlags(args, io.env).config,
+        });
+        return composed.modules;
+      },
     });
     // A no-op outside a Type=notify unit.
     const systemd = createSystemdNotifier({ env: io.env, logger });
     const shutdown = nextShutdownSignal();
+    const started = agent.start();
     try {
-      await agent.start();
+      // READY as soon as the agent answers; a module that then fails to start still fails the start.
+      await Promise.race([agent.serving, started]);
+      await systemd.ready();
+      logger.info('ready notified', { atMs: Math.round(performance.now()) });
+      await started;
     } catch (err) {
       shutdown.dispose();
       throw err;
     }
-    await systemd.ready();
     await systemd.status(`serving on ${agent.http.address}:${agent.http.port} as ${agent.identity.deviceId}`);
     // WATCHDOG=1 stops when the event loop is blocked or the runtime's reconcile loop hangs inside a run (a
     // driver that never returns); a model that keeps failing to load is the runtime's fallback business, not a
     // reason for systemd to restart the agent.
     systemd.startWatchdog(() => {
-      const health = composed.services.runtime()?.health();
+      const health = composed?.services.runtime()?.health();
       return !health || !(health.running && !health.healthy);
     });
     // SIGHUP: re-read the configuration's slots, detect again and replan (after `mnn-edge models import`, say).
@@ -91,6 +105,7 @@ export const command: Command = {
         logger.error('reload refused: the configuration is invalid; keeping the running one', { err });
         return;
       }
+      if (!composed) return;
       composed.services
         .reload(next, 'SIGHUP')
         .then((result) => logger.info('reloaded', result))

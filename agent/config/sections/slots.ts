@@ -56,7 +56,7 @@ export const DEFAULT_PRIORITY: Record<SlotName, number> = {
   'vision.vlm': 50,
 };
 
-const DEFAULT_CONTEXT: Record<SlotName, number> = {
+export const DEFAULT_CONTEXT: Record<SlotName, number> = {
   'voice.vad': 0,
   'voice.asr': 512,
   'voice.llm': 2048,

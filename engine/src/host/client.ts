@@ -8,13 +8,16 @@ import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../../agent/common/log.js';
 import { TypedEventEmitter } from '../../../agent/common/typed-events.js';
 import { EngineError, type EngineErrorCode } from '../errors.js';
-import type {
-  GenerateOptions,
-  GenerationResult,
-  GenerationStats,
-  LlmConfigOverrides,
-  SpeakOptions,
-  SpeechChunk,
+import {
+  emptyDelivery,
+  type GenerateOptions,
+  type GenerationDelivery,
+  type GenerationResult,
+  type GenerationStats,
+  type LlmConfigOverrides,
+  monotonicUs,
+  type SpeakOptions,
+  type SpeechChunk,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
 import type { ModuleOutput, Tensor } from '../module.js';
@@ -135,9 +138,19 @@ class PushedStream<T> implements AsyncIterable<T> {
   }
 }
 
+/** How a host generation's tokens travelled: the host's own record plus the channel to this process. */
+export interface HostDelivery extends GenerationDelivery {
+  /** Sum over pieces of the time from the host's send to this process's receipt (host -> agent). */
+  ipcUsSum: number;
+  pieces: number;
+  messages: number;
+}
+
 /** Token pieces pushed by the host, pulled by the consumer. Bounded by the request's maxNewTokens. */
 export class HostGeneration extends PushedStream<string> {
   readonly result: Promise<GenerationResult>;
+  /** Complete once `result` has settled. */
+  readonly delivery: HostDelivery = { ...emptyDelivery(), ipcUsSum: 0, pieces: 0, messages: 0 };
   #settle!: (r: GenerationResult) => void;
   #fail!: (e: Error) => void;
 
@@ -150,7 +163,16 @@ export class HostGeneration extends PushedStream<string> {
     this.result.catch(() => {});
   }
 
-  /** @internal */ finish(result: GenerationResult): void {
+  /** @internal */ pushBatch(pieces: string[], sentUs: number): void {
+    const d = this.delivery;
+    d.ipcUsSum += pieces.length * (monotonicUs() - sentUs);
+    d.pieces += pieces.length;
+    d.messages += 1;
+    for (const piece of pieces) this.push(piece);
+  }
+
+  /** @internal */ finish(result: GenerationResult, delivery?: GenerationDelivery): void {
+    if (delivery) Object.assign(this.delivery, delivery);
     this.close();
     this.#settle(result);
   }
@@ -406,8 +428,8 @@ export class EngineHostClient {
     const p = this.#pending.get(m.id);
     if (!p) return;
     switch (m.type) {
-      case 'piece':
-        p.stream?.push(m.text);
+      case 'pieces':
+        p.stream?.pushBatch(m.pieces, m.sentUs);
         return;
       case 'audio':
         p.speech?.push({ samples: m.samples, sampleRate: m.sampleRate, last: m.last });
@@ -418,7 +440,7 @@ export class EngineHostClient {
         return;
       case 'done':
         this.#pending.delete(m.id);
-        p.stream?.finish(m.result);
+        p.stream?.finish(m.result, m.delivery);
         return;
       case 'result':
         this.#pending.delete(m.id);

@@ -3,7 +3,7 @@
 // agent's client reports it. Started by EngineHostClient, never by hand.
 import { errorMessage } from '../../../agent/common/errors.js';
 import { EngineError } from '../errors.js';
-import { Llm } from '../llm.js';
+import { Llm, monotonicUs } from '../llm.js';
 import { createAddonLoader } from '../loader.js';
 import { Module } from '../module.js';
 import { type HostRequest, type HostResponse, isHostRequest, type WireError } from './protocol.js';
@@ -12,6 +12,12 @@ function wire(err: unknown): WireError {
   const code = (err as { code?: unknown })?.code;
   return { code: typeof code === 'string' ? code : 'EENGINE', message: errorMessage(err) };
 }
+
+/**
+ * The host forwards tokens as fast as they come (the client buffers them), so read-ahead only lets the decode
+ * thread carry on while the host is busy sending; more would be tokens decoded after nobody listens.
+ */
+const HOST_READ_AHEAD = 8;
 
 type Held = { kind: 'llm'; model: Llm } | { kind: 'module'; model: Module };
 
@@ -53,7 +59,12 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       refuseSecond();
       const llm = await Llm.load(m.configPath, { overrides: m.overrides, addon: addonLoader.load() });
       held = { kind: 'llm', model: llm };
-      return { configPath: llm.configPath, capabilities: llm.capabilities, config: { ...llm.config } };
+      return {
+        configPath: llm.configPath,
+        capabilities: llm.capabilities,
+        config: { ...llm.config },
+        timing: llm.loadTiming,
+      };
     },
     async loadModule(m: Request<'load-module'>) {
       refuseSecond();
@@ -66,9 +77,15 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       const abort = new AbortController();
       running.set(m.id, abort);
       try {
-        const generation = model.generate(m.input, { ...m.options, signal: abort.signal });
-        for await (const text of generation) send({ type: 'piece', id: m.id, text });
-        send({ type: 'done', id: m.id, result: await generation.result });
+        const generation = model.generate(m.input, {
+          ...m.options,
+          readAhead: m.options.readAhead ?? HOST_READ_AHEAD,
+          signal: abort.signal,
+        });
+        // One message per batch: tokens decoded while a message was being sent travel together.
+        for await (const pieces of generation.batches())
+          send({ type: 'pieces', id: m.id, pieces, sentUs: monotonicUs() });
+        send({ type: 'done', id: m.id, result: await generation.result, delivery: generation.delivery });
       } finally {
         running.delete(m.id);
       }

@@ -3,10 +3,12 @@
 // those lines into log records.
 import type {
   GenerateOptions,
+  GenerationDelivery,
   GenerationResult,
   GenerationStats,
   LlmCapabilities,
   LlmConfigOverrides,
+  LoadTiming,
   SpeakOptions,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
@@ -39,6 +41,7 @@ export type HostRequest =
 
 export interface LoadedModel {
   configPath: string;
+  timing: LoadTiming;
   capabilities: LlmCapabilities;
   config: Record<string, unknown>;
 }
@@ -57,8 +60,9 @@ export type HostResponse =
   | { type: 'ready'; pid: number }
   | { type: 'result'; id: number; value: HostResultValue }
   | { type: 'error'; id: number; error: WireError }
-  | { type: 'piece'; id: number; text: string }
-  | { type: 'done'; id: number; result: GenerationResult }
+  /** Every piece the host's decode thread had ready at once; sentUs (CLOCK_MONOTONIC) times the channel. */
+  | { type: 'pieces'; id: number; pieces: string[]; sentUs: number }
+  | { type: 'done'; id: number; result: GenerationResult; delivery: GenerationDelivery }
   /** A talker's PCM chunk of a `speak` request; `spoken` ends it. */
   | { type: 'audio'; id: number; samples: Float32Array; sampleRate: number; last: boolean }
   | { type: 'spoken'; id: number };

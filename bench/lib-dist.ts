@@ -1,0 +1,31 @@
+// The built agent (dist/), as it ships: benchmarks that time or weigh the daemon run it without the TypeScript
+// loader. Built once when any source is newer than the build, so `npm run bench` builds at most once.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const agentCli = join(repoRoot, 'dist', 'agent', 'cli', 'mnn-edge.js');
+
+function newest(dir: string): number {
+  let max = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) max = Math.max(max, newest(p));
+    else if (e.name.endsWith('.ts')) max = Math.max(max, statSync(p).mtimeMs);
+  }
+  return max;
+}
+
+/** Builds dist/ (npm run build) unless it is newer than every TypeScript source it is made from. */
+export function ensureBuilt(): void {
+  const sources = ['agent', 'engine/src', 'models', 'ota', 'board-support']
+    .map((d) => join(repoRoot, d))
+    .filter((d) => existsSync(d));
+  const built = existsSync(agentCli) ? statSync(agentCli).mtimeMs : 0;
+  if (built > 0 && sources.every((d) => newest(d) < built)) return;
+  console.log('building dist/ (npm run build) so the agent runs as it ships, without the TypeScript loader');
+  const build = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'ignore' });
+  if (build.status !== 0) throw new Error(`npm run build failed with ${build.status}`);
+}

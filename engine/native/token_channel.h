@@ -1,0 +1,111 @@
+// TokenChannel: the hand-over between a generation's decode thread and the JS thread. The decode thread may run
+// at most `window` tokens ahead of what JS has acknowledged (a slow consumer slows the model, nothing grows without
+// bound), and tokens decoded while JS is busy wait here and cross together as one batch, so a token costs one
+// thread hop only when JS is idle anyway.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mnn_edge {
+
+// Microseconds on CLOCK_MONOTONIC (steady_clock on Linux), the clock of Node's process.hrtime: JS can subtract.
+inline double MonotonicUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct TokenBatch {
+  // One entry per decoded token; "" while a multi-byte character is still incomplete. A last entry may carry
+  // the bytes flushed at the end of a generation.
+  std::vector<std::string> pieces;
+  int tokens = 0;            // decoded tokens among the pieces (a flushed tail is not one)
+  double producedUsSum = 0;  // sum of MonotonicUs() at which each token was decoded
+  double firstUs = 0;
+  double lastUs = 0;
+  bool done = false;
+  std::string reason;     // stop | length | aborted (when done without error)
+  std::string errorCode;  // set when the generation failed
+  std::string errorMessage;
+};
+
+class TokenChannel {
+ public:
+  explicit TokenChannel(int window) : window_(window < 1 ? 1 : window) {}
+
+  // Decode thread: blocks until a token may be decoded. False when cancelled (checked before every token, so a
+  // cancel takes effect within the token being decoded).
+  bool WaitForCredit(const std::atomic<bool>& cancel) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return cancel.load() || produced_ - acked_ < window_; });
+    return !cancel.load();
+  }
+
+  // Decode thread: hands one token's text over. True when JS must be woken (no delivery is pending yet).
+  bool Put(std::string piece, double producedUs) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.pieces.empty()) pending_.firstUs = producedUs;
+    pending_.pieces.push_back(std::move(piece));
+    pending_.tokens += 1;
+    pending_.producedUsSum += producedUs;
+    pending_.lastUs = producedUs;
+    ++produced_;
+    return Schedule();
+  }
+
+  // Decode thread: the generation has ended; `tail` (may be empty) is delivered without taking credit.
+  bool Finish(std::string tail, std::string reason, std::string errorCode = "", std::string errorMessage = "") {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!tail.empty()) pending_.pieces.push_back(std::move(tail));
+    pending_.done = true;
+    pending_.reason = std::move(reason);
+    pending_.errorCode = std::move(errorCode);
+    pending_.errorMessage = std::move(errorMessage);
+    return Schedule();
+  }
+
+  // JS thread: everything decoded since the last take.
+  TokenBatch Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    TokenBatch out;
+    std::swap(out, pending_);
+    scheduled_ = false;
+    return out;
+  }
+
+  // JS thread: the consumer took `tokens` more tokens; the decode thread may run that much further.
+  void Ack(int tokens) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      acked_ += tokens;
+    }
+    cv_.notify_one();
+  }
+
+  // Any thread: re-checks the cancel flag in a waiting decode thread.
+  void Wake() {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_.notify_one();
+  }
+
+ private:
+  bool Schedule() {
+    if (scheduled_) return false;
+    scheduled_ = true;
+    return true;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const int window_;
+  long long produced_ = 0;
+  long long acked_ = 0;
+  TokenBatch pending_;
+  bool scheduled_ = false;
+};
+
+}  // namespace mnn_edge
