@@ -60,7 +60,7 @@ export function boardInfoOf(caps: Capabilities | undefined): BoardInfo | undefin
 /** OTA's device ports over the running runtime and model store; undefined until both run. */
 function otaModule(runtime: RuntimeModule, models: () => InstalledModels | undefined, fleet: FleetModule) {
   return createOtaModule({
-    mqtt: () => fleet.agent?.client,
+    transport: () => fleet.agent,
     store: () => {
       const m = models();
       if (!m) throw new Error('OTA started before the model store');
@@ -122,6 +122,15 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     board: () => boardInfoOf(detect.capabilities()),
     workloads,
     runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
+    // Home Assistant gets sensors and a backend select for each placed slot; the choices are the usable backends.
+    haSlots: () => {
+      const backends =
+        detect
+          .capabilities()
+          ?.backends.filter((b) => b.usable)
+          .map((b) => b.backend) ?? [];
+      return (runtime.runtime()?.slotStats() ?? []).map((s) => ({ name: s.slot, backends }));
+    },
   });
   const documents = createDocumentsModule({
     agentVersion: options.agentVersion,
@@ -135,6 +144,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const ota = otaModule(runtime, () => models.models(), fleet);
   const dashboardParts = dashboardSourcesFrom({
     fleet: () => fleet.agent,
+    fleetOff: () => fleet.offReason,
     runtime: () => runtime.runtime(),
     board: () => runtime.board(),
     engine: () => runtime.engineAvailability(),

@@ -14,7 +14,7 @@ import { Downloader } from './download.js';
 import { JobRunner } from './job-runner.js';
 import { JobJournal } from './journal.js';
 import { LlmDemoProbe } from './llm-demo-probe.js';
-import { attachOtaToMqtt, type OtaDeviceLink, type OtaMqttClient } from './mqtt-device.js';
+import { attachOtaToMqtt, type OtaDeviceLink, type OtaTransport } from './mqtt-device.js';
 import type { ActivationPort, HealthProbe, PackageInstaller } from './ports.js';
 import { RootStore } from './root-store.js';
 import { ModelStoreInstaller, StoreActivation } from './store-adapter.js';
@@ -114,8 +114,11 @@ export function storePorts(
 }
 
 export interface OtaModuleOptions {
-  /** The fleet connection's MQTT client, once connected; OTA jobs need a broker. */
-  mqtt: () => OtaMqttClient | undefined;
+  /**
+   * The fleet's MQTT transport; undefined when the fleet is off (jobs in the journal still resume). It may be
+   * offline: jobs arrive once it connects, and start never waits for it.
+   */
+  transport: () => OtaTransport | undefined;
   /** The model store the agent opened. */
   store: () => ModelStore;
   /** The runtime's ports when it provides them; otherwise the store's ports are used. */
@@ -140,17 +143,17 @@ export function createOtaModule(options: OtaModuleOptions): AgentModule {
         ports,
       });
       device.runner.start();
-      const client = options.mqtt();
-      if (client) {
-        link = await attachOtaToMqtt(
-          client,
+      const transport = options.transport();
+      if (transport) {
+        link = attachOtaToMqtt(
+          transport,
           device.runner,
           { deviceId: ctx.identity.deviceId, tags: ctx.identity.tags },
           ctx.logger.child('ota'),
           { store: device.roots, now: () => ctx.time.trustedNow() },
         );
       } else {
-        ctx.logger.warn('ota: no MQTT connection; jobs resume from the journal but new ones cannot arrive');
+        ctx.logger.warn('ota: the fleet is off; jobs resume from the journal but new ones cannot arrive');
       }
     },
     async stop() {

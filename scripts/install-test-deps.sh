@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Debian packages the test suite drives for real: a broker, a browser, speech and media tools.
+# Debian packages the test suite drives for real: a broker, a browser, speech and media tools, and MNN's GPU
+# backends on the CPU: Vulkan through Mesa's lavapipe, OpenCL through pocl (a CPU-typed device MNN refuses), with
+# the unversioned loader names MNN dlopens (libvulkan.so, libOpenCL.so come with the -dev packages).
 set -euo pipefail
-packages=(mosquitto mosquitto-clients chromium espeak-ng sox ffmpeg socat python3 curl systemd)
+packages=(mosquitto mosquitto-clients chromium espeak-ng sox ffmpeg socat python3 curl systemd
+  mesa-vulkan-drivers libvulkan-dev vulkan-tools pocl-opencl-icd ocl-icd-opencl-dev clinfo)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -27,6 +27,6 @@ export function defaultConfig(env: NodeJS.ProcessEnv = process.env): AgentConfig
       sessionTtlS: 7 * 24 * 3600,
     },
     log: { level: 'info' },
-    mqtt: { protocolVersion: 5, embeddedBroker: { enabled: true, port: 1883, host: '127.0.0.1' } },
+    mqtt: { protocolVersion: 'auto', embeddedBroker: { enabled: true, port: 1883, host: '127.0.0.1' } },
   };
 }

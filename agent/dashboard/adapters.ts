@@ -161,6 +161,8 @@ export function brokerStatusFrom(
       TypedEventEmitter<{ connected: { url: string }; disconnected: { reason: string } }>,
       'on'
     >;
+    /** The link's own account (last error, next attempt), when the fleet agent has one. */
+    linkStatus?(): { state: string; lastError?: string; retryAtMs?: number } | undefined;
   },
   now: () => number = Date.now,
 ): { status(): BrokerStatus; dispose(): void } {
@@ -176,9 +178,15 @@ export function brokerStatusFrom(
     status() {
       const url = fleet.brokerUrl;
       if (url === undefined) return { state: 'disabled', reason: 'No MQTT broker is configured (mqtt.url)' };
-      return fleet.connected
-        ? { state: 'connected', url, sinceMs: since }
-        : { state: 'unreachable', url, error: lastError };
+      if (fleet.connected) return { state: 'connected', url, sinceMs: since };
+      const link = fleet.linkStatus?.();
+      const retryAt = link?.retryAtMs;
+      return {
+        state: 'unreachable',
+        url,
+        error: link?.lastError ?? lastError,
+        ...(retryAt !== undefined ? { retryInS: Math.max(0, Math.ceil((retryAt - now()) / 1000)) } : {}),
+      };
     },
     dispose() {
       offUp();

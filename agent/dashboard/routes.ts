@@ -63,69 +63,20 @@ function unavailable(what: string, reason: string): HttpError {
   return new HttpError(503, `${what}_unavailable`, reason);
 }
 
-export function registerDashboardRoutes(options: DashboardRoutesOptions): DashboardRoutes {
-  const { router, sources, clock, logger } = options;
-  const site = loadStaticSite(options.distDir ?? defaultDistDir());
-  const sessions = options.sessions ?? createSessionLimiter(options.limits.maxSessions);
-  const wsRate = options.limits.wsMessagesPerSecond ?? 50;
-  const startedMono = clock.monotonicMs();
-  const removers: Array<() => void> = [];
-  const liveSockets = new Set<WebSocket>();
-  const get = (path: string, handler: (ctx: RequestContext) => void | Promise<void>) =>
-    removers.push(router.route('GET', path, handler));
+/** What the route groups share: the options, the route helpers and the live sessions. */
+interface RouteKit {
+  options: DashboardRoutesOptions;
+  get: (path: string, handler: (ctx: RequestContext) => void | Promise<void>) => void;
+  removers: Array<() => void>;
+  sessions: SessionLimiter;
+  wsRate: number;
+  liveSockets: Set<WebSocket>;
+}
 
-  if (!site.built)
-    logger.warn('dashboard files not built; serving a notice instead', { hint: 'npm run build:dashboard' });
-
-  // ---- static page ----
-  removers.push(router.route('GET', '/', (ctx) => site.serve(ctx, 'index.html'), { auth: false }));
-  removers.push(
-    router.route('GET', '/assets/*', (ctx) => site.serve(ctx, `assets/${ctx.params['*']}`), { auth: false }),
-  );
-
-  // ---- overview ----
-  const uptimeS = () => Math.round((clock.monotonicMs() - startedMono) / 1000);
-  get('/api/overview', (ctx) => {
-    ctx.json(
-      200,
-      overviewOf(sources.capabilities(), {
-        deviceId: options.deviceId(),
-        version: options.version,
-        uptimeS: uptimeS(),
-        engine: sources.engine(),
-        broker: sources.broker?.() ?? {
-          state: 'disabled',
-          reason: 'The fleet (MQTT) module is not running on this agent',
-        },
-        health: sources.health?.() ?? { healthy: true, problems: [] },
-      }),
-    );
-  });
-  get('/api/capabilities', (ctx) => {
-    const caps = sources.capabilities();
-    if (caps === undefined) throw unavailable('capabilities', 'Capability detection has not run yet');
-    ctx.json(200, caps);
-  });
-
-  // ---- placement (the runtime's routes, over the port) ----
-  removers.push(...registerPlacementRoutes(router, sources.placement, sources.engine));
-
-  // ---- models ----
-  get('/api/models', async (ctx) => {
-    if (sources.models === undefined)
-      throw unavailable('models', 'The model store is not available on this agent');
-    const installed = await sources.models.installed();
-    ctx.json(200, {
-      installed,
-      installs: sources.models.installs(),
-      // Shown by the empty state, so the first step is on screen rather than in a manual.
-      hint:
-        installed.length === 0
-          ? 'No models installed. Pull the first ones on the device with `mnn-edge models pull <package.tar>` (or import a directory with `mnn-edge models import <dir>`), or send an OTA job from the fleet.'
-          : undefined,
-    });
-  });
-
+/** The telemetry metrics, history and the live sample socket. */
+function registerTelemetryRoutes(kit: RouteKit): void {
+  const { options, get, removers, sessions, wsRate, liveSockets } = kit;
+  const { router, sources, clock } = options;
   // ---- telemetry ----
   const telemetry = () => {
     if (sources.telemetry === undefined)
@@ -204,7 +155,12 @@ export function registerDashboardRoutes(options: DashboardRoutesOptions): Dashbo
       });
     }),
   );
+}
 
+/** The OTA job list and the log tail. */
+function registerRecordRoutes(kit: RouteKit): void {
+  const { options, get } = kit;
+  const { sources } = options;
   // ---- OTA ----
   get('/api/ota/jobs', (ctx) => {
     if (sources.ota === undefined) throw unavailable('ota', 'OTA is not enabled on this agent');
@@ -237,6 +193,74 @@ export function registerDashboardRoutes(options: DashboardRoutesOptions): Dashbo
       }),
     );
   });
+}
+
+export function registerDashboardRoutes(options: DashboardRoutesOptions): DashboardRoutes {
+  const { router, sources, clock, logger } = options;
+  const site = loadStaticSite(options.distDir ?? defaultDistDir());
+  const sessions = options.sessions ?? createSessionLimiter(options.limits.maxSessions);
+  const wsRate = options.limits.wsMessagesPerSecond ?? 50;
+  const startedMono = clock.monotonicMs();
+  const removers: Array<() => void> = [];
+  const liveSockets = new Set<WebSocket>();
+  const get = (path: string, handler: (ctx: RequestContext) => void | Promise<void>) =>
+    removers.push(router.route('GET', path, handler));
+
+  if (!site.built)
+    logger.warn('dashboard files not built; serving a notice instead', { hint: 'npm run build:dashboard' });
+
+  // ---- static page ----
+  removers.push(router.route('GET', '/', (ctx) => site.serve(ctx, 'index.html'), { auth: false }));
+  removers.push(
+    router.route('GET', '/assets/*', (ctx) => site.serve(ctx, `assets/${ctx.params['*']}`), { auth: false }),
+  );
+
+  // ---- overview ----
+  const uptimeS = () => Math.round((clock.monotonicMs() - startedMono) / 1000);
+  get('/api/overview', (ctx) => {
+    ctx.json(
+      200,
+      overviewOf(sources.capabilities(), {
+        deviceId: options.deviceId(),
+        version: options.version,
+        uptimeS: uptimeS(),
+        engine: sources.engine(),
+        broker: sources.broker?.() ?? {
+          state: 'disabled',
+          reason: 'The fleet (MQTT) module is not running on this agent',
+        },
+        health: sources.health?.() ?? { healthy: true, problems: [] },
+      }),
+    );
+  });
+  get('/api/capabilities', (ctx) => {
+    const caps = sources.capabilities();
+    if (caps === undefined) throw unavailable('capabilities', 'Capability detection has not run yet');
+    ctx.json(200, caps);
+  });
+
+  // ---- placement (the runtime's routes, over the port) ----
+  removers.push(...registerPlacementRoutes(router, sources.placement, sources.engine));
+
+  // ---- models ----
+  get('/api/models', async (ctx) => {
+    if (sources.models === undefined)
+      throw unavailable('models', 'The model store is not available on this agent');
+    const installed = await sources.models.installed();
+    ctx.json(200, {
+      installed,
+      installs: sources.models.installs(),
+      // Shown by the empty state, so the first step is on screen rather than in a manual.
+      hint:
+        installed.length === 0
+          ? 'No models installed. Pull the first ones on the device with `mnn-edge models pull <package.tar>` (or import a directory with `mnn-edge models import <dir>`), or send an OTA job from the fleet.'
+          : undefined,
+    });
+  });
+
+  const kit: RouteKit = { options, get, removers, sessions, wsRate, liveSockets };
+  registerTelemetryRoutes(kit);
+  registerRecordRoutes(kit);
 
   // ---- workloads and limits ----
   get('/api/workloads', (ctx) => {

@@ -25,6 +25,8 @@ import type { DashboardSources } from './ports.js';
 
 export interface DashboardModules {
   fleet: Handle<FleetAgent>;
+  /** Why the fleet is off (no broker configured), when it is. */
+  fleetOff?: () => string | undefined;
   runtime: Handle<Runtime>;
   /** The board the runtime plans for: the pin dropdown offers what it can use. */
   board?: Handle<Pick<PlanBoard, 'backends'>>;
@@ -45,6 +47,7 @@ export function dashboardSourcesFrom(modules: DashboardModules): {
     const rt = modules.runtime();
     const store = modules.store();
     const broker = agent ? brokerStatusFrom(agent) : undefined;
+    const off = modules.fleetOff?.();
     if (agent) feeds.push(feedFromSnapshots(hub, () => agent.telemetry?.latest()));
     if (broker) feeds.push(broker.dispose);
     return {
@@ -57,6 +60,7 @@ export function dashboardSourcesFrom(modules: DashboardModules): {
           },
       ),
       ...(agent && broker ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) } : {}),
+      ...(off !== undefined ? { broker: () => ({ state: 'disabled' as const, reason: off }) } : {}),
       ...(store ? { models: modelsPortFrom(store) } : {}),
       ...(rt
         ? {

@@ -1,9 +1,12 @@
+import { type GpuLoaderEnv, gpuBackendChain, summarise } from './gpu-chain.js';
 import type { LibraryFinder } from './libraries.js';
+import type { RootFs } from './root-fs.js';
 import type {
   AcceleratorInfo,
   BackendAvailability,
+  BackendStep,
   CpuInfo,
-  GpuInfo,
+  DeviceKind,
   HexagonInfo,
   MnnBackend,
   NvidiaGpuInfo,
@@ -29,37 +32,6 @@ function cpu(info: CpuInfo): BackendAvailability {
     backend: 'cpu',
     usable: true,
     reasons: [`always available (${arch}${on.length ? `; ISA: ${on.join(', ')}` : ''})`],
-  };
-}
-
-function gpuApi(
-  backend: 'opencl' | 'vulkan',
-  gpu: GpuInfo | undefined,
-  nvidia: NvidiaGpuInfo | undefined,
-): BackendAvailability {
-  const api = backend === 'opencl' ? 'OpenCL' : 'Vulkan';
-  if (!gpu) {
-    const why = nvidia
-      ? `the NVIDIA GPU is served by the cuda backend; no other GPU node (/dev/dri/renderD*) found`
-      : 'no GPU device node (/dev/dri/renderD*, /dev/mali0, /dev/kgsl-3d0)';
-    return { backend, usable: false, reasons: [why] };
-  }
-  const libs = backend === 'opencl' ? gpu.openclLibraries : gpu.vulkanLibraries;
-  const gpuName = gpu.name.value ?? `${gpu.vendor} GPU`;
-  if (libs.length === 0) {
-    const expected = backend === 'opencl' ? 'libOpenCL.so / libmali*.so' : 'libvulkan.so.1';
-    return {
-      backend,
-      usable: false,
-      reasons: [
-        `${gpuName} present (${gpu.deviceNodes.join(', ')}) but no ${api} library (${expected}) found`,
-      ],
-    };
-  }
-  return {
-    backend,
-    usable: true,
-    reasons: [`${gpuName} at ${gpu.deviceNodes.join(', ')} with ${libs.join(', ')}`],
   };
 }
 
@@ -207,14 +179,16 @@ export function backendAvailability(
   accs: AcceleratorInfo[],
   libs: LibraryFinder,
   engineBackends: readonly string[] | null,
+  board: { fs: RootFs; env: GpuLoaderEnv },
 ): BackendAvailability[] {
   const gpu = find(accs, 'gpu');
   const nvidia = find(accs, 'nvidia-gpu');
   const hex = find(accs, 'hexagon-htp');
+  const chainInput = { fs: board.fs, libs, env: board.env, gpu, nvidia };
   const byName: Record<MnnBackend, BackendAvailability> = {
     cpu: cpu(cpuInfo),
-    opencl: gpuApi('opencl', gpu, nvidia),
-    vulkan: gpuApi('vulkan', gpu, nvidia),
+    opencl: gpuBackendChain('opencl', chainInput),
+    vulkan: gpuBackendChain('vulkan', chainInput),
     cuda: cuda(nvidia),
     nn: qnn('nn', hex),
     qnn: qnn('qnn', hex),
@@ -227,14 +201,53 @@ export function backendAvailability(
   );
 }
 
+/** What the engine host found for one backend: the chain links only MNN itself can answer. */
+export interface EngineBackendProbe {
+  name: string;
+  compiledIn: boolean;
+  /** Steps the engine checked (loader, device-kind, init-probe …); they replace the board's guesses. */
+  steps: BackendStep[];
+  /** The device the engine enumerated, when it got that far. */
+  deviceKind?: DeviceKind;
+}
+
 /** What the board offers, less what the installed MNN was built without (the CPU is always there). */
 export function withEngineBackends(
   board: readonly BackendAvailability[],
   engineBackends: readonly string[] | null,
+  probes: readonly EngineBackendProbe[] = [],
 ): BackendAvailability[] {
-  return board.map((b) =>
-    engineBackends && b.backend !== 'cpu' && !engineHas(engineBackends, b.backend)
-      ? { backend: b.backend, usable: false, reasons: [`MNN built without ${b.backend}`, ...b.reasons] }
-      : b,
-  );
+  return board.map((b) => {
+    if (b.backend === 'cpu' || !engineBackends) return b;
+    const compiled = engineHas(engineBackends, b.backend);
+    if (!b.steps || (b.backend !== 'vulkan' && b.backend !== 'opencl'))
+      return compiled
+        ? b
+        : { backend: b.backend, usable: false, reasons: [`MNN built without ${b.backend}`, ...b.reasons] };
+    const probe = probes.find((p) => p.name === b.backend);
+    const byStep = new Map(b.steps.map((s) => [s.step, s]));
+    byStep.set('compiled-in', {
+      step: 'compiled-in',
+      status: compiled ? 'ok' : 'fail',
+      detail: compiled
+        ? `the installed MNN has a ${b.backend} runtime creator registered`
+        : `MNN built without ${b.backend} (rebuild MNN with -DMNN_${b.backend.toUpperCase()}=ON)`,
+      evidence: [],
+    });
+    // The engine saw the device and ran a graph: its answer outranks what files suggested.
+    for (const s of probe?.steps ?? []) byStep.set(s.step, s);
+    if (
+      probe &&
+      !probe.steps.some((s) => s.step === 'init-probe') &&
+      probe.steps.some((s) => s.status === 'fail')
+    )
+      byStep.set('init-probe', {
+        step: 'init-probe',
+        status: 'skip',
+        detail: 'not attempted: an earlier step failed',
+        evidence: [],
+      });
+    const steps = b.steps.map((s) => byStep.get(s.step) ?? s);
+    return summarise(b.backend, steps, probe?.deviceKind ?? b.deviceKind ?? 'unknown');
+  });
 }

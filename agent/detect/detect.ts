@@ -2,9 +2,10 @@ import { profiles as allProfiles, identifySoc } from '../../board-support/index.
 import type { BoardProfile } from '../../board-support/types.js';
 import { probeAccelerators } from './accelerators.js';
 import { type Auxv, parseAuxv } from './auxv.js';
-import { backendAvailability, withEngineBackends } from './backends.js';
+import { backendAvailability, type EngineBackendProbe, withEngineBackends } from './backends.js';
 import { cpuInfoClaims } from './cpu.js';
 import { architectureOf, type ParsedCpuinfo, parseCpuinfo } from './cpuinfo.js';
+import type { GpuLoaderEnv } from './gpu-chain.js';
 import {
   boardVendor,
   factClaim,
@@ -30,6 +31,8 @@ export interface DetectOptions {
   readFile?: FileAccess['readFile'];
   /** Backends the installed engine was compiled with; others become unusable ("MNN built without X"). */
   engineBackends?: readonly string[];
+  /** Loader variables (VK_ICD_FILENAMES, OCL_ICD_VENDORS …); default: this process's when root is `/`, else none. */
+  env?: GpuLoaderEnv;
   /** Board-support profiles to match against (default: all of board-support). */
   profiles?: readonly BoardProfile[];
   now?: () => Date;
@@ -148,7 +151,10 @@ export function detect(options: DetectOptions = {}): Capabilities {
     memory: memoryClaims(fs, auxv, auxvEvidence),
     accelerators,
     thermal: thermalZones(fs),
-    backends: backendAvailability(cpu, accelerators, libs, engineBackends),
+    backends: backendAvailability(cpu, accelerators, libs, engineBackends, {
+      fs,
+      env: options.env ?? (root === '/' ? process.env : {}),
+    }),
     engineBackends,
   };
 }
@@ -157,11 +163,15 @@ export function detect(options: DetectOptions = {}): Capabilities {
  * Capabilities detected before the engine was probed (the agent detects first, then asks an engine host what
  * MNN was built with), now with those backends applied. Already applied: returned as they are.
  */
-export function applyEngineBackends(caps: Capabilities, engineBackends: readonly string[]): Capabilities {
+export function applyEngineBackends(
+  caps: Capabilities,
+  engineBackends: readonly string[],
+  probes: readonly EngineBackendProbe[] = [],
+): Capabilities {
   if (caps.engineBackends !== null) return caps;
   return {
     ...caps,
-    backends: withEngineBackends(caps.backends, engineBackends),
+    backends: withEngineBackends(caps.backends, engineBackends, probes),
     engineBackends: [...engineBackends],
   };
 }

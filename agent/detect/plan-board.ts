@@ -95,6 +95,11 @@ function threadAdvice(
   }
 }
 
+function failedStep(b: Capabilities['backends'][number]): { failedStep?: { step: string; detail: string } } {
+  const f = b.steps?.find((s) => s.status === 'fail');
+  return f && !b.usable ? { failedStep: { step: f.step, detail: b.reasons[0] ?? f.detail } } : {};
+}
+
 export function boardFromCapabilities(
   caps: Capabilities,
   profile: BoardProfile | null,
@@ -119,7 +124,13 @@ export function boardFromCapabilities(
     const reason = b.reasons.join('; ');
     // Two detect backends can mean one engine backend (nn, qnn → npu): usable if either is.
     if (!prev || (!prev.available && b.usable))
-      backends.set(backend, { backend, available: b.usable, reason });
+      backends.set(backend, {
+        backend,
+        available: b.usable,
+        reason,
+        ...(b.deviceKind === 'software' ? { software: true } : {}),
+        ...failedStep(b),
+      });
   }
   const family = caps.soc.family.value ?? caps.cpu.architecture.value ?? 'unknown';
   const soc = caps.soc.name.value;

@@ -1,5 +1,5 @@
 import type { BoardProfile } from '../../board-support/types.js';
-import type { Capabilities, Claim, Evidence } from './types.js';
+import type { Capabilities, Claim, Evidence, StepStatus } from './types.js';
 
 // The human-readable `mnn-edge detect` report: one line per fact, the evidence in brackets, unknowns spelled out.
 
@@ -24,6 +24,8 @@ function show<T>(c: Claim<T>, format: (v: T) => string = String): string {
   const why = c.evidence.slice(0, 2).map(describeEvidence).join('; ');
   return `${c.value === null ? 'unknown' : format(c.value)}${why ? `  [${why}]` : ''}`;
 }
+
+const STEP_MARK: Record<StepStatus, string> = { ok: 'ok  ', fail: 'FAIL', skip: 'skip', unchecked: '  ? ' };
 
 const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 
@@ -120,8 +122,10 @@ export function formatReport(caps: Capabilities, profile?: BoardProfile | null):
       );
   }
   out.push(`MNN backends${caps.engineBackends ? ` (engine: ${caps.engineBackends.join(', ')})` : ''}`);
-  for (const b of caps.backends)
+  for (const b of caps.backends) {
     line(b.backend, `${b.usable ? 'usable  ' : 'unusable'}  ${b.reasons.join('; ')}`);
+    for (const s of b.steps ?? []) line('', `  ${STEP_MARK[s.status]} ${s.step.padEnd(11)} ${s.detail}`);
+  }
   if (profile) {
     out.push(`Board support: ${profile.title}`);
     line('threads', `${profile.threads.placement}: ${profile.threads.advice}`);

@@ -282,9 +282,48 @@ export const capabilitiesSchema: JsonSchema = {
           backend: { enum: [...MNN_BACKENDS] },
           usable: { type: 'boolean' },
           reasons: { type: 'array', minItems: 1, items: { type: 'string' } },
+          steps: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['step', 'status', 'detail', 'evidence'],
+              properties: {
+                step: { enum: ['device-node', 'icd', 'loader', 'device-kind', 'compiled-in', 'init-probe'] },
+                status: { enum: ['ok', 'fail', 'skip', 'unchecked'] },
+                detail: { type: 'string' },
+                evidence: { type: 'array', items: evidence },
+              },
+            },
+          },
+          deviceKind: { enum: ['gpu', 'software', 'unknown'] },
         },
       },
     },
     engineBackends: { type: ['array', 'null'], items: { type: 'string' } },
+    // The retained MQTT `capabilities` document is this document plus what the agent adds when publishing it.
+    agentVersion: {
+      type: 'string',
+      maxLength: 64,
+      description: 'Added by the agent in the retained MQTT capabilities document: its version.',
+    },
+    engine: {
+      description:
+        'Added by the agent in the retained MQTT capabilities document: whether the MNN engine loaded.',
+      anyOf: [
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['available', 'mnnVersion'],
+          properties: { available: { const: true }, mnnVersion: { type: 'string' } },
+        },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['available', 'reason'],
+          properties: { available: { const: false }, reason: { type: 'string' } },
+        },
+      ],
+    },
   },
 };

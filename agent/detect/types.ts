@@ -160,11 +160,30 @@ export const MNN_BACKENDS: readonly MnnBackend[] = [
   'rknn',
 ];
 
+/** One link of a GPU backend's evidence chain, in the order a user would check them. */
+export type BackendStepName = 'device-node' | 'icd' | 'loader' | 'device-kind' | 'compiled-in' | 'init-probe';
+
+/** `skip`: not needed here (a software driver needs no device node); `unchecked`: nobody could ask yet. */
+export type StepStatus = 'ok' | 'fail' | 'skip' | 'unchecked';
+
+export interface BackendStep {
+  step: BackendStepName;
+  status: StepStatus;
+  detail: string;
+  evidence: Evidence[];
+}
+
+/** A GPU API's device: real GPU, or a software/CPU implementation (lavapipe, pocl) that ranks after the CPU. */
+export type DeviceKind = 'gpu' | 'software' | 'unknown';
+
 export interface BackendAvailability {
   backend: MnnBackend;
   usable: boolean;
-  /** Why usable or not, one sentence each, naming the file or library that decided it. */
+  /** Why usable or not, one sentence each, naming the file or library that decided it; the first failing step first. */
   reasons: string[];
+  /** The evidence chain (Vulkan, OpenCL): every step with its result, so "compiled in" and "initialises" stay apart. */
+  steps?: BackendStep[];
+  deviceKind?: DeviceKind;
 }
 
 export interface Capabilities {

@@ -1,4 +1,4 @@
-import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
+import type { IClientPublishOptions } from 'mqtt';
 import type { Clock } from '../common/clock.js';
 import { errorMessage, MnnEdgeError } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
@@ -17,12 +17,19 @@ import { Outbox, type OutboxMessage } from '../telemetry/outbox.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { defaultSamplers, type Sampler } from '../telemetry/samplers.js';
 import { TelemetryService } from '../telemetry/service.js';
+import { BrokerLink, type BrokerLinkStatus } from './broker-link.js';
 import { registerBuiltinCommands } from './builtin-commands.js';
 import { CommandServer } from './command-server.js';
 import { CommandRegistry } from './commands.js';
-import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT } from './connection.js';
 import { type EmbeddedBroker, startEmbeddedBroker } from './embedded-broker.js';
-import { buildHaDiscovery, HA_STATUS_TOPIC, type HaSlot, haDiscoveryTopic } from './ha-discovery.js';
+import {
+  buildHaDiscovery,
+  HA_STATUS_TOPIC,
+  type HaDeviceConfig,
+  type HaSlot,
+  haDiscoveryTopic,
+  haRemovals,
+} from './ha-discovery.js';
 import {
   type BoardInfo,
   type DocumentMessage,
@@ -31,12 +38,15 @@ import {
   PROTOCOL_VERSION,
   type StatusMessage,
 } from './protocol.js';
+import { type MessageHandler, SubscriptionRegistry } from './subscriptions.js';
 import { type DocumentKind, deviceTopics, fleetTopics } from './topics.js';
 
 // The agent's side of the MQTT contract: presence (status + Last Will), retained documents, commands with
 // request/response, durable telemetry from the outbox, and Home Assistant discovery. Everything it needs is
-// passed in; `start()` connects (bringing up an embedded broker when none is configured) and keeps
-// reconnecting with jittered backoff until `stop()`.
+// passed in; `start()` brings up the embedded broker when none is configured and returns without waiting for
+// the broker: the BrokerLink connects in the background and keeps reconnecting with jittered backoff until
+// `stop()`. Other modules subscribe through the agent (`subscribe`), whose registry restores every
+// subscription after each connection.
 
 export interface FleetAgentConfig {
   mqtt: MqttConfig;
@@ -85,8 +95,16 @@ export interface FleetAgent {
   readonly connected: boolean;
   /** The broker in use, once started. */
   readonly brokerUrl: string | undefined;
-  /** The MQTT client, for modules with topics of their own (OTA); undefined before start. */
-  readonly client: MqttClient | undefined;
+  /** Every filter any module subscribed to, with its state on the current connection. */
+  readonly subscriptions: SubscriptionRegistry;
+  /** The connection's state, last error and next attempt; undefined before start. */
+  linkStatus(): BrokerLinkStatus | undefined;
+  /** Subscribes (now and after every reconnect) and routes the filters' messages to `handler`. */
+  subscribe(filters: readonly string[], handler: MessageHandler): () => void;
+  /** QoS 1 publish on the current connection; rejects while offline. */
+  publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
+  /** Runs `listener` after every (re)connection; returns the remover. */
+  onConnected(listener: () => void): () => void;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Publishes a retained document (capabilities, placement, models); unchanged data is not republished. */
@@ -122,25 +140,30 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   const random = deps.random ?? Math.random;
   const stopping = new AbortController();
 
-  let client: MqttClient | undefined;
+  const subscriptions = new SubscriptionRegistry(log.child('subscriptions'));
+  let link: BrokerLink | undefined;
   let broker: EmbeddedBroker | undefined;
-  let target: { url: string; protocolVersion: 4 | 5 } | undefined;
-  let attempt = 0;
-  let reconnectTimer: NodeJS.Timeout | undefined;
   const documents = new Map<DocumentKind, { json: string; ts: number }>();
   const queuedEvents: EventMessage[] = [];
-  let announcedTemps = '';
+  // What Home Assistant was last told: the config (to remove entities that went away) and its shape.
+  let announced: HaDeviceConfig | undefined;
+  let announcedShape = '';
+  const haInput = () => {
+    const tempMetrics = Object.keys(telemetry?.latest()?.metrics ?? {}).filter((m) => m.startsWith('temp.'));
+    const slots = deps.haSlots?.() ?? [];
+    const shape = `${tempMetrics.join(',')}|${slots.map((x) => `${x.name}:${x.backends.join('/')}`).join(',')}`;
+    return { tempMetrics, slots, shape };
+  };
 
-  const isConnected = () => client?.connected === true;
-  const v5 = () => target?.protocolVersion === 5;
+  const isConnected = () => link?.connected === true;
+  const v5 = () => link?.protocolVersion === 5;
 
   const publisher: QosPublisher = {
     get connected() {
       return isConnected();
     },
     publish(m: OutboxMessage, done) {
-      const c = client;
-      if (c === undefined) return done(new Error('not connected'));
+      if (link === undefined) return done(new Error('not connected'));
       // Telemetry is also retained, so a new subscriber (`fleet ls`) sees the latest at once. Brokers set the
       // retain flag only on that on-subscribe copy, never on live forwards: sequence counters skip it.
       const opts: IClientPublishOptions = { qos: 1, retain: m.topic === topics.telemetry };
@@ -150,7 +173,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
           messageExpiryInterval: Math.max(1, Math.ceil((m.expiresAt - clock.nowMs()) / 1000)),
         };
       }
-      c.publish(m.topic, m.payload, opts, (err) => done(err ?? undefined));
+      link.publish(m.topic, m.payload, opts, done);
     },
   };
   const drainer = new OutboxDrainer({
@@ -177,17 +200,19 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
         ...(deps.workloads ? { workloads: deps.workloads } : {}),
         clock,
         logger: log.child('telemetry'),
-        onSnapshot: (s) => {
-          // Thermal zones are known only once sampled: announce again when the set of sensors changes.
-          const temps = Object.keys(s.metrics)
-            .filter((m) => m.startsWith('temp.'))
-            .join(',');
-          if (temps !== announcedTemps && isConnected()) announceHomeAssistant();
+        onSnapshot: () => {
+          // Thermal zones are known only once sampled, slots come and go with the placement: announce again
+          // when the set of entities changes.
+          if (haInput().shape !== announcedShape && isConnected()) announceHomeAssistant();
         },
       })
     : undefined;
 
-  const statusMessage = (state: 'online' | 'offline', withTs: boolean): StatusMessage => {
+  const statusMessage = (
+    state: 'online' | 'offline',
+    withTs: boolean,
+    protocolVersion: 4 | 5 = link?.protocolVersion ?? 5,
+  ): StatusMessage => {
     const board = deps.board();
     return {
       v: PROTOCOL_VERSION,
@@ -197,7 +222,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       agentVersion: deps.agentVersion,
       ...(board ? { board } : {}),
       tags: [...deps.tags],
-      mqtt: target?.protocolVersion ?? config.mqtt.protocolVersion,
+      mqtt: protocolVersion,
     };
   };
 
@@ -209,7 +234,8 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     state: () => ({
       deviceId,
       status: isConnected() ? 'online' : 'offline',
-      broker: target?.url,
+      broker: link?.status(),
+      subscriptions: subscriptions.state(),
       board: deps.board(),
       tags: [...deps.tags],
       documents: Object.fromEntries([...documents].map(([k, d]) => [k, JSON.parse(d.json)])),
@@ -236,10 +262,19 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   });
 
   const publishSafe = (topic: string, payload: string, opts: IClientPublishOptions) => {
-    if (!isConnected()) return;
-    client!.publish(topic, payload, opts, (err) => {
+    link?.publish(topic, payload, opts, (err) => {
       if (err) log.debug('publish failed', { topic, error: errorMessage(err) });
     });
+  };
+
+  const publishSafeOrFail = (
+    topic: string,
+    payload: string,
+    opts: IClientPublishOptions,
+    done: (err: Error | undefined) => void,
+  ) => {
+    if (!link) return done(new Error('the fleet agent has not started'));
+    link.publish(topic, payload, opts, done);
   };
 
   const publishDocument = (kind: DocumentKind) => {
@@ -249,51 +284,37 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
   };
 
   const announceHomeAssistant = () => {
+    if (!isConnected()) return;
     const board = deps.board();
-    const tempMetrics = Object.keys(telemetry?.latest()?.metrics ?? {}).filter((m) => m.startsWith('temp.'));
-    announcedTemps = tempMetrics.join(',');
+    const { tempMetrics, slots, shape } = haInput();
     const discovery = buildHaDiscovery({
       deviceId,
       agentVersion: deps.agentVersion,
       ...(board?.model ? { model: board.model } : {}),
       ...(board?.soc ? { hwVersion: board.soc } : {}),
       temperatureMetrics: tempMetrics,
-      slots: deps.haSlots?.() ?? [],
+      slots,
     });
-    publishSafe(haDiscoveryTopic(deviceId), JSON.stringify(discovery), { qos: 1, retain: true });
+    const payload = { ...discovery, cmps: { ...discovery.cmps, ...haRemovals(announced, discovery) } };
+    announced = discovery;
+    announcedShape = shape;
+    publishSafe(haDiscoveryTopic(deviceId), JSON.stringify(payload), { qos: 1, retain: true });
   };
 
-  const onConnect = () => {
-    attempt = 0;
-    const c = client!;
-    log.info('connected to broker', { url: target?.url, protocolVersion: target?.protocolVersion });
+  const onConnect = ({ url, protocolVersion }: { url: string; protocolVersion: 4 | 5 }) => {
+    log.info('connected to broker', { url, protocolVersion });
     publishSafe(topics.status, encode('status', statusMessage('online', true)), { qos: 1, retain: true });
-    c.subscribe(
-      {
-        [topics.commandFilter]: { qos: 1 },
-        [fleetTopics.commandFilter]: { qos: 1 },
-        [HA_STATUS_TOPIC]: { qos: 1 },
-      },
-      (err) => {
-        if (err) log.warn('subscribe failed', { error: errorMessage(err) });
-      },
-    );
     for (const kind of documents.keys()) publishDocument(kind);
     for (const e of queuedEvents.splice(0)) publishSafe(topics.events, encode('event', e), { qos: 1 });
     announceHomeAssistant();
     drainer.kick();
-    events.emit('connected', { url: target!.url, protocolVersion: target!.protocolVersion });
+    events.emit('connected', { url, protocolVersion });
   };
 
-  const onMessage = (
-    topic: string,
-    payload: Buffer,
-    packet: { properties?: { responseTopic?: string; correlationData?: Buffer } },
-  ) => {
-    if (topic === HA_STATUS_TOPIC) {
-      if (payload.toString('utf8').trim() === 'online') announceHomeAssistant();
-      return;
-    }
+  subscriptions.add([HA_STATUS_TOPIC], (_topic, payload) => {
+    if (payload.toString('utf8').trim() === 'online') announceHomeAssistant();
+  });
+  const onCommand: MessageHandler = (topic, payload, packet) => {
     const props = packet.properties ?? {};
     server
       .handle({
@@ -310,19 +331,8 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       })
       .catch((err: unknown) => log.error('command handling crashed', { topic, error: errorMessage(err) }));
   };
+  subscriptions.add([topics.commandFilter, fleetTopics.commandFilter], onCommand);
 
-  const scheduleReconnect = (reason: string) => {
-    if (stopping.signal.aborted || reconnectTimer !== undefined || client === undefined) return;
-    const delay = backoffDelay(attempt++, config.mqtt.reconnect ?? DEFAULT_RECONNECT, random);
-    log.info('disconnected; reconnecting', { reason, inMs: delay, attempt });
-    events.emit('disconnected', { reason });
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      if (!stopping.signal.aborted && client && !client.connected) client.reconnect();
-    }, delay);
-  };
-
-  let lastError = 'connection closed';
   return {
     commands,
     outbox,
@@ -333,15 +343,22 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       return isConnected();
     },
     get brokerUrl() {
-      return target?.url;
+      return link?.url;
     },
-    get client() {
-      return client;
-    },
+    subscriptions,
+    linkStatus: () => link?.status(),
+    subscribe: (filters, handler) => subscriptions.add(filters, handler),
+    publish: (topic, payload, opts) =>
+      new Promise<void>((resolve, reject) =>
+        publishSafeOrFail(topic, payload, opts, (err) => (err ? reject(err) : resolve())),
+      ),
+    onConnected: (listener) => events.on('connected', () => listener()),
     async start() {
-      if (client) return;
+      if (link) return;
+      let url: string;
+      let protocol = config.mqtt.protocolVersion;
       if (config.mqtt.url) {
-        target = { url: config.mqtt.url, protocolVersion: config.mqtt.protocolVersion };
+        url = config.mqtt.url;
       } else if (config.mqtt.embeddedBroker.enabled) {
         try {
           broker = await startEmbeddedBroker({
@@ -350,32 +367,36 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
             logger: log.child('broker'),
           });
           // aedes speaks MQTT 3.1.1 only; the contract's payload fields stand in for the MQTT 5 properties.
-          target = { url: broker.url, protocolVersion: 4 };
+          url = broker.url;
+          protocol = 4;
         } catch (err) {
           // Something already listens on the local broker port — on a developer's machine usually Debian's
           // mosquitto. Use it rather than refuse to start; the fleet CLI finds the agent there too.
           if (!(err instanceof MnnEdgeError && err.details?.['errno'] === 'EADDRINUSE')) throw err;
           const { host, port } = config.mqtt.embeddedBroker;
-          const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
+          url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
           log.warn('the embedded broker port is taken; using the broker already listening there', { url });
-          target = { url, protocolVersion: config.mqtt.protocolVersion };
         }
       } else {
         throw new MnnEdgeError('ECONFIG', 'No MQTT broker: set mqtt.url or enable mqtt.embeddedBroker');
       }
-      const will = { topic: topics.status, payload: encode('status', statusMessage('offline', false)) };
-      const options = buildClientOptions(config.mqtt, target, `mnn-edge-${deviceId}`, will);
-      client = connect(target.url, options);
-      client.on('connect', onConnect);
-      client.on('message', onMessage);
-      client.on('error', (err) => {
-        lastError = errorMessage(err);
-        log.debug('mqtt error', { error: lastError });
+      link = new BrokerLink({
+        url,
+        config: config.mqtt,
+        protocol,
+        clientId: `mnn-edge-${topics.segment}`,
+        will: (level) => ({
+          topic: topics.status,
+          payload: encode('status', statusMessage('offline', false, level)),
+        }),
+        subscriptions,
+        logger: log.child('link'),
+        now: () => clock.nowMs(),
+        random,
       });
-      client.on('close', () => {
-        scheduleReconnect(lastError);
-        lastError = 'connection closed';
-      });
+      link.events.on('connected', onConnect);
+      link.events.on('disconnected', (e) => events.emit('disconnected', e));
+      link.start();
       telemetry?.start();
     },
     async stop() {
@@ -383,12 +404,10 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       stopping.abort(new Error('fleet agent stopping'));
       telemetry?.stop();
       drainer.stop();
-      if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
-      const c = client;
-      if (c) {
-        if (c.connected) {
-          // A clean stop says so itself: the broker discards the Last Will on a normal DISCONNECT.
-          await new Promise<void>((resolve) => {
+      // A clean stop says so itself: the broker discards the Last Will on a normal DISCONNECT.
+      await link?.stop(
+        (c) =>
+          new Promise<void>((resolve) => {
             const giveUp = setTimeout(resolve, 2_000);
             c.publish(
               topics.status,
@@ -399,10 +418,8 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
                 resolve();
               },
             );
-          });
-        }
-        await c.endAsync(true).catch(() => undefined);
-      }
+          }),
+      );
       outbox.close();
       await broker?.close();
     },

@@ -57,6 +57,12 @@ export class CommandRegistry {
     return this.#commands.has(name);
   }
 
+  /** The JSON Schema of a command's params (an empty object when it takes none); undefined if unknown. */
+  params(name: string): JsonSchema | undefined {
+    const c = this.#commands.get(name);
+    return c ? (c.params ?? NO_PARAMS) : undefined;
+  }
+
   list(): { name: string; summary: string }[] {
     return [...this.#commands.values()]
       .map((c) => ({ name: c.name, summary: c.summary }))

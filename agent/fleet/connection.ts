@@ -9,6 +9,7 @@ import type { MqttConfig } from '../config/sections/mqtt.js';
 
 export const DEFAULT_RECONNECT = { minMs: 1_000, maxMs: 60_000 };
 export const DEFAULT_KEEPALIVE_SEC = 30;
+export const DEFAULT_SESSION_EXPIRY_SEC = 3600;
 
 /** Full jitter: a uniform delay in [min, min(max, min·2^attempt)]. */
 export function backoffDelay(
@@ -56,18 +57,23 @@ export function buildClientOptions(
   const ca = readPem(config.ca, 'ca');
   const cert = readPem(config.cert, 'cert');
   const key = readPem(config.key, 'key');
+  const sessionExpiry = config.sessionExpirySec ?? DEFAULT_SESSION_EXPIRY_SEC;
   return {
     clientId,
     protocolVersion: target.protocolVersion,
-    // A fresh session each time: commands are not worth replaying after a reconnect, and telemetry is made
-    // durable by the outbox, not by the broker's session store.
-    clean: true,
+    // A session the broker keeps while the device is away, so commands and jobs sent meanwhile wait for it
+    // (requests carry expiresAt, and MQTT 5 message expiry, against replaying stale ones). Telemetry does not
+    // rely on it: the outbox makes it durable. The agent subscribes again after every CONNACK regardless.
+    clean: sessionExpiry === 0,
+    ...(target.protocolVersion === 5 && sessionExpiry > 0
+      ? { properties: { sessionExpiryInterval: sessionExpiry } }
+      : {}),
     keepalive: config.keepaliveSec ?? DEFAULT_KEEPALIVE_SEC,
     // Reconnects are scheduled by the agent with jittered backoff, not by mqtt.js's fixed period.
     reconnectPeriod: 0,
     connectTimeout: 10_000,
     queueQoSZero: false,
-    // The agent subscribes itself after every CONNACK (clean sessions start empty); no second copy.
+    // The agent's subscription registry subscribes after every CONNACK; no second copy.
     resubscribe: false,
     ...(config.username !== undefined ? { username: config.username } : {}),
     ...(config.password !== undefined ? { password: config.password } : {}),

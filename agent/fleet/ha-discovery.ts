@@ -1,19 +1,24 @@
-import { deviceTopics } from './topics.js';
+import { deviceTopics, topicSegment } from './topics.js';
 
 // Home Assistant MQTT discovery, device-based form: one retained config message at
-// `homeassistant/device/<id>/config` describing the device (`dev`), who made the integration (`o`, origin) and
+// `homeassistant/device/<segment>/config` describing the device (`dev`), who made the integration (`o`, origin) and
 // all its entities (`cmps`). The entities read the agent's own topics (telemetry, status, documents), so Home
 // Assistant needs nothing beyond the contract. Re-announced when Home Assistant says `homeassistant/status`
-// is `online` (it forgets non-retained state on restart).
+// is `online` (it forgets non-retained state on restart), and whenever the set of entities changes: an entity
+// that went away (a slot no longer placed) is sent once as its platform alone, which is how device-based
+// discovery removes a component.
 
 export const HA_DISCOVERY_PREFIX = 'homeassistant';
 export const HA_STATUS_TOPIC = `${HA_DISCOVERY_PREFIX}/status`;
 
 export interface HaSlot {
   name: string;
-  /** `variant@backend` choices for the select; empty: no select for this slot. */
-  options: readonly string[];
+  /** The board's usable backends: the select's choices (after `auto`); empty: no select for this slot. */
+  backends: readonly string[];
 }
+
+/** The select's choice that clears the operator's pin (the planner decides again). */
+export const HA_AUTO_BACKEND = 'auto';
 
 export interface HaDiscoveryInput {
   deviceId: string;
@@ -42,13 +47,24 @@ export interface HaDeviceConfig {
   qos: number;
 }
 
+/** The device's topic segment, which is also a valid Home Assistant object id ([A-Za-z0-9_-]). */
 export function haDiscoveryTopic(deviceId: string): string {
-  return `${HA_DISCOVERY_PREFIX}/device/${haObjectId(deviceId)}/config`;
+  return `${HA_DISCOVERY_PREFIX}/device/${topicSegment(deviceId)}/config`;
 }
 
-/** Home Assistant object ids allow [a-zA-Z0-9_-] only. */
+/** For names inside unique ids (slots, thermal zones): Home Assistant allows [a-zA-Z0-9_-] only. */
 export function haObjectId(s: string): string {
   return s.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+/** Components announced before but absent now, in Home Assistant's removal form (the platform alone). */
+export function haRemovals(
+  previous: HaDeviceConfig | undefined,
+  next: HaDeviceConfig,
+): Record<string, { p: string }> {
+  const out: Record<string, { p: string }> = {};
+  for (const [id, c] of Object.entries(previous?.cmps ?? {})) if (!(id in next.cmps)) out[id] = { p: c.p };
+  return out;
 }
 
 function jinjaString(s: string): string {
@@ -61,7 +77,7 @@ function metricMean(metric: string): string {
 
 export function buildHaDiscovery(input: HaDiscoveryInput): HaDeviceConfig {
   const t = deviceTopics(input.deviceId);
-  const oid = haObjectId(input.deviceId);
+  const oid = t.segment;
   const cmps: Record<string, HaComponent> = {};
   const sensor = (key: string, fields: Record<string, unknown>) => {
     const unique_id = `mnn_edge_${oid}_${haObjectId(key)}`;
@@ -91,29 +107,35 @@ export function buildHaDiscovery(input: HaDiscoveryInput): HaDeviceConfig {
   }
   for (const slot of input.slots) {
     const s = jinjaString(slot.name);
-    const safe = slot.name.replace(/[^A-Za-z0-9_-]/g, '_');
     sensor(`slot_${slot.name}_tokens_per_sec`, {
       name: `${slot.name} tokens/s`,
       unit_of_measurement: 'tokens/s',
       state_class: 'measurement',
-      value_template: metricMean(`slot.${safe}.tokens_per_sec`),
+      value_template: metricMean(`slot.${slot.name}.tokens_per_sec`),
     });
     sensor(`slot_${slot.name}_model`, {
       name: `${slot.name} active model`,
       icon: 'mdi:brain',
       value_template: `{{ value_json.slots[${s}].model | default('none') }}`,
     });
-    if (slot.options.length > 0) {
+    sensor(`slot_${slot.name}_backend`, {
+      name: `${slot.name} backend`,
+      icon: 'mdi:chip',
+      value_template: `{{ value_json.slots[${s}].backend | default('none') }}`,
+    });
+    if (slot.backends.length > 0) {
       const unique_id = `mnn_edge_${oid}_slot_${haObjectId(slot.name)}_placement`;
+      const slotJson = JSON.stringify(slot.name);
+      // `set-placement` takes {slot, pin}: a backend pins it, `auto` (pin null) hands it back to the planner.
       cmps[unique_id] = {
         p: 'select',
         unique_id,
-        name: `${slot.name} variant@backend`,
-        options: [...slot.options],
+        name: `${slot.name} backend pin`,
+        options: [HA_AUTO_BACKEND, ...slot.backends],
         state_topic: t.telemetry,
-        value_template: `{{ value_json.slots[${s}].variant ~ '@' ~ value_json.slots[${s}].backend }}`,
+        value_template: `{{ value_json.slots[${s}].backend | default('${HA_AUTO_BACKEND}') }}`,
         command_topic: t.command('set-placement'),
-        command_template: `{"params":{"slot":${JSON.stringify(slot.name)},"variant":"{{ value.split('@')[0] }}","backend":"{{ value.split('@')[1] }}"}}`,
+        command_template: `{% if value == '${HA_AUTO_BACKEND}' %}{"params":{"slot":${slotJson},"pin":null}}{% else %}{"params":{"slot":${slotJson},"pin":{"backend":"{{ value }}"}}}{% endif %}`,
       };
     }
   }

@@ -24,21 +24,35 @@ export interface FleetModuleOptions {
 
 export interface FleetModule extends AgentModule {
   readonly commands: CommandRegistry;
-  /** Present between start and stop. */
+  /** Present between start and stop, unless the fleet is off (`offReason`). */
   readonly agent: FleetAgent | undefined;
+  /** Why the fleet is off: no broker is configured and the embedded one is disabled. */
+  readonly offReason: string | undefined;
 }
+
+export const FLEET_OFF_REASON =
+  'The fleet is off: no mqtt.url is set and mqtt.embeddedBroker.enabled is false, so this agent runs standalone';
 
 export function createFleetModule(options: FleetModuleOptions): FleetModule {
   const commands = options.commands ?? new CommandRegistry();
   let agent: FleetAgent | undefined;
+  let offReason: string | undefined;
   return {
     name: 'fleet',
     commands,
     get agent() {
       return agent;
     },
+    get offReason() {
+      return offReason;
+    },
     async start(ctx: AgentContext) {
       const { config } = ctx;
+      if (!config.mqtt.url && !config.mqtt.embeddedBroker.enabled) {
+        offReason = FLEET_OFF_REASON;
+        ctx.logger.warn(`${FLEET_OFF_REASON} (no telemetry, fleet commands or OTA jobs over MQTT)`);
+        return;
+      }
       agent = createFleetAgent({
         config: {
           mqtt: config.mqtt,

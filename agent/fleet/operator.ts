@@ -104,7 +104,8 @@ export class FleetOperator {
     const onMessage = (topic: string, payload: Buffer) => {
       const id = deviceIdOf(topic);
       if (id === undefined) return;
-      const leaf = topic.slice(`${TOPIC_PREFIX}/${id}/`.length);
+      // The topic names the device by its segment (`edge-7_2Elab`), the summary by its id (`edge-7.lab`).
+      const leaf = topic.split('/').slice(2).join('/');
       const value = parseJson(payload);
       if (leaf === 'status' && validate(statusSchema, value).length === 0)
         entry(id).status = value as StatusMessage;

@@ -15,7 +15,52 @@ export function isValidDeviceId(id: string): boolean {
   return DEVICE_ID.test(id) && id !== FLEET_SEGMENT;
 }
 
+// A device id becomes one topic segment, the same in every topic: its MQTT root, its Home Assistant discovery
+// topic (whose object ids allow only [A-Za-z0-9_-]) and the broker username the ACL example matches with %u.
+// `.` and `:` are written `_2E` and `_3A`, and a `_` that would read as such an escape is written `_5F`;
+// every other id (letters, digits, `-`, `_`) is its own segment. The mapping is one-to-one, so two devices
+// never share a segment, and `deviceIdOfSegment` reverses it.
+const ESCAPED: Record<string, string> = { '.': '_2E', ':': '_3A', _: '_5F' };
+const ESCAPE = /_([0-9A-F]{2})/y;
+
+/** The topic segment of a device id (see above); throws for an id outside the contract. */
+export function topicSegment(deviceId: string): string {
+  assertDeviceId(deviceId);
+  let out = '';
+  for (let i = 0; i < deviceId.length; i++) {
+    const c = deviceId[i]!;
+    if (c === '.' || c === ':') out += ESCAPED[c];
+    else if (c === '_' && /^[0-9A-F]{2}/.test(deviceId.slice(i + 1, i + 3))) out += ESCAPED['_'];
+    else out += c;
+  }
+  return out;
+}
+
+/** The device id a topic segment stands for; undefined when no valid id maps to it. */
+export function deviceIdOfSegment(segment: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]{1,192}$/.test(segment)) return undefined;
+  let out = '';
+  for (let i = 0; i < segment.length; ) {
+    ESCAPE.lastIndex = i;
+    const m = ESCAPE.exec(segment);
+    if (m) {
+      out += String.fromCharCode(Number.parseInt(m[1]!, 16));
+      i += 3;
+    } else out += segment[i++];
+  }
+  return isValidDeviceId(out) && topicSegment(out) === segment ? out : undefined;
+}
+
+function assertDeviceId(deviceId: string): void {
+  if (!isValidDeviceId(deviceId))
+    throw new Error(
+      `Invalid device id ${JSON.stringify(deviceId)}: expected 1-64 of A-Z a-z 0-9 _ . : - (not "fleet")`,
+    );
+}
+
 export interface DeviceTopics {
+  /** The device id as it appears in topics (`topicSegment`). */
+  segment: string;
   root: string;
   status: string;
   telemetry: string;
@@ -30,12 +75,10 @@ export interface DeviceTopics {
 }
 
 export function deviceTopics(deviceId: string): DeviceTopics {
-  if (!isValidDeviceId(deviceId))
-    throw new Error(
-      `Invalid device id ${JSON.stringify(deviceId)}: expected 1-64 of A-Z a-z 0-9 _ . : - (not "fleet")`,
-    );
-  const root = `${TOPIC_PREFIX}/${deviceId}`;
+  const segment = topicSegment(deviceId);
+  const root = `${TOPIC_PREFIX}/${segment}`;
   return {
+    segment,
     root,
     status: `${root}/status`,
     telemetry: `${root}/telemetry`,
@@ -64,15 +107,17 @@ export function parseCommandTopic(deviceId: string, topic: string): CommandTarge
   const parts = topic.split('/');
   if (parts.length !== 4 || parts[0] !== TOPIC_PREFIX || parts[2] !== 'cmd') return undefined;
   const name = parts[3]!;
-  if (parts[1] === deviceId) return { scope: 'device', name };
+  if (parts[1] === topicSegment(deviceId)) return { scope: 'device', name };
   if (parts[1] === FLEET_SEGMENT) return { scope: 'fleet', name };
   return undefined;
 }
 
-/** `mnn-edge/<id>/<leaf>` → id, for operator tools reading many devices. */
+/** `mnn-edge/<segment>/<leaf>` → device id, for operator tools reading many devices. */
 export function deviceIdOf(topic: string): string | undefined {
   const parts = topic.split('/');
-  return parts.length >= 3 && parts[0] === TOPIC_PREFIX && parts[1] !== FLEET_SEGMENT ? parts[1] : undefined;
+  return parts.length >= 3 && parts[0] === TOPIC_PREFIX && parts[1] !== FLEET_SEGMENT
+    ? deviceIdOfSegment(parts[1]!)
+    : undefined;
 }
 
 /**

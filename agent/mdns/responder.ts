@@ -80,21 +80,10 @@ export function defaultAddresses(): string[] {
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
-export function createMdnsResponder(options: MdnsResponderOptions): MdnsResponder {
-  const { logger } = options;
-  const sock = options.socket ?? { bind: '0.0.0.0', port: MDNS_PORT, multicast: true };
-  const service = {
-    ...options.service,
-    instance: sanitizeLabel(options.service.instance),
-    host: sanitizeLabel(options.service.host),
-  };
+/** The records this responder owns (service, instance, host), its answers to one question, its announcement. */
+function serviceZone(service: MdnsResponderOptions['service'], addresses: () => string[]) {
   const instanceName = `${service.instance}.${SERVICE}`;
   const hostName = `${service.host}.local`;
-  const addresses = options.addresses ?? defaultAddresses;
-  let socket: Socket | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped: Promise<void> | undefined;
-
   const ptr = (ttl: number): ResourceRecord => ({
     type: TYPE.PTR,
     name: SERVICE,
@@ -160,14 +149,6 @@ export function createMdnsResponder(options: MdnsResponderOptions): MdnsResponde
     return undefined;
   };
 
-  const announceTarget = () => sock.announceTo ?? { address: MDNS_GROUP, port: MDNS_PORT };
-
-  const send = (packet: Buffer, port: number, address: string) => {
-    socket?.send(packet, port, address, (err) => {
-      if (err) logger.debug('mdns send failed', { err, address, port });
-    });
-  };
-
   const announcement = (ttl: number) =>
     encodeResponse({
       answers: [
@@ -178,6 +159,33 @@ export function createMdnsResponder(options: MdnsResponderOptions): MdnsResponde
         ...hostRecords(ttl > 0 ? HOST_TTL : 0),
       ],
     });
+
+  return { instanceName, hostName, answer, announcement };
+}
+
+export function createMdnsResponder(options: MdnsResponderOptions): MdnsResponder {
+  const { logger } = options;
+  const sock = options.socket ?? { bind: '0.0.0.0', port: MDNS_PORT, multicast: true };
+  const service = {
+    ...options.service,
+    instance: sanitizeLabel(options.service.instance),
+    host: sanitizeLabel(options.service.host),
+  };
+  const { instanceName, hostName, answer, announcement } = serviceZone(
+    service,
+    options.addresses ?? defaultAddresses,
+  );
+  let socket: Socket | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped: Promise<void> | undefined;
+
+  const announceTarget = () => sock.announceTo ?? { address: MDNS_GROUP, port: MDNS_PORT };
+
+  const send = (packet: Buffer, port: number, address: string) => {
+    socket?.send(packet, port, address, (err) => {
+      if (err) logger.debug('mdns send failed', { err, address, port });
+    });
+  };
 
   const onMessage = (packet: Buffer, from: { address: string; port: number }) => {
     let message: ReturnType<typeof decodeMessage>;

@@ -130,12 +130,24 @@ function evidenceFor(
         `${Math.round(prior.refWeightBytes / 1048576)} MiB of weights, scaled to ${tps(decode)} tok/s`,
     };
   }
-  const rank = ctx.policy.staticOrder.indexOf(config.backend_type);
-  const r = rank === -1 ? ctx.policy.staticOrder.length : rank;
+  const order = ctx.policy.staticOrder;
+  const software = ctx.board.backends.find((b) => b.backend === config.backend_type)?.software === true;
+  if (software && config.backend_type !== 'cpu') {
+    const cpuRank = order.indexOf('cpu');
+    // Half a place after the CPU: behind it, ahead of backends the order does not name.
+    const r = (cpuRank === -1 ? order.length : cpuRank) + 0.5;
+    return {
+      evidence: { kind: 'static', rank: r },
+      refSeconds: undefined,
+      summary: `not measured, no prior: ${config.backend_type} here is a software device on the CPU, so it ranks after cpu`,
+    };
+  }
+  const rank = order.indexOf(config.backend_type);
+  const r = rank === -1 ? order.length : rank;
   return {
     evidence: { kind: 'static', rank: r },
     refSeconds: undefined,
-    summary: `not measured, no prior: static order #${r + 1} (${ctx.policy.staticOrder.join(' > ')})`,
+    summary: `not measured, no prior: static order #${r + 1} (${order.join(' > ')})`,
   };
 }
 

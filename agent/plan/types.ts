@@ -76,6 +76,12 @@ export interface BackendAvailability {
   available: boolean;
   /** Why (not): "libOpenCL.so found, /dev/kgsl-3d0 present", "no OpenCL ICD". */
   reason: string;
+  /** The API's only device is a software/CPU one (lavapipe, llvmpipe): before any measurement it ranks after
+   *  the CPU backend, which runs the same silicon with kernels made for it. */
+  software?: boolean;
+  /** The evidence-chain step that made it unusable (device node, ICD, loader, device kind, compiled in, init
+   *  probe), when the chain was checked: a pin to it is refused with this step. */
+  failedStep?: { step: string; detail: string };
 }
 
 /** A profile prior: what this backend was measured to do on this board family for a reference model. */

@@ -17,6 +17,7 @@ import {
   type TensorIn,
   type TensorOut,
 } from './engine-port.js';
+import { type GpuCacheKey, type GpuCacheStore, type PreparedGpuCache, usesGpuCache } from './gpu-cache.js';
 import { moduleGraphPath, moduleProfileOf } from './module-models.js';
 import { processMemory } from './proc-memory.js';
 import type { InstanceSpec } from './types.js';
@@ -33,6 +34,8 @@ export interface EngineHostAdapterOptions {
   procRoot?: string;
   /** Pins a process and all its threads to CPUs; default runs `taskset -a -p -c`. */
   pinCpus?: (pid: number, cpus: number[]) => Promise<void>;
+  /** Per-model GPU kernel caches under the data directory; without it MNN writes into the host's cwd. */
+  gpuCache?: GpuCacheStore;
 }
 
 function tasksetPin(pid: number, cpus: number[]): Promise<void> {
@@ -61,10 +64,13 @@ class AdaptedHost implements EngineHost {
   readonly exited: Promise<HostExit>;
   readonly #client: EngineHostClient;
   readonly #procRoot: string;
+  readonly #options: EngineHostAdapterOptions;
+  #cacheKey: GpuCacheKey | undefined;
 
-  constructor(client: EngineHostClient, procRoot: string) {
+  constructor(client: EngineHostClient, procRoot: string, options: EngineHostAdapterOptions) {
     this.#client = client;
     this.#procRoot = procRoot;
+    this.#options = options;
     this.pid = client.pid ?? -1;
     this.exited = new Promise((resolve) => {
       if (client.exitInfo) resolve(client.exitInfo);
@@ -86,16 +92,45 @@ class AdaptedHost implements EngineHost {
         });
         return;
       }
+      const cache = this.#prepareCache(spec);
+      const t0 = performance.now();
       await this.#client.load(spec.configPath, {
         ...spec.configOverrides,
         backend_type: spec.config.backend_type,
         thread_num: spec.config.thread_num,
         precision: spec.config.precision,
         memory: spec.config.memory,
+        ...(cache ? { tmp_path: cache.dir } : {}),
       });
+      if (cache)
+        this.#options.log.info('model loaded on a GPU backend', {
+          key: spec.key,
+          backend: spec.config.backend_type,
+          cache: cache.state,
+          loadMs: Math.round(performance.now() - t0),
+          cacheDir: cache.dir,
+        });
     } catch (err) {
       throw classify(err, 'load');
     }
+  }
+
+  #prepareCache(spec: InstanceSpec): PreparedGpuCache | undefined {
+    const store = this.#options.gpuCache;
+    if (!store || !usesGpuCache(spec.config.backend_type)) return undefined;
+    this.#cacheKey = {
+      modelId: spec.modelId,
+      version: spec.version,
+      variantId: spec.variantId,
+      backend: spec.config.backend_type,
+      mnnVersion: this.#options.engineVersion,
+    };
+    return store.prepare(this.#cacheKey);
+  }
+
+  /** MNN writes the cache when the model's runtime is destroyed: seal it once that happened. */
+  #sealCache(): void {
+    if (this.#cacheKey) this.#options.gpuCache?.seal(this.#cacheKey);
   }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
@@ -159,10 +194,14 @@ class AdaptedHost implements EngineHost {
 
   async unload(): Promise<void> {
     await this.#client.unload();
+    this.#sealCache();
   }
 
-  stop(): Promise<HostExit> {
-    return this.#client.close();
+  async stop(): Promise<HostExit> {
+    const exit = await this.#client.close();
+    // A clean exit disposed the model (and wrote the cache); a killed host left whatever was there.
+    if (exit.code === 0) this.#sealCache();
+    return exit;
   }
 }
 
@@ -177,7 +216,7 @@ export function engineHostFactory(options: EngineHostAdapterOptions): EngineHost
         logger: options.log,
         ...(options.cwd ? { cwd: options.cwd } : {}),
       });
-      const host = new AdaptedHost(client, options.procRoot ?? '/');
+      const host = new AdaptedHost(client, options.procRoot ?? '/', options);
       if (cpus.length > 0) {
         // Pinning is an optimisation: a board without taskset still runs, only less predictably.
         await pin(host.pid, cpus).catch((err: unknown) =>

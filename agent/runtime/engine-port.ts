@@ -49,8 +49,9 @@ export interface GenerateStats {
 
 export type GenerateEvent =
   | { type: 'text'; text: string }
-  /** `stop`: the model ended its answer; `length`: maxNewTokens ran out. A cancelled run throws instead. */
-  | { type: 'done'; stats: GenerateStats; finishReason: 'stop' | 'length' };
+  /** `stop`: the model ended its answer; `length`: maxNewTokens ran out; `backend-lost`: the host serving it died
+   *  after tokens were streamed (the slot fell back; `detail` says why). A cancelled run throws instead. */
+  | { type: 'done'; stats: GenerateStats; finishReason: 'stop' | 'length' | 'backend-lost'; detail?: string };
 
 export interface HostMemory {
   rssBytes: number;

@@ -28,6 +28,12 @@ export interface ReleaseCheck {
   ok: boolean;
 }
 
+/** A GPU backend held down after a live failure, each probe while it is, and its return. */
+export type BackendHealthEvent =
+  | { backend: string; status: 'down'; reason: string }
+  | { backend: string; status: 'probe'; ok: boolean; detail: string; successes: number; needed: number }
+  | { backend: string; status: 'up'; downForMs: number; detail: string };
+
 /** What the dashboard and the fleet hear from the runtime. */
 export interface RuntimeEvents {
   [event: string]: unknown;
@@ -49,4 +55,13 @@ export interface RuntimeEvents {
   'memory-released': ReleaseCheck;
   'step-failed': { step: string; instanceKey: string; error: string };
   'runner-error': { error: string; consecutiveFailures: number; retryInMs: number };
+  /** A GPU backend held down after a live failure, each probe while it is, and its return. */
+  'backend-health': BackendHealthEvent;
+  /** A request retried on the fallback (nothing streamed yet) or cut short with finish reason backend-lost. */
+  'request-rescued': {
+    slot: SlotName;
+    outcome: 'retried' | 'cut-short';
+    reason: string;
+    streamedChars: number;
+  };
 }

@@ -13,6 +13,8 @@ export class Failover {
   readonly #core: RuntimeCore;
   #choices: ActiveChoice[] = [];
   #retryTimer: NodeJS.Timeout | undefined;
+  /** Told of each fallback (backend health holds a GPU backend that failed live). */
+  onFallback: ((fromKey: string, reason: string) => void) | undefined;
 
   constructor(core: RuntimeCore) {
     this.#core = core;
@@ -29,7 +31,11 @@ export class Failover {
     for (const c of choices) {
       const prev = before.get(c.plannedKey);
       if (c.fallback && prev?.active.key !== c.active.key) {
-        const retryInMs = Math.max(0, c.fallback.retryAtMs - deps.clock.monotonicMs());
+        this.onFallback?.(c.fallback.fromKey, c.fallback.reason);
+        // -1: held until its backend's probes pass, not on a timer.
+        const retryInMs = Number.isFinite(c.fallback.retryAtMs)
+          ? Math.max(0, c.fallback.retryAtMs - deps.clock.monotonicMs())
+          : -1;
         log.warn('fallback', {
           slots: c.slots,
           from: c.fallback.fromKey,

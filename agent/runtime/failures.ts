@@ -29,9 +29,21 @@ export class FailureBook {
   readonly #clock: Clock;
   readonly #backoff: FailureBackoff;
 
+  /** Candidates held regardless of backoff (a backend that is down until probes pass). */
+  #held: ((key: string) => { reason: string } | undefined) | undefined;
+
   constructor(clock: Clock, backoff: FailureBackoff = defaultFailureBackoff) {
     this.#clock = clock;
     this.#backoff = backoff;
+  }
+
+  holdWith(held: (key: string) => { reason: string } | undefined): void {
+    this.#held = held;
+  }
+
+  /** Forget the candidates' failures (their backend came back after passing probes). */
+  forget(match: (key: string) => boolean): void {
+    for (const key of [...this.#records.keys()]) if (match(key)) this.#records.delete(key);
   }
 
   record(key: string, reason: string): FailureRecord {
@@ -46,6 +58,15 @@ export class FailureBook {
 
   blocked(key: string): FailureRecord | undefined {
     const rec = this.#records.get(key);
+    const held = this.#held?.(key);
+    if (held)
+      return {
+        key,
+        count: rec?.count ?? 1,
+        reason: rec?.reason ?? held.reason,
+        lastAtMs: rec?.lastAtMs ?? this.#clock.monotonicMs(),
+        retryAtMs: Number.POSITIVE_INFINITY,
+      };
     return rec && rec.retryAtMs > this.#clock.monotonicMs() ? rec : undefined;
   }
 

@@ -3,6 +3,7 @@ import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { matchProfile } from '../../board-support/index.js';
 import type { BoardProfile } from '../../board-support/types.js';
+import { probeEngineInfo } from '../../engine/src/engine-info.js';
 import { createEngineInfo, type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import {
   planPolicyFromConfig,
@@ -10,14 +11,16 @@ import {
   type SlotsConfig,
   slotSpecsFromConfig,
 } from '../config/sections/slots.js';
-import { applyEngineBackends, detect } from '../detect/index.js';
+import { applyEngineBackends, detect, type EngineBackendProbe } from '../detect/index.js';
 import { boardFromCapabilities } from '../detect/plan-board.js';
 import type { Capabilities } from '../detect/types.js';
 import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
 import type { PlanBoard, PlanCatalog } from '../plan/types.js';
+import { engineBackendProbe, engineCompiledIn, engineProbes } from './backend-health.js';
 import { engineHostFactory } from './engine-host-adapter.js';
 import { EngineFailure, type EngineHostFactory } from './engine-port.js';
 import { type CommandSink, registerRuntimeCommands } from './fleet-commands.js';
+import { GpuCacheStore } from './gpu-cache.js';
 import { procSystemMemory, type SystemMemory } from './proc-memory.js';
 import { registerRuntimeRoutes } from './routes.js';
 import { type PlanSources, Runtime } from './runtime.js';
@@ -66,11 +69,9 @@ function boardFromDetected(
   if (!caps) throw new Error('the runtime started before detection');
   // The runtime's engine probe says which backends this MNN build has: the planner never picks one it
   // lacks, and the capability document says why ("MNN built without …").
-  if (engine?.available) {
-    caps = applyEngineBackends(
-      caps,
-      engine.info.backends.filter((b) => b.compiledIn).map((b) => b.name),
-    );
+  const compiled = engineCompiledIn(engine);
+  if (compiled) {
+    caps = applyEngineBackends(caps, compiled, engineProbes(engine));
     detected.update(caps);
   }
   // A root without /proc/meminfo (a capture of another board): the engine hosts run on this machine, so
@@ -91,7 +92,14 @@ function relayEvents(rt: Runtime, deps: RuntimeModuleDeps): void {
     publish?.('runtime.placement', { revision: e.revision, reason: e.reason });
   });
   if (!publish) return;
-  for (const ev of ['fallback', 'recovered', 'memory-released', 'host-exit'] as const)
+  for (const ev of [
+    'fallback',
+    'recovered',
+    'memory-released',
+    'host-exit',
+    'backend-health',
+    'request-rescued',
+  ] as const)
     rt.events.on(ev, (data) => publish(`runtime.${ev}`, { ...data }));
 }
 
@@ -107,8 +115,13 @@ export function unavailableHosts(reason: string): EngineHostFactory {
 }
 
 /** The board as detect sees it below `root`, planned with the matched profile's priors and thread advice. */
-export function detectedBoard(root: string, engineBackends?: readonly string[]): PlanBoard {
-  const caps: Capabilities = detect({ root, ...(engineBackends ? { engineBackends } : {}) });
+export function detectedBoard(
+  root: string,
+  engineBackends?: readonly string[],
+  probes: readonly EngineBackendProbe[] = [],
+): PlanBoard {
+  let caps: Capabilities = detect({ root });
+  if (engineBackends) caps = applyEngineBackends(caps, engineBackends, probes);
   const profile: BoardProfile | null = matchProfile(caps);
   return boardFromCapabilities(caps, profile);
 }
@@ -120,7 +133,12 @@ function hostsFor(ctx: AgentContext, availability: EngineAvailability, cwd: stri
     ctx.logger.warn('engine unavailable: models will not load', { reason });
     return unavailableHosts(reason);
   }
-  return engineHostFactory({ engineVersion: availability.info.mnnVersion, log: ctx.logger, cwd });
+  return engineHostFactory({
+    engineVersion: availability.info.mnnVersion,
+    log: ctx.logger,
+    cwd,
+    gpuCache: new GpuCacheStore(ctx.config.dataDir, ctx.logger),
+  });
 }
 
 export interface RuntimeModule extends AgentModule {
@@ -159,9 +177,8 @@ export function createRuntimeModule(deps: RuntimeModuleDeps): RuntimeModule {
         (() =>
           (board ??= detectedBoard(
             ctx.config.root,
-            availability?.available
-              ? availability.info.backends.filter((b) => b.compiledIn).map((b) => b.name)
-              : undefined,
+            engineCompiledIn(availability),
+            engineProbes(availability),
           )));
       const sources: PlanSources = {
         // The probe knows which backends this MNN build has: the planner never picks one it lacks.
@@ -174,7 +191,14 @@ export function createRuntimeModule(deps: RuntimeModuleDeps): RuntimeModule {
         catalog: deps.catalog,
       };
       const cfg = ctx.config['runtime'] as RuntimeConfig | undefined;
+      // With real engine hosts, a GPU backend that fails live is probed back in fresh hosts before use.
+      const probeCwd = join(ctx.config.dataDir, 'engine-tmp');
+      const backendHealth =
+        !deps.hosts && availability?.available
+          ? { probe: engineBackendProbe(() => probeEngineInfo({ logger: ctx.logger, cwd: probeCwd })) }
+          : undefined;
       runtime = new Runtime({
+        ...(backendHealth ? { backendHealth } : {}),
         db: ctx.db,
         clock: ctx.clock,
         log: ctx.logger,

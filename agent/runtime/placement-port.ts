@@ -26,7 +26,15 @@ export interface PlacementView {
   /** Every configured slot's state: the one model the overview's health, /v1/models and the fleet also read. */
   slotStates: SlotState[];
   /** What a pin may name on this board: usable ones, and the others with why not. */
-  backends: PinOption[];
+  pinOptions: PinOption[];
+  /** GPU backends held down after a live failure, until probes in fresh hosts pass. */
+  backends?: Array<{
+    backend: string;
+    status: string;
+    reason: string;
+    successes: number;
+    lastProbe?: string;
+  }>;
 }
 
 export interface PlacementPort {
@@ -64,7 +72,16 @@ export function placementPortFrom(
           .map((a) => ({ plannedKey: a.plannedKey, activeKey: a.active.key, reason: a.fallback!.reason })),
         pins,
         slotStates: runtimeSlotStates(runtime),
-        backends: pinOptions(board()),
+        pinOptions: pinOptions(board()),
+        backends: s.backends.map((b) => ({
+          backend: b.backend,
+          status: b.status,
+          reason: b.reason,
+          successes: b.successes,
+          ...(b.lastProbe
+            ? { lastProbe: `${b.lastProbe.ok ? 'passed' : 'failed'}: ${b.lastProbe.detail}` }
+            : {}),
+        })),
       };
     },
     pin: async (slot, constraints, author) => void (await runtime.pin(slot, constraints, author)),

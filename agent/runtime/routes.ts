@@ -4,7 +4,7 @@ import type { HttpRouter, RequestContext } from '../http/router.js';
 import type { AgentContext } from '../module.js';
 import { explainPlacement } from '../plan/explain.js';
 import { isSlotName, type SlotConstraints } from '../plan/types.js';
-import { assertConstraints, assertSlot } from './desired-state.js';
+import { assertSlot } from './desired-state.js';
 import { parsePinBody } from './placement-input.js';
 import type { PlacementPort } from './placement-port.js';
 import type { Runtime } from './runtime.js';
@@ -16,6 +16,9 @@ import type { Runtime } from './runtime.js';
 function toHttp(err: unknown): never {
   if (err instanceof MnnEdgeError && err.code === 'EINVAL')
     throw new HttpError(400, 'invalid_request', err.message);
+  // A pin to a backend whose evidence chain failed: refused, nothing changed.
+  if (err instanceof MnnEdgeError && err.code === 'EBACKEND')
+    throw new HttpError(409, 'backend_unusable', err.message);
   throw err;
 }
 
@@ -33,7 +36,8 @@ export function registerRuntimeRoutes(ctx: Pick<AgentContext, 'router'>, runtime
     r.route('PUT', '/api/runtime/pins/:slot', async (c) => {
       try {
         const slot = assertSlot(c.params['slot']);
-        const body = assertConstraints(await c.readJson(), `pin for ${slot}`) as SlotConstraints;
+        // Runtime.pin checks the backend against this board first (its values, its chain), then the schema.
+        const body = (await c.readJson()) as SlotConstraints;
         const placement = await runtime.pin(slot, body, 'dashboard');
         c.json(200, { placement });
       } catch (err) {
@@ -84,7 +88,11 @@ export function registerPlacementRoutes(
       const p = placementPort();
       const slot = slotParam(ctx);
       const constraints = parsePinBody(await ctx.readJson());
-      await p.pin(slot, constraints, authorOf(ctx));
+      try {
+        await p.pin(slot, constraints, authorOf(ctx));
+      } catch (err) {
+        toHttp(err);
+      }
       ctx.json(200, { ok: true, slot, pinned: constraints });
     }),
     router.route('DELETE', '/api/placement/:slot/pin', async (ctx) => {

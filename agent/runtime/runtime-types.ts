@@ -11,6 +11,7 @@ import type {
 } from '../plan/types.js';
 import type { Db } from '../store/database.js';
 import type { SlotRuntimeStats } from '../telemetry/runtime-stats.js';
+import type { BackendHealthOptions, BackendHealthState } from './backend-health.js';
 import type { EngineHostFactory, GenerateRequest, GenerateStats } from './engine-port.js';
 import type { Transition } from './events.js';
 import { defaultFailureBackoff, type FailureBackoff, type FailureRecord } from './failures.js';
@@ -79,6 +80,9 @@ export interface RuntimeDeps {
   /** Told which model versions the placement uses (chosen and fallbacks), so the store's GC keeps them
    *  (models/: ModelStore.setInUse). */
   inUse?: (refs: { id: string; version: string }[]) => void;
+  /** Probes a backend in a fresh engine host. With it, a GPU backend that failed live is held down until probes
+   *  pass (with hysteresis) instead of being retried by loading models on it. */
+  backendHealth?: Omit<BackendHealthOptions, 'clock' | 'log'>;
 }
 
 /** A request's hold on a slot: the engine host serving it, or the built-in that does. */
@@ -114,6 +118,8 @@ export interface RuntimeState {
   failures: FailureRecord[];
   transitions: Transition[];
   health: RunnerHealth;
+  /** GPU backends held down after a live failure until probes pass (empty when all are fine). */
+  backends: BackendHealthState[];
 }
 
 /** One slot for telemetry and the dashboard: what serves it and how its requests went. */

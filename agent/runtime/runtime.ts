@@ -8,6 +8,7 @@ import {
   type SlotName,
   type SlotSpec,
 } from '../plan/types.js';
+import { attachBackendHealth, type BackendHealth, backendOfKey } from './backend-health.js';
 import { assertSlot, type DesiredStateDocument, DesiredStateStore } from './desired-state.js';
 import {
   EngineFailure,
@@ -23,6 +24,7 @@ import { Failover } from './failover.js';
 import { FailureBook } from './failures.js';
 import { InstanceTable, type RuntimeCore } from './instance-table.js';
 import { Measurement, type ProbeFilter, type ProbeOptions } from './measurement.js';
+import { assertPinBackend } from './pin-check.js';
 import { Planning } from './planning.js';
 import { ProbeStore } from './probe-store.js';
 import { Reconciler } from './reconciler.js';
@@ -58,6 +60,7 @@ export class Runtime {
   readonly #runner: ExclusiveRunner;
   readonly #planning: Planning;
   readonly #failover: Failover;
+  readonly #health: BackendHealth | undefined;
   readonly #serving: Serving;
   readonly #measurement: Measurement;
   readonly #reconciler: Reconciler;
@@ -85,6 +88,8 @@ export class Runtime {
     };
     this.#planning = new Planning(this.#core, this.desired, this.probes, deps.policy ?? defaultPlanPolicy);
     this.#failover = new Failover(this.#core);
+    this.#health = attachBackendHealth(this, deps, this.#core.failures, () => this.#runner.trigger());
+    this.#failover.onFallback = (fromKey, reason) => this.#health?.markDown(backendOfKey(fromKey), reason);
     this.#serving = new Serving(this.#core, () => this.#planning.placement(), this.#failover);
     this.#reconciler = new Reconciler(this.#core, this.#planning, this.#failover);
     this.#measurement = new Measurement(this.#core, {
@@ -129,6 +134,7 @@ export class Runtime {
 
   /** An operator's placement override for a slot (fleet command or dashboard). */
   async pin(slot: SlotName, constraints: SlotConstraints, author: string): Promise<Placement> {
+    assertPinBackend(assertSlot(slot), constraints, await this.#deps.sources.board());
     this.desired.setPin(assertSlot(slot), constraints, author);
     return this.replan(`${slot} pinned by ${author}`);
   }
@@ -246,6 +252,7 @@ export class Runtime {
     this.#stopped = true;
     this.#stopping.abort(new Error('runtime stopping'));
     this.#failover.stop();
+    this.#health?.stop();
     if (this.#watchdog) clearInterval(this.#watchdog);
     await this.#runner.stop();
     await this.#measurement.settled();
@@ -277,6 +284,7 @@ export class Runtime {
       failures: this.#core.failures.all(),
       transitions: [...table.transitions],
       health: this.#runner.health(),
+      backends: this.#health?.state() ?? [],
     };
   }
 

@@ -15,6 +15,7 @@ import type { Failover } from './failover.js';
 import type { Lease } from './instance.js';
 import type { RuntimeCore } from './instance-table.js';
 import { moduleProfileOf } from './module-models.js';
+import { resilientStream } from './resilient-stream.js';
 import type { GenerateResult, SlotLease, SlotStats } from './runtime-types.js';
 
 interface SlotCounters {
@@ -82,8 +83,28 @@ export class Serving {
     request: GenerateRequest,
     signal?: AbortSignal,
   ): AsyncGenerator<GenerateEvent> {
-    const lease = await this.#engineLease(slot, 'llm', signal);
-    yield* this.#streamOn(slot, lease, request, signal);
+    const self = this;
+    yield* resilientStream({
+      signal,
+      async *attempt() {
+        const lease = await self.#engineLease(slot, 'llm', signal);
+        yield* self.#streamOn(slot, lease, request, signal);
+      },
+      onRetry: (err) => this.#rescued(slot, 'retried', err.message, 0),
+      onCutShort: (err, chars) => this.#rescued(slot, 'cut-short', err.message, chars),
+    });
+  }
+
+  #rescued(slot: SlotName, outcome: 'retried' | 'cut-short', reason: string, streamedChars: number): void {
+    this.#core.log.warn(
+      outcome === 'retried' ? 'request retried on the fallback' : 'request cut short: backend lost',
+      {
+        slot,
+        reason,
+        streamedChars,
+      },
+    );
+    this.#core.events.emit('request-rescued', { slot, outcome, reason, streamedChars });
   }
 
   /** Speech from the talker of the model serving the slot (voice.tts). */

@@ -27,7 +27,9 @@ export interface WorkloadMetricsProvider {
   metrics(): MetricSample;
 }
 
-const SAFE = /[^A-Za-z0-9_-]/g;
+// Slot names (`voice.llm`) appear as they are: `slot.<slot>.<metric>` (docs/PROTOCOL.md); consumers split off
+// the known `slot.` prefix and metric suffix. Anything outside the metric-name alphabet becomes `_`.
+const SAFE = /[^A-Za-z0-9_.-]/g;
 
 /** The numeric gauges of each slot, as metrics to aggregate over the interval. */
 export function slotGauges(stats: readonly SlotRuntimeStats[]): MetricSample {

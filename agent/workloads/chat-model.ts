@@ -18,7 +18,8 @@ export interface ChatRequest {
 
 export interface ChatResult {
   text: string;
-  finishReason: 'stop' | 'length' | 'aborted';
+  /** `backend-lost`: the engine host died mid-answer (driver reset); the text so far is all there is. */
+  finishReason: 'stop' | 'length' | 'aborted' | 'backend-lost';
   promptTokens: number;
   generatedTokens: number;
   prefillMs: number;

@@ -1,6 +1,7 @@
 // Registration only: each wrapped MNN class lives in its own file.
 #include <napi.h>
 
+#include "backend_probe.h"
 #include "llm.h"
 #include "module.h"
 #include "runtime_info.h"
@@ -11,6 +12,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("LlmHandle", mnn_edge::LlmHandle::Init(env));
   exports.Set("ModuleHandle", mnn_edge::ModuleHandle::Init(env));
   exports.Set("runtimeInfo", Napi::Function::New<mnn_edge::RuntimeInfo>(env, "runtimeInfo"));
+  exports.Set("probeBackend", Napi::Function::New<mnn_edge::ProbeBackend>(env, "probeBackend"));
   exports.Set("checkBackend", Napi::Function::New<mnn_edge::CheckBackend>(env, "checkBackend"));
   return exports;
 }

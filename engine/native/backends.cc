@@ -1,5 +1,7 @@
 #include "backends.h"
 
+#include "backend_probe.h"
+
 #include <MNN/Interpreter.hpp>
 #include <MNN/expr/Executor.hpp>
 
@@ -24,13 +26,9 @@ int ForwardTypeOf(const std::string& name) {
 }
 
 bool BackendCompiledIn(MNNForwardType type) {
-  MNN::ScheduleConfig config;
-  config.type = MNN_FORWARD_CPU;
-  std::unique_ptr<MNN::Express::Executor::RuntimeManager, void (*)(MNN::Express::Executor::RuntimeManager*)> rt(
-      MNN::Express::Executor::RuntimeManager::createRuntimeManager(config),
-      MNN::Express::Executor::RuntimeManager::destroy);
-  if (!rt) return type == MNN_FORWARD_CPU;
-  return rt->isBackendSupport({type}).front();
+  // Not RuntimeManager::isBackendSupport: it asks for a creator that also starts a runtime here, so OpenCL on a
+  // board without a GPU device would read as "not compiled in", and the fix (a GPU driver) would be hidden.
+  return CreatorRegistered(type);
 }
 
 bool BackendUsable(MNNForwardType type) {

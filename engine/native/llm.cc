@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "chosen_backend.h"
 #include "media.h"
 
 namespace mnn_edge {
@@ -211,6 +212,7 @@ Napi::Value LlmHandle::Load(const Napi::CallbackInfo& info) {
           throw EngineError("ELOAD", "MNN Llm::load failed for " + path + " (MNN's reason is in the engine log)");
         }
         t.loadUs = MonotonicUs() - t1;
+        RequireLlmBackend(llm, "the LLM of " + path);
         loaded_ = true;
         int64_t grown = ResidentBytes() - before;
         t.grownBytes = grown > 0 ? grown : int64_t{0};

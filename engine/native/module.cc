@@ -7,7 +7,9 @@
 #include <cstring>
 #include <utility>
 
+#include "backend_probe.h"
 #include "backends.h"
+#include "chosen_backend.h"
 
 namespace mnn_edge {
 
@@ -129,9 +131,11 @@ Napi::Value ModuleHandle::Load(const Napi::CallbackInfo& info) {
         if (!FileExists(opts->path)) throw EngineError("ENOENT", "model file not found: " + opts->path);
         auto fwd = static_cast<MNNForwardType>(type);
         if (!BackendUsable(fwd)) {
+          BackendProbe probe = ProbeBackendChain(opts->backend, fwd);
           throw EngineError("EBACKEND", "MNN backend \"" + opts->backend + "\" requested for " + opts->path +
-                                            " is not available in this MNN build or on this device; refusing "
-                                            "to fall back to CPU silently");
+                                            (probe.compiledIn ? " is compiled in but cannot start on this device: "
+                                                              : " cannot run: ") +
+                                            probe.FirstFailure() + "; refusing to fall back to CPU silently");
         }
         auto state = std::make_shared<State>();
         state->path = opts->path;
@@ -148,6 +152,7 @@ Napi::Value ModuleHandle::Load(const Napi::CallbackInfo& info) {
         state->runtime.reset(MNN::Express::Executor::RuntimeManager::createRuntimeManager(sc),
                              MNN::Express::Executor::RuntimeManager::destroy);
         if (!state->runtime) throw EngineError("ELOAD", "MNN RuntimeManager::createRuntimeManager failed for " + opts->path);
+        RequireChosenBackend(state->runtime, opts->backend, opts->path);
         MNN::Express::Module::Config mc;
         mc.shapeMutable = true;
         state->module.reset(

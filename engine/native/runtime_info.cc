@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "backend_probe.h"
 #include "backends.h"
 #include "common.h"
 
@@ -71,8 +72,11 @@ Napi::Value CheckBackend(const Napi::CallbackInfo& info) {
                                  " is not compiled into this MNN build; refusing to fall back to CPU silently");
   }
   if (!BackendUsable(t)) {
+    std::string why = ProbeBackendChain(name, t).FirstFailure();
     ThrowJs(env, "EBACKEND", "MNN backend \"" + name + "\" requested for " + purpose +
-                                 " is compiled in but cannot start on this device (no driver or device)");
+                                 " is compiled in but cannot start on this device: " +
+                                 (why.empty() ? "MNN substituted another runtime" : why) +
+                                 "; refusing to fall back to CPU silently");
   }
   return env.Undefined();
 }

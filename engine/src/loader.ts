@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineError } from './errors.js';
-import type { EngineAddon, RuntimeInfo } from './native.js';
+import type { BackendProbeResult, EngineAddon, RuntimeInfo } from './native.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 // From source this file is engine/src/loader.ts; built, it is dist/engine/src/loader.js. The addon is built
@@ -31,6 +31,15 @@ export type EngineAvailability =
 /** The full message for an unavailable engine, in the words the issue and the build script use. */
 export function unavailableMessage(reason: string): string {
   return `MNN engine not available: ${reason}. ${ENGINE_HELP}`;
+}
+
+/** The GPU backends' chains; an addon built before probeBackend existed answers none. */
+export function probeGpuBackends(addon: EngineAddon, info: RuntimeInfo): BackendProbeResult[] {
+  const probe = addon.probeBackend;
+  if (typeof probe !== 'function') return [];
+  return info.backends
+    .filter((b) => b.name === 'vulkan' || b.name === 'opencl')
+    .map((b) => probe.call(addon, b.name));
 }
 
 export interface AddonLoader {
@@ -74,7 +83,8 @@ export function createAddonLoader(candidates: string[] = addonCandidates()): Add
       const r = attempt();
       if (!('addon' in r)) return { available: false, reason: r.reason };
       try {
-        return { available: true, info: r.addon.runtimeInfo() };
+        const info = r.addon.runtimeInfo();
+        return { available: true, info: { ...info, probes: probeGpuBackends(r.addon, info) } };
       } catch (err) {
         return { available: false, reason: `MNN runtimeInfo() failed: ${String(err)}` };
       }

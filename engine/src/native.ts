@@ -21,6 +21,23 @@ export interface BackendInfo {
   usable: boolean;
 }
 
+/** One link of a backend's evidence chain as the engine checked it (see engine/native/backend_probe.h). */
+export interface BackendProbeStep {
+  step: 'compiled-in' | 'loader' | 'device-kind' | 'init-probe';
+  status: 'ok' | 'fail' | 'skip';
+  detail: string;
+}
+
+export interface BackendProbeResult {
+  name: BackendName;
+  /** A runtime creator is registered, whether or not a device answers. */
+  compiledIn: boolean;
+  deviceKind: 'gpu' | 'software' | 'unknown';
+  /** Time to create the runtime and run the tiny graph; 0 when it did not get that far. */
+  initMs: number;
+  steps: BackendProbeStep[];
+}
+
 export interface RuntimeInfo {
   /** MNN::getVersion() of the loaded library. */
   mnnVersion: string;
@@ -31,6 +48,8 @@ export interface RuntimeInfo {
   cpu: { fp16: boolean; dotProduct: boolean };
   /** Optional parts of the MNN install the addon was built with. */
   features: { audio: boolean; imageCodecs: boolean };
+  /** The evidence chain of each GPU backend compiled in (Vulkan, OpenCL), from an engine host. */
+  probes?: BackendProbeResult[];
 }
 
 export interface NativeImagePart {
@@ -166,4 +185,6 @@ export interface EngineAddon {
   runtimeInfo(): RuntimeInfo;
   /** Throws (code EBACKEND) when `name` is unknown, not compiled in, or cannot start here. */
   checkBackend(name: string, purpose: string): void;
+  /** Every step of the backend's chain: compiled in, loader, devices, a tiny graph on a fresh runtime. */
+  probeBackend?(name: string): BackendProbeResult;
 }

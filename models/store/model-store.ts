@@ -20,6 +20,7 @@ import { deriveManifest } from '../manifest/derive.js';
 import { parseManifestBytes } from '../manifest/parse-bytes.js';
 import { compareSemver, MODEL_ID_PATTERN, packageFiles, SEMVER_PATTERN } from '../manifest/schema.js';
 import { MANIFEST_FILE, type ModelManifest, type ModelTask } from '../manifest/types.js';
+import { gpuCacheBytes, removeGpuCaches } from './gpu-cache-layout.js';
 
 // The on-disk model store: <dataDir>/models/<id>/<version>/ holds a verified package, SQLite holds the
 // inventory. Durability rule: a package directory exists under its final name only while its row exists,
@@ -35,6 +36,8 @@ export interface InstalledPackage extends ModelRef {
   manifest: ModelManifest;
   derived: boolean;
   sizeBytes: number;
+  /** GPU kernel caches the runtime built for this version (under <dataDir>/gpu-cache), counted with it. */
+  gpuCacheBytes: number;
   installedAt: number;
   lastUsedAt: number | null;
   inUse: boolean;
@@ -175,6 +178,7 @@ function sanitizeId(name: string): string {
 export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
   readonly root: string;
   readonly #db: Db;
+  readonly #dataDir: string;
   readonly #clock: Clock;
   readonly #log: Logger | undefined;
   readonly #limits: Partial<StageLimits>;
@@ -184,6 +188,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
   private constructor(options: ModelStoreOptions) {
     super();
     this.root = join(options.dataDir, 'models');
+    this.#dataDir = options.dataDir;
     this.#db = options.db;
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log;
@@ -491,6 +496,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
     })();
     renameDurable(pkg.dir, trash);
     rmSync(trash, { recursive: true, force: true });
+    removeGpuCaches(this.#dataDir, ref);
     const idDir = join(this.root, ref.id);
     if (readdirSync(idDir).length === 0) rmSync(idDir, { recursive: true, force: true });
     this.#db.prepare('DELETE FROM model_journal WHERE work_dir = ?').run(trash);
@@ -505,7 +511,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
    */
   gc(budgetBytes?: number): GcReport {
     const all = this.list();
-    let total = all.reduce((a, p) => a + p.sizeBytes, 0);
+    let total = all.reduce((a, p) => a + p.sizeBytes + p.gpuCacheBytes, 0);
     const newest = new Map<string, string>();
     for (const p of all) newest.set(p.id, p.version);
     const candidates = all
@@ -517,8 +523,8 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
       if (budgetBytes !== undefined && total <= budgetBytes) break;
       this.remove(p);
       removed.push({ id: p.id, version: p.version });
-      freed += p.sizeBytes;
-      total -= p.sizeBytes;
+      freed += p.sizeBytes + p.gpuCacheBytes;
+      total -= p.sizeBytes + p.gpuCacheBytes;
     }
     return {
       removed,
@@ -561,6 +567,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
       manifest: JSON.parse(r.manifest) as ModelManifest,
       derived: r.derived === 1,
       sizeBytes: r.size_bytes,
+      gpuCacheBytes: gpuCacheBytes(this.#dataDir, r),
       installedAt: r.installed_at,
       lastUsedAt: r.last_used_at,
       inUse: r.in_use === 1,

@@ -63,7 +63,7 @@ if (engineOrSkip(test, 'bad input')) {
     }
   });
 
-  test('a backend this MNN was not built with is refused instead of falling back to CPU', async (t) => {
+  test('a backend this MNN cannot run is refused instead of falling back to CPU, with the right reason', async (t) => {
     const opencl = runtimeInfo().backends.find((b) => b.name === 'opencl');
     if (opencl?.usable) {
       t.pass('OpenCL is usable on this host; nothing to refuse');
@@ -76,10 +76,17 @@ if (engineOrSkip(test, 'bad input')) {
       },
     );
     t.is(err?.code, 'EBACKEND');
-    t.is(
-      err?.message,
-      `MNN backend "opencl" requested for the LLM of ${models.tinyLlm} is not compiled into this MNN build; refusing to fall back to CPU silently`,
-    );
+    // Compiled in but no GPU device (pocl) and not compiled in at all are different facts with different fixes.
+    if (opencl?.compiledIn)
+      t.regex(
+        err!.message,
+        /^MNN backend "opencl" requested for the LLM of .* is compiled in but cannot start on this device: .+; refusing to fall back to CPU silently$/,
+      );
+    else
+      t.is(
+        err?.message,
+        `MNN backend "opencl" requested for the LLM of ${models.tinyLlm} is not compiled into this MNN build; refusing to fall back to CPU silently`,
+      );
     await t.throwsAsync(() => Llm.load(models.tinyVlm, { overrides: { mllm: { backend_type: 'opencl' } } }), {
       message: /^MNN backend "opencl" requested for the vision\/audio encoder of /,
     });
@@ -93,7 +100,11 @@ if (engineOrSkip(test, 'bad input')) {
           outputs: ['output', 'stateN'],
           backend: 'opencl',
         }),
-      { message: /^MNN backend "opencl" requested for .*silero_vad\.mnn is not available in this MNN build/ },
+      {
+        message: opencl?.compiledIn
+          ? /^MNN backend "opencl" requested for .*silero_vad\.mnn is compiled in but cannot start on this device: /
+          : /^MNN backend "opencl" requested for .*silero_vad\.mnn cannot run: MNN built without opencl/,
+      },
     );
   });
 

@@ -8,7 +8,6 @@ import { sleep, systemClock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
 import type { CatalogModel, PlanBoard, SlotSpec } from '../../agent/plan/types.js';
 import { engineHostFactory } from '../../agent/runtime/engine-host-adapter.js';
-import type { EngineFailure } from '../../agent/runtime/engine-port.js';
 import type { RuntimeEvents } from '../../agent/runtime/events.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
@@ -161,7 +160,7 @@ if (engineOrSkip(test, 'runtime')) {
   );
 
   test.serial(
-    'SIGKILL of a host mid-generation: the request fails with a clear error, the slot serves again',
+    'SIGKILL of a host mid-generation: the answer ends as backend-lost with the reason, the slot serves again',
     async (t) => {
       const { runtime, close } = setup();
       try {
@@ -169,17 +168,20 @@ if (engineOrSkip(test, 'runtime')) {
         await runtime.settled();
         const pid = runtime.state().instances[0]!.pid;
         const pieces: string[] = [];
-        const victim = (async () => {
-          for await (const ev of runtime.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 2000 })) {
-            if (ev.type === 'text') {
-              pieces.push(ev.text);
-              if (pieces.length === 3) process.kill(pid, 'SIGKILL');
-            }
+        let finish: string | undefined;
+        let detail: string | undefined;
+        for await (const ev of runtime.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 2000 })) {
+          if (ev.type === 'text') {
+            pieces.push(ev.text);
+            if (pieces.length === 3) process.kill(pid, 'SIGKILL');
+          } else {
+            finish = ev.finishReason;
+            detail = ev.detail;
           }
-        })();
-        const err = (await t.throwsAsync(victim)) as EngineFailure;
-        t.is(err.kind, 'crash');
-        t.regex(err.message, new RegExp(`pid ${pid}.*(signal SIGKILL)`));
+        }
+        // Tokens were streamed: they stand, the answer ends with its own reason (no exception mid-session).
+        t.is(finish, 'backend-lost');
+        t.regex(detail ?? '', new RegExp(`pid ${pid}.*(signal SIGKILL)`));
         const again = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
         t.is(again.text, expectedOutput('tiny-llm').text);
         t.not(runtime.state().instances[0]!.pid, pid);

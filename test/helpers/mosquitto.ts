@@ -18,6 +18,8 @@ export interface MosquittoOptions {
   persistence?: boolean;
   /** Extra lines appended to the generated config (acl_file, password_file…). */
   extraConfig?: string[];
+  /** Pick the port and write the config, but do not start yet (an agent that boots before its broker). */
+  startLater?: boolean;
 }
 
 export interface Mosquitto {
@@ -29,6 +31,8 @@ export interface Mosquitto {
   stop(): Promise<void>;
   /** Start again on the same port with the same persistence. */
   start(): Promise<void>;
+  /** SIGKILL: no persistence saved beyond the last autosave, no goodbye to clients. */
+  kill(): Promise<void>;
   /** Stop and delete the temp dir. */
   close(): Promise<void>;
   log(): string;
@@ -107,15 +111,16 @@ export async function startMosquitto(options: MosquittoOptions = {}): Promise<Mo
     proc = p;
     await waitForPort(port, 5_000, p);
   };
-  const stop = async () => {
+  const signal = async (sig: NodeJS.Signals) => {
     const p = proc;
     if (!p || !isAlive(p)) return;
     await new Promise<void>((resolve) => {
       p.once('exit', () => resolve());
-      p.kill('SIGTERM');
+      p.kill(sig);
     });
   };
-  await start();
+  const stop = () => signal('SIGTERM');
+  if (!options.startLater) await start();
   return {
     port,
     url: `mqtt://127.0.0.1:${port}`,
@@ -125,6 +130,7 @@ export async function startMosquitto(options: MosquittoOptions = {}): Promise<Mo
     },
     stop,
     start,
+    kill: () => signal('SIGKILL'),
     async close() {
       await stop();
       rmSync(dir, { recursive: true, force: true });

@@ -4,9 +4,11 @@ import { join } from 'node:path';
 import test from 'ava';
 import { connect } from 'mqtt';
 import { createMemoryLogger } from '../../agent/common/log.js';
+import { validate } from '../../agent/common/schema.js';
 import { composeModules } from '../../agent/compose.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
+import { capabilitiesSchema } from '../../agent/detect/schema.js';
 import { createAgent } from '../../agent/main.js';
 import { engineAvailability } from '../../engine/src/index.js';
 import { modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
@@ -63,6 +65,8 @@ test('retained capabilities, models and placement documents; reload', async (t) 
   const caps = docs.get('capabilities')!.data as { soc: { family: { value: string } }; agentVersion: string };
   t.is(caps.soc.family.value, 'rk3588');
   t.is(caps.agentVersion, '9.9.9');
+  // The retained document is what docs/schemas/capabilities.schema.json describes, with what the agent adds.
+  t.deepEqual(validate(capabilitiesSchema, caps), []);
   if (engineAvailability().available) {
     // The runtime's engine probe reached the document: this MNN has no RKNN plugin, whatever the board offers.
     const rknn = (

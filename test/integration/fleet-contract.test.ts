@@ -102,7 +102,7 @@ function startAgent(broker: BrokerUnderTest, deviceId: string, tags: string[], f
     clock: systemClock,
     agentVersion: '0.1.0-test',
     samplers: [fakeSampler],
-    haSlots: () => [{ name: 'chat', options: ['qwen-int4@cpu', 'qwen-int4@opencl'] }],
+    haSlots: () => [{ name: 'chat', backends: ['cpu', 'opencl'] }],
   });
   return agent;
 }

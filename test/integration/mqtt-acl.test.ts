@@ -4,8 +4,9 @@ import { connect, type MqttClient } from 'mqtt';
 import { systemClock } from '../../agent/common/clock.js';
 import { createMemoryLogger } from '../../agent/common/log.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
+import { haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
-import { deviceTopics } from '../../agent/fleet/topics.js';
+import { deviceTopics, topicSegment } from '../../agent/fleet/topics.js';
 import { openStore } from '../../agent/store/database.js';
 import { type Mosquitto, mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { repoRoot } from '../helpers/paths.js';
@@ -109,3 +110,70 @@ test.serial('a device cannot publish under another device root nor read its comm
   await evil.endAsync(true);
   await watcher.endAsync(true);
 });
+
+test.serial(
+  'device ids with ".", ":", "-" and "_" work under the ACL: their topic segment is their username everywhere',
+  async (t) => {
+    if (!mosquittoAvailable()) return t.fail('mosquitto is not installed (scripts/install-test-deps.sh)');
+    const ids = ['edge-7.lab', 'rk3588:01', 'node-3_b', 'x_2Ey'];
+    const ha = await client('homeassistant');
+    const discovered = new Set<string>();
+    ha.on('message', (topic, payload) => {
+      if (payload.length > 0) discovered.add(topic);
+    });
+    await ha.subscribeAsync('homeassistant/device/+/config', { qos: 1 });
+    const agents: FleetAgent[] = [];
+    try {
+      for (const id of ids) {
+        const a = createFleetAgent({
+          config: {
+            mqtt: {
+              url: broker.url,
+              username: topicSegment(id),
+              protocolVersion: 'auto',
+              embeddedBroker: { enabled: false, port: 0, host: '127.0.0.1' },
+            },
+            telemetry: { enabled: false },
+            root: '/nonexistent',
+            dataDir: '/tmp',
+          },
+          db: openStore(':memory:'),
+          logger: createMemoryLogger(),
+          deviceId: id,
+          tags: ['lab'],
+          board: () => undefined,
+          clock: systemClock,
+          agentVersion: 'test',
+        });
+        agents.push(a);
+        await a.start();
+        if (!a.connected) await new Promise<void>((resolve) => a.events.once('connected', () => resolve()));
+        t.deepEqual(
+          a.subscriptions.state().filter((s) => s.state !== 'active'),
+          [],
+          `${id}: every subscription granted`,
+        );
+      }
+      const online = (await operator.listDevices(500)).filter((d) => d.status?.state === 'online');
+      for (const id of ids) {
+        t.true(
+          online.some((d) => d.deviceId === id),
+          `${id} is listed online`,
+        );
+        const [pong] = await operator.command({ deviceId: id }, 'ping');
+        t.true(pong?.ok, `${id} answers`);
+        t.is(pong?.deviceId, id);
+      }
+      const fleet = await operator.command({ selector: { deviceIds: ids } }, 'ping', {}, 1_000);
+      t.deepEqual(fleet.map((r) => r.deviceId).sort(), [...ids].sort());
+      // Home Assistant discovery is published under the same segment, so the broker accepted every one.
+      const deadline = Date.now() + 3_000;
+      while (!ids.every((id) => discovered.has(haDiscoveryTopic(id))) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      for (const id of ids) t.true(discovered.has(haDiscoveryTopic(id)), `${id}: discovery accepted`);
+    } finally {
+      for (const a of agents) await a.stop();
+      await ha.endAsync(true);
+    }
+  },
+);

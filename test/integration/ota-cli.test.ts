@@ -10,7 +10,7 @@ import { otaDefaults } from '../../agent/config/sections/ota.js';
 import { KvStore, openStore } from '../../agent/store/database.js';
 import { ModelStore } from '../../models/index.js';
 import { createOtaDevice, storePorts } from '../../ota/device.js';
-import { attachOtaToMqtt } from '../../ota/mqtt-device.js';
+import { attachOtaToMqtt, clientTransport } from '../../ota/mqtt-device.js';
 import { llmDemoMissing, llmDemoPath } from '../helpers/mnn-tools.js';
 import { MOSQUITTO_BIN, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
@@ -87,8 +87,8 @@ gate('ota publish --serve --wait delivers to a device; ota status shows it', asy
   });
   const client = await connectAsync(broker.url, { protocolVersion: 5, clientId: 'dev-c' });
   device.runner.start();
-  const link = await attachOtaToMqtt(
-    client,
+  const link = attachOtaToMqtt(
+    clientTransport(client),
     device.runner,
     { deviceId: 'dev-c', tags: [] },
     createMemoryLogger(),

@@ -15,6 +15,7 @@ import { ModelStore } from '../../models/index.js';
 import { createOtaModule } from '../../ota/device.js';
 import type { JobStatus } from '../../ota/job.js';
 import { generateSigningKey, parsePrivateKey } from '../../ota/keys.js';
+import { clientTransport } from '../../ota/mqtt-device.js';
 import { connectOperator, publishJob, watchStatuses } from '../../ota/operator.js';
 import { packModel } from '../../ota/pack.js';
 import { servePackages } from '../../ota/serve.js';
@@ -101,7 +102,7 @@ gate('createOtaModule: config → job over MQTT → succeeded; restart keeps the
     ),
     baseUrl: srv.baseUrl,
   };
-  const mod = createOtaModule({ mqtt: () => client, store: () => store });
+  const mod = createOtaModule({ transport: () => clientTransport(client), store: () => store });
   await mod.start(ctx);
   let done = nextFinal();
   await publishJob(operator, { tag: 'lab' }, job);
@@ -111,7 +112,7 @@ gate('createOtaModule: config → job over MQTT → succeeded; restart keeps the
   t.true(store.get({ id: 'tiny-llm', version: '1.0.0' })!.inUse);
 
   // Restarted: the retained tag job comes back and is answered from the journal, not run again.
-  const again = createOtaModule({ mqtt: () => client, store: () => store });
+  const again = createOtaModule({ transport: () => clientTransport(client), store: () => store });
   done = nextFinal();
   await again.start(ctx);
   await done;

@@ -25,7 +25,7 @@ import { Downloader } from '../../ota/download.js';
 import type { JobStatus, OtaJob } from '../../ota/job.js';
 import { generateSigningKey, parsePrivateKey, type SigningKey } from '../../ota/keys.js';
 import { LlmDemoProbe } from '../../ota/llm-demo-probe.js';
-import { attachOtaToMqtt } from '../../ota/mqtt-device.js';
+import { attachOtaToMqtt, clientTransport } from '../../ota/mqtt-device.js';
 import { connectOperator, publishJob, watchStatuses } from '../../ota/operator.js';
 import { packModel } from '../../ota/pack.js';
 import type { HealthProbe } from '../../ota/ports.js';
@@ -172,8 +172,8 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
   t.teardown(() => deviceClient.endAsync());
   device.runner.start();
   const linkLog = createMemoryLogger();
-  const link = await attachOtaToMqtt(
-    deviceClient,
+  const link = attachOtaToMqtt(
+    clientTransport(deviceClient),
     device.runner,
     { deviceId: 'dev-1', tags: ['lab'] },
     linkLog,

@@ -9,7 +9,7 @@ import { KvStore, openStore } from '../../agent/store/database.js';
 import { ModelStore } from '../../models/index.js';
 import { createOtaDevice, storePorts } from '../../ota/device.js';
 import { generateSigningKey, parsePrivateKey } from '../../ota/keys.js';
-import { attachOtaToMqtt } from '../../ota/mqtt-device.js';
+import { attachOtaToMqtt, clientTransport } from '../../ota/mqtt-device.js';
 import { connectOperator, driveRollout, publishJob, watchStatuses } from '../../ota/operator.js';
 import { packModel } from '../../ota/pack.js';
 import { parsePhases, RolloutController } from '../../ota/rollout.js';
@@ -67,7 +67,12 @@ gate(
       });
       const client = await connectAsync(broker.url, { protocolVersion: 5, clientId: deviceId });
       device.runner.start();
-      const link = await attachOtaToMqtt(client, device.runner, { deviceId, tags: [] }, createMemoryLogger());
+      const link = attachOtaToMqtt(
+        clientTransport(client),
+        device.runner,
+        { deviceId, tags: [] },
+        createMemoryLogger(),
+      );
       t.teardown(async () => {
         await link.detach();
         await device.runner.stop();

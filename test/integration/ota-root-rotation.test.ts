@@ -10,7 +10,7 @@ import { otaDefaults } from '../../agent/config/sections/ota.js';
 import { KvStore, openStore } from '../../agent/store/database.js';
 import { ModelStore } from '../../models/index.js';
 import { createOtaDevice, storePorts } from '../../ota/device.js';
-import { attachOtaToMqtt } from '../../ota/mqtt-device.js';
+import { attachOtaToMqtt, clientTransport } from '../../ota/mqtt-device.js';
 import type { HealthProbe } from '../../ota/ports.js';
 import { servePackages } from '../../ota/serve.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
@@ -143,10 +143,16 @@ gate(
     t.teardown(() => client.endAsync());
     device.runner.start();
     t.teardown(() => device.runner.stop());
-    const link = await attachOtaToMqtt(client, device.runner, { deviceId: 'dev-1', tags: ['lab'] }, logger, {
-      store: device.roots,
-      now: () => time.trustedNow(),
-    });
+    const link = attachOtaToMqtt(
+      clientTransport(client),
+      device.runner,
+      { deviceId: 'dev-1', tags: ['lab'] },
+      logger,
+      {
+        store: device.roots,
+        now: () => time.trustedNow(),
+      },
+    );
     t.teardown(() => link.detach());
 
     const sign = async (out: string, key: string, version: string) => {

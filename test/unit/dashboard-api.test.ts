@@ -217,7 +217,7 @@ test('pin: validated field by field, passed to the runtime with the author; unkn
     fallbacks: [],
     pins: {},
     slotStates: [],
-    backends: [],
+    pinOptions: [],
   };
   const { url, auth } = await start(
     t,

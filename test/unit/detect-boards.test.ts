@@ -150,7 +150,7 @@ test('Jetson Orin Nano Super: Tegra234 via the -super compatible, L4T R36.4.7, C
   t.is(caps.accelerators.length, 1);
 });
 
-test('Raspberry Pi 5: generic ARM64, BCM2712, 16 KiB pages, Vulkan through v3dv, no NPU', (t) => {
+test('Raspberry Pi 5: generic ARM64, BCM2712, 16 KiB pages, v3d GPU whose Vulkan userspace MNN cannot load, no NPU', (t) => {
   const caps = board('rpi5-bcm2712');
   t.is(caps.soc.family.value, 'arm64-generic');
   t.is(caps.soc.name.value, 'BCM2712');
@@ -166,7 +166,26 @@ test('Raspberry Pi 5: generic ARM64, BCM2712, 16 KiB pages, Vulkan through v3dv,
     ['gpu'],
   );
   t.is(acc(caps, 'gpu').vendor, 'broadcom-v3d');
-  t.deepEqual(usable(caps), ['cpu', 'vulkan']);
+  // The capture has the render node and libvulkan.so.1, but no ICD registration and not the libvulkan.so MNN
+  // dlopens: each is its own failed step, the first one is the reason.
+  const vulkan = caps.backends.find((b) => b.backend === 'vulkan')!;
+  t.deepEqual(
+    vulkan.steps!.map((s) => `${s.step}:${s.status}`),
+    [
+      'device-node:ok',
+      'icd:fail',
+      'loader:fail',
+      'device-kind:unchecked',
+      'compiled-in:unchecked',
+      'init-probe:unchecked',
+    ],
+  );
+  t.regex(
+    vulkan.reasons[0]!,
+    /^VideoCore VII \(V3D 7.1\) present \(\/dev\/dri\/renderD128\) but no Vulkan library/,
+  );
+  t.regex(vulkan.reasons[1]!, /^Vulkan loader present as libvulkan\.so\.1 only/);
+  t.deepEqual(usable(caps), ['cpu']);
 });
 
 test('SpacemiT K1 BPI-F3: vendor k1-x DT, X60 without a uarch line, RVV with VLEN 256 from the core table', (t) => {

@@ -163,10 +163,28 @@ test('client options: credentials, retained QoS 1 will, no built-in reconnect', 
     protocolVersion: 5,
     keepalive: 15,
     reconnectPeriod: 0,
-    clean: true,
+    // The broker keeps the session an hour by default, so commands sent while the device is away wait for it.
+    clean: false,
+    properties: { sessionExpiryInterval: 3600 },
+    resubscribe: false,
   });
   t.like(o.will, { topic: will.topic, qos: 1, retain: true });
   t.is(o.will?.payload.toString(), will.payload);
+});
+
+test('client options: sessionExpirySec 0 asks for clean sessions; MQTT 3.1.1 has no expiry property', (t) => {
+  const target = { url: 'mqtt://h', protocolVersion: 5 as const };
+  const clean = buildClientOptions(mqtt({ sessionExpirySec: 0 }), target, 'c', will);
+  t.is(clean.clean, true);
+  t.is(clean.properties, undefined);
+  const v4 = buildClientOptions(
+    mqtt({ sessionExpirySec: 600 }),
+    { ...target, protocolVersion: 4 },
+    'c',
+    will,
+  );
+  t.is(v4.clean, false);
+  t.is(v4.properties, undefined);
 });
 
 test('client options: mTLS reads CA, certificate and key; misconfiguration is explained', (t) => {

@@ -286,3 +286,64 @@ test('a slot pinned elsewhere does not join an instance that is only in its fall
   t.is(vlm.instanceKey, 'qwen2-vl-2b@1.1.0/int4|npu t1 p:low m:low cpus:any');
   t.is(llm.instanceKey, `qwen2-vl-2b@1.1.0/int4|${cpuGold}`);
 });
+
+test('a software Vulkan device (lavapipe) ranks after the CPU before anything is measured', (t) => {
+  const catalogWithVulkan = catalog.map((m) =>
+    m.id === 'qwen2.5-0.5b'
+      ? { ...m, variants: m.variants.map((v) => ({ ...v, backends: [...v.backends, 'vulkan' as const] })) }
+      : m,
+  );
+  const board: PlanBoard = {
+    ...boards.x86,
+    backends: [
+      { backend: 'cpu', available: true, reason: 'always' },
+      { backend: 'vulkan', available: true, reason: 'lavapipe', software: true },
+    ],
+  };
+  const p = plan(board, [slot('voice.llm', { model: { id: 'qwen2.5-0.5b' } }, 80)], {
+    catalog: { models: catalogWithVulkan },
+  });
+  const inst = p.instances[0]!;
+  t.is(inst.chosen.config.backend_type, 'cpu');
+  t.deepEqual(
+    inst.fallback.map((c) => c.config.backend_type),
+    ['vulkan'],
+  );
+  t.is(
+    inst.fallback[0]!.summary,
+    'not measured, no prior: vulkan here is a software device on the CPU, so it ranks after cpu',
+  );
+});
+
+test('measured cpu and vulkan: the faster wins and the placement gives both numbers', (t) => {
+  const catalogWithVulkan = catalog.map((m) =>
+    m.id === 'qwen2.5-0.5b'
+      ? { ...m, variants: m.variants.map((v) => ({ ...v, backends: [...v.backends, 'vulkan' as const] })) }
+      : m,
+  );
+  const board: PlanBoard = {
+    ...boards.x86,
+    backends: [
+      { backend: 'cpu', available: true, reason: 'always' },
+      { backend: 'vulkan', available: true, reason: 'lavapipe', software: true },
+    ],
+  };
+  const cpu = 'cpu t8 p:low m:low cpus:any';
+  const vk = 'vulkan t1 p:low m:low cpus:any';
+  const probes = [
+    probe(board, 'qwen2.5-0.5b', '1.0.0', 'int4', cpu, 41.5, 300),
+    probe(board, 'qwen2.5-0.5b', '1.0.0', 'int4', vk, 6.2, 40),
+  ];
+  const p = plan(board, [slot('voice.llm', { model: { id: 'qwen2.5-0.5b' } }, 80)], {
+    catalog: { models: catalogWithVulkan },
+    probes,
+  });
+  const inst = p.instances[0]!;
+  t.is(inst.chosen.config.backend_type, 'cpu', JSON.stringify(inst.reasons));
+  t.true(
+    inst.reasons.includes(
+      'chosen by measurement: cpu 41.5 tok/s decode, 300.0 tok/s prefill vs vulkan 6.2 tok/s decode, 40.0 tok/s prefill',
+    ),
+    inst.reasons.join('\n'),
+  );
+});

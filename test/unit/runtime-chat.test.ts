@@ -79,7 +79,7 @@ test('the workloads ChatModel port over a slot: pieces stream, the result has th
   await runtime.stop();
 });
 
-test('the caller aborting ends the stream as aborted; a host crash is an error', async (t) => {
+test('the caller aborting ends the stream as aborted; a host crash mid-answer ends it as backend-lost', async (t) => {
   const { world, runtime } = await setup();
   world.behaviour.tokenDelayMs = 10;
   const model = runtimeChatModel(runtime, 'voice.llm', {
@@ -105,7 +105,11 @@ test('the caller aborting ends the stream as aborted; a host crash is an error',
   await sleep(25);
   const victim = world.live()[0]!;
   victim.kill();
-  await t.throwsAsync(consume, { message: /exited unexpectedly \(signal SIGKILL\)/ });
-  await t.throwsAsync(crash.result, { message: /exited unexpectedly \(signal SIGKILL\)/ });
+  // Tokens were already streamed: the answer ends there with its own reason instead of an error, and the
+  // session can go on (the runtime falls back underneath).
+  await consume;
+  const cut = await crash.result;
+  t.is(cut.finishReason, 'backend-lost');
+  t.true(cut.text.length > 0);
   await runtime.stop();
 });

@@ -108,6 +108,12 @@ test('the module plans from the config slots, serves them, and exposes state and
   const err = await t.throwsAsync(bad, { instanceOf: HttpError });
   t.is(err?.message, 'Invalid pin for voice.llm: threads: expected a number >= 1, got 0');
   t.is((err as HttpError).status, 400);
+  const unknown = await t.throwsAsync(
+    call(ctx.router, 'PUT', '/api/runtime/pins/voice.llm', { backend: 'tpu' }),
+    { instanceOf: HttpError },
+  );
+  t.is((unknown as HttpError).status, 400);
+  t.regex(unknown!.message, /^Unknown backend_type "tpu" in the pin for voice\.llm: this board allows cpu/);
 
   await call(ctx.router, 'DELETE', '/api/runtime/pins/voice.llm');
   await runtime.settled();

@@ -64,7 +64,7 @@ const slots: SlotSpec[] = [
   },
 ];
 
-function setup(options: Partial<RuntimeOptions> = {}, extraModels: CatalogModel[] = []) {
+function setup(options: Partial<RuntimeOptions> = {}, extraModels: CatalogModel[] = [], planBoard = board) {
   const world = new FakeWorld();
   const db = openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] });
   const log = createMemoryLogger();
@@ -74,7 +74,10 @@ function setup(options: Partial<RuntimeOptions> = {}, extraModels: CatalogModel[
     log,
     hosts: world,
     memory: world,
-    sources: { board: () => board, catalog: () => ({ models: [model('1'), model('2'), ...extraModels] }) },
+    sources: {
+      board: () => planBoard,
+      catalog: () => ({ models: [model('1'), model('2'), ...extraModels] }),
+    },
     policy: defaultPlanPolicy,
     options: {
       drainTimeoutMs: 500,
@@ -420,7 +423,7 @@ test('writes to the desired state are validated with specific messages', async (
   });
   await t.throwsAsync(runtime.pin('voice.llm', { backend: 'tpu' as 'cpu' }, 'x'), {
     message:
-      'Invalid pin for voice.llm: backend: expected one of "cpu", "opencl", "vulkan", "cuda", "metal", "npu", "hexagon", got "tpu"',
+      'Unknown backend_type "tpu" in the pin for voice.llm: this board allows cpu; known but unusable here: opencl (no libOpenCL.so)',
   });
   await t.throwsAsync(runtime.pin('voice.llm', {}, 'x'), {
     message: 'Empty pin for voice.llm: clear the pin instead',
@@ -580,5 +583,34 @@ test('a stopped host whose memory does not come back is reported with the number
   });
   t.is(check.memAvailableAfterBytes, check.memAvailableBeforeBytes);
   t.true(log.lines.some((l) => l.includes('"msg":"memory not verified released"')));
+  await runtime.stop();
+});
+
+test('a pin to a backend whose evidence chain failed is refused with that step, and nothing changes', async (t) => {
+  const chained: PlanBoard = {
+    ...board,
+    backends: [
+      ...board.backends,
+      {
+        backend: 'vulkan',
+        available: false,
+        reason: 'VK_ICD_FILENAMES=/nowhere.json points at nothing usable (/nowhere.json)',
+        failedStep: {
+          step: 'icd',
+          detail: 'VK_ICD_FILENAMES=/nowhere.json points at nothing usable (/nowhere.json)',
+        },
+      },
+    ],
+  };
+  const { runtime } = setup({}, [], chained);
+  await runtime.configure(slots);
+  const before = runtime.document();
+  const err = await t.throwsAsync(runtime.pin('voice.llm', { backend: 'vulkan' }, 'dashboard:alice'));
+  t.is(
+    err?.message,
+    'Pin of voice.llm to vulkan refused: its icd step failed: VK_ICD_FILENAMES=/nowhere.json points at nothing usable (/nowhere.json). Nothing was changed',
+  );
+  t.is((err as { code?: string }).code, 'EBACKEND');
+  t.deepEqual(runtime.document(), before);
   await runtime.stop();
 });

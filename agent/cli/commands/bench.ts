@@ -16,7 +16,9 @@ import { explainPlacement } from '../../plan/explain.js';
 import { catalogFromStore } from '../../plan/from-catalog.js';
 import { planPlacement } from '../../plan/planner.js';
 import type { ProbeResult } from '../../plan/types.js';
+import { engineCompiledIn, engineProbes } from '../../runtime/backend-health.js';
 import { engineHostFactory } from '../../runtime/engine-host-adapter.js';
+import { GpuCacheStore } from '../../runtime/gpu-cache.js';
 import { detectedBoard } from '../../runtime/module.js';
 import { probeCandidate, probeCandidates } from '../../runtime/probe.js';
 import { ProbeStore } from '../../runtime/probe-store.js';
@@ -79,10 +81,9 @@ interface BenchContext {
 async function benchModels(args: ParsedArgs, io: CliIo, ctx: BenchContext): Promise<number> {
   const { config, log, scratch, info, filter, modelArg } = ctx;
   const engineVersion = info.mnnVersion;
-  const board = detectedBoard(
-    config.root,
-    info.backends.filter((b) => b.compiledIn).map((b) => b.name),
-  );
+  const engine = { available: true as const, info };
+  // The engine's chain decides which GPU backends are candidates (Vulkan on lavapipe is; OpenCL on pocl is not).
+  const board = detectedBoard(config.root, engineCompiledIn(engine), engineProbes(engine));
   const db = openStore(join(config.dataDir, 'agent.db'));
   const { store } = ModelStore.open({ dataDir: config.dataDir, db });
   try {
@@ -97,7 +98,12 @@ async function benchModels(args: ParsedArgs, io: CliIo, ctx: BenchContext): Prom
           'ENOENT',
           modelArg ? `No installed model matches ${modelArg}` : 'No models installed: nothing to measure',
         );
-      const hosts = engineHostFactory({ engineVersion, log, cwd: scratch });
+      const hosts = engineHostFactory({
+        engineVersion,
+        log,
+        cwd: scratch,
+        gpuCache: new GpuCacheStore(config.dataDir, log),
+      });
       for (const c of candidates) {
         if (!args.flags['json']) io.stdout.write(`probing ${c.key} …\n`);
         const r = await probeCandidate(specOf(c), { hosts, boardId: board.boardId, clock: systemClock });

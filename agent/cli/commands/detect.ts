@@ -1,11 +1,14 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { matchProfile } from '../../../board-support/index.js';
+import { probeEngineInfo } from '../../../engine/src/engine-info.js';
 import { MnnEdgeError } from '../../common/errors.js';
+import { createLogger } from '../../common/log.js';
 import { readCapabilitiesCache, writeCapabilitiesCache } from '../../detect/cache.js';
-import { detect } from '../../detect/detect.js';
+import { applyEngineBackends, detect } from '../../detect/detect.js';
 import { formatReport } from '../../detect/report.js';
 import type { Capabilities } from '../../detect/types.js';
+import { engineCompiledIn, engineProbes } from '../../runtime/backend-health.js';
 import { parseArgs, stringFlag, UsageError } from '../args.js';
 import type { Command } from '../command.js';
 
@@ -21,15 +24,21 @@ function checkRoot(root: string): string {
   return abs;
 }
 
+async function withEngineChain(caps: Capabilities): Promise<Capabilities> {
+  const availability = await probeEngineInfo({ logger: createLogger({ write: () => {} }) });
+  const compiled = engineCompiledIn(availability);
+  return compiled ? applyEngineBackends(caps, compiled, engineProbes(availability)) : caps;
+}
+
 export const command: Command = {
   name: 'detect',
   summary: 'describe this board: SoC, CPU features, accelerators, usable MNN backends',
   usage:
-    'mnn-edge detect [--root DIR] [--json] [--write-cache FILE] [--from-cache FILE] [--engine-backends cpu,opencl,...]',
+    'mnn-edge detect [--root DIR] [--json] [--write-cache FILE] [--from-cache FILE] [--engine-backends cpu,opencl,...] [--no-engine]',
   async run(argv, io) {
     const args = parseArgs(argv, {
       values: ['root', 'write-cache', 'from-cache', 'engine-backends'],
-      booleans: ['json'],
+      booleans: ['json', 'no-engine'],
     });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
     const root = stringFlag(args, 'root');
@@ -51,6 +60,9 @@ export const command: Command = {
       if (engineBackends?.length === 0)
         throw new UsageError('--engine-backends needs a comma-separated list');
       caps = detect({ root: root ? checkRoot(root) : '/', ...(engineBackends ? { engineBackends } : {}) });
+      // On this machine (not a captured tree) the installed MNN answers the last links of each GPU backend's
+      // chain: compiled in, and whether a runtime initialises and runs a graph, in a short-lived engine host.
+      if (!root && !engineBackends && !args.flags['no-engine']) caps = await withEngineChain(caps);
     }
     if (writeCache) {
       try {

@@ -45,7 +45,7 @@ export function operatorOptions(args: ParsedArgs, env: NodeJS.ProcessEnv): Opera
     const { config } = configFromFlags(args, env);
     if (config.mqtt.url) {
       url = config.mqtt.url;
-      protocolVersion = config.mqtt.protocolVersion;
+      if (config.mqtt.protocolVersion !== 'auto') protocolVersion = config.mqtt.protocolVersion;
     } else {
       const host = config.mqtt.embeddedBroker.host.includes(':')
         ? `[${config.mqtt.embeddedBroker.host}]`

@@ -9,7 +9,8 @@ export interface MqttConfig {
   ca?: string;
   cert?: string;
   key?: string;
-  protocolVersion: 4 | 5;
+  /** 4 (3.1.1) or 5 to pin a level; `auto` tries 5 and falls back to 3.1.1 when the broker refuses it. */
+  protocolVersion: 4 | 5 | 'auto';
   embeddedBroker: { enabled: boolean; port: number; host: string };
   /** Seconds between PINGREQs; the broker publishes the Last Will after 1.5× this without traffic. */
   keepaliveSec?: number;
@@ -17,6 +18,8 @@ export interface MqttConfig {
   reconnect?: { minMs: number; maxMs: number };
   /** Command payloads above this size are answered with an error instead of being parsed. */
   maxCommandBytes?: number;
+  /** How long the broker keeps the session (queued commands and jobs) while offline; 0: clean sessions. */
+  sessionExpirySec?: number;
 }
 
 export const mqttSchema: JsonSchema = {
@@ -29,7 +32,7 @@ export const mqttSchema: JsonSchema = {
     ca: { type: 'string' },
     cert: { type: 'string' },
     key: { type: 'string' },
-    protocolVersion: { enum: [4, 5] },
+    protocolVersion: { enum: [4, 5, 'auto'] },
     embeddedBroker: {
       type: 'object',
       additionalProperties: false,
@@ -50,5 +53,6 @@ export const mqttSchema: JsonSchema = {
       },
     },
     maxCommandBytes: { type: 'integer', minimum: 256, maximum: 16777216 },
+    sessionExpirySec: { type: 'integer', minimum: 0, maximum: 4294967295 },
   },
 };

@@ -70,6 +70,8 @@ const FINISH: Record<ChatResult['finishReason'], 'stop' | 'length'> = {
   stop: 'stop',
   length: 'length',
   aborted: 'stop',
+  // OpenAI clients know no such reason; the answer simply ends where the engine host was lost.
+  'backend-lost': 'stop',
 };
 
 function usage(r: ChatResult) {

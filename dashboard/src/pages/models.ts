@@ -72,7 +72,7 @@ function pinControls(
   ctx: PageContext,
   slot: SlotName,
   pin: SlotConstraints | undefined,
-  backends: PlacementView['backends'],
+  backends: PlacementView['pinOptions'],
   onChange: () => void,
   status: HTMLElement,
 ): HTMLElement {
@@ -176,11 +176,24 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
             ...slotCells(s),
             s.phase === 'builtin' || s.phase === 'disabled'
               ? '—'
-              : pinControls(ctx, s.slot, view.pins[s.slot], view.backends, refresh, status),
+              : pinControls(ctx, s.slot, view.pins[s.slot], view.pinOptions, refresh, status),
           ]),
         ),
       ),
     );
+    // Why each instance runs where it does: the numbers behind the choice and every rejected candidate.
+    for (const inst of p?.instances ?? [])
+      parts.push(
+        tagged(
+          'placement-reasons',
+          h(
+            'details',
+            {},
+            h('summary', {}, `Why ${candidateText(inst.chosen)}`),
+            h('ul', {}, ...inst.reasons.map((r) => h('li', {}, r))),
+          ),
+        ),
+      );
     for (const inst of p?.instances ?? []) {
       if (inst.fallback.length === 0) continue;
       parts.push(
@@ -193,6 +206,16 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
       );
     }
   }
+  for (const b of view.backends ?? [])
+    parts.push(
+      notice(
+        'warn',
+        `Backend ${b.backend} ${b.status === 'recovering' ? 'recovering' : 'down'}`,
+        `${b.reason}. Held until probes in fresh engine hosts pass (${b.successes} in a row so far)` +
+          (b.lastProbe ? `; last probe ${b.lastProbe}` : ''),
+        'backend-down',
+      ),
+    );
   for (const s of view.slotStates)
     if (s.phase === 'fallback' && s.reason)
       parts.push(notice('warn', `Running a fallback on ${s.slot}`, s.reason));

@@ -1,0 +1,165 @@
+import type { Logger } from '../common/log.js';
+
+// The one owner of the agent's MQTT subscriptions. Modules add topic filters with a handler at any time —
+// before the first connection, while offline, while connected — and the registry subscribes every filter
+// after each CONNACK, whether or not the broker says it kept the session: a broker restarted without
+// persistence, an expired session or a clean start all forget subscriptions, and re-subscribing an existing
+// one is harmless. Incoming messages are routed here by filter, so no module listens on the client itself.
+
+export interface MessagePacket {
+  retain?: boolean;
+  properties?: { responseTopic?: string; correlationData?: Buffer };
+}
+
+export type MessageHandler = (topic: string, payload: Buffer, packet: MessagePacket) => void;
+
+/** The part of an MQTT.js client the registry uses. */
+export interface SubscribingClient {
+  subscribe(
+    filters: Record<string, { qos: 0 | 1 | 2 }>,
+    callback: (err: Error | null | undefined, granted?: readonly { topic: string; qos: number }[]) => void,
+  ): unknown;
+  unsubscribe(filters: string[], callback: (err?: Error | null) => void): unknown;
+}
+
+export interface SubscriptionState {
+  filter: string;
+  /** `active` once the broker granted it on the current connection; `denied` when its SUBACK refused it. */
+  state: 'pending' | 'active' | 'denied';
+  error?: string;
+}
+
+interface Entry {
+  filter: string;
+  handlers: Set<MessageHandler>;
+  state: SubscriptionState['state'];
+  error?: string;
+}
+
+/** MQTT filter matching: `+` one level, a trailing `#` any number (including none), `$` topics excluded. */
+export function topicMatches(filter: string, topic: string): boolean {
+  if (topic.startsWith('$') && !filter.startsWith('$')) return false;
+  const f = filter.split('/');
+  const t = topic.split('/');
+  for (let i = 0; i < f.length; i++) {
+    const level = f[i];
+    if (level === '#') return i === f.length - 1;
+    if (i >= t.length) return false;
+    if (level !== '+' && level !== t[i]) return false;
+  }
+  return f.length === t.length;
+}
+
+export class SubscriptionRegistry {
+  readonly #entries = new Map<string, Entry>();
+  readonly #log: Logger;
+  #client: SubscribingClient | undefined;
+
+  constructor(logger: Logger) {
+    this.#log = logger;
+  }
+
+  /**
+   * Subscribes `filters` (now when connected, else on the next connection) and routes their messages to
+   * `handler`. Returns the function that removes them again; a filter shared with another handler stays.
+   */
+  add(filters: readonly string[], handler: MessageHandler): () => void {
+    const fresh: string[] = [];
+    for (const filter of filters) {
+      let entry = this.#entries.get(filter);
+      if (!entry) {
+        entry = { filter, handlers: new Set(), state: 'pending' };
+        this.#entries.set(filter, entry);
+        fresh.push(filter);
+      }
+      entry.handlers.add(handler);
+    }
+    if (fresh.length > 0 && this.#client) this.#subscribe(this.#client, fresh);
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      const gone: string[] = [];
+      for (const filter of filters) {
+        const entry = this.#entries.get(filter);
+        if (!entry) continue;
+        entry.handlers.delete(handler);
+        if (entry.handlers.size === 0) {
+          this.#entries.delete(filter);
+          gone.push(filter);
+        }
+      }
+      if (gone.length > 0 && this.#client)
+        this.#client.unsubscribe(gone, (err) => {
+          if (err) this.#log.debug('unsubscribe failed', { filters: gone, error: err.message });
+        });
+    };
+  }
+
+  /**
+   * Called after every CONNACK: subscribes every filter on this connection. Resolves once the broker answered
+   * (granted or refused), so the device announces itself online only when it is listening.
+   */
+  connected(client: SubscribingClient): Promise<void> {
+    this.#client = client;
+    for (const entry of this.#entries.values()) {
+      entry.state = 'pending';
+      delete entry.error;
+    }
+    if (this.#entries.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#subscribe(client, [...this.#entries.keys()], resolve));
+  }
+
+  /** Called when the connection is lost: nothing is subscribed until the next `connected`. */
+  disconnected(): void {
+    this.#client = undefined;
+    for (const entry of this.#entries.values()) entry.state = 'pending';
+  }
+
+  /** Hands a message to every handler whose filter matches; false when none does. */
+  dispatch(topic: string, payload: Buffer, packet: MessagePacket): boolean {
+    const handlers = new Set<MessageHandler>();
+    for (const entry of this.#entries.values())
+      if (topicMatches(entry.filter, topic)) for (const h of entry.handlers) handlers.add(h);
+    for (const handler of handlers) {
+      try {
+        handler(topic, payload, packet);
+      } catch (err) {
+        // One module's bug must not keep the message from the others, nor reach the MQTT client's loop.
+        this.#log.error('message handler failed', { topic, error: (err as Error).message });
+      }
+    }
+    return handlers.size > 0;
+  }
+
+  state(): SubscriptionState[] {
+    return [...this.#entries.values()].map((e) => ({
+      filter: e.filter,
+      state: e.state,
+      ...(e.error !== undefined ? { error: e.error } : {}),
+    }));
+  }
+
+  #subscribe(client: SubscribingClient, filters: string[], answered?: () => void): void {
+    const request = Object.fromEntries(filters.map((f) => [f, { qos: 1 as const }]));
+    client.subscribe(request, (err, granted) => {
+      answered?.();
+      if (client !== this.#client) return; // answered on a connection that is gone; the next one re-subscribes
+      if (err) {
+        // The connection dropped before SUBACK: `connected` runs again on the next CONNACK.
+        this.#log.debug('subscribe interrupted', { filters, error: err.message });
+        return;
+      }
+      for (const g of granted ?? []) {
+        const entry = this.#entries.get(g.topic);
+        if (!entry) continue;
+        // SUBACK codes of 0x80 and above refuse the filter (an ACL, a broker limit).
+        if (g.qos >= 0x80) {
+          entry.state = 'denied';
+          entry.error = `the broker refused the subscription (SUBACK 0x${g.qos.toString(16)})`;
+          this.#log.warn('subscription refused by the broker', { filter: g.topic, code: g.qos });
+        } else entry.state = 'active';
+      }
+    });
+  }
+}
