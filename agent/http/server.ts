@@ -122,6 +122,9 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
     const url = new URL(req.url ?? '/', 'http://device.invalid');
     const method = req.method ?? 'GET';
     const { found, allowed, pathAuth } = router.match(method, url.pathname);
+    // While modules are still registering, an unknown path may be a public one (the dashboard's page): 503 before
+    // 401, which tells an anonymous client nothing about the route map either.
+    if (!found && allowed.length === 0 && options.starting?.()) throw stillStarting();
     const needsAuth = found ? found.entry.auth : pathAuth;
     const auth: AuthInfo | undefined = authenticator.authenticate(req.headers);
     // Unknown paths answer 401 before 404, so an anonymous client learns nothing about the route map.
@@ -132,7 +135,6 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
           Allow: allowed.join(', '),
         });
       }
-      if (options.starting?.()) throw stillStarting();
       throw new HttpError(404, 'not_found', `No endpoint at ${url.pathname}`);
     }
     const ctx: RequestContext = {

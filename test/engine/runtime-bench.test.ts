@@ -61,9 +61,11 @@ if (engineOrSkip(test, 'bench models')) {
         t.true(doc.results.length >= 1);
         for (const r of doc.results) {
           t.deepEqual([r.modelId, r.version, r.ok], ['tiny-llm', '1.0.0', true]);
-          t.regex(r.config, /^cpu t\d+ p:low m:low cpus:/);
+          // Every usable backend is probed: the CPU, and Vulkan where a device answers (lavapipe here).
+          t.regex(r.config, /^(cpu|vulkan) t\d+ p:low m:low cpus:/);
           t.true(r.decodeTokPerSec > 0);
         }
+        t.true(doc.results.some((r) => r.config.startsWith('cpu ')));
         t.is(doc.stored.length, doc.results.length);
 
         const list = await cli(['bench', 'models', '--list', '--data-dir', dir]);

@@ -186,7 +186,13 @@ test.serial(
     t.is(health.status, 200);
     // The page itself, not any 200: a fallback handler answering every path would pass a status check; and the
     // built bundle, since an unbuilt dashboard answers `/` with a page that says how to build it.
-    const page = await fetch(`http://127.0.0.1:${httpPort}/`);
+    // READY comes before the modules register their routes (issue 18): the page answers 503 until the dashboard's
+    // module is up.
+    let page = await fetch(`http://127.0.0.1:${httpPort}/`);
+    for (let tries = 0; page.status === 503 && tries < 600; tries++) {
+      await new Promise((r) => setTimeout(r, 100));
+      page = await fetch(`http://127.0.0.1:${httpPort}/`);
+    }
     t.is(page.status, 200);
     t.regex(page.headers.get('content-type') ?? '', /^text\/html/);
     t.regex(await page.text(), /<title>mnn-edge<\/title>/);

@@ -60,13 +60,16 @@ test('serving before the modules: healthz shows their states, their paths answer
   t.is(early.status, 503);
   t.is(early.headers.get('retry-after'), '1');
   t.is(((await early.json()) as { error: { code: string } }).error.code, 'starting');
-  // Anonymous clients still learn nothing about the route map while starting.
-  t.is((await fetch(`${url}/api/slow`)).status, 401);
+  // Anonymous clients learn nothing about the route map while starting: every unregistered path answers the same
+  // 503 (the dashboard's public page may be one of them, so 401 would be wrong for it).
+  t.is((await fetch(`${url}/api/slow`)).status, 503);
+  t.is((await fetch(`${url}/no/such/path`)).status, 503);
 
   release();
   await started;
   t.is((await fetch(`${url}/api/slow`, { headers: auth })).status, 200);
   t.is((await fetch(`${url}/api/nothing`, { headers: auth })).status, 404);
+  t.is((await fetch(`${url}/api/slow`)).status, 401);
   t.deepEqual(agent.moduleStates(), { quick: 'running', slow: 'running' });
   t.true(logger.lines.some((l) => l.includes('"msg":"module started"') && l.includes('"module":"slow"')));
 });
