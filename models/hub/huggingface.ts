@@ -2,6 +2,8 @@ import { MnnEdgeError } from '../../agent/common/errors.js';
 import { hubStatusError } from './auth-errors.js';
 import { checkHubUrl, type HubHttpPolicy, type HubResponse, header, hubRequest, parseJson } from './http.js';
 import {
+  HEX40,
+  HEX64,
   type HubClient,
   type HubFile,
   type HubRepoRef,
@@ -19,9 +21,6 @@ import {
 //   GET  /api/models?search=&author=&sort=downloads   → search
 
 export const HF_DEFAULT_ENDPOINT = 'https://huggingface.co';
-
-const HEX40 = /^[0-9a-f]{40}$/;
-const HEX64 = /^[0-9a-f]{64}$/;
 
 interface TreeEntry {
   type?: unknown;

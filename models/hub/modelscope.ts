@@ -3,6 +3,8 @@ import { MnnEdgeError } from '../../agent/common/errors.js';
 import { hubStatusError } from './auth-errors.js';
 import { checkHubUrl, type HubHttpPolicy, type HubResponse, header, hubRequest, parseJson } from './http.js';
 import {
+  HEX40,
+  HEX64,
   type HubClient,
   type HubFile,
   type HubRepoRef,
@@ -21,9 +23,6 @@ import {
 // as the SDK sends it, and only to the API's own origin.
 
 export const MS_DEFAULT_ENDPOINT = 'https://www.modelscope.cn';
-
-const HEX40 = /^[0-9a-f]{40}$/;
-const HEX64 = /^[0-9a-f]{64}$/;
 
 interface Envelope {
   Code?: unknown;

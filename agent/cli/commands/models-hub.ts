@@ -30,6 +30,7 @@ import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
 import type { CliIo } from '../command.js';
 import { progressPrinter } from '../pull-progress.js';
+import { table } from '../text-table.js';
 import { configFromFlags } from './config.js';
 
 // `models pull hf://…|ms://…`, `models update`, `models search`, `models recommend`: the model hubs from the
@@ -53,20 +54,6 @@ function printJson(out: Writable, value: unknown): void {
 function sizeText(n: number | undefined): string {
   if (n === undefined) return '-';
   return n >= 1024 ** 3 ? `${(n / 1024 ** 3).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
 }
 
 interface Opened {

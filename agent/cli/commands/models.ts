@@ -20,6 +20,7 @@ import { MnnEdgeError } from '../../common/errors.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
 import type { CliIo, Command } from '../command.js';
+import { table } from '../text-table.js';
 import { configFromFlags } from './config.js';
 import { HUB_USAGE, runHubPull, runHubRecommend, runHubSearch, runHubUpdate } from './models-hub.js';
 
@@ -53,20 +54,6 @@ export function parseByteSize(text: string): number {
   if (!m) throw new UsageError(`--budget expects a size such as 500M or 8G, got '${text}'`);
   const scale: Record<string, number> = { '': 1, B: 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 };
   return Math.floor(Number(m[1]) * scale[(m[2] ?? '').charAt(0).toUpperCase()]!);
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
 }
 
 function flagsOf(p: InstalledPackage): string {
