@@ -1,19 +1,9 @@
 import type { Writable } from 'node:stream';
 import type { PullProgress } from '../../models/hub/pull.js';
+import { formatBytes as bytes } from './format.js';
 
 // The pull's progress for people: a bar redrawn in place on a terminal (bytes, rate, ETA, file), one plain line
 // per tenth of the way (and per file) when stderr is a pipe or a log, so logs stay readable.
-
-function bytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
-}
 
 export function formatEta(seconds: number | undefined): string {
   if (seconds === undefined || !Number.isFinite(seconds)) return '--';

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import test, { type ExecutionContext } from 'ava';
-import { formatBytes, parseByteSize, progressLine } from '../../agent/cli/commands/models.js';
+import { parseByteSize, progressLine } from '../../agent/cli/commands/models.js';
+import { formatBytes } from '../../agent/cli/format.js';
 import { main } from '../../agent/cli/main.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 

@@ -29,8 +29,8 @@ import { ProbeStore } from '../../runtime/probe-store.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
 import type { CliIo } from '../command.js';
+import { table } from '../format.js';
 import { progressPrinter } from '../pull-progress.js';
-import { table } from '../text-table.js';
 import { configFromFlags } from './config.js';
 
 // `models pull hf://…|ms://…`, `models update`, `models search`, `models recommend`: the model hubs from the

@@ -20,7 +20,7 @@ import { MnnEdgeError } from '../../common/errors.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
 import type { CliIo, Command } from '../command.js';
-import { table } from '../text-table.js';
+import { formatBytes, table } from '../format.js';
 import { configFromFlags } from './config.js';
 import { HUB_USAGE, runHubPull, runHubRecommend, runHubSearch, runHubUpdate } from './models-hub.js';
 
@@ -37,17 +37,6 @@ const USAGE = `mnn-edge models <ls | show <id>[@version] | inspect <file.mnn> | 
 ${HUB_USAGE}`;
 
 const STORE_FILE = 'agent.db';
-
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
-}
 
 export function parseByteSize(text: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?$/i.exec(text.trim());
