@@ -194,6 +194,15 @@ if (!engine.available)
     assertNoInternals(t, models, 'Models');
     await page.goto(`${agent.url}/#/overview`);
     await page.waitForSelector('[data-testid="board-name"]');
+    // As on the Models page: between retries the slot is failed; while a retry runs it reads "still loading".
+    await page.waitForFunction(
+      () =>
+        /slot voice\.llm cannot serve/.test(
+          document.querySelector('[data-testid="unhealthy"]')?.textContent ?? '',
+        ),
+      null,
+      { polling: 250, timeout: 60_000 },
+    );
     t.regex(await shown(page.getByTestId('unhealthy')), /slot voice\.llm cannot serve/);
     t.is(await page.getByTestId('engine-unavailable').count(), 0);
     const listed = await page.evaluate(
