@@ -18,6 +18,7 @@ import {
   type TensorOut,
 } from './engine-port.js';
 import { type GpuCacheKey, type GpuCacheStore, type PreparedGpuCache, usesGpuCache } from './gpu-cache.js';
+import type { EngineLoadTiming } from './load-split.js';
 import { moduleGraphPath, moduleProfileOf } from './module-models.js';
 import { processMemory } from './proc-memory.js';
 import type { InstanceSpec } from './types.js';
@@ -78,7 +79,7 @@ class AdaptedHost implements EngineHost {
     });
   }
 
-  async load(spec: InstanceSpec): Promise<void> {
+  async load(spec: InstanceSpec): Promise<EngineLoadTiming | undefined> {
     try {
       const profile = moduleProfileOf(spec.kind);
       if (profile) {
@@ -90,11 +91,11 @@ class AdaptedHost implements EngineHost {
           precision: spec.config.precision,
           memory: spec.config.memory,
         });
-        return;
+        return undefined;
       }
       const cache = this.#prepareCache(spec);
       const t0 = performance.now();
-      await this.#client.load(spec.configPath, {
+      const loaded = await this.#client.load(spec.configPath, {
         ...spec.configOverrides,
         backend_type: spec.config.backend_type,
         thread_num: spec.config.thread_num,
@@ -110,6 +111,7 @@ class AdaptedHost implements EngineHost {
           loadMs: Math.round(performance.now() - t0),
           cacheDir: cache.dir,
         });
+      return loaded.timing;
     } catch (err) {
       throw classify(err, 'load');
     }

@@ -1,5 +1,6 @@
 import type { AudioInput, ChatMessage, ImageInput, Tensor, TensorData } from '../../engine/src/index.js';
 import { MnnEdgeError } from '../common/errors.js';
+import type { EngineLoadTiming } from './load-split.js';
 import type { InstanceSpec } from './types.js';
 
 // The runtime's view of an engine host: a child process owning one loaded model. engine/ implements it
@@ -65,7 +66,8 @@ export interface EngineHost {
   readonly pid: number;
   /** Settles once when the process exits, for whatever reason. */
   readonly exited: Promise<HostExit>;
-  load(spec: InstanceSpec, signal?: AbortSignal): Promise<void>;
+  /** The engine's own split of the load (read, MNN's load) when it reports one. */
+  load(spec: InstanceSpec, signal?: AbortSignal): Promise<EngineLoadTiming | undefined>;
   /** Tokens as they come; aborting the signal cancels between steps. Throws EngineFailure. */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
   /** Speech from the loaded model's talker (24 kHz mono float PCM), chunk by chunk. Throws EngineFailure. */

@@ -114,6 +114,7 @@ export class InstanceTable {
       inflight: i.inflight,
       slots: this.slotsOf(i.spec.key),
       startedAtMs: i.startedAtMs,
+      load: { ...i.loadSplit },
     }));
   }
 }

@@ -1,4 +1,5 @@
 import { EngineFailure, type EngineHost } from './engine-port.js';
+import type { LoadSplit } from './load-split.js';
 import type { InstanceSpec, InstanceStatus } from './types.js';
 
 /** A request's hold on a serving instance: while any lease is open the instance counts as busy, so a drain
@@ -27,6 +28,8 @@ export class Instance {
   rssBytes = 0;
   /** RssAnon when the host reports it, else its RSS. */
   anonBytes = 0;
+  /** Filled in step by step as the reconciler starts, loads and warms the instance. */
+  readonly loadSplit: LoadSplit = {};
   readonly #leases = new Set<AbortController>();
   #idle: (() => void)[] = [];
 

@@ -1,5 +1,6 @@
 import { type PinOption, pinOptions } from '../plan/pin-options.js';
 import type { Placement, PlanBoard, SlotConstraints, SlotName } from '../plan/types.js';
+import type { LoadSplit } from './load-split.js';
 import type { Runtime } from './runtime.js';
 import { runtimeSlotStates, type SlotState } from './slot-states.js';
 
@@ -13,6 +14,8 @@ export interface RuntimeInstanceView {
   rssBytes: number;
   inflight: number;
   slots: SlotName[];
+  /** Where its start went: host start, read, MNN's load, warm-up (what is known so far). */
+  load?: LoadSplit;
 }
 
 export interface PlacementView {
@@ -66,6 +69,7 @@ export function placementPortFrom(
           rssBytes: i.rssBytes,
           inflight: i.inflight,
           slots: i.slots,
+          ...(Object.keys(i.load).length > 0 ? { load: i.load } : {}),
         })),
         fallbacks: s.active
           .filter((a) => a.fallback !== undefined)

@@ -91,17 +91,21 @@ export class Reconciler {
       case 'startHost':
         return this.#startHost(step.instance, signal);
       case 'load':
-        return this.#startupStep(step.instance, 'loading', 'load failed', signal, (inst) =>
-          inst.host.load(inst.spec, signal),
-        );
+        return this.#startupStep(step.instance, 'loading', 'load failed', signal, async (inst) => {
+          const t0 = this.#core.deps.clock.monotonicMs();
+          const engine = await inst.host.load(inst.spec, signal);
+          Object.assign(inst.loadSplit, engine, { loadMs: this.#core.deps.clock.monotonicMs() - t0 });
+        });
       case 'warmUp':
         return this.#startupStep(step.instance, 'warming', 'warm-up failed', signal, async (inst) => {
+          const t0 = this.#core.deps.clock.monotonicMs();
           const profile = moduleProfileOf(inst.spec.kind);
           if (profile) await inst.host.forward(profile.warmUp(), signal);
           else
             for await (const _ of inst.host.generate(this.#core.opts.warmUp, signal)) {
               // Only completion matters: the instance answered.
             }
+          inst.loadSplit.warmUpMs = this.#core.deps.clock.monotonicMs() - t0;
           await this.#sampleMemory(inst);
           this.#core.table.setStatus(inst, 'ready');
         });
@@ -136,12 +140,14 @@ export class Reconciler {
 
   async #startHost(spec: InstanceSpec, signal: AbortSignal): Promise<void> {
     let host: EngineHost;
+    const t0 = this.#core.deps.clock.monotonicMs();
     try {
       host = await this.#core.deps.hosts.start({ label: spec.key, cpus: spec.config.cpus }, signal);
     } catch (err) {
       this.#candidateFailed(spec.key, `engine host did not start: ${errorMessage(err)}`, 'startHost');
     }
     const inst = new Instance(spec, host, this.#core.deps.clock.nowMs());
+    inst.loadSplit.hostStartMs = this.#core.deps.clock.monotonicMs() - t0;
     this.#core.table.instances.set(spec.key, inst);
     this.#core.table.transition(inst, 'absent', 'starting');
     void host.exited.then((exit) => this.#failover.onExit(inst, exit));

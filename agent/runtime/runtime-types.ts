@@ -16,6 +16,7 @@ import type { EngineHostFactory, GenerateRequest, GenerateStats } from './engine
 import type { Transition } from './events.js';
 import { defaultFailureBackoff, type FailureBackoff, type FailureRecord } from './failures.js';
 import type { Lease } from './instance.js';
+import type { LoadSplit } from './load-split.js';
 import type { SystemMemory } from './proc-memory.js';
 import type { RunnerHealth } from './runner.js';
 import type { ActiveChoice } from './target.js';
@@ -107,6 +108,8 @@ export interface InstanceState {
   inflight: number;
   slots: SlotName[];
   startedAtMs: number;
+  /** Where its start went so far (host start, read, MNN's load, warm-up). */
+  load: LoadSplit;
 }
 
 export interface RuntimeState {
@@ -126,6 +129,8 @@ export interface RuntimeState {
 /** The telemetry's view of a slot, with the slot typed: `model` is `id@version` or the built-in's name. */
 export interface SlotStats extends SlotRuntimeStats {
   slot: SlotName;
+  /** Where the serving instance's start went (host start, read, MNN's load, warm-up). */
+  load?: LoadSplit;
 }
 
 /** What a workload needs to know about a slot before it uses it. */

@@ -1,4 +1,5 @@
 import type { BuiltinName, Candidate, Placement, SlotName } from '../plan/types.js';
+import type { LoadSplit } from './load-split.js';
 import type { InstanceStatus } from './types.js';
 
 // One answer to "can this slot serve, and if not, why": derived from what the planner decided, what the runtime
@@ -47,6 +48,8 @@ export interface SlotState {
   builtin?: BuiltinName;
   /** The planner's reasons, with their numbers (speed, memory, threads), for the "Why" column. */
   why: string[];
+  /** Where the serving instance's start went (host start, read, MNN's load, warm-up), once it serves. */
+  load?: LoadSplit;
 }
 
 export interface SlotStateInput {
@@ -55,7 +58,7 @@ export interface SlotStateInput {
   configured?: readonly SlotName[];
   /** Slot → key of the instance serving it now. */
   serving: Partial<Record<SlotName, string>>;
-  instances: ReadonlyArray<{ key: string; status: InstanceStatus }>;
+  instances: ReadonlyArray<{ key: string; status: InstanceStatus; load?: LoadSplit }>;
   /** The runtime's choice per planned instance: which candidate runs, and why when it is a fallback. */
   active: ReadonlyArray<{ plannedKey: string; active: Candidate; fallback?: { reason: string } }>;
   /** Recent failures by candidate key. */
@@ -186,12 +189,13 @@ function engineSlot(
 
   if (input.serving[slot] !== undefined && running?.status === 'ready') {
     const servedBy = modelView(activeCandidate);
+    const serving = { ...base, ...(running.load ? { load: running.load } : {}) };
     if (activeKey !== instance.key) {
       const reason = sentence(
         `${planned.label} failed (${choice?.fallback?.reason ?? 'see the log'}), so ${servedBy.label} runs instead`,
       );
       return {
-        ...base,
+        ...serving,
         phase: 'fallback',
         servable: true,
         servedBy,
@@ -204,7 +208,7 @@ function engineSlot(
         extra.find((r) => r.startsWith('degraded')) ?? 'not the best choice for this board',
       );
       return {
-        ...base,
+        ...serving,
         phase: 'degraded',
         servable: true,
         servedBy,
@@ -212,7 +216,7 @@ function engineSlot(
         reason,
       };
     }
-    return { ...base, phase: 'serving', servable: true, servedBy, summary: `Serving ${servedBy.label}.` };
+    return { ...serving, phase: 'serving', servable: true, servedBy, summary: `Serving ${servedBy.label}.` };
   }
   if (!input.engine.available) {
     const reason = sentence(input.engine.reason);
@@ -275,7 +279,7 @@ export interface SlotStateSource {
   state(): {
     placement: Placement | undefined;
     serving: Partial<Record<SlotName, string>>;
-    instances: ReadonlyArray<{ key: string; status: InstanceStatus }>;
+    instances: SlotStateInput['instances'];
     active: SlotStateInput['active'];
     failures: SlotStateInput['failures'];
     health: { lastError: string | undefined };

@@ -151,6 +151,15 @@ test.serial(
           rows.some((r) => r.startsWith(slot) && /serving/.test(r)),
           `${slot} not serving:\n${rows.join('\n')}`,
         );
+      // Each language model's host says where its start went: host, reading the weights, MNN's load, warm-up.
+      const hosts = await page
+        .locator('table', { hasText: 'In flight' })
+        .locator('tbody tr')
+        .allTextContents();
+      t.true(
+        hosts.some((r) => /host \d+ ms, read \d+ ms \(\d+ MiB\), MNN load [\d.]+ m?s, warm-up/.test(r)),
+        hosts.join('\n'),
+      );
       const installed = await page
         .locator('table', { hasText: 'Variants' })
         .locator('tbody tr')

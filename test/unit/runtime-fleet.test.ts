@@ -4,8 +4,10 @@ import { createMemoryLogger } from '../../agent/common/log.js';
 import { CommandRegistry } from '../../agent/fleet/commands.js';
 import type { PlanBoard, SlotSpec } from '../../agent/plan/types.js';
 import { registerRuntimeCommands } from '../../agent/runtime/fleet-commands.js';
+import { describeLoadSplit } from '../../agent/runtime/load-split.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
+import { runtimeSlotStates } from '../../agent/runtime/slot-states.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
 import { FakeWorld } from './runtime-fakes.js';
@@ -108,5 +110,23 @@ test('slot stats for telemetry: what serves each slot and how its requests went'
   const llm = stats[1]!;
   t.like(llm, { slot: 'voice.llm', requests: 2, errors: 1, tokensPerSec: 1000 });
   t.true(llm.ttftMs !== undefined && llm.ttftMs >= 0);
+  await runtime.stop();
+});
+
+test('slot stats and slot states say where the serving instance started: host, read, MNN load, warm-up', async (t) => {
+  const { runtime } = await setup();
+  const llm = runtime.slotStats().find((s) => s.slot === 'voice.llm')!;
+  // The engine's own split comes through as it reported it; the runtime times the steps around it.
+  t.like(llm.load, { readMs: 1, readBytes: 100 * 1048576, mnnLoadMs: 3 });
+  for (const step of ['hostStartMs', 'loadMs', 'warmUpMs'] as const)
+    t.true(typeof llm.load?.[step] === 'number' && llm.load[step] >= 0, step);
+  // The load step waited for the fake engine's 5 ms at least, so it is never shorter than its parts.
+  t.true(llm.load!.loadMs! >= llm.load!.readMs! + llm.load!.mnnLoadMs!);
+  const state = runtimeSlotStates(runtime).find((s) => s.slot === 'voice.llm')!;
+  t.deepEqual(state.load, llm.load);
+  t.regex(
+    describeLoadSplit(llm.load)!,
+    /^\d+ ms: host \d+ ms, read 1 ms \(100 MiB\), MNN load 3 ms, warm-up \d+ ms$/,
+  );
   await runtime.stop();
 });

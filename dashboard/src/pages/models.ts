@@ -4,6 +4,7 @@ import type {
   PlacementView,
 } from '../../../agent/dashboard/ports.js';
 import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
+import { describeLoadSplit } from '../../../agent/runtime/load-split.js';
 import type { SlotPhase, SlotState } from '../../../agent/runtime/slot-states.js';
 import { ApiError } from '../api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
@@ -223,7 +224,7 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
     parts.push(
       h('h3', {}, 'Engine hosts'),
       table(
-        ['Model', 'Serves', 'Status', 'PID', 'Memory', 'In flight'],
+        ['Model', 'Serves', 'Status', 'PID', 'Memory', 'In flight', 'Start'],
         view.instances.map((i) => {
           const c = p?.instances
             .flatMap((pi) => [pi.chosen, ...pi.fallback])
@@ -235,6 +236,8 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
             i.pid,
             formatBytes(i.rssBytes),
             i.inflight,
+            // Host start, reading the weights, MNN's load and the warm-up: what to look at when a load is slow.
+            describeLoadSplit(i.load) ?? '—',
           ];
         }),
       ),
