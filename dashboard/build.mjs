@@ -5,22 +5,9 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } 
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { loadEsbuild } from '../scripts/esbuild.mjs';
 
-// esbuild's native binary matches the CPU npm installed it for; a cross build (Yocto: target packages on an
-// x86 build host) cannot run it, so esbuild-wasm, which runs wherever Node does, takes over.
-// MNN_EDGE_ESBUILD=wasm forces it; `--out DIR` builds somewhere other than dashboard/dist.
-async function loadEsbuild() {
-  if (process.env.MNN_EDGE_ESBUILD !== 'wasm') {
-    try {
-      const native = await import('esbuild');
-      await native.transform('', {});
-      return native;
-    } catch (err) {
-      console.log(`native esbuild unusable here (${err.message.split('\n')[0]}); using esbuild-wasm`);
-    }
-  }
-  return import('esbuild-wasm');
-}
+// MNN_EDGE_ESBUILD=wasm forces esbuild-wasm (cross builds); `--out DIR` builds somewhere other than dashboard/dist.
 const { build } = await loadEsbuild();
 
 const here = dirname(fileURLToPath(import.meta.url));

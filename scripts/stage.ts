@@ -108,6 +108,16 @@ function compileInto(root: string, outDir: string): void {
       `TypeScript build failed (exit ${r.status}):\n${(r.stdout + r.stderr).trim().slice(0, 4000)}`,
     );
   }
+  // As `npm run build` and the recipe's do_compile_ts: the CLI bundled in place (bench/startup says why).
+  const b = spawnSync(process.execPath, [join(root, 'scripts', 'bundle-agent.mjs'), outDir], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (b.status !== 0) {
+    throw new Error(
+      `agent bundle failed (exit ${b.status}):\n${(b.stdout + b.stderr).trim().slice(0, 4000)}`,
+    );
+  }
 }
 
 /** The dashboard as the recipe's do_compile_dashboard builds it (esbuild-wasm when the native one cannot run). */

@@ -23,6 +23,13 @@ export interface LoadSplit {
   warmUpMs?: number;
 }
 
+/** The engine's figures at 0.1 ms: finer is noise in a document a person reads. */
+export function engineSplit(t: EngineLoadTiming | undefined): Partial<EngineLoadTiming> {
+  if (!t) return {};
+  const tenth = (v: number) => Math.round(v * 10) / 10;
+  return { readMs: tenth(t.readMs), readBytes: t.readBytes, mnnLoadMs: tenth(t.mnnLoadMs) };
+}
+
 /** "1.9 s: host 60 ms, read 310 ms (420 MiB), MNN load 1.3 s, warm-up 180 ms"; undefined when nothing was timed. */
 export function describeLoadSplit(s: LoadSplit | undefined): string | undefined {
   if (!s) return undefined;

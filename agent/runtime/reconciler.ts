@@ -6,6 +6,7 @@ import type { ReleaseCheck } from './events.js';
 import type { Failover } from './failover.js';
 import { Instance } from './instance.js';
 import type { RuntimeCore } from './instance-table.js';
+import { engineSplit } from './load-split.js';
 import { moduleProfileOf } from './module-models.js';
 import type { Planning } from './planning.js';
 import { describeStep, planSteps } from './steps.js';
@@ -94,7 +95,9 @@ export class Reconciler {
         return this.#startupStep(step.instance, 'loading', 'load failed', signal, async (inst) => {
           const t0 = this.#core.deps.clock.monotonicMs();
           const engine = await inst.host.load(inst.spec, signal);
-          Object.assign(inst.loadSplit, engine, { loadMs: this.#core.deps.clock.monotonicMs() - t0 });
+          Object.assign(inst.loadSplit, engineSplit(engine), {
+            loadMs: this.#core.deps.clock.monotonicMs() - t0,
+          });
         });
       case 'warmUp':
         return this.#startupStep(step.instance, 'warming', 'warm-up failed', signal, async (inst) => {

@@ -1,10 +1,28 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { Migration } from './migration.js';
 import { allMigrations } from './migrations/index.js';
 
-export type Db = Database.Database;
+export type Db = BetterSqlite3.Database;
+
+// The store opens on the path to READY, so how the package loads counts (bench/startup). As CommonJS: an ESM
+// import of it makes Node lex every file of the package for named exports first.
+const requireCjs = createRequire(import.meta.url);
+const Database = requireCjs('better-sqlite3') as typeof BetterSqlite3;
+
+/** The addon where npm's install builds it; the package's default lookup (`bindings`) walks a stack trace and
+ *  probes a dozen paths. Undefined (that lookup) when it sits elsewhere, e.g. a prebuilt one. */
+function builtAddon(): string | undefined {
+  const path = join(
+    dirname(requireCjs.resolve('better-sqlite3/package.json')),
+    'build',
+    'Release',
+    'better_sqlite3.node',
+  );
+  return existsSync(path) ? path : undefined;
+}
 
 export interface OpenStoreOptions {
   /** `synchronous` level: FULL survives power loss for every commit; NORMAL (default in WAL) may lose the last
@@ -16,7 +34,11 @@ export interface OpenStoreOptions {
 
 export function openStore(path: string, options: OpenStoreOptions = {}): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path, { readonly: options.readonly ?? false });
+  const nativeBinding = builtAddon();
+  const db = new Database(path, {
+    readonly: options.readonly ?? false,
+    ...(nativeBinding ? { nativeBinding } : {}),
+  });
   if (!options.readonly) {
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);

@@ -2,17 +2,17 @@
 // lets callers (the runtime, the tests) decide without catching.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineError } from './errors.js';
 import type { BackendProbeResult, EngineAddon, RuntimeInfo } from './native.js';
+import { packageRootAbove } from './package-root.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-// From source this file is engine/src/loader.ts; built, it is dist/engine/src/loader.js. The addon is built
-// once into the package's engine/build (cmake-js) either way. Only the built copy climbs out of dist/: from
-// source, three levels up is the folder above the checkout, which no message should send anyone to.
-const builtIntoDist = basename(resolve(here, '..', '..')) === 'dist';
-const engineDir = builtIntoDist ? resolve(here, '..', '..', '..', 'engine') : resolve(here, '..');
+// The addon is built once into the package's engine/build (cmake-js), whether this file runs from source
+// (engine/src), from dist/engine/src or bundled into dist/agent/cli.
+const root = packageRootAbove(here);
+const engineDir = root ? join(root, 'engine') : resolve(here, '..');
 
 export const ENGINE_HELP =
   'Set MNN_ROOT to an MNN install prefix (include/MNN, lib/libMNN.so, the llm library) and run npm run build:engine.';

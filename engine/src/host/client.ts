@@ -3,6 +3,7 @@
 // with an error naming the exit signal, and the agent carries on (restart() brings up a fresh process).
 import { type ChildProcess, fork } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../../agent/common/log.js';
@@ -21,6 +22,7 @@ import {
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
 import type { ModuleOutput, Tensor } from '../module.js';
+import { packageRootAbove } from '../package-root.js';
 import type { ChatMessage } from '../prompt.js';
 import {
   type HostModuleOptions,
@@ -75,7 +77,11 @@ function hostEntry(): { path: string; execArgv: string[] } {
       execArgv: ['--import', import.meta.resolve('tsx')],
     };
   }
-  return { path: self.replace(/client\.js$/, 'host-main.js'), execArgv: [] };
+  if (self.endsWith('client.js')) return { path: self.replace(/client\.js$/, 'host-main.js'), execArgv: [] };
+  // Bundled into the CLI (dist/agent/cli): the host runs from tsc's tree, which the build keeps beside it.
+  const root = packageRootAbove(dirname(self));
+  if (!root) throw new Error(`cannot find the mnn-edge package above ${self} to start an engine host`);
+  return { path: join(root, 'dist', 'engine', 'src', 'host', 'host-main.js'), execArgv: [] };
 }
 
 function describeExit(e: HostExit): string {

@@ -58,6 +58,8 @@ export MNN_ROOT = "${STAGING_DIR_TARGET}${prefix}"
 do_compile_ts() {
     cd ${S}
     ${RECIPE_SYSROOT_NATIVE}${bindir_native}/node ${S}/node_modules/typescript/bin/tsc -p tsconfig.build.json
+    # The CLI bundled in place, as `npm run build` does (esbuild-wasm: see do_compile_dashboard).
+    MNN_EDGE_ESBUILD=wasm ${RECIPE_SYSROOT_NATIVE}${bindir_native}/node ${S}/scripts/bundle-agent.mjs ${S}/dist
 }
 addtask compile_ts after do_patch do_prepare_recipe_sysroot before do_configure
 

@@ -1,0 +1,51 @@
+// Bundles the compiled CLI (dist/agent/cli/mnn-edge.js, what /usr/bin/mnn-edge and the systemd unit run) into
+// that one file, in place, after tsc. Node's ESM loader resolves, reads and links every file of a module graph
+// separately; for the few dozen files on the path to READY that was most of the daemon's start (bench/startup),
+// and the modules loaded after READY cost memory per module record too (bench/idle). The rest of dist/ stays as
+// tsc wrote it: the engine host (dist/engine/src/host/host-main.js) runs as its own process from there, and the
+// benchmarks import single modules.
+// npm packages stay external: better-sqlite3 and the engine addon are native, and the others are CommonJS that
+// Node loads (lazily, after READY) as fast as a bundle would.
+// Usage: node scripts/bundle-agent.mjs [DIST_DIR]  (default ./dist; the stage and the Yocto recipe pass theirs)
+import { chmodSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadEsbuild } from './esbuild.mjs';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = resolve(process.argv[2] ?? join(repo, 'dist'));
+const entry = join(dist, 'agent', 'cli', 'mnn-edge.js');
+const { build } = await loadEsbuild();
+const outdir = join(dist, 'agent', 'cli');
+const stage = `${outdir}.bundle`;
+rmSync(stage, { recursive: true, force: true });
+// Code splitting keeps each `await import()` a real one: what the agent loads after READY (the modules and
+// their npm packages) stays in chunks loaded then. Every chunk sits beside the entry, so import.meta.url has
+// the same directory in all of them (the package-root lookups rely on it).
+await build({
+  entryPoints: [entry],
+  outdir: stage,
+  entryNames: '[name]',
+  chunkNames: 'chunk-[hash]',
+  splitting: true,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  packages: 'external',
+  // Stack traces and logs keep our names: only whitespace goes.
+  minifyWhitespace: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+const mode = statSync(entry).mode;
+for (const f of readdirSync(outdir)) if (f.startsWith('chunk-')) rmSync(join(outdir, f));
+let bytes = 0;
+for (const f of readdirSync(stage)) {
+  renameSync(join(stage, f), join(outdir, f));
+  bytes += statSync(join(outdir, f)).size;
+}
+rmSync(stage, { recursive: true, force: true });
+// The bin is executed directly (/usr/bin/mnn-edge links to it): keep tsc's mode.
+chmodSync(entry, mode);
+console.log(`bundled ${entry} and its chunks (${Math.round(bytes / 1024)} KiB)`);
