@@ -150,6 +150,8 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     engine: () => runtime.engineAvailability(),
     capabilities: () => detect.capabilities(),
     store: () => models.models()?.store,
+    hubPulls: () => models.pulls(),
+    planBoard: () => runtime.board(),
     workloads,
   });
   const dashboard = createDashboardModule({

@@ -58,6 +58,17 @@ export function createDocumentsModule(sources: DocumentSources): DocumentsModule
         kept: p.kept,
         rollbackHold: p.rollbackHold,
         lastUsedAt: p.lastUsedAt,
+        // Hub pulls carry no signature: operators see where one came from and that it is trusted on first use.
+        ...(p.manifest.provenance
+          ? {
+              trust: p.manifest.provenance.trust,
+              pulledFrom: {
+                hub: p.manifest.provenance.hub,
+                repo: p.manifest.provenance.repo,
+                commit: p.manifest.provenance.commit,
+              },
+            }
+          : {}),
       })),
     });
   };
