@@ -39,13 +39,20 @@ function sourceParam(ctx: RequestContext): 'hf' | 'ms' {
     throw new HttpError(
       400,
       'invalid_parameter',
-      `Query parameter source must be hf (Hugging Face) or ms (ModelScope), got ${quoteUntrusted(s)}`,
+      `Query parameter source must be hf (Hugging Face) or ms (ModelScope), got ${JSON.stringify(quoteUntrusted(s))}`,
     );
   return s;
 }
 
 function wordsParam(ctx: RequestContext): string[] {
   const q = ctx.url.searchParams.get('q') ?? '';
+  // The shared bound on quoted untrusted text: a query longer than that is not a model name.
+  if (q.length > INPUT_LIMITS.quotedTextMaxChars)
+    throw new HttpError(
+      400,
+      'invalid_parameter',
+      `Search text is at most ${INPUT_LIMITS.quotedTextMaxChars} characters, got ${q.length}`,
+    );
   const words = q.split(/\s+/).filter(Boolean);
   if (words.length > WORDS_MAX)
     throw new HttpError(
@@ -59,7 +66,7 @@ function wordsParam(ctx: RequestContext): string[] {
       throw new HttpError(
         400,
         'invalid_parameter',
-        `Search words are letters, digits and . _ + - (at most ${WORD_MAX} each), got ${quoteUntrusted(w)}`,
+        `Search words are letters, digits and . _ + - (at most ${WORD_MAX} each), got ${JSON.stringify(quoteUntrusted(w))}`,
       );
   return words;
 }
@@ -160,11 +167,7 @@ export function registerHubRoutes(kit: HubRouteKit): void {
     const p = port();
     const id = ctx.params['id'] ?? '';
     if (!/^p\d{1,9}$/.test(id))
-      throw new HttpError(
-        404,
-        'unknown_pull',
-        `No pull ${quoteUntrusted(id.slice(0, INPUT_LIMITS.quotedTextMaxChars))}`,
-      );
+      throw new HttpError(404, 'unknown_pull', `No pull ${JSON.stringify(quoteUntrusted(id))}`);
     try {
       ctx.json(200, { pull: await p.pulls.cancel(id) });
     } catch (err) {
