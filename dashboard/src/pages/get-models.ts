@@ -135,7 +135,7 @@ export function getModelsCard(
         });
         const row = h(
           'div',
-          { class: 'install', 'data-testid': 'pull-row', 'data-pull': p.id, 'data-state': p.state },
+          { class: 'install pull', 'data-testid': 'pull-row', 'data-pull': p.id, 'data-state': p.state },
           h(
             'span',
             {},
@@ -267,7 +267,12 @@ export function getModelsCard(
       } else if (msg.type === 'pull') {
         const before = pulls.get(msg.pull.id)?.state;
         pulls.set(msg.pull.id, msg.pull);
-        if (msg.pull.state === 'installed' && before !== 'installed') onInstalled();
+        if (msg.pull.state === 'installed' && before !== 'installed') {
+          onInstalled();
+          // The lists say what is installed already: read them again.
+          if (results.querySelector('table')) void search();
+          void recommend();
+        }
       }
       renderPulls();
     });
