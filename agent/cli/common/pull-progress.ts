@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
-import type { PullProgress } from '../../models/hub/pull.js';
-import { RateMeter } from '../../models/hub/rate-meter.js';
+import type { PullProgress } from '../../../models/hub/pull.js';
+import { RateMeter } from '../../../models/hub/rate-meter.js';
 import { formatBytes as bytes } from './format.js';
 
 export { RateMeter };
