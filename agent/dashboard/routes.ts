@@ -254,7 +254,7 @@ export function registerDashboardRoutes(options: DashboardRoutesOptions): Dashbo
       // Shown by the empty state, so the first step is on screen rather than in a manual.
       hint:
         installed.length === 0
-          ? 'No models installed. Get one from a model hub under "Get models" below (or `mnn-edge models pull hf://taobao-mnn/<repo>` on the device), import a directory with `mnn-edge models import <dir>`, or send an OTA job from the fleet.'
+          ? `No models installed. ${sources.hub ? 'Get one from a model hub under "Get models" below, or pull' : 'Pull'} the first ones on the device with \`mnn-edge models pull hf://taobao-mnn/<repo>\` (or a package: \`mnn-edge models pull <package.tar>\`; import a directory with \`mnn-edge models import <dir>\`), or send an OTA job from the fleet.`
           : undefined,
     });
   });
