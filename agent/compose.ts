@@ -164,6 +164,8 @@ function localModules(
     engine: () => runtime.engineAvailability(),
     capabilities: () => detect.capabilities(),
     store: () => models.models()?.store,
+    hubPulls: () => models.pulls(),
+    planBoard: () => runtime.board(),
     workloads,
   });
   const dashboard = createDashboardModule({

@@ -56,6 +56,19 @@ function flagsOf(p: InstalledPackage): string {
   return f.filter(Boolean).join(',') || '-';
 }
 
+/** A package in `ls --json`: its state without the manifest, and where a hub pull came from. */
+function listEntry({ manifest: m, ...p }: InstalledPackage): Record<string, unknown> {
+  const prov = m.provenance;
+  return prov ? { ...p, trust: prov.trust, pulledFrom: `${prov.hub} ${prov.repo}@${prov.commit}` } : p;
+}
+
+/** Said once under the table when a hub pull is listed: what the `unsigned` flag means. */
+function unsignedLegend(list: readonly InstalledPackage[]): string {
+  return list.some((p) => p.manifest.provenance)
+    ? 'unsigned: pulled from a model hub, no signature (trust on first use)\n'
+    : '';
+}
+
 function when(ms: number | null): string {
   return ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }
@@ -178,11 +191,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       case 'ls': {
         if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
         const list = store.list();
-        if (json)
-          printJson(
-            io.stdout,
-            list.map(({ manifest: _m, ...p }) => p),
-          );
+        if (json) printJson(io.stdout, list.map(listEntry));
         else if (list.length === 0) io.stdout.write(`no models installed in ${store.root}\n`);
         else
           io.stdout.write(
@@ -196,7 +205,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
                 flagsOf(p),
                 when(p.lastUsedAt),
               ]),
-            ]),
+            ]) + unsignedLegend(list),
           );
         return 0;
       }
