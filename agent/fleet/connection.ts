@@ -75,6 +75,10 @@ export function buildClientOptions(
     queueQoSZero: false,
     // The agent's subscription registry subscribes after every CONNACK; no second copy.
     resubscribe: false,
+    // mqtt-packet otherwise pre-builds a 2-byte Buffer for every 16-bit number (65536 of them, 6.3 MB of heap,
+    // a tenth of the idle agent; bench/idle) on its first write. The switch is process-wide, so it covers the
+    // embedded broker's writes too; a number built per packet costs nothing at the agent's message rates.
+    writeCache: false,
     ...(config.username !== undefined ? { username: config.username } : {}),
     ...(config.password !== undefined ? { password: config.password } : {}),
     ...(ca ? { ca } : {}),

@@ -1,10 +1,10 @@
 import { readdir, readFile, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import si from 'systeminformation';
+import { type CpuLoad, procCpuLoad, procMemory } from './proc-readers.js';
 
-// System samplers. CPU load and memory come from systeminformation (both read /proc, no child processes);
-// thermal zones, network counters and disk use are read directly under `root`, which keeps the idle cost low
-// (systeminformation shells out to `df` and friends for those) and lets tests point at a fixture tree.
+// System samplers. CPU load and memory come from /proc (proc-readers.ts); thermal zones, network counters and
+// disk use are read under `root`, which lets tests point at a fixture tree. No child processes, no polling
+// between samples.
 // Metrics are flat names → numbers so that aggregation, history and Home Assistant treat them alike.
 
 export type MetricSample = Record<string, number>;
@@ -14,9 +14,7 @@ export interface Sampler {
   sample(): Promise<MetricSample>;
 }
 
-export function cpuSampler(
-  load: () => Promise<{ currentLoad: number; cpus: { load: number }[] }> = si.currentLoad,
-): Sampler {
+export function cpuSampler(load: () => Promise<CpuLoad> = procCpuLoad()): Sampler {
   return {
     name: 'cpu',
     async sample() {
@@ -30,7 +28,9 @@ export function cpuSampler(
   };
 }
 
-export function memorySampler(mem: () => Promise<{ total: number; available: number }> = si.mem): Sampler {
+export function memorySampler(
+  mem: () => Promise<{ total: number; available: number }> = () => procMemory(),
+): Sampler {
   return {
     name: 'memory',
     async sample() {

@@ -1,0 +1,164 @@
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { availableParallelism, homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MnnEdgeError } from '../../common/errors.js';
+import { detect } from '../../detect/detect.js';
+import { PINNED_MNN_COMMIT, planEngineBuild, SELECTABLE_BACKENDS, } from '../../engine-build/plan.js';
+import { findBuildHost } from '../../engine-build/sdk.js';
+import { buildSteps, formatStep, runSteps } from '../../engine-build/steps.js';
+import { parseArgs, stringFlag, UsageError } from '../common/args.js';
+const USAGE = 'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--with B,..] [--without B,..] [--work DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+/** A comma-separated --with/--without list of backends. */
+function backendList(flag, text) {
+    if (text === undefined)
+        return [];
+    const names = text
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean);
+    for (const n of names) {
+        if (!SELECTABLE_BACKENDS.includes(n)) {
+            throw new UsageError(`--${flag}: unknown backend '${n}' (one of ${SELECTABLE_BACKENDS.join(', ')})`);
+        }
+    }
+    if (names.length === 0)
+        throw new UsageError(`--${flag} needs a comma-separated list of backends`);
+    return names;
+}
+/** The mnn-edge source checkout this CLI runs from, when it is one (an image install has no engine sources). */
+function packageRoot() {
+    let dir = dirname(fileURLToPath(import.meta.url));
+    for (let i = 0; i < 6; i++) {
+        const pkg = join(dir, 'package.json');
+        if (existsSync(pkg)) {
+            const name = JSON.parse(readFileSync(pkg, 'utf8')).name;
+            if (name === 'mnn-edge')
+                return existsSync(join(dir, 'engine', 'scripts', 'build-engine.mjs')) ? dir : undefined;
+        }
+        dir = dirname(dir);
+    }
+    return undefined;
+}
+function directory(flag, path) {
+    const abs = resolve(path);
+    let isDir = false;
+    try {
+        isDir = statSync(abs).isDirectory();
+    }
+    catch {
+        throw new UsageError(`--${flag} ${path} does not exist`);
+    }
+    if (!isDir)
+        throw new UsageError(`--${flag} ${path} is not a directory`);
+    return abs;
+}
+/** The nearest existing ancestor of `path` must be writable, or the install step fails after an hour's build. */
+function checkWritable(path) {
+    let dir = path;
+    while (!existsSync(dir))
+        dir = dirname(dir);
+    if (!statSync(dir).isDirectory()) {
+        throw new MnnEdgeError('ENOTDIR', `cannot install into ${path}: ${dir} is not a directory`);
+    }
+    try {
+        accessSync(dir, constants.W_OK);
+    }
+    catch {
+        throw new MnnEdgeError('EACCES', `cannot install into ${path}: ${dir} is not writable by this user; run as root or pass --prefix DIR`);
+    }
+}
+function report(plan, steps, dryRun) {
+    const lines = [
+        `MNN backends: cpu${plan.backends.map((b) => `, ${b}`).join('')}`,
+        ...plan.reasons.map((r) => `  ${r}`),
+        ...(plan.warnings.length > 0 ? ['Warnings:', ...plan.warnings.map((w) => `  ${w}`)] : []),
+        dryRun ? 'Would run:' : 'Running:',
+        ...steps.map((s) => `  ${formatStep(s)}`),
+    ];
+    return lines.join('\n') + '\n';
+}
+export const command = {
+    name: 'engine',
+    summary: 'build MNN for this board and the engine addon against it (boards without a Yocto image)',
+    usage: USAGE,
+    async run(argv, io) {
+        const [sub, ...rest] = argv;
+        if (sub !== 'build') {
+            throw new UsageError(sub === undefined ? 'missing subcommand (build)' : `unknown subcommand '${sub}'`);
+        }
+        const args = parseArgs(rest, {
+            values: ['src', 'ref', 'prefix', 'work', 'jobs', 'root', 'with', 'without'],
+            booleans: ['dry-run', 'json', 'verbose'],
+        });
+        if (args.positionals.length > 0)
+            throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+        const srcFlag = stringFlag(args, 'src');
+        const refFlag = stringFlag(args, 'ref');
+        if (srcFlag !== undefined && refFlag !== undefined) {
+            throw new UsageError('--src uses a tree as it is and --ref fetches a commit; pass one of them');
+        }
+        if (refFlag !== undefined && !/^[0-9a-f]{7,40}$|^[A-Za-z0-9._/-]+$/.test(refFlag)) {
+            throw new UsageError(`--ref ${refFlag} is not a commit, tag or branch name`);
+        }
+        const src = srcFlag === undefined ? undefined : directory('src', srcFlag);
+        if (src !== undefined && !existsSync(join(src, 'CMakeLists.txt'))) {
+            throw new UsageError(`--src ${srcFlag} has no CMakeLists.txt: not an MNN source tree`);
+        }
+        if (src !== undefined && !existsSync(join(src, 'transformers', 'llm', 'engine'))) {
+            throw new UsageError(`--src ${srcFlag} has no transformers/llm/engine: MNN without the LLM engine`);
+        }
+        const jobsText = stringFlag(args, 'jobs');
+        const jobs = jobsText === undefined ? availableParallelism() : Number(jobsText);
+        if (!Number.isInteger(jobs) || jobs < 1)
+            throw new UsageError(`--jobs needs a positive integer, got ${jobsText}`);
+        const prefix = resolve(stringFlag(args, 'prefix') ?? '/opt/mnn');
+        const cacheHome = io.env['XDG_CACHE_HOME'] || join(io.env['HOME'] || homedir(), '.cache');
+        const workDir = resolve(stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', 'engine-build'));
+        const rootFlag = stringFlag(args, 'root');
+        const root = rootFlag === undefined ? '/' : directory('root', rootFlag);
+        const withBackends = backendList('with', stringFlag(args, 'with'));
+        const withoutBackends = backendList('without', stringFlag(args, 'without'));
+        const both = withBackends.filter((b) => withoutBackends.includes(b));
+        if (both.length > 0)
+            throw new UsageError(`--with and --without both name ${both.join(', ')}`);
+        const caps = detect({ root });
+        const plan = planEngineBuild(caps, findBuildHost(io.env, root), {
+            with: withBackends,
+            without: withoutBackends,
+        });
+        const pkgRoot = packageRoot();
+        const steps = buildSteps(plan, {
+            ...(src !== undefined ? { src } : {}),
+            ref: refFlag ?? PINNED_MNN_COMMIT,
+            cloneExists: existsSync(join(workDir, 'MNN', '.git')),
+            workDir,
+            prefix,
+            jobs,
+            ...(pkgRoot !== undefined ? { packageRoot: pkgRoot } : {}),
+            nodePath: process.execPath,
+        });
+        const dryRun = args.flags['dry-run'] === true;
+        if (args.flags['json']) {
+            io.stdout.write(JSON.stringify({ plan, steps, dryRun }, null, 2) + '\n');
+            if (dryRun)
+                return 0;
+        }
+        else {
+            io.stdout.write(report(plan, steps, dryRun));
+            if (pkgRoot === undefined) {
+                io.stdout.write('The engine addon is not built: this install has no engine sources (run `npm run build:engine` in an mnn-edge checkout with MNN_ROOT set to the prefix).\n');
+            }
+        }
+        if (dryRun)
+            return 0;
+        checkWritable(prefix);
+        await runSteps(steps, {
+            write: (line) => io.stdout.write(line + '\n'),
+            verbose: args.flags['verbose'] === true,
+        });
+        io.stdout.write(`MNN installed into ${prefix}${pkgRoot !== undefined ? '; engine addon built' : ''}\n`);
+        return 0;
+    },
+};
+//# sourceMappingURL=engine.js.map

@@ -1,0 +1,51 @@
+// One error shape for bad input across the agent, so callers and tests can match on `code`.
+export class MnnEdgeError extends Error {
+    code;
+    details;
+    constructor(code, message, details, options) {
+        super(message, options);
+        this.name = 'MnnEdgeError';
+        this.code = code;
+        this.details = details;
+    }
+    /** The process exit status a command ends with on this error: 2 for a usage mistake, 1 otherwise. */
+    get exitCode() {
+        return this.code === 'EUSAGE' ? 2 : 1;
+    }
+}
+/**
+ * Any thrown value as an MnnEdgeError: ours pass through, anything else (a bug, or an error from a library on
+ * input nobody anticipated) becomes EINTERNAL with its message only. Stacks stay in logs, never in user output.
+ */
+export function asMnnEdgeError(err) {
+    if (err instanceof MnnEdgeError)
+        return err;
+    const message = err instanceof Error ? err.message : String(err);
+    const code = err?.code;
+    return new MnnEdgeError('EINTERNAL', message, typeof code === 'string' ? { code } : undefined, {
+        cause: err,
+    });
+}
+export function describeValue(actual) {
+    if (actual === undefined)
+        return 'undefined';
+    if (actual === null)
+        return 'null';
+    if (Array.isArray(actual))
+        return `array(${actual.length})`;
+    if (typeof actual === 'string')
+        return JSON.stringify(actual.length > 60 ? actual.slice(0, 57) + '...' : actual);
+    if (typeof actual === 'object')
+        return 'object';
+    return `${typeof actual} ${String(actual)}`;
+}
+export function invalidParameter(name, expected, actual) {
+    return new MnnEdgeError('EINVAL', `Expected ${expected} for ${name} but received ${describeValue(actual)}`, {
+        name,
+        expected,
+    });
+}
+export function errorMessage(err) {
+    return err instanceof Error ? err.message : String(err);
+}
+//# sourceMappingURL=errors.js.map

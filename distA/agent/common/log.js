@@ -1,0 +1,53 @@
+// JSON lines to stdout so journald and log shippers keep structure; debug namespaces gate verbose output.
+const ORDER = { debug: 10, info: 20, warn: 30, error: 40 };
+function debugEnabled(spec, ns) {
+    if (!spec)
+        return false;
+    return spec
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .some((p) => p === '*' || ns === p || (p.endsWith('*') && ns.startsWith(p.slice(0, -1))));
+}
+function serialise(value) {
+    if (value instanceof Error)
+        return { name: value.name, message: value.message, code: value.code };
+    if (typeof value === 'bigint')
+        return value.toString();
+    return value;
+}
+export function createLogger(options = {}) {
+    const ns = options.namespace ?? 'mnn-edge';
+    const min = ORDER[options.level ?? 'info'];
+    const write = options.write ?? ((line) => process.stdout.write(line + '\n'));
+    const emit = (level, msg, fields) => {
+        if (ORDER[level] < min && !(level === 'debug' && debugEnabled(options.debug, ns)))
+            return;
+        const record = { ts: new Date().toISOString(), level, ns, msg };
+        if (fields)
+            for (const [k, v] of Object.entries(fields))
+                record[k] = serialise(v);
+        write(JSON.stringify(record));
+    };
+    return {
+        debug: (m, f) => emit('debug', m, f),
+        info: (m, f) => emit('info', m, f),
+        warn: (m, f) => emit('warn', m, f),
+        error: (m, f) => emit('error', m, f),
+        child: (sub) => createLogger({ ...options, namespace: `${ns}:${sub}` }),
+    };
+}
+/** A logger that keeps records in memory: for tests and for the bounded `logs` tail. */
+export function createMemoryLogger(capacity = 1000) {
+    const lines = [];
+    const logger = createLogger({
+        level: 'debug',
+        write: (line) => {
+            lines.push(line);
+            if (lines.length > capacity)
+                lines.shift();
+        },
+    });
+    return Object.assign(logger, { lines });
+}
+//# sourceMappingURL=log.js.map

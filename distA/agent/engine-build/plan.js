@@ -1,0 +1,191 @@
+import { MnnEdgeError } from '../common/errors.js';
+// Which MNN CMake options a board gets when `mnn-edge engine build` compiles MNN on the board itself (Debian on
+// a Rock 5B, JetPack on a Jetson, Bianbu on a K1): a pure function of the detected capabilities and the vendor
+// SDKs found on the machine, so every board fixture can check it. The Yocto `mnn` recipe makes the same
+// choices through PACKAGECONFIG (docs/YOCTO.md).
+/** The MNN commit the engine addon is built and tested against (3.6.1 plus 87 commits on master). */
+export const PINNED_MNN_COMMIT = '4d40bdbd7efb73a58383bb5da867a6f41eb1776e';
+export const MNN_REPOSITORY = 'https://github.com/alibaba/MNN.git';
+/** Backends a user may force on or off (a CPU-only development host with lavapipe and pocl, say). */
+export const SELECTABLE_BACKENDS = ['opencl', 'vulkan', 'cuda', 'qnn', 'hexagon'];
+/** Options every build has: one libMNN.so with Express, the LLM engine (omni, audio, image codecs), quantised
+ *  weights and the fused attention op the models use; plus llm_demo and llm_bench. */
+const BASE = [
+    ['CMAKE_BUILD_TYPE', 'Release'],
+    ['MNN_BUILD_SHARED_LIBS', 'ON'],
+    ['MNN_SEP_BUILD', 'OFF'],
+    ['MNN_BUILD_LLM', 'ON'],
+    ['MNN_BUILD_LLM_OMNI', 'ON'],
+    ['MNN_BUILD_AUDIO', 'ON'],
+    ['MNN_BUILD_OPENCV', 'ON'],
+    ['MNN_IMGCODECS', 'ON'],
+    ['MNN_LOW_MEMORY', 'ON'],
+    ['MNN_SUPPORT_TRANSFORMER_FUSE', 'ON'],
+    ['MNN_LLM_BUILD_DEMO', 'ON'],
+    ['MNN_BUILD_TOOLS', 'OFF'],
+    ['MNN_BUILD_CONVERTER', 'OFF'],
+    ['MNN_BUILD_TEST', 'OFF'],
+];
+function accelerators(caps, kind) {
+    return caps.accelerators.filter((a) => a.kind === kind);
+}
+const base = (path) => path.slice(path.lastIndexOf('/') + 1);
+/** MNN dlopen()s the unversioned name; Debian-like systems ship it only in the -dev package. */
+function unversionedWarning(kind, found, name, devPackage) {
+    if (found.some((p) => base(p) === name))
+        return [];
+    const have = found.length > 0 ? `only ${found.map(base).join(', ')} is installed` : 'no loader was found';
+    return [
+        `${kind}: MNN loads ${name} (unversioned) at run time and ${have}; install ${devPackage} or link ${name} to the loader, or the ${kind.toLowerCase()} backend stays unavailable`,
+    ];
+}
+/** CMake keys each selectable backend sets. */
+const BACKEND_KEYS = {
+    opencl: ['MNN_OPENCL'],
+    vulkan: ['MNN_VULKAN'],
+    cuda: ['MNN_CUDA', 'CUDA_TOOLKIT_ROOT_DIR', 'CUDA_ARCHS'],
+    qnn: ['MNN_QNN', 'QNN_SDK_ROOT'],
+    hexagon: ['MNN_HEXAGON', 'HEXAGON_SDK_ROOT'],
+};
+export function planEngineBuild(caps, host, choice = {}) {
+    const cmake = new Map(BASE);
+    const backends = [];
+    const reasons = [];
+    const warnings = [];
+    const arch = caps.cpu.architecture.value;
+    const f = caps.cpu.features;
+    // CPU kernels.
+    if (arch === 'aarch64') {
+        const fp16 = f.fp16.value === true;
+        cmake.set('MNN_ARM82', fp16 ? 'ON' : 'OFF');
+        reasons.push(`CPU: aarch64, ${fp16 ? 'FP16 arithmetic (asimdhp): ARMv8.2 kernels' : 'no FP16: ARMv8.0 kernels only'}`);
+    }
+    else if (arch === 'x86_64') {
+        const avx512 = f.avx512f.value === true;
+        cmake.set('MNN_AVX512', avx512 ? 'ON' : 'OFF');
+        reasons.push(`CPU: x86_64 with AVX2 kernels${avx512 ? ' and AVX-512 (avx512f)' : ''}`);
+    }
+    else if (arch === 'riscv64') {
+        const rvv = f.rvv.value === true;
+        cmake.set('MNN_USE_RVV', rvv ? 'ON' : 'OFF');
+        reasons.push(`CPU: riscv64, ${rvv ? 'RVV 1.0 vector kernels (-march=rv64gcv)' : 'no V extension: scalar kernels'}`);
+        if (rvv)
+            cmake.set('MNN_RVV_MARCH', 'rv64gcv');
+        if (f.ime2.value === true) {
+            cmake.set('MNN_RVV_SPACEMIT_IME2', 'ON');
+            reasons.push('CPU: SpacemiT IME2 matrix extension: MNN_RVV_SPACEMIT_IME2 kernels');
+            warnings.push("IME2 kernels need a compiler that knows SpacemiT's xsmtvdotii extension (the vendor GCC or Clang); a stock compiler fails on them");
+        }
+        else if (f.ime.value === true) {
+            reasons.push('CPU: SpacemiT IME (first generation): MNN has no kernels for it; RVV kernels are used');
+        }
+    }
+    else {
+        reasons.push(`CPU: ${arch ?? 'unknown architecture'}: MNN's generic kernels`);
+    }
+    // GPUs through OpenCL and Vulkan: MNN carries the API headers and loads the loader at run time.
+    const gpus = accelerators(caps, 'gpu');
+    const openclGpu = gpus.find((g) => g.vendor === 'arm-mali' || g.vendor === 'qualcomm-adreno');
+    const openclLibs = gpus.flatMap((g) => g.openclLibraries);
+    if (openclGpu || openclLibs.length > 0) {
+        cmake.set('MNN_OPENCL', 'ON');
+        backends.push('opencl');
+        reasons.push(openclGpu
+            ? `OpenCL: ${openclGpu.name.value ?? openclGpu.vendor} GPU (${openclGpu.vendor})`
+            : `OpenCL: loader found (${openclLibs.join(', ')})`);
+        warnings.push(...unversionedWarning('OpenCL', openclLibs, 'libOpenCL.so', 'ocl-icd-opencl-dev'));
+    }
+    const vulkanLibs = gpus.flatMap((g) => g.vulkanLibraries);
+    if (vulkanLibs.length > 0) {
+        cmake.set('MNN_VULKAN', 'ON');
+        backends.push('vulkan');
+        reasons.push(`Vulkan: loader found (${vulkanLibs.join(', ')})`);
+        warnings.push(...unversionedWarning('Vulkan', vulkanLibs, 'libvulkan.so', 'libvulkan-dev'));
+    }
+    // NVIDIA: CUDA for the board's compute capability.
+    for (const gpu of accelerators(caps, 'nvidia-gpu')) {
+        const cc = gpu.computeCapability.value;
+        if (!host.cudaRoot) {
+            warnings.push(`CUDA: ${gpu.name.value ?? 'NVIDIA GPU'} found but no CUDA toolkit (bin/nvcc) in ${(host.searched?.cuda ?? []).join(', ') || 'the usual places'}; install JetPack's cuda-toolkit or set CUDA_HOME, the build goes on without CUDA`);
+            continue;
+        }
+        cmake.set('MNN_CUDA', 'ON');
+        cmake.set('CUDA_TOOLKIT_ROOT_DIR', host.cudaRoot);
+        if (cc)
+            cmake.set('CUDA_ARCHS', cc);
+        else
+            warnings.push('CUDA: compute capability unknown; MNN compiles for the GPU it detects while building');
+        backends.push('cuda');
+        reasons.push(`CUDA: ${gpu.name.value ?? 'NVIDIA GPU'}, compute capability ${cc ?? 'unknown'}, toolkit ${host.cudaRoot}`);
+    }
+    // Qualcomm Hexagon NPU: QNN (HTP) and MNN's own Hexagon backend, each with its SDK.
+    for (const npu of accelerators(caps, 'hexagon-htp')) {
+        const htp = `Hexagon ${npu.arch.value ?? '(arch unknown)'}`;
+        if (host.qnnSdkRoot) {
+            cmake.set('MNN_QNN', 'ON');
+            cmake.set('QNN_SDK_ROOT', host.qnnSdkRoot);
+            backends.push('qnn');
+            reasons.push(`QNN: ${htp} NPU, SDK ${host.qnnSdkRoot}`);
+        }
+        else {
+            warnings.push(`QNN: ${htp} NPU found but no QAIRT/QNN SDK (include/QNN) in ${(host.searched?.qnn ?? []).join(', ') || 'the usual places'}; set QNN_SDK_ROOT, the build goes on without QNN`);
+        }
+        const hexagonUsable = caps.backends.some((b) => b.backend === 'hexagon' && b.usable);
+        if (hexagonUsable && host.hexagonSdkRoot) {
+            cmake.set('MNN_HEXAGON', 'ON');
+            cmake.set('HEXAGON_SDK_ROOT', host.hexagonSdkRoot);
+            backends.push('hexagon');
+            reasons.push(`Hexagon: ${htp}, SDK ${host.hexagonSdkRoot}`);
+        }
+        else if (hexagonUsable) {
+            reasons.push(`Hexagon: ${htp} could run MNN's Hexagon backend, but no Hexagon SDK was found (set HEXAGON_SDK_ROOT)`);
+        }
+    }
+    for (const npu of accelerators(caps, 'rknpu')) {
+        reasons.push(`RKNN: ${npu.cores.value ?? '?'}-core RKNPU (driver ${npu.driver.value ?? 'unknown'}); MNN_RKNN needs Rockchip's RKNN toolkit headers and is not chosen here`);
+    }
+    applyChoice(choice, host, cmake, backends, reasons);
+    // Keys a backend added go after the base ones, in the order they were decided.
+    return { cmake: [...cmake.entries()], backends, reasons, warnings };
+}
+/** --with / --without: the user's word over detection; a backend that needs a toolkit still needs it found. */
+function applyChoice(choice, host, cmake, backends, reasons) {
+    for (const b of choice.without ?? []) {
+        for (const key of BACKEND_KEYS[b])
+            cmake.delete(key);
+        const at = backends.indexOf(b);
+        if (at !== -1)
+            backends.splice(at, 1);
+        reasons.push(`${b}: left out (--without)`);
+    }
+    const toolkit = {
+        cuda: ['CUDA_TOOLKIT_ROOT_DIR', host.cudaRoot, 'a CUDA toolkit (CUDA_HOME)'],
+        qnn: ['QNN_SDK_ROOT', host.qnnSdkRoot, 'the QAIRT/QNN SDK (QNN_SDK_ROOT)'],
+        hexagon: ['HEXAGON_SDK_ROOT', host.hexagonSdkRoot, 'the Hexagon SDK (HEXAGON_SDK_ROOT)'],
+    };
+    for (const b of choice.with ?? []) {
+        if (backends.includes(b))
+            continue;
+        const needs = toolkit[b];
+        if (needs !== undefined && needs[1] === undefined) {
+            throw new MnnEdgeError('ENOTOOLKIT', `--with ${b} needs ${needs[2]}, which was not found`);
+        }
+        cmake.set(BACKEND_KEYS[b][0], 'ON');
+        if (needs !== undefined)
+            cmake.set(needs[0], needs[1]);
+        backends.push(b);
+        reasons.push(`${b}: asked for (--with); detection did not find it usable on this board`);
+    }
+}
+/** `cmake -S SRC -B BUILD` arguments of a plan. */
+export function cmakeConfigureArgs(plan, src, build, prefix) {
+    return [
+        '-S',
+        src,
+        '-B',
+        build,
+        `-DCMAKE_INSTALL_PREFIX=${prefix}`,
+        ...plan.cmake.map(([k, v]) => `-D${k}=${v}`),
+    ];
+}
+//# sourceMappingURL=plan.js.map

@@ -1,0 +1,58 @@
+import { HttpError } from '../common/http-error.js';
+import { sessionCookie } from './auth.js';
+export function registerCoreRoutes(options) {
+    const { router, authenticator, sessions, limiter, logger } = options;
+    const startedMono = options.clock.monotonicMs();
+    // Liveness for systemd watchdogs, load balancers and the fleet: public, cheap, nothing secret.
+    router.route('GET', '/healthz', (ctx) => {
+        ctx.json(200, {
+            status: 'ok',
+            version: options.version,
+            uptimeS: Math.round((options.clock.monotonicMs() - startedMono) / 1000),
+            ...(options.modules ? { modules: options.modules() } : {}),
+        });
+    }, { auth: false });
+    router.route('POST', '/api/login', async (ctx) => {
+        const client = ctx.req.socket.remoteAddress ?? 'unknown';
+        const waitMs = limiter.retryAfterMs(client);
+        if (waitMs > 0) {
+            const seconds = Math.ceil(waitMs / 1000);
+            throw new HttpError(429, 'too_many_attempts', `Too many failed logins; try again in ${seconds} s`, {
+                'Retry-After': String(seconds),
+            });
+        }
+        const body = await ctx.readJson();
+        const token = body?.token;
+        if (typeof body !== 'object' || body === null || Array.isArray(body) || typeof token !== 'string') {
+            throw new HttpError(400, 'invalid_request', 'Expected a JSON object {"token": string}');
+        }
+        if (!authenticator.tokenMatches(token)) {
+            limiter.recordFailure(client);
+            logger.warn('failed login', { client });
+            throw new HttpError(401, 'invalid_token', 'The pairing token is not valid (see `mnn-edge token` on the device)');
+        }
+        const { cookieValue, session } = sessions.create(client);
+        logger.info('login', { client });
+        ctx.json(200, { ok: true, expiresAt: new Date(session.expiresAt).toISOString() }, {
+            'Set-Cookie': sessionCookie(cookieValue, {
+                maxAgeS: options.sessionTtlMs / 1000,
+                secure: ctx.secure,
+            }),
+        });
+    }, { auth: false });
+    // Public so a browser with an expired or revoked cookie can still clear it.
+    router.route('POST', '/api/logout', (ctx) => {
+        const revoked = ctx.auth?.method === 'session' ? sessions.destroy(ctx.auth.cookieValue) : false;
+        ctx.json(200, { ok: true, revoked }, { 'Set-Cookie': sessionCookie('', { maxAgeS: 0, secure: ctx.secure }) });
+    }, { auth: false });
+    router.route('GET', '/api/session', (ctx) => {
+        const identity = options.identity();
+        ctx.json(200, {
+            method: ctx.auth?.method,
+            expiresAt: ctx.auth?.method === 'session' ? new Date(ctx.auth.session.expiresAt).toISOString() : null,
+            device: { deviceId: identity.deviceId, tags: identity.tags, source: identity.source },
+            clock: options.clockStatus(),
+        });
+    });
+}
+//# sourceMappingURL=core-routes.js.map

@@ -1,0 +1,205 @@
+import { readFileSync } from 'node:fs';
+import { createServer as createHttp, } from 'node:http';
+import { createServer as createHttps } from 'node:https';
+import { MnnEdgeError } from '../common/errors.js';
+import { errorBody, HttpError } from '../common/http-error.js';
+import { refusalFor } from './auth.js';
+import { parseJsonBody, readBody } from './body.js';
+const SECURITY_HEADERS = {
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+};
+function sendJson(res, status, body, headers = {}) {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+        ...SECURITY_HEADERS,
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': Buffer.byteLength(text),
+        'Cache-Control': 'no-store',
+        ...headers,
+    });
+    res.end(text);
+}
+function unauthorized(headers) {
+    const refusal = refusalFor(headers);
+    return new HttpError(401, refusal.code, refusal.message, { 'WWW-Authenticate': refusal.wwwAuthenticate });
+}
+/** Cookies ride along on cross-site websocket handshakes in some browsers; only same-origin pages may use them. */
+function sameOrigin(req) {
+    const origin = req.headers.origin;
+    if (origin === undefined)
+        return true;
+    try {
+        return new URL(origin).host === req.headers.host;
+    }
+    catch {
+        return false;
+    }
+}
+function rejectUpgrade(socket, status, reason, message) {
+    const body = JSON.stringify(errorBody(reason, message));
+    socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+function readTls(tls) {
+    const read = (what, path) => {
+        try {
+            return readFileSync(path);
+        }
+        catch (err) {
+            throw new MnnEdgeError('ECONFIG', `Cannot read http.tls.${what} ${path}: ${err.message}`);
+        }
+    };
+    return { cert: read('cert', tls.cert), key: read('key', tls.key) };
+}
+export function createHttpServer(options) {
+    const { router, authenticator, logger } = options;
+    const secure = options.tls !== undefined;
+    // `ws` loads on the first upgrade: it is not needed to answer the first request after a start.
+    let wss;
+    let loadingWs;
+    const webSockets = () => (loadingWs ??= import('ws').then((m) => {
+        wss = new m.WebSocketServer({ noServer: true, maxPayload: options.maxWsMessageBytes });
+        return wss;
+    }));
+    const stillStarting = () => new HttpError(503, 'starting', 'The agent is still starting; try again in a moment', {
+        'Retry-After': '1',
+    });
+    const handle = async (req, res) => {
+        const url = new URL(req.url ?? '/', 'http://device.invalid');
+        const method = req.method ?? 'GET';
+        const { found, allowed, pathAuth } = router.match(method, url.pathname);
+        // While modules are still registering, an unknown path may be a public one (the dashboard's page): 503 before
+        // 401, which tells an anonymous client nothing about the route map either.
+        if (!found && allowed.length === 0 && options.starting?.())
+            throw stillStarting();
+        const needsAuth = found ? found.entry.auth : pathAuth;
+        const auth = authenticator.authenticate(req.headers);
+        // Unknown paths answer 401 before 404, so an anonymous client learns nothing about the route map.
+        if (needsAuth && auth === undefined)
+            throw unauthorized(req.headers);
+        if (!found) {
+            if (allowed.length > 0) {
+                throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
+                    Allow: allowed.join(', '),
+                });
+            }
+            throw new HttpError(404, 'not_found', `No endpoint at ${url.pathname}`);
+        }
+        const ctx = {
+            req,
+            res,
+            url,
+            params: found.params,
+            auth,
+            secure,
+            logger,
+            readBody: () => readBody(req, options.maxUploadBytes),
+            readJson: async () => parseJsonBody(await readBody(req, options.maxUploadBytes), req.headers['content-type']),
+            json: (status, body, headers) => sendJson(res, status, body, headers),
+        };
+        await found.entry.handler(ctx);
+    };
+    const onRequest = (req, res) => {
+        handle(req, res).catch((err) => {
+            if (res.headersSent) {
+                logger.error('handler failed after responding', { path: req.url, err });
+                res.destroy();
+                return;
+            }
+            if (err instanceof HttpError) {
+                // The body limit leaves the rest of the upload unread: close rather than drain it.
+                if (err.status === 413)
+                    res.setHeader('Connection', 'close');
+                sendJson(res, err.status, errorBody(err.code, err.message), err.headers);
+                return;
+            }
+            logger.error('request handler failed', { method: req.method, path: req.url, err });
+            sendJson(res, 500, errorBody('internal_error', 'The agent failed to handle this request; see its log'));
+        });
+    };
+    const onUpgrade = (req, socket, head) => {
+        const url = new URL(req.url ?? '/', 'http://device.invalid');
+        const match = router.matchUpgrade(url.pathname);
+        const auth = authenticator.authenticate(req.headers);
+        // As for requests: anonymous clients get 401 for unknown paths too.
+        if (auth === undefined && (match === undefined || match.entry.auth)) {
+            rejectUpgrade(socket, 401, 'Unauthorized', unauthorized(req.headers).message);
+            return;
+        }
+        if (match === undefined) {
+            if (options.starting?.())
+                rejectUpgrade(socket, 503, 'Service Unavailable', stillStarting().message);
+            else
+                rejectUpgrade(socket, 404, 'Not Found', `No WebSocket endpoint at ${url.pathname}`);
+            return;
+        }
+        if (auth?.method === 'session' && !sameOrigin(req)) {
+            rejectUpgrade(socket, 403, 'Forbidden', 'Cross-origin WebSocket with a session cookie refused');
+            return;
+        }
+        webSockets().then((server) => server.handleUpgrade(req, socket, head, (ws) => {
+            try {
+                match.entry.handler(ws, { req, url, params: match.params, auth, logger });
+            }
+            catch (err) {
+                logger.error('websocket handler failed', { path: url.pathname, err });
+                ws.close(1011, 'internal error');
+            }
+        }), (err) => {
+            logger.error('websocket support failed to load', { err });
+            socket.destroy();
+        });
+    };
+    const server = options.tls ? createHttps(readTls(options.tls), onRequest) : createHttp(onRequest);
+    server.on('upgrade', onUpgrade);
+    server.on('clientError', (err, socket) => {
+        logger.debug('malformed request', { err });
+        if (socket.writable)
+            socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+        else
+            socket.destroy();
+    });
+    let boundPort = 0;
+    let boundAddress = options.bind;
+    return {
+        get port() {
+            return boundPort;
+        },
+        get address() {
+            return boundAddress;
+        },
+        secure,
+        listen() {
+            return new Promise((resolve, reject) => {
+                const onError = (err) => {
+                    reject(new MnnEdgeError('ELISTEN', `Cannot listen on ${options.bind}:${options.port}: ${err.code === 'EADDRINUSE' ? 'address already in use (http.port)' : err.message}`));
+                };
+                server.once('error', onError);
+                server.listen(options.port, options.bind, () => {
+                    server.off('error', onError);
+                    const addr = server.address();
+                    boundPort = addr.port;
+                    boundAddress = addr.address;
+                    resolve();
+                });
+            });
+        },
+        close() {
+            return new Promise((resolve) => {
+                if (wss) {
+                    for (const client of wss.clients)
+                        client.terminate();
+                    wss.close();
+                }
+                if (!server.listening)
+                    return resolve();
+                server.close(() => resolve());
+                // Keep-alive sockets would hold close() open until they time out.
+                server.closeAllConnections();
+            });
+        },
+    };
+}
+//# sourceMappingURL=server.js.map

@@ -1,0 +1,201 @@
+import { MnnEdgeError } from '../common/errors.js';
+import { assertSlot } from './desired-state.js';
+import { EngineFailure, } from './engine-port.js';
+import { moduleProfileOf } from './module-models.js';
+import { resilientStream } from './resilient-stream.js';
+/**
+ * The workloads' side of the runtime: leases on whatever serves a slot (waiting, bounded, while it is loaded
+ * or swapped), generation, speech and forwards on the leased host, and per-slot request counters. A backend
+ * fault during a request moves the slot down its fallback chain.
+ */
+export class Serving {
+    #core;
+    #placement;
+    #failover;
+    #counters = new Map();
+    constructor(core, placement, failover) {
+        this.#core = core;
+        this.#placement = placement;
+        this.#failover = failover;
+    }
+    /** A lease on whatever serves the slot now; waits (bounded) while the slot is being loaded or swapped. */
+    async acquire(slot, opts = {}) {
+        assertSlot(slot);
+        const { deps, opts: options, table } = this.#core;
+        const deadline = deps.clock.monotonicMs() + (opts.timeoutMs ?? options.acquireTimeoutMs);
+        for (;;) {
+            opts.signal?.throwIfAborted();
+            if (this.#core.stopped())
+                throw new MnnEdgeError('ESTOPPED', `runtime stopped: ${slot} is not served`);
+            const placement = this.#placement();
+            const planned = placement?.slots.find((s) => s.slot === slot);
+            if (planned?.status === 'builtin' && planned.builtin)
+                return { kind: 'builtin', slot, builtin: planned.builtin, release: () => { } };
+            if (planned === undefined && placement !== undefined)
+                throw new MnnEdgeError('EUNSERVED', `slot ${slot} is not configured`);
+            if (planned?.status === 'unloaded' || planned?.status === 'disabled')
+                throw new MnnEdgeError('EUNSERVED', `slot ${slot} is ${planned.status}: ${planned.reasons.join('; ')}`);
+            const inst = table.servingInstance(slot);
+            if (inst?.status === 'ready')
+                return { ...inst.lease(), kind: 'engine', slot };
+            const left = deadline - deps.clock.monotonicMs();
+            if (left <= 0)
+                throw new MnnEdgeError('ETIMEDOUT', `slot ${slot} was not served within ${opts.timeoutMs ?? options.acquireTimeoutMs} ms` +
+                    (this.#core.health().lastError
+                        ? ` (last reconcile error: ${this.#core.health().lastError})`
+                        : ''));
+            await table.waitServing(left, opts.signal);
+        }
+    }
+    /** Generate on a slot, token by token. A request cut off by a host crash or a drain deadline throws an
+     *  EngineFailure that says so; a backend fault also moves the slot down its fallback chain. */
+    async *stream(slot, request, signal) {
+        const self = this;
+        yield* resilientStream({
+            signal,
+            async *attempt() {
+                const lease = await self.#engineLease(slot, 'llm', signal);
+                yield* self.#streamOn(slot, lease, request, signal);
+            },
+            onRetry: (err) => this.#rescued(slot, 'retried', err.message, 0),
+            onCutShort: (err, chars) => this.#rescued(slot, 'cut-short', err.message, chars),
+        });
+    }
+    #rescued(slot, outcome, reason, streamedChars) {
+        this.#core.log.warn(outcome === 'retried' ? 'request retried on the fallback' : 'request cut short: backend lost', {
+            slot,
+            reason,
+            streamedChars,
+        });
+        this.#core.events.emit('request-rescued', { slot, outcome, reason, streamedChars });
+    }
+    /** Speech from the talker of the model serving the slot (voice.tts). */
+    async *speak(slot, request, signal) {
+        const lease = await this.#engineLease(slot, 'llm', signal);
+        const stats = this.#slotCounters(slot);
+        stats.requests++;
+        try {
+            yield* lease.host.speak(request, signal ? AbortSignal.any([signal, lease.signal]) : lease.signal);
+        }
+        catch (err) {
+            throw this.#requestFailed(lease, stats, err);
+        }
+        finally {
+            lease.release();
+        }
+    }
+    /** One forward of the Module model serving the slot (Silero VAD on voice.vad). */
+    async forward(slot, inputs, signal) {
+        const lease = await this.#engineLease(slot, 'module', signal);
+        const stats = this.#slotCounters(slot);
+        stats.requests++;
+        try {
+            return await lease.host.forward(inputs, signal ? AbortSignal.any([signal, lease.signal]) : lease.signal);
+        }
+        catch (err) {
+            throw this.#requestFailed(lease, stats, err);
+        }
+        finally {
+            lease.release();
+        }
+    }
+    async generate(slot, request, signal) {
+        const lease = await this.#engineLease(slot, 'llm', signal);
+        let text = '';
+        let stats;
+        for await (const ev of this.#streamOn(slot, lease, request, signal)) {
+            if (ev.type === 'text')
+                text += ev.text;
+            else
+                stats = ev.stats;
+        }
+        return { text, stats, instanceKey: lease.instanceKey };
+    }
+    /** Per slot: what serves it and how the last requests went (telemetry's RuntimeStatsProvider shape). */
+    slotStats() {
+        const out = [];
+        const { table } = this.#core;
+        for (const planned of this.#placement()?.slots ?? []) {
+            const inst = table.instances.get(table.serving[planned.slot] ?? '');
+            const c = this.#counters.get(planned.slot) ?? { requests: 0, errors: 0 };
+            const s = { slot: planned.slot, requests: c.requests, errors: c.errors };
+            if (inst) {
+                s.model = `${inst.spec.modelId}@${inst.spec.version}`;
+                s.variant = inst.spec.variantId;
+                s.backend = inst.spec.config.backend_type;
+                s.hostRssBytes = inst.rssBytes;
+                if (Object.keys(inst.loadSplit).length > 0)
+                    s.load = { ...inst.loadSplit };
+            }
+            else if (planned.builtin) {
+                s.model = planned.builtin;
+            }
+            if (c.tokensPerSec !== undefined)
+                s.tokensPerSec = c.tokensPerSec;
+            if (c.ttftMs !== undefined)
+                s.ttftMs = c.ttftMs;
+            out.push(s);
+        }
+        return out;
+    }
+    async #engineLease(slot, use, signal) {
+        const lease = await this.acquire(slot, signal ? { signal } : {});
+        if (lease.kind === 'builtin') {
+            lease.release();
+            throw new MnnEdgeError('EINVAL', `slot ${slot} is served by the built-in ${lease.builtin}, which runs in the workload, not in an engine host`);
+        }
+        const spec = this.#core.table.instances.get(lease.instanceKey)?.spec;
+        const isModule = moduleProfileOf(spec?.kind) !== undefined;
+        if (isModule !== (use === 'module')) {
+            lease.release();
+            throw new MnnEdgeError('EINVAL', isModule
+                ? `slot ${slot} is served by ${spec?.modelId}, a ${spec?.kind} model: it takes tensors (forward), not prompts`
+                : `slot ${slot} is served by ${spec?.modelId}, a language model: it takes prompts, not tensors`);
+        }
+        return lease;
+    }
+    async *#streamOn(slot, lease, request, signal) {
+        const combined = signal ? AbortSignal.any([signal, lease.signal]) : lease.signal;
+        const stats = this.#slotCounters(slot);
+        stats.requests++;
+        const t0 = this.#core.deps.clock.monotonicMs();
+        let first = true;
+        try {
+            for await (const ev of lease.host.generate(request, combined)) {
+                if (ev.type === 'text' && first) {
+                    first = false;
+                    stats.ttftMs = this.#core.deps.clock.monotonicMs() - t0;
+                }
+                else if (ev.type === 'done' && ev.stats.decodeMs > 0) {
+                    stats.tokensPerSec = ev.stats.decodeTokens / (ev.stats.decodeMs / 1000);
+                }
+                yield ev;
+            }
+        }
+        catch (err) {
+            throw this.#requestFailed(lease, stats, err);
+        }
+        finally {
+            lease.release();
+        }
+    }
+    /** Counts a failed request and returns the error to throw; a backend fault moves the slot down its chain. */
+    #requestFailed(lease, stats, err) {
+        stats.errors++;
+        // The lease's own abort reason is the clearest account of what happened to the host.
+        if (lease.signal.aborted && lease.signal.reason instanceof EngineFailure)
+            return lease.signal.reason;
+        if (err instanceof EngineFailure && err.kind === 'backend')
+            this.#failover.backendFault(lease.instanceKey, err);
+        return err;
+    }
+    #slotCounters(slot) {
+        let c = this.#counters.get(slot);
+        if (!c) {
+            c = { requests: 0, errors: 0 };
+            this.#counters.set(slot, c);
+        }
+        return c;
+    }
+}
+//# sourceMappingURL=serving.js.map

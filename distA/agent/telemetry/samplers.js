@@ -1,0 +1,155 @@
+import { readdir, readFile, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import si from 'systeminformation';
+export function cpuSampler(load = si.currentLoad) {
+    return {
+        name: 'cpu',
+        async sample() {
+            const l = await load();
+            const out = { 'cpu.load_pct': l.currentLoad };
+            l.cpus.forEach((c, i) => {
+                out[`cpu.core${i}.load_pct`] = c.load;
+            });
+            return out;
+        },
+    };
+}
+export function memorySampler(mem = si.mem) {
+    return {
+        name: 'memory',
+        async sample() {
+            const m = await mem();
+            const used = m.total - m.available;
+            return {
+                'mem.used_bytes': used,
+                'mem.available_bytes': m.available,
+                'mem.used_pct': m.total > 0 ? (used / m.total) * 100 : 0,
+            };
+        },
+    };
+}
+/** Names a thermal zone by its `type`, made safe for a metric name (`cpu-0-0-0-thermal` → `cpu-0-0-0`). */
+export function thermalZoneName(type, index) {
+    const cleaned = type
+        .trim()
+        .replace(/[-_]?thermal$/, '')
+        .replace(/[^A-Za-z0-9_-]/g, '_');
+    return cleaned.length > 0 ? cleaned : `zone${index}`;
+}
+export function thermalSampler(root) {
+    const base = join(root, 'sys', 'class', 'thermal');
+    return {
+        name: 'thermal',
+        async sample() {
+            const out = {};
+            let entries;
+            try {
+                entries = (await readdir(base)).filter((e) => /^thermal_zone\d+$/.test(e));
+            }
+            catch {
+                return out; // No thermal framework (containers, some x86 hosts).
+            }
+            await Promise.all(entries.map(async (zone) => {
+                const index = Number(zone.slice('thermal_zone'.length));
+                try {
+                    const [type, temp] = await Promise.all([
+                        readFile(join(base, zone, 'type'), 'utf8'),
+                        readFile(join(base, zone, 'temp'), 'utf8'),
+                    ]);
+                    const milli = Number(temp.trim());
+                    if (Number.isFinite(milli)) {
+                        let name = thermalZoneName(type, index);
+                        if (`temp.${name}_c` in out)
+                            name = `${name}_${index}`;
+                        out[`temp.${name}_c`] = milli / 1000;
+                    }
+                }
+                catch {
+                    // A zone whose sensor is powered down returns EIO/ENODATA; skip it this round.
+                }
+            }));
+            return out;
+        },
+    };
+}
+/** Parses /proc/net/dev into cumulative byte counters per interface (loopback left out). */
+export function parseNetDev(text) {
+    const out = new Map();
+    for (const line of text.split('\n').slice(2)) {
+        const colon = line.indexOf(':');
+        if (colon === -1)
+            continue;
+        const iface = line.slice(0, colon).trim();
+        const fields = line
+            .slice(colon + 1)
+            .trim()
+            .split(/\s+/)
+            .map(Number);
+        if (iface === 'lo' || fields.length < 9)
+            continue;
+        out.set(iface, { rx: fields[0], tx: fields[8] });
+    }
+    return out;
+}
+export function networkSampler(root, monotonicMs) {
+    let previous;
+    return {
+        name: 'network',
+        async sample() {
+            let text;
+            try {
+                text = await readFile(join(root, 'proc', 'net', 'dev'), 'utf8');
+            }
+            catch {
+                return {};
+            }
+            const now = monotonicMs();
+            const counters = parseNetDev(text);
+            const out = {};
+            if (previous !== undefined && now > previous.at) {
+                const secs = (now - previous.at) / 1000;
+                for (const [iface, c] of counters) {
+                    const p = previous.counters.get(iface);
+                    // Counters reset when an interface is re-created; skip that interval rather than report a spike.
+                    if (p === undefined || c.rx < p.rx || c.tx < p.tx)
+                        continue;
+                    const safe = iface.replace(/[^A-Za-z0-9_-]/g, '_');
+                    out[`net.${safe}.rx_bps`] = ((c.rx - p.rx) * 8) / secs;
+                    out[`net.${safe}.tx_bps`] = ((c.tx - p.tx) * 8) / secs;
+                }
+            }
+            previous = { at: now, counters };
+            return out;
+        },
+    };
+}
+/** Disk use of the filesystem holding `path` (the data directory: where models and the outbox live). */
+export function diskSampler(path) {
+    return {
+        name: 'disk',
+        async sample() {
+            try {
+                const s = await statfs(path);
+                const total = s.blocks * s.bsize;
+                const free = s.bavail * s.bsize;
+                return {
+                    'disk.used_pct': total > 0 ? ((total - free) / total) * 100 : 0,
+                    'disk.free_bytes': free,
+                };
+            }
+            catch {
+                return {};
+            }
+        },
+    };
+}
+export function defaultSamplers(options) {
+    return [
+        cpuSampler(),
+        memorySampler(),
+        thermalSampler(options.root),
+        networkSampler(options.root, options.monotonicMs),
+        diskSampler(options.dataDir),
+    ];
+}
+//# sourceMappingURL=samplers.js.map

@@ -1,0 +1,178 @@
+// PCM arithmetic for the voice pipeline: decoding raw frames, downmixing, resampling to the 16 kHz mono the
+// VAD and ASR stages take, and level measurement for half-duplex and barge-in decisions.
+import { WorkloadError } from '../shared/errors.js';
+/** The pipeline's internal rate: Silero VAD and whisper-style audio encoders both take 16 kHz. */
+export const PIPELINE_RATE = 16000;
+export const PIPELINE_FORMAT = { sampleRate: PIPELINE_RATE, channels: 1, format: 's16le' };
+const MIN_RATE = 8000;
+const MAX_RATE = 192000;
+/** Checks a declared stream format; the messages name the field and say what is accepted. */
+export function checkPcmFormat(value) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        throw new WorkloadError('EAUDIO', 'Audio format must be an object {sampleRate, channels, format}');
+    }
+    const { sampleRate, channels, format } = value;
+    if (typeof sampleRate !== 'number' ||
+        !Number.isInteger(sampleRate) ||
+        sampleRate < MIN_RATE ||
+        sampleRate > MAX_RATE) {
+        throw new WorkloadError('EAUDIO', `Unsupported sample rate ${String(sampleRate)}: expected an integer from ${MIN_RATE} to ${MAX_RATE} Hz`);
+    }
+    if (channels !== 1 && channels !== 2) {
+        throw new WorkloadError('EAUDIO', `Unsupported channel count ${String(channels)}: expected 1 or 2`);
+    }
+    if (format !== 's16le' && format !== 'f32le') {
+        throw new WorkloadError('EAUDIO', `Unsupported sample format ${JSON.stringify(format)}: expected "s16le" or "f32le"`);
+    }
+    return { sampleRate, channels, format };
+}
+export function bytesPerFrame(f) {
+    return (f.format === 's16le' ? 2 : 4) * f.channels;
+}
+/** Raw interleaved bytes → one Float32Array per channel, in [-1, 1]. */
+export function decodePcm(bytes, f) {
+    const frameBytes = bytesPerFrame(f);
+    if (bytes.length % frameBytes !== 0) {
+        throw new WorkloadError('EAUDIO', `PCM chunk of ${bytes.length} bytes is not a whole number of ${f.format} ${f.channels}-channel frames (${frameBytes} bytes each)`);
+    }
+    const frames = bytes.length / frameBytes;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const out = Array.from({ length: f.channels }, () => new Float32Array(frames));
+    const width = f.format === 's16le' ? 2 : 4;
+    for (let i = 0; i < frames; i++) {
+        for (let c = 0; c < f.channels; c++) {
+            const at = i * frameBytes + c * width;
+            out[c][i] = f.format === 's16le' ? view.getInt16(at, true) / 32768 : view.getFloat32(at, true);
+        }
+    }
+    return out;
+}
+/** Averages the channels; stereo microphones on boards are usually two copies of one capsule. */
+export function downmix(channels) {
+    if (channels.length === 0)
+        return new Float32Array(0);
+    if (channels.length === 1)
+        return channels[0];
+    const n = channels[0].length;
+    const out = new Float32Array(n);
+    for (const ch of channels)
+        for (let i = 0; i < n; i++)
+            out[i] += ch[i] / channels.length;
+    return out;
+}
+const HALF_TAPS = 16;
+/**
+ * Windowed-sinc resampling (Blackman window, cutoff at the lower Nyquist): linear interpolation would fold
+ * 8–24 kHz energy of a 48 kHz microphone into the speech band the VAD listens to. Streaming: chunks may be any
+ * length, and the output does not depend on where the input was cut.
+ */
+export class StreamingResampler {
+    #ratio;
+    #cutoff;
+    #halfWidth;
+    #buffer = new Float32Array(0);
+    /** Absolute input index of #buffer[0]. */
+    #bufferStart = 0;
+    #nextOut = 0;
+    #inputLength = 0;
+    constructor(fromRate, toRate) {
+        this.#ratio = toRate / fromRate;
+        this.#cutoff = Math.min(1, this.#ratio);
+        this.#halfWidth = HALF_TAPS / this.#cutoff;
+    }
+    push(input) {
+        if (this.#ratio === 1)
+            return input;
+        const merged = new Float32Array(this.#buffer.length + input.length);
+        merged.set(this.#buffer);
+        merged.set(input, this.#buffer.length);
+        this.#buffer = merged;
+        this.#inputLength += input.length;
+        return this.#produce(this.#inputLength - 1 - this.#halfWidth);
+    }
+    /** The outputs that needed input beyond the end; the stream is over after this. */
+    flush() {
+        if (this.#ratio === 1)
+            return new Float32Array(0);
+        return this.#produce(Number.POSITIVE_INFINITY);
+    }
+    #produce(maxCentre) {
+        const total = Math.floor(this.#inputLength * this.#ratio);
+        const out = [];
+        while (this.#nextOut < total && this.#nextOut / this.#ratio <= maxCentre) {
+            out.push(this.#sample(this.#nextOut / this.#ratio));
+            this.#nextOut++;
+        }
+        const keepFrom = Math.max(0, Math.floor(this.#nextOut / this.#ratio - this.#halfWidth) - 1);
+        if (keepFrom > this.#bufferStart) {
+            this.#buffer = this.#buffer.slice(keepFrom - this.#bufferStart);
+            this.#bufferStart = keepFrom;
+        }
+        return Float32Array.from(out);
+    }
+    #sample(centre) {
+        const first = Math.max(this.#bufferStart, Math.ceil(centre - this.#halfWidth));
+        const last = Math.min(this.#inputLength - 1, Math.floor(centre + this.#halfWidth));
+        let acc = 0;
+        let norm = 0;
+        for (let j = first; j <= last; j++) {
+            const x = (j - centre) * this.#cutoff;
+            const sinc = x === 0 ? 1 : Math.sin(Math.PI * x) / (Math.PI * x);
+            const w = 0.42 + 0.5 * Math.cos((Math.PI * x) / HALF_TAPS) + 0.08 * Math.cos((2 * Math.PI * x) / HALF_TAPS);
+            acc += this.#buffer[j - this.#bufferStart] * sinc * w;
+            norm += sinc * w;
+        }
+        return norm !== 0 ? acc / norm : 0;
+    }
+}
+export function resample(input, fromRate, toRate) {
+    if (fromRate === toRate)
+        return input;
+    const r = new StreamingResampler(fromRate, toRate);
+    const head = r.push(input);
+    const tail = r.flush();
+    const out = new Float32Array(head.length + tail.length);
+    out.set(head);
+    out.set(tail, head.length);
+    return out;
+}
+/** Raw PCM chunks of a declared format → 16 kHz mono float, keeping resampler state across chunks. */
+export class PcmToPipeline {
+    format;
+    #resampler;
+    constructor(format) {
+        this.format = checkPcmFormat(format);
+        this.#resampler = new StreamingResampler(format.sampleRate, PIPELINE_RATE);
+    }
+    push(bytes) {
+        return this.#resampler.push(downmix(decodePcm(bytes, this.format)));
+    }
+    flush() {
+        return this.#resampler.flush();
+    }
+}
+/** Any supported input → 16 kHz mono float, the pipeline's internal form. */
+export function toPipelineAudio(channels, sampleRate) {
+    return resample(downmix(channels), sampleRate, PIPELINE_RATE);
+}
+export function floatToS16le(samples) {
+    const out = Buffer.alloc(samples.length * 2);
+    for (let i = 0; i < samples.length; i++) {
+        const s = Math.max(-1, Math.min(1, samples[i]));
+        out.writeInt16LE(Math.round(s < 0 ? s * 32768 : s * 32767), i * 2);
+    }
+    return out;
+}
+export function rms(samples, start = 0, end = samples.length) {
+    if (end <= start)
+        return 0;
+    let sum = 0;
+    for (let i = start; i < end; i++)
+        sum += samples[i] * samples[i];
+    return Math.sqrt(sum / (end - start));
+}
+/** Level in dB relative to full scale; silence is clamped to -120 dBFS rather than -Infinity. */
+export function dbfs(level) {
+    return level > 1e-6 ? 20 * Math.log10(level) : -120;
+}
+//# sourceMappingURL=pcm.js.map

@@ -1,0 +1,225 @@
+import { createSessionLimiter } from '../http/session-limits.js';
+import { startBoardVoiceLoop, startCameraWatch } from './board-loops.js';
+import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
+import { registerOpenAiRoutes } from './openai/routes.js';
+import { SlotGate, VoicePriority } from './slots/scheduler.js';
+import { slotModels } from './slots/slot-models.js';
+import { decodeImage, fitFrame } from './vision/image.js';
+import { VisionService } from './vision/service.js';
+import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
+import { VoiceService } from './voice/service.js';
+import { registerVoiceSocket, VOICE_WS_PATH } from './voice/socket.js';
+import { VoiceTurnStore } from './voice/turn-store.js';
+/** The runtime slots each workload uses (a model shared with another workload restarts there too). */
+export const WORKLOAD_SLOTS = {
+    voice: ['voice.vad', 'voice.asr', 'voice.llm', 'voice.omni', 'voice.tts'],
+    vision: ['vision.vlm'],
+};
+/** The slots the OpenAI-compatible API offers, each under the id of the model placed on it. */
+const API_SLOTS = ['voice.llm', 'voice.omni', 'vision.vlm'];
+function unavailable(reason) {
+    return { available: false, reason };
+}
+/** One admission gate per slot, created on first use with vision's concurrency and queue limits. */
+function slotGates(vic) {
+    const gates = new Map();
+    return (slot) => {
+        let g = gates.get(slot);
+        if (!g) {
+            g = new SlotGate(slot, {
+                concurrency: vic.concurrency,
+                maxQueued: vic.maxQueued,
+                retryAfterS: vic.retryAfterS,
+            });
+            gates.set(slot, g);
+        }
+        return g;
+    };
+}
+function registerRestartCommand(deps) {
+    deps.commands?.register({
+        name: 'restart-workload',
+        summary: "restart the engine hosts serving a workload's slots (in-flight requests are cancelled)",
+        params: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['workload'],
+            properties: { workload: { enum: ['voice', 'vision'] } },
+        },
+        handler: (params) => {
+            const rt = deps.control?.();
+            if (!rt)
+                throw new Error('the runtime is not running');
+            const slots = WORKLOAD_SLOTS[params.workload];
+            const restarted = rt.restart(slots, `operator restart-workload ${params.workload}`);
+            return { workload: params.workload, slots, restarted };
+        },
+    });
+}
+/** The workloads' edges on the agent's router: the OpenAI-compatible API and the voice and vision sockets. */
+function registerEdges(ctx, deps, services, apiModels, vic) {
+    const { voice, vision } = services;
+    const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
+    const messagesPerSecond = deps.wsMessagesPerSecond ?? 200;
+    return [
+        registerOpenAiRoutes({
+            router: ctx.router,
+            models: apiModels,
+            maxImageBytes: vic.maxFrameBytes,
+            decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
+            nowMs: () => ctx.clock.nowMs(),
+            logger: ctx.logger.child('openai'),
+        }),
+        registerVoiceSocket({
+            router: ctx.router,
+            open: (id, overrides) => voice.open(id, overrides),
+            describeStages: () => voice.describe(),
+            sessions,
+            messagesPerSecond,
+            clock: ctx.clock,
+            logger: ctx.logger,
+        }),
+        registerVisionSocket({
+            router: ctx.router,
+            vision,
+            sessions,
+            messagesPerSecond,
+            clock: ctx.clock,
+            logger: ctx.logger,
+            ...(deps.publishEvent
+                ? { publish: (e) => deps.publishEvent('vision.watch', e) }
+                : {}),
+        }),
+    ];
+}
+/**
+ * What /v1/models lists, read on every request: a model installed or swapped while the agent runs shows up at
+ * once. Slots that share a model appear once, under the first slot that serves it. A model that cannot answer
+ * (no engine, failed to load) is not listed, but asking for it by name still answers 503 with the reason.
+ */
+function apiModelsOf(models, gateFor, slotStates, startedAt) {
+    return () => {
+        const seen = new Set();
+        const states = slotStates?.();
+        const answers = (slot) => {
+            const state = states?.find((st) => st.slot === slot);
+            return state === undefined
+                ? models.missing(slot) === undefined
+                : state.servable || state.phase === 'loading';
+        };
+        return API_SLOTS.flatMap((slot) => {
+            const id = models.modelId(slot);
+            if (id === undefined || seen.has(id))
+                return [];
+            seen.add(id);
+            return [
+                {
+                    id,
+                    created: startedAt,
+                    gate: gateFor(slot),
+                    open: async () => models.chat(slot),
+                    servable: answers(slot),
+                },
+            ];
+        });
+    };
+}
+/** The loops that run on the board itself: the microphone voice loop and the camera watch, as configured. */
+function startBoardLoops(ctx, config, services, deps, signal) {
+    const loops = [];
+    const { voice: vc, vision: vic } = config;
+    const env = { signal, logger: ctx.logger };
+    if (vc.input.source !== 'none')
+        loops.push(startBoardVoiceLoop(vc, services.voice, { ...env, dataDir: ctx.config.dataDir }));
+    if (vic.watch.enabled && vic.camera) {
+        const watch = { ...env, monotonicMs: () => ctx.clock.monotonicMs() };
+        loops.push(startCameraWatch({ ...vic, camera: vic.camera }, services.vision, {
+            ...watch,
+            ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
+        }));
+    }
+    return loops;
+}
+export function createWorkloadsModule(deps) {
+    let voiceConfig;
+    let visionConfig;
+    let store;
+    let voice;
+    const removers = [];
+    const background = new AbortController();
+    const loops = [];
+    let sweep;
+    let log;
+    const models = slotModels(deps.runtime, (msg, fields) => log?.warn(msg, fields));
+    return {
+        name: 'workloads',
+        voiceStatus() {
+            const c = voiceConfig;
+            if (!c)
+                return unavailable('The workloads module has not started');
+            if (!c.enabled)
+                return unavailable('Voice is disabled in the configuration (voice.enabled)');
+            const missing = voice?.missing();
+            if (missing)
+                return unavailable(missing);
+            return { available: true, path: VOICE_WS_PATH };
+        },
+        visionStatus() {
+            const c = visionConfig;
+            if (!c)
+                return unavailable('The workloads module has not started');
+            if (!c.enabled)
+                return unavailable('Vision is disabled in the configuration (vision.enabled)');
+            const missing = models.missing('vision.vlm');
+            if (missing)
+                return unavailable(missing);
+            return { available: true, path: VISION_WS_PATH };
+        },
+        metrics() {
+            return store?.metrics() ?? {};
+        },
+        async start(ctx) {
+            log = ctx.logger;
+            voiceConfig = resolveVoiceConfig(ctx.config['voice']);
+            visionConfig = resolveVisionConfig(ctx.config['vision']);
+            const vc = voiceConfig;
+            const vic = visionConfig;
+            const turnStore = new VoiceTurnStore(ctx.db, vc.retention, () => ctx.clock.nowMs());
+            store = turnStore;
+            turnStore.prune();
+            sweep = setInterval(() => turnStore.prune(), deps.retentionSweepMs ?? 3_600_000);
+            sweep.unref();
+            const priority = new VoicePriority();
+            const gateFor = slotGates(vic);
+            const visionGate = gateFor('vision.vlm');
+            voice = new VoiceService(vc, {
+                models,
+                clock: ctx.clock,
+                sink: turnStore,
+                priority,
+                log: (msg, fields) => ctx.logger.info(msg, fields),
+            });
+            const vision = new VisionService(vic, { models, gate: visionGate, clock: ctx.clock, priority });
+            const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
+            removers.push(...registerEdges(ctx, deps, { voice, vision, gateFor }, apiModels, vic));
+            registerRestartCommand(deps);
+            loops.push(...startBoardLoops(ctx, { voice: vc, vision: vic }, { voice, vision }, deps, background.signal));
+            ctx.logger.info('workloads ready', {
+                voice: this.voiceStatus(),
+                vision: this.visionStatus(),
+                stages: voice.describe(),
+                openaiModels: apiModels().map((m) => m.id),
+            });
+        },
+        async stop() {
+            if (sweep !== undefined)
+                clearInterval(sweep);
+            for (const r of removers.splice(0))
+                r();
+            background.abort();
+            await voice?.close();
+            await Promise.allSettled(loops);
+        },
+    };
+}
+//# sourceMappingURL=module.js.map

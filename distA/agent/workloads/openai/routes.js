@@ -1,0 +1,123 @@
+// OpenAI-compatible endpoints on the agent's port, behind its auth (Authorization: Bearer <pairing token>):
+// GET /v1/models and POST /v1/chat/completions, streamed as server-sent events or answered whole. Any OpenAI
+// client library works against http://<device>:8080/v1 with the pairing token as its API key.
+import { randomUUID } from 'node:crypto';
+import { errorMessage } from '../../common/errors.js';
+import { WorkloadError } from '../shared/errors.js';
+import { invalidRequest, OpenAiError, sendOpenAiError, toOpenAiError } from './errors.js';
+import { decodeDataUrl, parseChatCompletionRequest } from './request.js';
+import { answerStreamed, answerWhole } from './response.js';
+/** The body as a validated request; undefined once an error answer went out. */
+async function readRequest(ctx) {
+    try {
+        const bytes = await ctx.readBody();
+        let body;
+        try {
+            body = JSON.parse(bytes.toString('utf8'));
+        }
+        catch (err) {
+            throw invalidRequest(`The request body is not valid JSON: ${errorMessage(err)}`);
+        }
+        return parseChatCompletionRequest(body);
+    }
+    catch (err) {
+        sendOpenAiError(ctx.res, toOpenAiError(err));
+        return undefined;
+    }
+}
+/** The request's images (data URLs), decoded and scaled for the model; a bad one names its parameter. */
+function decodeImages(request, deps) {
+    return Promise.all(request.images.map(async (part) => {
+        const bytes = decodeDataUrl(part, deps.maxImageBytes);
+        try {
+            return await deps.decodeImage(bytes);
+        }
+        catch (err) {
+            throw invalidRequest(`${part.param}: ${errorMessage(err)}`, part.param, 'invalid_image');
+        }
+    }));
+}
+/** Admission through the slot's gate, then the model's answer, whole or streamed. */
+async function generate(ctx, request, entry, deps, signal) {
+    let release;
+    try {
+        const images = await decodeImages(request, deps);
+        release = await entry.gate.acquire(signal);
+        const model = await entry.open();
+        if (images.length > 0 && !model.capabilities.vision) {
+            throw invalidRequest(`The model '${entry.id}' does not accept images`, 'messages', 'model_not_vision');
+        }
+        const stream = model.generate({
+            messages: request.messages,
+            ...(images.length > 0
+                ? { images: images.map((f) => ({ data: f.data, width: f.width, height: f.height })) }
+                : {}),
+            ...(request.maxTokens !== undefined ? { maxNewTokens: request.maxTokens } : {}),
+            signal,
+        });
+        const meta = {
+            id: `chatcmpl-${randomUUID().replaceAll('-', '')}`,
+            created: Math.floor(deps.nowMs() / 1000),
+            model: entry.id,
+        };
+        if (request.stream)
+            await answerStreamed(ctx, stream, meta, { includeUsage: request.includeUsage, signal });
+        else
+            await answerWhole(ctx, stream, meta);
+    }
+    finally {
+        release?.();
+    }
+}
+export function registerOpenAiRoutes(deps) {
+    const list = (ctx) => {
+        ctx.json(200, {
+            object: 'list',
+            data: deps
+                .models()
+                .filter((m) => m.servable !== false)
+                .map((m) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'mnn-edge' })),
+        });
+    };
+    const complete = async (ctx) => {
+        const request = await readRequest(ctx);
+        if (!request)
+            return;
+        const entry = deps.models().find((m) => m.id === request.model);
+        if (!entry) {
+            const message = `The model '${request.model}' does not exist on this device`;
+            const err = new OpenAiError(404, 'not_found_error', message, {
+                param: 'model',
+                code: 'model_not_found',
+            });
+            return sendOpenAiError(ctx.res, err);
+        }
+        const controller = new AbortController();
+        ctx.res.on('close', () => {
+            if (!ctx.res.writableFinished)
+                controller.abort(new WorkloadError('ECANCELLED', 'client disconnected'));
+        });
+        try {
+            await generate(ctx, request, entry, deps, controller.signal);
+        }
+        catch (err) {
+            if (controller.signal.aborted) {
+                ctx.res.destroy();
+                return;
+            }
+            const e = toOpenAiError(err);
+            if (e.status >= 500)
+                deps.logger.error('chat completion failed', { model: entry.id, err });
+            sendOpenAiError(ctx.res, e);
+        }
+    };
+    const removers = [
+        deps.router.route('GET', '/v1/models', list),
+        deps.router.route('POST', '/v1/chat/completions', complete),
+    ];
+    return () => {
+        for (const r of removers)
+            r();
+    };
+}
+//# sourceMappingURL=routes.js.map

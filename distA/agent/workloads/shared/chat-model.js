@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=chat-model.js.map

@@ -1,0 +1,142 @@
+// The models the workloads use come from the runtime's slots: the runtime decides which engine host serves each
+// slot (placement, fallback, hot swap) and the workloads only ask for `voice.llm` or `vision.vlm`. Nothing here
+// loads MNN: every model runs in an engine host process.
+import { errorMessage } from '../../common/errors.js';
+import { EnergyVad, SileroVad } from '../audio/vad.js';
+import { WorkloadError } from '../shared/errors.js';
+import { runtimeChatModel } from './runtime-chat-model.js';
+/** What a model can take, from its catalog kind (the manifest's task). */
+export function capabilitiesOf(kind) {
+    return { vision: kind === 'vlm', audio: kind === 'omni' || kind === 'asr', talker: kind === 'tts' };
+}
+export function slotModels(runtime, log) {
+    const unavailable = () => {
+        const rt = runtime();
+        if (!rt)
+            return 'The runtime is not running: no model can serve the workloads';
+        return rt.engineUnavailableReason;
+    };
+    const missing = (slot) => {
+        const rt = runtime();
+        return unavailable() ?? (rt ? missingIn(slot, rt.slotInfo(slot)) : undefined);
+    };
+    return {
+        unavailable,
+        missing,
+        modelId(slot) {
+            const info = runtime()?.slotInfo(slot);
+            return info && 'modelId' in info ? info.modelId : undefined;
+        },
+        configured(slot) {
+            const info = runtime()?.slotInfo(slot);
+            return info !== undefined && info.status !== 'unconfigured';
+        },
+        describe(slot) {
+            const info = runtime()?.slotInfo(slot);
+            if (info?.status === 'builtin')
+                return `${info.builtin} (built-in)`;
+            const why = missing(slot);
+            if (why || !info || !('modelId' in info))
+                return why ?? `nothing serves ${slot}`;
+            return `${info.modelId}@${info.version}${info.status === 'degraded' ? ' (degraded)' : ''}`;
+        },
+        chat(slot) {
+            const rt = runtime();
+            const why = missing(slot);
+            if (why || !rt)
+                throw new WorkloadError(unavailable() ? 'ENOENGINE' : 'ENOMODEL', why ?? `nothing serves ${slot}`);
+            const info = rt.slotInfo(slot);
+            if (!('modelId' in info))
+                throw new WorkloadError('ENOMODEL', `${slot} is not served by a model`);
+            return runtimeChatModel(rt, slot, {
+                id: info.modelId,
+                capabilities: capabilitiesOf(info.kind),
+            });
+        },
+        vad(energy = {}) {
+            const rt = runtime();
+            const info = rt?.slotInfo('voice.vad');
+            if (!rt || !info || info.status === 'unconfigured' || info.status === 'builtin')
+                return new EnergyVad(energy);
+            const why = missing('voice.vad');
+            if (why) {
+                log?.('Silero VAD unavailable, using the energy VAD', { reason: why });
+                return new EnergyVad(energy);
+            }
+            const silero = new SileroVad({
+                forward: (inputs) => rt.forward('voice.vad', inputs, AbortSignal.timeout(VAD_FRAME_BUDGET_MS)),
+                // The runtime owns the instance; a session only stops using it.
+                dispose: async () => { },
+            });
+            return new SlotVad(silero, new EnergyVad(energy), log);
+        },
+    };
+}
+/** How long one frame may wait for the VAD host (a restart or a swap in progress) before the energy VAD answers
+ *  for it: audio keeps flowing at one frame per 32 ms, so a session must never stall on its detector. */
+export const VAD_FRAME_BUDGET_MS = 300;
+/**
+ * Silero in its engine host, with the energy detector running alongside (it is cheap, and its noise floor must
+ * stay current) to answer for frames the host cannot: crashed, being restarted or swapped. The outage is logged
+ * once, and Silero's recurrent state starts afresh when the host is back.
+ */
+export class SlotVad {
+    kind = 'silero';
+    #silero;
+    #energy;
+    #log;
+    #outage = false;
+    constructor(silero, energy, log) {
+        this.#silero = silero;
+        this.#energy = energy;
+        this.#log = log;
+    }
+    /** Whether the last frame was judged by the energy VAD because Silero's host could not answer. */
+    get degraded() {
+        return this.#outage;
+    }
+    async process(frame) {
+        const energy = await this.#energy.process(frame);
+        try {
+            const p = await this.#silero.process(frame);
+            if (this.#outage) {
+                this.#outage = false;
+                this.#log?.('Silero VAD is back', {});
+            }
+            return p;
+        }
+        catch (err) {
+            if (!this.#outage) {
+                this.#outage = true;
+                this.#log?.('Silero VAD unavailable, the energy VAD answers until it is back', {
+                    reason: errorMessage(err),
+                });
+            }
+            this.#silero.reset();
+            return energy;
+        }
+    }
+    reset() {
+        this.#silero.reset();
+        this.#energy.reset();
+    }
+    dispose() {
+        return this.#silero.dispose();
+    }
+}
+function missingIn(slot, info) {
+    switch (info.status) {
+        case 'placed':
+        case 'degraded':
+            return undefined;
+        case 'unconfigured':
+            return `No model placed on slot ${slot}: install one (mnn-edge models import <dir>) and set slots.${slot}`;
+        case 'builtin':
+            return `Slot ${slot} is served by the built-in ${info.builtin}, which is not a language model`;
+        case 'disabled':
+            return `Slot ${slot} is disabled (slots.${slot}.enabled)`;
+        case 'unloaded':
+            return `Slot ${slot} has no model loaded: ${info.reasons.join('; ') || 'the placement left it out'}`;
+    }
+}
+//# sourceMappingURL=slot-models.js.map

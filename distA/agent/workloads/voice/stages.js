@@ -1,0 +1,195 @@
+// The voice pipeline's stages as small interfaces, one implementation per model family:
+//
+//   ASR  AudioLlmAsr    audio-input LLMs exported by MNN's llmexport: Qwen2-Audio, Qwen2.5-Omni, Qwen3-ASR
+//                       (audio goes into the prompt; the model is asked for a transcript)
+//   LLM  ChatReplyStage any text LLM (Qwen, Llama, Gemma, … exports) or an omni model; with `audioIn` an omni
+//                       model (Qwen2.5-Omni) hears the utterance itself and there is no separate ASR stage
+//   TTS  TalkerTts      an omni model's talker (Qwen2.5-Omni token2wav, Qwen3-TTS): 24 kHz PCM streamed by
+//                       the engine
+//        EspeakTts      espeak-ng (Debian, Yocto meta-oe) when no speech model is installed, so the assistant
+//                       always speaks
+import { spawn } from 'node:child_process';
+import { WorkloadError } from '../shared/errors.js';
+/** MNN's whisper front end crashes on clips shorter than one 10 ms hop; 100 ms is the shortest useful request. */
+export const MIN_ASR_SAMPLES = 1600;
+export function checkUtterance(audio) {
+    if (audio.length < MIN_ASR_SAMPLES) {
+        throw new WorkloadError('EAUDIO', `Utterance too short for speech recognition: ${audio.length} samples (at least ${MIN_ASR_SAMPLES}, 100 ms at 16 kHz)`);
+    }
+}
+export class AudioLlmAsr {
+    family = 'audio-llm (Qwen2-Audio, Qwen2.5-Omni, Qwen3-ASR)';
+    #model;
+    #instruction;
+    #maxNewTokens;
+    constructor(model, options = {}) {
+        if (!model.capabilities.audio) {
+            throw new WorkloadError('ENOMODEL', `${model.id} takes no audio input (is_audio is not set): it cannot be the ASR stage`);
+        }
+        this.#model = model;
+        this.#instruction = options.instruction ?? 'Transcribe the audio exactly.';
+        this.#maxNewTokens = options.maxNewTokens ?? 128;
+    }
+    async transcribe(audio, signal) {
+        checkUtterance(audio);
+        const stream = this.#model.generate({
+            messages: [{ role: 'user', content: this.#instruction }],
+            audio,
+            maxNewTokens: this.#maxNewTokens,
+            signal,
+        });
+        for await (const _ of stream) {
+            // the result carries the whole text
+        }
+        const result = await stream.result;
+        return { text: result.text.trim(), result };
+    }
+}
+export class ChatReplyStage {
+    family;
+    audioIn;
+    #model;
+    #maxNewTokens;
+    constructor(model, options) {
+        this.#model = model;
+        this.#maxNewTokens = options.maxNewTokens;
+        this.audioIn = options.audioIn ?? false;
+        if (this.audioIn && !model.capabilities.audio) {
+            throw new WorkloadError('ENOMODEL', `${model.id} takes no audio input: it cannot answer speech directly (omni mode)`);
+        }
+        this.family = this.audioIn ? 'omni (Qwen2.5-Omni)' : 'text LLM';
+    }
+    reply(request) {
+        return this.#model.generate({
+            messages: request.history,
+            ...(this.audioIn && request.audio ? { audio: request.audio } : {}),
+            maxNewTokens: this.#maxNewTokens,
+            signal: request.signal,
+        });
+    }
+}
+export class TalkerTts {
+    family = 'omni talker (Qwen2.5-Omni, Qwen3-TTS)';
+    #model;
+    constructor(model) {
+        if (!model.capabilities.talker || !model.speak) {
+            throw new WorkloadError('ENOMODEL', `${model.id} has no talker (has_talker is not set): it cannot be the TTS stage`);
+        }
+        this.#model = model;
+    }
+    async *synthesize(text, signal) {
+        for await (const chunk of this.#model.speak({ text, signal })) {
+            yield { samples: chunk.samples, sampleRate: chunk.sampleRate };
+        }
+    }
+}
+export const defaultEspeakOptions = {
+    command: 'espeak-ng',
+    voice: 'en-us',
+    wordsPerMinute: 175,
+};
+/** espeak-ng writes a WAV to stdout as it synthesises; its header is 44 bytes, then s16le mono PCM. */
+const ESPEAK_HEADER = 44;
+export class EspeakTts {
+    family = 'espeak-ng (formant synthesis, no model)';
+    #options;
+    constructor(options = {}) {
+        this.#options = { ...defaultEspeakOptions, ...options };
+    }
+    async *synthesize(text, signal) {
+        if (text.trim().length === 0)
+            return;
+        signal.throwIfAborted();
+        const { command, voice, wordsPerMinute } = this.#options;
+        // Text goes through stdin so nothing in it can be read as an option.
+        const child = spawn(command, ['--stdout', '--stdin', '-v', voice, '-s', String(wordsPerMinute)], {
+            stdio: ['pipe', 'pipe', 'pipe'],
+        });
+        const onAbort = () => child.kill('SIGKILL');
+        signal.addEventListener('abort', onAbort, { once: true });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (d) => {
+            stderr = (stderr + d).slice(-500);
+        });
+        const exited = new Promise((resolve) => {
+            child.once('error', (error) => resolve({ code: null, error }));
+            child.once('close', (code) => resolve({ code }));
+        });
+        child.stdin.on('error', () => { });
+        child.stdin.end(text);
+        let header = Buffer.alloc(0);
+        let sampleRate = 22050;
+        let carry = Buffer.alloc(0);
+        try {
+            for await (const data of child.stdout) {
+                let bytes = data;
+                if (header !== undefined) {
+                    header = Buffer.concat([header, bytes]);
+                    if (header.length < ESPEAK_HEADER)
+                        continue;
+                    sampleRate = header.readUInt32LE(24);
+                    bytes = header.subarray(ESPEAK_HEADER);
+                    header = undefined;
+                }
+                bytes = carry.length > 0 ? Buffer.concat([carry, bytes]) : bytes;
+                const whole = bytes.length - (bytes.length % 2);
+                carry = Buffer.from(bytes.subarray(whole));
+                if (whole === 0)
+                    continue;
+                const samples = new Float32Array(whole / 2);
+                for (let i = 0; i < samples.length; i++)
+                    samples[i] = bytes.readInt16LE(i * 2) / 32768;
+                yield { samples, sampleRate };
+            }
+            const { code, error } = await exited;
+            signal.throwIfAborted();
+            if (error) {
+                throw new WorkloadError('ETOOL', `Cannot run ${command} for speech output: ${error.message} (install espeak-ng)`);
+            }
+            if (code !== 0)
+                throw new WorkloadError('ETOOL', `${command} exited with code ${code}: ${stderr.trim()}`);
+        }
+        finally {
+            signal.removeEventListener('abort', onAbort);
+            if (child.exitCode === null)
+                child.kill('SIGKILL');
+        }
+    }
+}
+const SENTENCE_END = /[.!?。！？;:\n]["')\]]*\s/u;
+/**
+ * Cuts the LLM's token stream into sentences so speech can start after the first one instead of after the
+ * whole reply; very long runs without punctuation are cut at a word boundary.
+ */
+export class SentenceChunker {
+    #buffer = '';
+    #maxChars;
+    constructor(maxChars = 200) {
+        this.#maxChars = maxChars;
+    }
+    push(text) {
+        this.#buffer += text;
+        const out = [];
+        for (;;) {
+            const m = SENTENCE_END.exec(this.#buffer);
+            let cut = m ? m.index + m[0].length : -1;
+            if (cut < 0 && this.#buffer.length > this.#maxChars) {
+                const space = this.#buffer.lastIndexOf(' ', this.#maxChars);
+                cut = space > 0 ? space + 1 : this.#maxChars;
+            }
+            if (cut < 0)
+                break;
+            const sentence = this.#buffer.slice(0, cut).trim();
+            this.#buffer = this.#buffer.slice(cut);
+            if (sentence)
+                out.push(sentence);
+        }
+        return out;
+    }
+    flush() {
+        const rest = this.#buffer.trim();
+        this.#buffer = '';
+        return rest ? [rest] : [];
+    }
+}
+//# sourceMappingURL=stages.js.map

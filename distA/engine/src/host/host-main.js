@@ -1,0 +1,166 @@
+// Entry point of an engine host: a child process that owns at most one loaded model (an Llm or a Module) and
+// serves the protocol in ./protocol.ts over the IPC channel. A native crash here kills only this process; the
+// agent's client reports it. Started by EngineHostClient, never by hand.
+import { errorMessage } from '../../../agent/common/errors.js';
+import { EngineError } from '../errors.js';
+import { Llm, monotonicUs } from '../llm.js';
+import { createAddonLoader } from '../loader.js';
+import { Module } from '../module.js';
+import { isHostRequest } from './protocol.js';
+function wire(err) {
+    const code = err?.code;
+    return { code: typeof code === 'string' ? code : 'EENGINE', message: errorMessage(err) };
+}
+/**
+ * The host forwards tokens as fast as they come (the client buffers them), so read-ahead only lets the decode
+ * thread carry on while the host is busy sending; more would be tokens decoded after nobody listens.
+ */
+const HOST_READ_AHEAD = 8;
+export function serveEngineHost(channel) {
+    const addonLoader = createAddonLoader();
+    let held;
+    const running = new Map();
+    const send = (msg) => {
+        if (channel.connected)
+            channel.send?.(msg);
+    };
+    const refuseSecond = () => {
+        if (held)
+            throw new EngineError('ESTATE', `engine host already holds ${held.kind === 'llm' ? held.model.configPath : held.model.path}; unload it first`);
+    };
+    const requireLlm = (what) => {
+        if (held?.kind === 'llm')
+            return held.model;
+        if (held)
+            throw new EngineError('ESTATE', `engine host: ${what} needs an LLM, this host holds a Module`);
+        throw new EngineError('ESTATE', `engine host: ${what} needs a loaded model (send load first)`);
+    };
+    const requireModule = (what) => {
+        if (held?.kind === 'module')
+            return held.model;
+        if (held)
+            throw new EngineError('ESTATE', `engine host: ${what} needs a Module, this host holds an LLM`);
+        throw new EngineError('ESTATE', `engine host: ${what} needs a loaded module (send load-module first)`);
+    };
+    const release = async () => {
+        const h = held;
+        held = undefined;
+        await h?.model.dispose();
+    };
+    const handlers = {
+        async load(m) {
+            refuseSecond();
+            const llm = await Llm.load(m.configPath, { overrides: m.overrides, addon: addonLoader.load() });
+            held = { kind: 'llm', model: llm };
+            return {
+                configPath: llm.configPath,
+                capabilities: llm.capabilities,
+                config: { ...llm.config },
+                timing: llm.loadTiming,
+            };
+        },
+        async loadModule(m) {
+            refuseSecond();
+            const module = await Module.load(m.path, { ...m.options, addon: addonLoader.load() });
+            held = { kind: 'module', model: module };
+            return { path: module.path, info: module.info };
+        },
+        async generate(m) {
+            const model = requireLlm('generate');
+            const abort = new AbortController();
+            running.set(m.id, abort);
+            try {
+                const generation = model.generate(m.input, {
+                    ...m.options,
+                    readAhead: m.options.readAhead ?? HOST_READ_AHEAD,
+                    signal: abort.signal,
+                });
+                // One message per batch: tokens decoded while a message was being sent travel together.
+                for await (const pieces of generation.batches())
+                    send({ type: 'pieces', id: m.id, pieces, sentUs: monotonicUs() });
+                send({ type: 'done', id: m.id, result: await generation.result, delivery: generation.delivery });
+            }
+            finally {
+                running.delete(m.id);
+            }
+            return undefined;
+        },
+        async speak(m) {
+            const model = requireLlm('speak');
+            const abort = new AbortController();
+            running.set(m.id, abort);
+            try {
+                for await (const chunk of model.speak({ ...m.options, signal: abort.signal }))
+                    send({ type: 'audio', id: m.id, ...chunk });
+                send({ type: 'spoken', id: m.id });
+            }
+            finally {
+                running.delete(m.id);
+            }
+            return undefined;
+        },
+        forward(m) {
+            return requireModule('forward').forward(m.inputs);
+        },
+        async stats() {
+            return requireLlm('stats').lastStats ?? null;
+        },
+        async reset() {
+            await requireLlm('reset').reset();
+            return undefined;
+        },
+    };
+    const shutdown = async () => {
+        for (const a of running.values())
+            a.abort();
+        await release().catch(() => { });
+        process.exit(0);
+    };
+    channel.on('message', (raw) => {
+        if (!isHostRequest(raw))
+            return;
+        const m = raw;
+        if (m.type === 'cancel') {
+            running.get(m.target)?.abort();
+            return;
+        }
+        if (m.type === 'exit') {
+            void shutdown();
+            return;
+        }
+        const run = async () => {
+            switch (m.type) {
+                case 'load':
+                    return handlers.load(m);
+                case 'load-module':
+                    return handlers.loadModule(m);
+                case 'generate':
+                    return handlers.generate(m);
+                case 'forward':
+                    return handlers.forward(m);
+                case 'speak':
+                    return handlers.speak(m);
+                case 'runtime-info':
+                    // Availability, not an error: a missing addon is an answer the caller wants to show as is.
+                    return addonLoader.availability();
+                case 'stats':
+                    return handlers.stats();
+                case 'reset':
+                    return handlers.reset();
+                case 'unload':
+                    return release();
+            }
+        };
+        run().then((value) => {
+            // Streams end with their own message (done, spoken), not a result.
+            if (m.type !== 'generate' && m.type !== 'speak')
+                send({ type: 'result', id: m.id, value: value });
+        }, (err) => send({ type: 'error', id: m.id, error: wire(err) }));
+    });
+    // The agent went away: nobody can use this model any more.
+    channel.on('disconnect', () => void shutdown());
+    send({ type: 'ready', pid: process.pid });
+}
+if (process.send)
+    serveEngineHost(process);
+//# sourceMappingURL=host-main.js.map

@@ -1,0 +1,189 @@
+import { MnnEdgeError } from '../../agent/common/errors.js';
+import { hubStatusError } from './auth-errors.js';
+import { checkHubUrl, header, hubRequest, parseJson } from './http.js';
+import { HEX40, HEX64, repoName, } from './types.js';
+// Hugging Face over its public HTTP API, the calls huggingface_hub makes:
+//   GET  /api/models/{repo}/revision/{rev}           → sha (the commit), gated/private
+//   GET  /api/models/{repo}/tree/{commit}?recursive=1 → path, size, oid, lfs.oid (sha256); paged by Link
+//   HEAD /{repo}/resolve/{commit}/{path}              → 302 to the CDN for LFS files, X-Repo-Commit,
+//                                                       X-Linked-Etag (sha256), X-Linked-Size; 200 otherwise
+//   GET  /api/models?search=&author=&sort=downloads   → search
+export const HF_DEFAULT_ENDPOINT = 'https://huggingface.co';
+function enc(path) {
+    return path.split('/').map(encodeURIComponent).join('/');
+}
+/** `"<sha256>"` or `W/"…"` → the hex inside, when it is one. */
+function etagHash(value) {
+    const v = value?.replace(/^W\//, '').replace(/"/g, '').trim().toLowerCase();
+    return v !== undefined && HEX64.test(v) ? v : undefined;
+}
+function nextLink(res) {
+    const link = header(res.headers, 'link');
+    const m = link ? /<([^>]+)>\s*;\s*rel="?next"?/.exec(link) : null;
+    return m?.[1];
+}
+export class HuggingFaceClient {
+    hub = 'huggingface';
+    tokenVariable = 'HF_TOKEN';
+    endpoint;
+    #token;
+    #policy;
+    constructor(options) {
+        this.endpoint = options.endpoint.replace(/\/+$/, '');
+        this.#token = options.token;
+        this.#policy = options.policy;
+        checkHubUrl(this.endpoint, this.#policy, 'Hugging Face endpoint');
+    }
+    get #auth() {
+        return this.#token ? { authorization: `Bearer ${this.#token}` } : {};
+    }
+    #fail(res, what, ref) {
+        const detail = header(res.headers, 'x-error-message') ?? errorOf(res);
+        return hubStatusError(res, what, {
+            hubTitle: 'Hugging Face',
+            repo: repoName(ref),
+            ...(ref.revision !== undefined ? { revision: ref.revision } : {}),
+            tokenVariable: this.tokenVariable,
+            hasToken: this.#token !== undefined,
+            ...(detail !== undefined ? { detail } : {}),
+        });
+    }
+    async snapshot(ref, signal) {
+        const revision = ref.revision ?? 'main';
+        const base = `${this.endpoint}/api/models/${enc(repoName(ref))}`;
+        const info = await hubRequest(`${base}/revision/${encodeURIComponent(revision)}`, { auth: this.#auth, ...(signal ? { signal } : {}) }, this.#policy);
+        if (info.status !== 200)
+            throw this.#fail(info, `Model info of ${repoName(ref)}`, ref);
+        const body = parseJson(info, `Model info of ${repoName(ref)}`);
+        const commit = typeof body.sha === 'string' ? body.sha.toLowerCase() : '';
+        if (!HEX40.test(commit))
+            throw new MnnEdgeError('EHUBRESPONSE', `Hugging Face gave no commit for ${repoName(ref)}@${revision}`);
+        const files = [];
+        let url = `${base}/tree/${commit}?recursive=true&expand=false`;
+        for (let page = 0; url !== undefined; page++) {
+            if (page > 1000)
+                throw new MnnEdgeError('EHUBRESPONSE', `File list of ${repoName(ref)} does not end`);
+            const res = await hubRequest(url, { auth: this.#auth, ...(signal ? { signal } : {}) }, this.#policy);
+            if (res.status !== 200)
+                throw this.#fail(res, `File list of ${repoName(ref)}`, ref);
+            const entries = parseJson(res, `File list of ${repoName(ref)}`);
+            if (!Array.isArray(entries))
+                throw new MnnEdgeError('EHUBRESPONSE', `File list of ${repoName(ref)} is not a JSON array`);
+            for (const e of entries) {
+                if (e.type !== 'file')
+                    continue;
+                if (typeof e.path !== 'string' || typeof e.size !== 'number')
+                    throw new MnnEdgeError('EHUBRESPONSE', `File list of ${repoName(ref)} has an entry without path or size`);
+                const lfsOid = typeof e.lfs?.oid === 'string' ? e.lfs.oid.toLowerCase() : undefined;
+                const size = typeof e.lfs?.size === 'number' ? e.lfs.size : e.size;
+                const oid = typeof e.oid === 'string' ? e.oid.toLowerCase() : undefined;
+                files.push({
+                    path: e.path,
+                    size,
+                    ...(lfsOid !== undefined && HEX64.test(lfsOid) ? { sha256: lfsOid } : {}),
+                    ...(lfsOid === undefined && oid !== undefined && HEX40.test(oid) ? { gitOid: oid } : {}),
+                });
+            }
+            const next = nextLink(res);
+            url = next === undefined ? undefined : new URL(next, this.endpoint).toString();
+            // The next page must come from the hub itself, not wherever a header points.
+            if (url !== undefined && new URL(url).origin !== new URL(this.endpoint).origin)
+                throw new MnnEdgeError('EHUBRESPONSE', `File list of ${repoName(ref)} pages to another host: ${new URL(url).host}`);
+        }
+        return { ref, revision, commit, files };
+    }
+    async resolveDownload(snapshot, file, signal) {
+        const origin = new URL(this.endpoint).origin;
+        let url = `${this.endpoint}/${enc(repoName(snapshot.ref))}/resolve/${snapshot.commit}/${enc(file.path)}`;
+        let sha256;
+        let size;
+        for (let hop = 0; hop <= this.#policy.maxRedirects; hop++) {
+            const sameOrigin = new URL(url).origin === origin;
+            const res = await hubRequest(url, {
+                method: 'HEAD',
+                follow: false,
+                ...(sameOrigin ? { auth: this.#auth } : {}),
+                ...(signal ? { signal } : {}),
+            }, this.#policy);
+            const h = res.headers;
+            const repoCommit = header(h, 'x-repo-commit')?.toLowerCase();
+            if (repoCommit !== undefined && repoCommit !== snapshot.commit)
+                throw new MnnEdgeError('EHUBRESPONSE', `Hugging Face served ${file.path} from commit ${repoCommit}, not the listed ${snapshot.commit}`);
+            sha256 ??= etagHash(header(h, 'x-linked-etag'));
+            const linkedSize = Number(header(h, 'x-linked-size'));
+            if (Number.isSafeInteger(linkedSize))
+                size ??= linkedSize;
+            if (res.status >= 300 && res.status < 400) {
+                const location = header(h, 'location');
+                if (location === undefined)
+                    throw new MnnEdgeError('EHUBRESPONSE', `Redirect without a Location for ${file.path}`);
+                url = checkHubUrl(new URL(location, url).toString(), this.#policy, `Redirect for ${file.path} to`).toString();
+                continue;
+            }
+            if (res.status !== 200)
+                throw this.#fail(res, `Download of ${file.path}`, snapshot.ref);
+            const length = Number(header(h, 'content-length'));
+            if (Number.isSafeInteger(length))
+                size ??= length;
+            // A non-LFS file's ETag is its git blob id; an LFS file served directly carries its sha256.
+            sha256 ??= etagHash(header(h, 'etag'));
+            return {
+                url,
+                headers: new URL(url).origin === origin ? this.#auth : {},
+                ...(sha256 !== undefined ? { sha256 } : {}),
+                ...(size !== undefined ? { size } : {}),
+            };
+        }
+        throw new MnnEdgeError('EHUBRESPONSE', `Too many redirects for ${file.path}`);
+    }
+    async readSmallFile(snapshot, path, signal) {
+        const res = await hubRequest(`${this.endpoint}/${enc(repoName(snapshot.ref))}/resolve/${snapshot.commit}/${enc(path)}`, { auth: this.#auth, maxBytes: 4 * 1024 * 1024, ...(signal ? { signal } : {}) }, this.#policy);
+        if (res.status === 404)
+            return undefined;
+        if (res.status !== 200)
+            throw this.#fail(res, `Reading ${path}`, snapshot.ref);
+        return res.body;
+    }
+    async search(words, options, signal) {
+        const q = new URLSearchParams({ sort: 'downloads', direction: '-1', limit: String(options.limit) });
+        if (words.length > 0)
+            q.set('search', words.join(' '));
+        if (options.owner !== undefined)
+            q.set('author', options.owner);
+        const res = await hubRequest(`${this.endpoint}/api/models?${q}`, { auth: this.#auth, ...(signal ? { signal } : {}) }, this.#policy);
+        if (res.status !== 200)
+            throw new MnnEdgeError('EHUBRESPONSE', `Hugging Face search failed with HTTP ${res.status}`, {
+                status: res.status,
+            });
+        const list = parseJson(res, 'Hugging Face search');
+        if (!Array.isArray(list))
+            throw new MnnEdgeError('EHUBRESPONSE', 'Hugging Face search did not answer a list');
+        const hits = [];
+        for (const m of list) {
+            const id = typeof m.id === 'string' ? m.id : typeof m.modelId === 'string' ? m.modelId : undefined;
+            const [owner, name, extra] = id?.split('/') ?? [];
+            if (owner === undefined || name === undefined || extra !== undefined)
+                continue;
+            hits.push({
+                ref: { hub: 'huggingface', owner, name },
+                repo: `${owner}/${name}`,
+                ...(typeof m.downloads === 'number' ? { downloads: m.downloads } : {}),
+                ...(typeof m.lastModified === 'string' ? { lastModified: m.lastModified } : {}),
+            });
+        }
+        return hits;
+    }
+    webUrl(ref) {
+        return `${this.endpoint}/${repoName(ref)}${ref.revision !== undefined ? `/tree/${ref.revision}` : ''}`;
+    }
+}
+function errorOf(res) {
+    try {
+        const body = JSON.parse(res.body.toString('utf8'));
+        return typeof body.error === 'string' ? body.error : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+//# sourceMappingURL=huggingface.js.map

@@ -1,0 +1,431 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { basename, join, sep } from 'node:path';
+import { systemClock } from '../../agent/common/clock.js';
+import { fsyncDir, renameDurable, writeFileDurable } from '../../agent/common/durable-fs.js';
+import { MnnEdgeError } from '../../agent/common/errors.js';
+import { INPUT_LIMITS } from '../../agent/common/input-limits.js';
+import { TypedEventEmitter } from '../../agent/common/typed-events.js';
+import { stageFromDir, stageFromTar, } from '../archive/stage-package.js';
+import { deriveManifest } from '../manifest/derive.js';
+import { parseManifestBytes } from '../manifest/parse-bytes.js';
+import { compareSemver, MODEL_ID_PATTERN, packageFiles, SEMVER_PATTERN } from '../manifest/schema.js';
+import { MANIFEST_FILE } from '../manifest/types.js';
+import { gpuCacheBytes, removeGpuCaches } from './gpu-cache-layout.js';
+const STAGING = '.staging';
+const TRASH = '.trash';
+const LOCK = '.lock';
+const MAX_MANIFEST_BYTES = INPUT_LIMITS.manifestMaxBytes;
+function readLockPid(path) {
+    try {
+        const pid = Number(readFileSync(path, 'utf8').trim());
+        return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+function processAlive(pid) {
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (err) {
+        // EPERM: it exists but belongs to someone else, so it is alive.
+        return err.code === 'EPERM';
+    }
+}
+export function formatRef(ref) {
+    return `${ref.id}@${ref.version}`;
+}
+export function parseRef(text) {
+    const at = text.lastIndexOf('@');
+    const id = at === -1 ? '' : text.slice(0, at);
+    const version = at === -1 ? '' : text.slice(at + 1);
+    if (!new RegExp(MODEL_ID_PATTERN).test(id) || !new RegExp(SEMVER_PATTERN).test(version))
+        throw new MnnEdgeError('EUSAGE', `Expected <id>@<version> (e.g. qwen2.5-0.5b@1.0.0) but received ${JSON.stringify(text)}`);
+    return { id, version };
+}
+function sanitizeId(name) {
+    const id = name
+        .toLowerCase()
+        .replace(/\.(tar\.gz|tgz|tar)$/, '')
+        .replace(/[^a-z0-9._-]+/g, '-')
+        .replace(/^[^a-z0-9]+/, '')
+        .slice(0, 64);
+    if (!new RegExp(MODEL_ID_PATTERN).test(id))
+        throw new MnnEdgeError('EUSAGE', `Cannot make a model id from ${JSON.stringify(name)}; pass --id`);
+    return id;
+}
+export class ModelStore extends TypedEventEmitter {
+    root;
+    #db;
+    #dataDir;
+    #clock;
+    #log;
+    #limits;
+    #installing = new Set();
+    #ownsLock = false;
+    constructor(options) {
+        super();
+        this.root = join(options.dataDir, 'models');
+        this.#dataDir = options.dataDir;
+        this.#db = options.db;
+        this.#clock = options.clock ?? systemClock;
+        this.#log = options.log;
+        this.#limits = options.limits ?? {};
+    }
+    /**
+     * Opens the store and, unless another live process holds it (the agent while the CLI runs), takes it over
+     * and runs recovery, so callers never see a half-installed package.
+     */
+    static open(options) {
+        const store = new ModelStore(options);
+        mkdirSync(join(store.root, STAGING), { recursive: true });
+        mkdirSync(join(store.root, TRASH), { recursive: true });
+        const holder = store.#takeLock();
+        if (holder !== undefined)
+            return {
+                store,
+                recovery: {
+                    skipped: `held by process ${holder}`,
+                    rolledBack: [],
+                    orphansRemoved: [],
+                    missingDropped: [],
+                },
+            };
+        return { store, recovery: store.recover() };
+    }
+    /** Releases the store for the next process to recover. Idempotent. */
+    close() {
+        if (!this.#ownsLock)
+            return;
+        this.#ownsLock = false;
+        const path = join(this.root, LOCK);
+        if (readLockPid(path) === process.pid)
+            rmSync(path, { force: true });
+    }
+    /** A pid file: a holder killed with -9 leaves it behind, and a dead pid means the lock is free. */
+    #takeLock() {
+        const path = join(this.root, LOCK);
+        const holder = readLockPid(path);
+        if (holder !== undefined && holder !== process.pid && processAlive(holder))
+            return holder;
+        writeFileDurable(path, `${process.pid}\n`);
+        this.#ownsLock = true;
+        return undefined;
+    }
+    packageDir(ref) {
+        return join(this.root, ref.id, ref.version);
+    }
+    recover() {
+        const report = { rolledBack: [], orphansRemoved: [], missingDropped: [] };
+        const journal = this.#db
+            .prepare('SELECT work_dir, op, id, version FROM model_journal')
+            .all();
+        for (const j of journal) {
+            const ref = j.id !== null && j.version !== null ? { id: j.id, version: j.version } : undefined;
+            // Journal paths come from our own writes, but a database restored from elsewhere must not make us
+            // delete outside the store.
+            if (j.work_dir.startsWith(join(this.root, STAGING) + sep) ||
+                j.work_dir.startsWith(join(this.root, TRASH) + sep))
+                rmSync(j.work_dir, { recursive: true, force: true });
+            if (j.op === 'install' && ref && !this.#row(ref) && existsSync(this.packageDir(ref))) {
+                // Renamed into place but the row never committed: the install did not happen.
+                rmSync(this.packageDir(ref), { recursive: true, force: true });
+            }
+            if (j.op === 'remove' && ref && !this.#row(ref))
+                rmSync(this.packageDir(ref), { recursive: true, force: true });
+            this.#db.prepare('DELETE FROM model_journal WHERE work_dir = ?').run(j.work_dir);
+            report.rolledBack.push(`${j.op} ${ref ? formatRef(ref) : basename(j.work_dir)}`);
+        }
+        for (const dir of [STAGING, TRASH]) {
+            for (const name of readdirSync(join(this.root, dir))) {
+                rmSync(join(this.root, dir, name), { recursive: true, force: true });
+                report.orphansRemoved.push(`${dir}/${name}`);
+            }
+        }
+        const rows = this.#rows();
+        const listed = new Set(rows.map((r) => `${r.id}/${r.version}`));
+        for (const id of readdirSync(this.root)) {
+            if (id === STAGING || id === TRASH || id === LOCK)
+                continue;
+            const idDir = join(this.root, id);
+            if (!lstatSync(idDir).isDirectory()) {
+                rmSync(idDir, { force: true });
+                report.orphansRemoved.push(id);
+                continue;
+            }
+            for (const version of readdirSync(idDir)) {
+                if (listed.has(`${id}/${version}`))
+                    continue;
+                rmSync(join(idDir, version), { recursive: true, force: true });
+                report.orphansRemoved.push(`${id}/${version}`);
+            }
+            if (readdirSync(idDir).length === 0)
+                rmSync(idDir, { recursive: true, force: true });
+        }
+        for (const r of rows) {
+            if (existsSync(join(this.packageDir(r), MANIFEST_FILE)))
+                continue;
+            this.#db.prepare('DELETE FROM model_packages WHERE id = ? AND version = ?').run(r.id, r.version);
+            report.missingDropped.push(formatRef(r));
+        }
+        fsyncDir(this.root);
+        const touched = report.rolledBack.length + report.orphansRemoved.length + report.missingDropped.length;
+        if (touched > 0)
+            this.#log?.warn('model store recovered', { ...report });
+        return report;
+    }
+    async import(source, options = {}) {
+        let st;
+        try {
+            st = statSync(source);
+        }
+        catch (err) {
+            throw new MnnEdgeError('ENOENT', `Cannot import ${source}: ${err.message}`);
+        }
+        const work = join(this.root, STAGING, randomUUID());
+        let claimed;
+        let published;
+        this.#db
+            .prepare('INSERT INTO model_journal (work_dir, op, id, version, started_at) VALUES (?, ?, NULL, NULL, ?)')
+            .run(work, 'install', this.#clock.nowMs());
+        try {
+            mkdirSync(work);
+            const stageOptions = {
+                limits: this.#limits,
+                onProgress: (p) => this.emit('progress', { ...p, source }),
+                afterFile: (path) => options.checkpoint?.('staged-file', path),
+                ...(options.signal ? { signal: options.signal } : {}),
+                ...(options.consumeSource ? { consumeSource: options.consumeSource } : {}),
+                ...(options.manifestFirst ? { manifestFirst: true } : {}),
+                ...(options.headroomBytes !== undefined ? { headroomBytes: options.headroomBytes } : {}),
+            };
+            const files = st.isDirectory()
+                ? await stageFromDir(source, work, stageOptions)
+                : await stageFromTar(source, work, stageOptions);
+            const manifest = this.#manifestFor(work, files, source, options);
+            const ref = { id: manifest.id, version: manifest.version };
+            if (this.#row(ref))
+                throw new MnnEdgeError('EEXIST', `${formatRef(ref)} is already installed`);
+            // Two imports of one version in this process would race for the same final directory.
+            if (this.#installing.has(formatRef(ref)))
+                throw new MnnEdgeError('EBUSY', `${formatRef(ref)} is being installed by another import`);
+            claimed = formatRef(ref);
+            this.#installing.add(claimed);
+            // A publisher's manifest stays byte for byte (it may be signed); a derived one is written out.
+            if (!existsSync(join(work, MANIFEST_FILE)))
+                writeFileDurable(join(work, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+            await options.checkpoint?.('staged', formatRef(ref));
+            const sizeBytes = files.filter((f) => f.path !== MANIFEST_FILE).reduce((a, f) => a + f.length, 0);
+            this.#db
+                .prepare('UPDATE model_journal SET id = ?, version = ? WHERE work_dir = ?')
+                .run(ref.id, ref.version, work);
+            mkdirSync(join(this.root, ref.id), { recursive: true });
+            fsyncDir(this.root);
+            renameDurable(work, this.packageDir(ref));
+            published = ref;
+            await options.checkpoint?.('published', formatRef(ref));
+            this.#db.transaction(() => {
+                this.#db
+                    .prepare(`INSERT INTO model_packages (id, version, task, manifest, derived, size_bytes, installed_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)`)
+                    .run(ref.id, ref.version, manifest.task, JSON.stringify(manifest), manifest.derived ? 1 : 0, sizeBytes, this.#clock.nowMs());
+                this.#db.prepare('DELETE FROM model_journal WHERE work_dir = ?').run(work);
+            })();
+            await options.checkpoint?.('committed', formatRef(ref));
+            this.emit('installed', ref);
+            this.#log?.info('model installed', {
+                model: formatRef(ref),
+                sizeBytes,
+                derived: manifest.derived !== undefined,
+            });
+            return this.get(ref);
+        }
+        catch (err) {
+            this.#undoInstall(work, published);
+            throw err;
+        }
+        finally {
+            if (claimed !== undefined)
+                this.#installing.delete(claimed);
+        }
+    }
+    /** Undoes a failed import in this process; a crashed one is undone by recover() from the journal. */
+    #undoInstall(work, published) {
+        rmSync(work, { recursive: true, force: true });
+        if (published && !this.#row(published))
+            rmSync(this.packageDir(published), { recursive: true, force: true });
+        this.#db.prepare('DELETE FROM model_journal WHERE work_dir = ?').run(work);
+    }
+    #manifestFor(work, staged, source, options) {
+        const byPath = new Map(staged.map((f) => [f.path, f]));
+        let manifest;
+        const own = byPath.get(MANIFEST_FILE);
+        if (own) {
+            if (own.length > MAX_MANIFEST_BYTES)
+                throw new MnnEdgeError('EMANIFEST', `Invalid manifest ${MANIFEST_FILE}: ${own.length} bytes, over the limit of ${MAX_MANIFEST_BYTES}`);
+            manifest = parseManifestBytes(readFileSync(join(work, MANIFEST_FILE)), MANIFEST_FILE);
+        }
+        else {
+            manifest = deriveManifest(work, staged, {
+                id: options.id ?? sanitizeId(basename(source)),
+                source,
+                ...(options.version !== undefined ? { version: options.version } : {}),
+                ...(options.task !== undefined ? { task: options.task } : {}),
+            });
+        }
+        const listed = packageFiles(manifest);
+        for (const [path, want] of listed) {
+            const got = byPath.get(path);
+            if (!got)
+                throw new MnnEdgeError('EVERIFY', `File ${path} listed in the manifest is missing from the package`, {
+                    entry: path,
+                });
+            if (got.length !== want.length)
+                throw new MnnEdgeError('EVERIFY', `File ${path} is ${got.length} bytes but the manifest says ${want.length}`, { entry: path });
+            if (got.sha256 !== want.sha256)
+                throw new MnnEdgeError('EVERIFY', `File ${path} has sha256 ${got.sha256} but the manifest says ${want.sha256}`, {
+                    entry: path,
+                });
+        }
+        for (const f of staged)
+            if (f.path !== MANIFEST_FILE && !listed.has(f.path))
+                throw new MnnEdgeError('EVERIFY', `File ${f.path} is not listed in the manifest`, { entry: f.path });
+        return manifest;
+    }
+    list() {
+        return this.#rows()
+            .map((r) => this.#toPackage(r))
+            .sort((a, b) => (a.id === b.id ? compareSemver(a.version, b.version) : a.id < b.id ? -1 : 1));
+    }
+    get(ref) {
+        const r = this.#row(ref);
+        return r ? this.#toPackage(r) : undefined;
+    }
+    /** Newest installed version of a model. */
+    latest(id) {
+        return this.list()
+            .filter((p) => p.id === id)
+            .at(-1);
+    }
+    /** The runtime's desired state: exactly these versions are in use; the call replaces the previous set. */
+    setInUse(refs) {
+        this.#replaceFlag('in_use', refs);
+    }
+    /** OTA's rollback targets: held until the job commits; the call replaces the previous set. */
+    setRollbackHold(refs) {
+        this.#replaceFlag('rollback_hold', refs);
+    }
+    keep(ref, kept = true) {
+        this.#require(ref);
+        this.#db
+            .prepare('UPDATE model_packages SET kept = ? WHERE id = ? AND version = ?')
+            .run(kept ? 1 : 0, ref.id, ref.version);
+    }
+    markUsed(ref) {
+        this.#db
+            .prepare('UPDATE model_packages SET last_used_at = ? WHERE id = ? AND version = ?')
+            .run(this.#clock.nowMs(), ref.id, ref.version);
+    }
+    /** Removes one version. In-use and rollback-held versions are refused; kept ones need `force`. */
+    remove(ref, options = {}) {
+        const pkg = this.#require(ref);
+        if (pkg.inUse)
+            throw new MnnEdgeError('EBUSY', `${formatRef(ref)} is in use by the runtime and cannot be removed`);
+        if (pkg.rollbackHold)
+            throw new MnnEdgeError('EBUSY', `${formatRef(ref)} is held for an OTA rollback and cannot be removed`);
+        if (pkg.kept && !options.force)
+            throw new MnnEdgeError('EBUSY', `${formatRef(ref)} is kept by an operator; unkeep it first or force the removal`);
+        const trash = join(this.root, TRASH, randomUUID());
+        this.#db.transaction(() => {
+            this.#db
+                .prepare('INSERT INTO model_journal (work_dir, op, id, version, started_at) VALUES (?, ?, ?, ?, ?)')
+                .run(trash, 'remove', ref.id, ref.version, this.#clock.nowMs());
+            this.#db.prepare('DELETE FROM model_packages WHERE id = ? AND version = ?').run(ref.id, ref.version);
+        })();
+        renameDurable(pkg.dir, trash);
+        rmSync(trash, { recursive: true, force: true });
+        removeGpuCaches(this.#dataDir, ref);
+        const idDir = join(this.root, ref.id);
+        if (readdirSync(idDir).length === 0)
+            rmSync(idDir, { recursive: true, force: true });
+        this.#db.prepare('DELETE FROM model_journal WHERE work_dir = ?').run(trash);
+        this.emit('removed', ref);
+        this.#log?.info('model removed', { model: formatRef(ref) });
+    }
+    /**
+     * Removes old versions, least recently used first, until the store fits `budgetBytes` (all collectable
+     * ones when no budget is given). Never removes a version that is in use, kept, held for rollback, or the
+     * newest of its model: dropping a model altogether is an operator's decision (`rm`).
+     */
+    gc(budgetBytes) {
+        const all = this.list();
+        let total = all.reduce((a, p) => a + p.sizeBytes + p.gpuCacheBytes, 0);
+        const newest = new Map();
+        for (const p of all)
+            newest.set(p.id, p.version);
+        const candidates = all
+            .filter((p) => !p.inUse && !p.kept && !p.rollbackHold && newest.get(p.id) !== p.version)
+            .sort((a, b) => (a.lastUsedAt ?? a.installedAt) - (b.lastUsedAt ?? b.installedAt));
+        const removed = [];
+        let freed = 0;
+        for (const p of candidates) {
+            if (budgetBytes !== undefined && total <= budgetBytes)
+                break;
+            this.remove(p);
+            removed.push({ id: p.id, version: p.version });
+            freed += p.sizeBytes + p.gpuCacheBytes;
+            total -= p.sizeBytes + p.gpuCacheBytes;
+        }
+        return {
+            removed,
+            freedBytes: freed,
+            totalBytes: total,
+            overBudgetBytes: budgetBytes !== undefined && total > budgetBytes ? total - budgetBytes : 0,
+        };
+    }
+    #replaceFlag(column, refs) {
+        this.#db.transaction(() => {
+            for (const ref of refs)
+                this.#require(ref);
+            this.#db.prepare(`UPDATE model_packages SET ${column} = 0`).run();
+            const set = this.#db.prepare(`UPDATE model_packages SET ${column} = 1 WHERE id = ? AND version = ?`);
+            for (const ref of refs)
+                set.run(ref.id, ref.version);
+        })();
+    }
+    #require(ref) {
+        const pkg = this.get(ref);
+        if (!pkg)
+            throw new MnnEdgeError('ENOENT', `Model ${formatRef(ref)} is not installed`);
+        return pkg;
+    }
+    #row(ref) {
+        return this.#db
+            .prepare('SELECT * FROM model_packages WHERE id = ? AND version = ?')
+            .get(ref.id, ref.version);
+    }
+    #rows() {
+        return this.#db.prepare('SELECT * FROM model_packages').all();
+    }
+    #toPackage(r) {
+        return {
+            id: r.id,
+            version: r.version,
+            task: r.task,
+            manifest: JSON.parse(r.manifest),
+            derived: r.derived === 1,
+            sizeBytes: r.size_bytes,
+            gpuCacheBytes: gpuCacheBytes(this.#dataDir, r),
+            installedAt: r.installed_at,
+            lastUsedAt: r.last_used_at,
+            inUse: r.in_use === 1,
+            kept: r.kept === 1,
+            rollbackHold: r.rollback_hold === 1,
+            dir: this.packageDir(r),
+        };
+    }
+}
+//# sourceMappingURL=model-store.js.map

@@ -1,0 +1,46 @@
+// Minimal, typed argv parsing: `--flag`, `--key value`, `--key=value`, positionals. Unknown flags are errors.
+import { MnnEdgeError } from '../common/errors.js';
+export class UsageError extends MnnEdgeError {
+    constructor(message) {
+        super('EUSAGE', message);
+        this.name = 'UsageError';
+    }
+}
+export function parseArgs(argv, spec) {
+    const values = new Set(spec.values ?? []);
+    const booleans = new Set(spec.booleans ?? []);
+    const out = { positionals: [], flags: {} };
+    for (let i = 0; i < argv.length; i++) {
+        const arg = argv[i];
+        if (arg === '--') {
+            out.positionals.push(...argv.slice(i + 1));
+            break;
+        }
+        if (!arg.startsWith('--') || arg === '-') {
+            out.positionals.push(arg);
+            continue;
+        }
+        const eq = arg.indexOf('=');
+        const name = arg.slice(2, eq === -1 ? undefined : eq);
+        if (booleans.has(name)) {
+            if (eq !== -1)
+                throw new UsageError(`--${name} takes no value`);
+            out.flags[name] = true;
+        }
+        else if (values.has(name)) {
+            const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+            if (value === undefined)
+                throw new UsageError(`--${name} needs a value`);
+            out.flags[name] = value;
+        }
+        else {
+            throw new UsageError(`unknown option --${name}`);
+        }
+    }
+    return out;
+}
+export function stringFlag(args, name) {
+    const v = args.flags[name];
+    return typeof v === 'string' ? v : undefined;
+}
+//# sourceMappingURL=args.js.map

@@ -1,0 +1,1 @@
+import{agentVersion,command}from"./chunk-SPBE24BD.js";export{agentVersion,command};

@@ -1,0 +1,122 @@
+import { createLogger } from '../../common/log.js';
+import { LogTail } from '../../common/log-tail.js';
+import { createAgent } from '../../main.js';
+import { createSystemdNotifier } from '../../systemd/index.js';
+import { parseArgs, UsageError } from '../common/args.js';
+import { CONFIG_FLAGS, configFromFlags } from './config.js';
+import { agentVersion } from './version.js';
+/** Resolves with the first SIGTERM/SIGINT; a second one while stopping exits at once (a stuck stop). */
+function nextShutdownSignal() {
+    let onSignal;
+    const signal = new Promise((resolve) => {
+        onSignal = (s) => {
+            process.off('SIGTERM', onSignal);
+            process.off('SIGINT', onSignal);
+            process.once('SIGTERM', () => process.exit(143));
+            process.once('SIGINT', () => process.exit(130));
+            resolve(s);
+        };
+        process.once('SIGTERM', onSignal);
+        process.once('SIGINT', onSignal);
+    });
+    return {
+        signal,
+        dispose() {
+            if (onSignal) {
+                process.off('SIGTERM', onSignal);
+                process.off('SIGINT', onSignal);
+            }
+        },
+    };
+}
+export const command = {
+    name: 'run',
+    summary: 'run the agent (HTTP server, auth, and every module) until SIGTERM/SIGINT',
+    usage: 'mnn-edge run [--config FILE] [--root DIR] [--port N] [--bind ADDR] [--data-dir DIR]',
+    async run(argv, io) {
+        const args = parseArgs(argv, { values: [...CONFIG_FLAGS, 'port', 'bind'] });
+        if (args.positionals.length > 0)
+            throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+        const { config, source } = configFromFlags(args, io.env);
+        // The fleet's `logs` command and the dashboard read the same lines journald gets.
+        const logs = new LogTail();
+        const logger = createLogger({
+            level: config.log.level,
+            debug: config.log.debug ?? io.env['DEBUG'],
+            write: (line) => {
+                io.stdout.write(`${line}\n`);
+                logs.write(line);
+            },
+        });
+        logger.info('starting', {
+            version: agentVersion(),
+            config: source,
+            pid: process.pid,
+            atMs: Math.round(performance.now()),
+        });
+        // The modules' code loads once the agent answers: nothing of theirs is on the path to READY.
+        let composed;
+        const agent = createAgent(config, {
+            logger,
+            version: agentVersion(),
+            modules: async () => {
+                const { composeModules } = await import('../../compose.js');
+                composed = composeModules(config, {
+                    agentVersion: agentVersion(),
+                    logs,
+                    reloadConfig: () => configFromFlags(args, io.env).config,
+                });
+                return composed.modules;
+            },
+        });
+        // A no-op outside a Type=notify unit.
+        const systemd = createSystemdNotifier({ env: io.env, logger });
+        const shutdown = nextShutdownSignal();
+        const started = agent.start();
+        try {
+            // READY as soon as the agent answers; a module that then fails to start still fails the start.
+            await Promise.race([agent.serving, started]);
+            await systemd.ready();
+            logger.info('ready notified', { atMs: Math.round(performance.now()) });
+            await started;
+        }
+        catch (err) {
+            shutdown.dispose();
+            throw err;
+        }
+        await systemd.status(`serving on ${agent.http.address}:${agent.http.port} as ${agent.identity.deviceId}`);
+        // WATCHDOG=1 stops when the event loop is blocked or the runtime's reconcile loop hangs inside a run (a
+        // driver that never returns); a model that keeps failing to load is the runtime's fallback business, not a
+        // reason for systemd to restart the agent.
+        systemd.startWatchdog(() => {
+            const health = composed?.services.runtime()?.health();
+            return !health || !(health.running && !health.healthy);
+        });
+        // SIGHUP: re-read the configuration's slots, detect again and replan (after `mnn-edge models import`, say).
+        const onHangup = () => {
+            let next;
+            try {
+                next = configFromFlags(args, io.env).config;
+            }
+            catch (err) {
+                logger.error('reload refused: the configuration is invalid; keeping the running one', { err });
+                return;
+            }
+            if (!composed)
+                return;
+            composed.services
+                .reload(next, 'SIGHUP')
+                .then((result) => logger.info('reloaded', result))
+                .catch((err) => logger.error('reload failed', { err }));
+        };
+        process.on('SIGHUP', onHangup);
+        const stoppedByItself = new Promise((resolve) => agent.events.once('stopped', (e) => resolve(e.reason)));
+        const reason = await Promise.race([shutdown.signal.then((s) => `signal ${s}`), stoppedByItself]);
+        process.off('SIGHUP', onHangup);
+        await systemd.stopping();
+        await agent.stop(reason);
+        shutdown.dispose();
+        return 0;
+    },
+};
+//# sourceMappingURL=run.js.map

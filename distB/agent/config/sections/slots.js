@@ -1,0 +1,104 @@
+import { MnnEdgeError } from '../../common/errors.js';
+import { BUILTINS, defaultPlanPolicy, SLOT_NAMES, } from '../../plan/types.js';
+/** The built-in order of importance: voice first (a conversation stalls without it), vision last. */
+export const DEFAULT_PRIORITY = {
+    'voice.vad': 100,
+    'voice.asr': 90,
+    'voice.llm': 80,
+    'voice.omni': 80,
+    'voice.tts': 70,
+    'vision.vlm': 50,
+};
+export const DEFAULT_CONTEXT = {
+    'voice.vad': 0,
+    'voice.asr': 512,
+    'voice.llm': 2048,
+    'voice.omni': 2048,
+    'voice.tts': 1024,
+    'vision.vlm': 2048,
+};
+const id = { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,128}$' };
+const slotSchema = {
+    anyOf: [
+        {
+            type: 'object',
+            additionalProperties: false,
+            required: ['model'],
+            properties: {
+                model: id,
+                version: { type: 'string', minLength: 1, maxLength: 64 },
+                variant: { type: 'string', minLength: 1, maxLength: 64 },
+                priority: { type: 'integer', minimum: 0, maximum: 1000 },
+                contextTokens: { type: 'integer', minimum: 0, maximum: 1_048_576 },
+                enabled: { type: 'boolean' },
+            },
+        },
+        {
+            type: 'object',
+            additionalProperties: false,
+            required: ['builtin'],
+            properties: { builtin: { enum: BUILTINS }, enabled: { type: 'boolean' } },
+        },
+    ],
+};
+export const slotsSchema = {
+    type: 'object',
+    description: 'Model (or built-in) per slot; slots naming the same model share one loaded instance.',
+    additionalProperties: false,
+    properties: Object.fromEntries(SLOT_NAMES.map((s) => [s, slotSchema])),
+};
+export const runtimeSchema = {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+        budgetFraction: { type: 'number', minimum: 0.1, maximum: 0.95 },
+        reserveMiB: { type: 'integer', minimum: 0 },
+        swapReserveMiB: { type: 'integer', minimum: 0 },
+        drainTimeoutMs: { type: 'integer', minimum: 0, maximum: 600_000 },
+        probeAfterInstall: { type: 'boolean' },
+    },
+};
+/** The config layer of the desired state. `voice.tts` and `voice.omni` both speak, so only one may be on. */
+export function slotSpecsFromConfig(slots) {
+    const specs = [];
+    for (const name of SLOT_NAMES) {
+        const c = slots?.[name];
+        if (!c)
+            continue;
+        const enabled = c.enabled ?? true;
+        if ('builtin' in c) {
+            specs.push({
+                slot: name,
+                use: { builtin: c.builtin },
+                priority: DEFAULT_PRIORITY[name],
+                contextTokens: 0,
+                enabled,
+            });
+            continue;
+        }
+        const model = { model: { id: c.model } };
+        if (c.version !== undefined)
+            model.model.version = c.version;
+        if (c.variant !== undefined)
+            model.model.variant = c.variant;
+        specs.push({
+            slot: name,
+            use: model,
+            priority: c.priority ?? DEFAULT_PRIORITY[name],
+            contextTokens: c.contextTokens ?? DEFAULT_CONTEXT[name],
+            enabled,
+        });
+    }
+    const speaking = specs.filter((s) => s.enabled && (s.slot === 'voice.tts' || s.slot === 'voice.omni'));
+    if (speaking.length > 1)
+        throw new MnnEdgeError('ECONFIG', 'Invalid slots: voice.tts and voice.omni are both enabled; the voice pipeline uses one or the other');
+    return specs;
+}
+export function planPolicyFromConfig(runtime) {
+    return {
+        ...defaultPlanPolicy,
+        ...(runtime?.budgetFraction !== undefined ? { budgetFraction: runtime.budgetFraction } : {}),
+        ...(runtime?.reserveMiB !== undefined ? { reserveBytes: runtime.reserveMiB * 1024 * 1024 } : {}),
+    };
+}
+//# sourceMappingURL=slots.js.map

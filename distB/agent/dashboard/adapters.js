@@ -1,0 +1,163 @@
+import { ENGINE_HELP } from '../../engine/src/loader.js';
+export { placementPortFrom } from '../runtime/placement-port.js';
+// Adapters from the agent's real modules to the dashboard's ports, for the composition root. Each one only
+// reads the module's public API, so the dashboard stays testable with plain values and the modules stay
+// unaware of it.
+export function engineStatusFrom(availability) {
+    return () => {
+        const a = availability();
+        if (!a.available)
+            return { available: false, reason: a.reason, fix: ENGINE_HELP };
+        return {
+            available: true,
+            version: a.info.mnnVersion,
+            backends: a.info.backends.filter((b) => b.compiledIn && b.usable).map((b) => b.name),
+        };
+    };
+}
+/** Installed packages from the store, and imports in progress from its progress events (bounded list). */
+export function modelsPortFrom(store, now = Date.now, keep = 8) {
+    const installs = new Map();
+    const offProgress = store.on('progress', (p) => {
+        const existing = installs.get(p.source);
+        installs.delete(p.source);
+        installs.set(p.source, {
+            ref: p.source,
+            step: `copying ${p.file}`,
+            doneBytes: p.bytesDone,
+            totalBytes: p.bytesTotal ?? p.bytesDone,
+            startedAt: existing?.startedAt ?? new Date(now()).toISOString(),
+        });
+        while (installs.size > keep)
+            installs.delete(installs.keys().next().value);
+    });
+    const offInstalled = store.on('installed', () => installs.clear());
+    return {
+        installed: () => store.list().map((p) => ({
+            id: p.id,
+            version: p.version,
+            kind: p.task,
+            sizeBytes: p.sizeBytes,
+            variants: p.manifest.variants.map((v) => ({
+                id: v.name,
+                quant: v.precision,
+                backends: [v.requirements.backend],
+            })),
+            installedAt: new Date(p.installedAt).toISOString(),
+            ...(p.manifest.provenance
+                ? {
+                    pulledFrom: {
+                        hub: p.manifest.provenance.hub,
+                        repo: p.manifest.provenance.repo,
+                        commit: p.manifest.provenance.commit,
+                        trust: p.manifest.provenance.trust,
+                    },
+                }
+                : {}),
+        })),
+        installs: () => [...installs.values()].reverse(),
+        dispose() {
+            offProgress();
+            offInstalled();
+        },
+    };
+}
+export function otaPortFrom(journal) {
+    return {
+        jobs: (limit) => journal.list(limit).map((e) => ({
+            jobId: e.jobId,
+            kind: 'model',
+            target: `${e.packageId}@${e.packageVersion}`,
+            state: e.state,
+            ...(e.bytesTotal ? { progress: { doneBytes: e.bytesDone, totalBytes: e.bytesTotal } } : {}),
+            ...(e.reason || e.message ? { reason: [e.reason, e.message].filter(Boolean).join(': ') } : {}),
+            createdAt: new Date(e.createdAt).toISOString(),
+            updatedAt: new Date(e.updatedAt).toISOString(),
+        })),
+    };
+}
+/**
+ * Live samples fan out from here: the telemetry service publishes each sampling round (its onSnapshot, or a
+ * sampler tap), and every open chart socket subscribes. Keeps only the latest sample.
+ */
+export class SampleHub {
+    #listeners = new Set();
+    #latest;
+    publish(sample) {
+        this.#latest = sample;
+        for (const l of this.#listeners)
+            l(sample);
+    }
+    subscribe(listener) {
+        this.#listeners.add(listener);
+        return () => this.#listeners.delete(listener);
+    }
+    latest() {
+        return this.#latest;
+    }
+}
+export function telemetryPortFrom(history, hub) {
+    return {
+        metrics: () => {
+            const names = new Set(history.metrics());
+            for (const k of Object.keys(hub.latest()?.values ?? {}))
+                names.add(k);
+            return [...names].sort();
+        },
+        history: (q) => history.query(q),
+        subscribe: (l) => hub.subscribe(l),
+        latest: () => hub.latest(),
+    };
+}
+/**
+ * Feeds the hub from the telemetry service's interval snapshots (their means), polled: live charts then move
+ * once per publish interval. When the service gains a per-sample hook, publish from that instead.
+ */
+export function feedFromSnapshots(hub, latest, pollMs = 1000) {
+    let lastTs;
+    const timer = setInterval(() => {
+        const s = latest();
+        if (s === undefined || s.ts === lastTs)
+            return;
+        lastTs = s.ts;
+        hub.publish({
+            t: s.ts,
+            values: Object.fromEntries(Object.entries(s.metrics).map(([k, v]) => [k, v.mean])),
+        });
+    }, pollMs);
+    timer.unref();
+    return () => clearInterval(timer);
+}
+/** The fleet connection as the Overview shows it: connected since, or unreachable with the last reason. */
+export function brokerStatusFrom(fleet, now = Date.now) {
+    let since = now();
+    let lastError = 'not connected yet';
+    const offUp = fleet.events.on('connected', () => {
+        since = now();
+    });
+    const offDown = fleet.events.on('disconnected', ({ reason }) => {
+        lastError = reason;
+    });
+    return {
+        status() {
+            const url = fleet.brokerUrl;
+            if (url === undefined)
+                return { state: 'disabled', reason: 'No MQTT broker is configured (mqtt.url)' };
+            if (fleet.connected)
+                return { state: 'connected', url, sinceMs: since };
+            const link = fleet.linkStatus?.();
+            const retryAt = link?.retryAtMs;
+            return {
+                state: 'unreachable',
+                url,
+                error: link?.lastError ?? lastError,
+                ...(retryAt !== undefined ? { retryInS: Math.max(0, Math.ceil((retryAt - now()) / 1000)) } : {}),
+            };
+        },
+        dispose() {
+            offUp();
+            offDown();
+        },
+    };
+}
+//# sourceMappingURL=adapters.js.map

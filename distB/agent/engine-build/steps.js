@@ -1,0 +1,133 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { MnnEdgeError } from '../common/errors.js';
+import { cmakeConfigureArgs, MNN_REPOSITORY } from './plan.js';
+export function buildSteps(plan, o) {
+    const steps = [];
+    const src = o.src ?? join(o.workDir, 'MNN');
+    if (o.src === undefined) {
+        if (!o.cloneExists) {
+            steps.push({ title: `create ${src}`, command: ['git', 'init', '--quiet', src] });
+            steps.push({
+                title: 'add the MNN remote',
+                command: ['git', '-C', src, 'remote', 'add', 'origin', MNN_REPOSITORY],
+            });
+        }
+        // One commit, no history: the pinned commit is all the build needs.
+        steps.push({
+            title: `fetch MNN ${o.ref}`,
+            command: ['git', '-C', src, 'fetch', '--depth', '1', 'origin', o.ref],
+        });
+        steps.push({
+            title: `check out ${o.ref}`,
+            command: ['git', '-C', src, 'checkout', '--quiet', '--detach', 'FETCH_HEAD'],
+        });
+    }
+    const build = join(o.workDir, 'build');
+    steps.push({
+        title: 'configure MNN',
+        command: ['cmake', ...cmakeConfigureArgs(plan, src, build, o.prefix)],
+    });
+    steps.push({
+        title: 'build MNN',
+        command: ['cmake', '--build', build, '--parallel', String(o.jobs)],
+        progress: true,
+    });
+    steps.push({ title: `install MNN into ${o.prefix}`, command: ['cmake', '--install', build] });
+    // MNN's install rule leaves out the LLM tools; the agent's benchmarks and a human checking a model use them.
+    steps.push({
+        title: 'install llm_demo and llm_bench',
+        command: ['cmake', '-E', 'make_directory', join(o.prefix, 'bin')],
+    });
+    steps.push({
+        title: 'copy llm_demo and llm_bench',
+        command: [
+            'cmake',
+            '-E',
+            'copy',
+            join(build, 'llm_demo'),
+            join(build, 'llm_bench'),
+            join(o.prefix, 'bin'),
+        ],
+    });
+    if (o.packageRoot !== undefined) {
+        steps.push({
+            title: 'build the engine addon',
+            command: [
+                o.nodePath,
+                join(o.packageRoot, 'engine', 'scripts', 'build-engine.mjs'),
+                '--jobs',
+                String(o.jobs),
+            ],
+            cwd: o.packageRoot,
+            env: { MNN_ROOT: o.prefix },
+        });
+    }
+    return steps;
+}
+const quote = (s) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+/** The step as a shell line a human could paste. */
+export function formatStep(step) {
+    const env = Object.entries(step.env ?? {}).map(([k, v]) => `${k}=${quote(v)} `);
+    const cd = step.cwd ? `cd ${quote(step.cwd)} && ` : '';
+    return `${cd}${env.join('')}${step.command.map(quote).join(' ')}`;
+}
+/** Percent from a build tool's progress line: make's "[ 42%]", ninja's "[12/345]". */
+export function progressOf(line) {
+    const make = /^\[\s*(\d{1,3})%\]/.exec(line);
+    if (make)
+        return Number(make[1]);
+    const ninja = /^\[(\d+)\/(\d+)\]/.exec(line);
+    if (ninja && Number(ninja[2]) > 0)
+        return Math.floor((100 * Number(ninja[1])) / Number(ninja[2]));
+    return undefined;
+}
+/** Runs the steps in order; throws with the failing step's last output lines. */
+export async function runSteps(steps, io) {
+    for (const [i, step] of steps.entries()) {
+        io.write(`[${i + 1}/${steps.length}] ${step.title}`);
+        const tail = [];
+        let lastPercent = -1;
+        const onLine = (line) => {
+            tail.push(line);
+            if (tail.length > 40)
+                tail.shift();
+            if (io.verbose)
+                io.write(`    ${line}`);
+            const p = step.progress ? progressOf(line) : undefined;
+            // One line per 5 % keeps a 30-minute build's log readable.
+            if (p !== undefined && (p >= lastPercent + 5 || (p === 100 && lastPercent !== 100))) {
+                lastPercent = p;
+                if (!io.verbose)
+                    io.write(`    ${step.title}: ${p}%`);
+            }
+        };
+        const code = await new Promise((resolvePromise) => {
+            const child = spawn(step.command[0], step.command.slice(1), {
+                cwd: step.cwd,
+                env: { ...process.env, ...step.env },
+                stdio: ['ignore', 'pipe', 'pipe'],
+            });
+            let pending = '';
+            const feed = (chunk) => {
+                pending += chunk.toString();
+                const lines = pending.split(/\r?\n/);
+                pending = lines.pop();
+                for (const l of lines)
+                    onLine(l);
+            };
+            child.stdout.on('data', feed);
+            child.stderr.on('data', feed);
+            child.on('error', (err) => resolvePromise(err.message));
+            child.on('close', (status, signal) => {
+                if (pending)
+                    onLine(pending);
+                resolvePromise(status ?? `signal ${signal}`);
+            });
+        });
+        if (code !== 0) {
+            throw new MnnEdgeError('EENGINEBUILD', `step "${step.title}" failed (${typeof code === 'number' ? `exit ${code}` : code}): ${formatStep(step)}\n${tail.join('\n')}`);
+        }
+    }
+}
+//# sourceMappingURL=steps.js.map

@@ -1,0 +1,23 @@
+import { HttpError } from '../common/http-error.js';
+// Query-string parameters, validated with messages that name the parameter and the accepted range.
+export function intParam(url, name, range) {
+    const raw = url.searchParams.get(name);
+    if (raw === null || raw === '')
+        return range.fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < range.min || value > range.max) {
+        throw new HttpError(400, 'invalid_parameter', `Query parameter ${name} must be an integer from ${range.min} to ${range.max}, got ${JSON.stringify(raw)}`);
+    }
+    return value;
+}
+export function listParam(url, name) {
+    const raw = url.searchParams.get(name);
+    if (raw === null || raw.trim() === '') {
+        throw new HttpError(400, 'invalid_parameter', `Query parameter ${name} is required (comma-separated)`);
+    }
+    return raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0);
+}
+//# sourceMappingURL=query.js.map

@@ -1,0 +1,179 @@
+import { candidateKey, configKey } from './config-key.js';
+import { estimateInstanceBytes } from './memory.js';
+import { chooseThreads } from './threads.js';
+/** The request a slot kind is judged by: prompt tokens to prefill and tokens to decode. A VLM's prompt carries
+ *  the image tokens, a TTS mostly decodes, so each kind weighs prefill and decode speed differently. */
+export const REFERENCE_REQUEST = {
+    llm: { prefill: 128, decode: 64 },
+    vlm: { prefill: 320, decode: 32 },
+    omni: { prefill: 200, decode: 64 },
+    asr: { prefill: 200, decode: 32 },
+    tts: { prefill: 32, decode: 200 },
+    vad: { prefill: 1, decode: 1 },
+};
+/** thread_num is a mode word, not a thread count, on GPU backends: for OpenCL 68 = buffer memory + wide tuning
+ *  (MNN's documented LLM setting); the others take 1. */
+const GPU_MODE = { opencl: 68 };
+export function configFor(backend, board, policy, constraints) {
+    const threads = chooseThreads(board);
+    const cpu = backend === 'cpu';
+    return {
+        backend_type: backend,
+        thread_num: constraints.threads ?? (cpu ? threads.threads : (GPU_MODE[backend] ?? 1)),
+        precision: constraints.precision ?? policy.precision,
+        memory: constraints.memory ?? policy.memory,
+        cpus: cpu ? threads.cpus : [],
+    };
+}
+function tps(n) {
+    return n >= 100 ? n.toFixed(0) : n.toFixed(1);
+}
+function latestProbe(probes, model, variant, config, ctx) {
+    let best;
+    for (const p of probes) {
+        if (p.modelId === model.id &&
+            p.version === model.version &&
+            p.variantId === variant.variantId &&
+            p.config === config &&
+            p.engineVersion === ctx.engineVersion &&
+            p.boardId === ctx.board.boardId &&
+            (best === undefined || p.measuredAt > best.measuredAt))
+            best = p;
+    }
+    return best;
+}
+function evidenceFor(model, variant, config, ctx) {
+    const ref = REFERENCE_REQUEST[model.kind];
+    const probe = latestProbe(ctx.probes, model, variant, configKey(config), ctx);
+    if (probe && !probe.ok) {
+        const why = `probe failed on this board: ${probe.error ?? 'unknown error'}`;
+        // The CPU is the floor of every chain: a failed CPU probe (often a transient out-of-memory) is reported
+        // but does not leave the slot with nothing to run.
+        if (config.backend_type !== 'cpu')
+            return { rejected: why };
+        const rank = ctx.policy.staticOrder.indexOf('cpu');
+        return {
+            evidence: { kind: 'static', rank: rank === -1 ? ctx.policy.staticOrder.length : rank },
+            refSeconds: undefined,
+            summary: `${why}; kept as the CPU floor`,
+        };
+    }
+    if (probe) {
+        const refSeconds = ref.prefill / probe.prefillTokPerSec + ref.decode / probe.decodeTokPerSec;
+        return {
+            evidence: { kind: 'measured', probe },
+            refSeconds,
+            summary: `measured: decode ${tps(probe.decodeTokPerSec)} tok/s, prefill ${tps(probe.prefillTokPerSec)} tok/s, ` +
+                `load ${Math.round(probe.loadMs)} ms, peak RSS ${Math.round(probe.peakRssBytes / 1048576)} MiB`,
+        };
+    }
+    const prior = ctx.board.priors.find((p) => p.backend === config.backend_type);
+    if (prior && variant.weightBytes > 0) {
+        const scale = prior.refWeightBytes / variant.weightBytes;
+        const prefill = prior.prefillTokPerSec * scale;
+        const decode = prior.decodeTokPerSec * scale;
+        return {
+            evidence: { kind: 'prior', prior, prefillTokPerSec: prefill, decodeTokPerSec: decode },
+            refSeconds: ref.prefill / prefill + ref.decode / decode,
+            summary: `prior (${prior.source}): decode ${tps(prior.decodeTokPerSec)} tok/s at ` +
+                `${Math.round(prior.refWeightBytes / 1048576)} MiB of weights, scaled to ${tps(decode)} tok/s`,
+        };
+    }
+    const order = ctx.policy.staticOrder;
+    const software = ctx.board.backends.find((b) => b.backend === config.backend_type)?.software === true;
+    if (software && config.backend_type !== 'cpu') {
+        const cpuRank = order.indexOf('cpu');
+        // Half a place after the CPU: behind it, ahead of backends the order does not name.
+        const r = (cpuRank === -1 ? order.length : cpuRank) + 0.5;
+        return {
+            evidence: { kind: 'static', rank: r },
+            refSeconds: undefined,
+            summary: `not measured, no prior: ${config.backend_type} here is a software device on the CPU, so it ranks after cpu`,
+        };
+    }
+    const rank = order.indexOf(config.backend_type);
+    const r = rank === -1 ? order.length : rank;
+    return {
+        evidence: { kind: 'static', rank: r },
+        refSeconds: undefined,
+        summary: `not measured, no prior: static order #${r + 1} (${order.join(' > ')})`,
+    };
+}
+/** Every (variant, backend) way to run a model on this board, with what is known about each. Candidates a
+ *  failed probe ruled out, or whose backend the board lacks, come back in `rejected` with the reason. */
+export function enumerateCandidates(model, constraints, ctx) {
+    const candidates = [];
+    const rejected = [];
+    const variants = constraints.variant
+        ? model.variants.filter((v) => v.variantId === constraints.variant)
+        : model.variants;
+    for (const variant of variants) {
+        const backends = new Set(variant.backends);
+        if (constraints.backend) {
+            // A pin is honoured even against detection: the runtime then proves it, and falls back to the CPU.
+            backends.clear();
+            backends.add(constraints.backend);
+            if (variant.backends.includes('cpu'))
+                backends.add('cpu');
+        }
+        for (const backend of backends) {
+            const what = `${variant.variantId} on ${backend}`;
+            const availability = ctx.board.backends.find((b) => b.backend === backend);
+            const pinned = constraints.backend === backend;
+            if (backend !== 'cpu' && !pinned && !availability?.available) {
+                rejected.push({ what, reason: `backend unavailable: ${availability?.reason ?? 'not detected'}` });
+                continue;
+            }
+            const config = configFor(backend, ctx.board, ctx.policy, constraints);
+            const ev = evidenceFor(model, variant, config, ctx);
+            if ('rejected' in ev) {
+                rejected.push({ what, reason: ev.rejected });
+                continue;
+            }
+            candidates.push({
+                key: candidateKey(model.id, model.version, variant.variantId, config),
+                modelId: model.id,
+                version: model.version,
+                variantId: variant.variantId,
+                quant: variant.quant,
+                configPath: variant.configPath,
+                ...(variant.configOverrides ? { configOverrides: variant.configOverrides } : {}),
+                config,
+                memoryBytes: estimateInstanceBytes(variant, ctx.contextTokens, ctx.policy),
+                evidence: ev.evidence,
+                refSeconds: ev.refSeconds,
+                summary: ev.summary,
+            });
+        }
+    }
+    return { candidates: rankCandidates(candidates, constraints), rejected };
+}
+const EVIDENCE_ORDER = { measured: 0, prior: 1, static: 2 };
+/** Best first: a pinned backend before anything else; then by estimated time for the reference request (measured
+ *  numbers, else scaled priors); candidates with neither by the static order. Ties go to stronger evidence, then
+ *  the smaller footprint, then the key, so the same inputs always give the same order. */
+export function rankCandidates(candidates, constraints) {
+    const staticRank = (c) => (c.evidence.kind === 'static' ? c.evidence.rank : -1);
+    return [...candidates].sort((a, b) => {
+        const pa = constraints.backend === a.config.backend_type ? 0 : 1;
+        const pb = constraints.backend === b.config.backend_type ? 0 : 1;
+        if (pa !== pb)
+            return pa - pb;
+        const ka = a.refSeconds === undefined ? 1 : 0;
+        const kb = b.refSeconds === undefined ? 1 : 0;
+        if (ka !== kb)
+            return ka - kb;
+        if (a.refSeconds !== undefined && b.refSeconds !== undefined && a.refSeconds !== b.refSeconds)
+            return a.refSeconds - b.refSeconds;
+        if (staticRank(a) !== staticRank(b))
+            return staticRank(a) - staticRank(b);
+        const ea = EVIDENCE_ORDER[a.evidence.kind];
+        const eb = EVIDENCE_ORDER[b.evidence.kind];
+        if (ea !== eb)
+            return ea - eb;
+        if (a.memoryBytes !== b.memoryBytes)
+            return a.memoryBytes - b.memoryBytes;
+        return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+    });
+}
+//# sourceMappingURL=candidates.js.map

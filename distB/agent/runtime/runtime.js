@@ -1,0 +1,237 @@
+import { errorMessage } from '../common/errors.js';
+import { TypedEventEmitter } from '../common/typed-events.js';
+import { defaultPlanPolicy, } from '../plan/types.js';
+import { attachBackendHealth, backendOfKey } from './backend-health.js';
+import { assertSlot, DesiredStateStore } from './desired-state.js';
+import { EngineFailure, } from './engine-port.js';
+import { Failover } from './failover.js';
+import { FailureBook } from './failures.js';
+import { InstanceTable } from './instance-table.js';
+import { Measurement } from './measurement.js';
+import { assertPinBackend } from './pin-check.js';
+import { Planning } from './planning.js';
+import { ProbeStore } from './probe-store.js';
+import { Reconciler } from './reconciler.js';
+import { ExclusiveRunner } from './runner.js';
+import { defaultRuntimeOptions, } from './runtime-types.js';
+import { Serving } from './serving.js';
+export * from './runtime-types.js';
+/**
+ * The runtime: owns the desired-state document, the engine hosts and which instance serves each slot.
+ * Workloads call `acquire`/`stream`/`generate`; the fleet, the dashboard and OTA change what runs through
+ * `configure`, `pin`, `setModelVersion`; everything else is the reconcile loop's business.
+ *
+ * A facade over its parts, each in its own file: the desired state (desired-state.ts), planning and replans
+ * (planning.ts), the reconciler (reconciler.ts, steps.ts, runner.ts), serving (serving.ts), measurement
+ * (measurement.ts, probe.ts) and failure/fallback bookkeeping (failover.ts, failures.ts).
+ */
+export class Runtime {
+    events = new TypedEventEmitter();
+    desired;
+    probes;
+    #deps;
+    #core;
+    #runner;
+    #planning;
+    #failover;
+    #health;
+    #serving;
+    #measurement;
+    #reconciler;
+    #exclusive = Promise.resolve();
+    #stopped = false;
+    #watchdog;
+    #stopping = new AbortController();
+    constructor(deps) {
+        this.#deps = deps;
+        const opts = { ...defaultRuntimeOptions, ...deps.options };
+        const log = deps.log;
+        this.desired = new DesiredStateStore(deps.db, deps.clock);
+        this.probes = new ProbeStore(deps.db);
+        this.#core = {
+            deps,
+            opts,
+            log,
+            events: this.events,
+            failures: new FailureBook(deps.clock, opts.failureBackoff),
+            table: new InstanceTable(deps.clock, this.events),
+            trigger: () => this.#runner.trigger(),
+            health: () => this.#runner.health(),
+            stopped: () => this.#stopped,
+        };
+        this.#planning = new Planning(this.#core, this.desired, this.probes, deps.policy ?? defaultPlanPolicy);
+        this.#failover = new Failover(this.#core);
+        this.#health = attachBackendHealth(this, deps, this.#core.failures, () => this.#runner.trigger());
+        this.#failover.onFallback = (fromKey, reason) => this.#health?.markDown(backendOfKey(fromKey), reason);
+        this.#serving = new Serving(this.#core, () => this.#planning.placement(), this.#failover);
+        this.#reconciler = new Reconciler(this.#core, this.#planning, this.#failover);
+        this.#measurement = new Measurement(this.#core, {
+            planning: this.#planning,
+            probes: this.probes,
+            exclusive: (fn) => this.exclusive(fn),
+            replan: (reason) => this.replan(reason),
+            stopping: this.#stopping.signal,
+        });
+        this.#runner = new ExclusiveRunner((signal) => this.exclusive(() => this.#reconciler.run(signal)), {
+            clock: deps.clock,
+            backoff: opts.runnerBackoff,
+            stuckAfterMs: opts.stuckAfterMs,
+            onError: (err, n, retryInMs) => {
+                log.warn('reconcile failed', { error: errorMessage(err), consecutiveFailures: n, retryInMs });
+                this.events.emit('runner-error', { error: errorMessage(err), consecutiveFailures: n, retryInMs });
+            },
+        });
+    }
+    get engineVersion() {
+        return this.#deps.hosts.engineVersion;
+    }
+    /** Why no engine host can run on this device (MNN missing), or undefined. */
+    get engineUnavailableReason() {
+        return this.#deps.hosts.unavailableReason;
+    }
+    /** What the current placement does with a slot, in terms a workload can explain to its user. */
+    slotInfo(slot) {
+        return this.#planning.slotInfo(slot);
+    }
+    // ---------------------------------------------------------------- writers of the desired state
+    /** The config layer (at start and on config reload). */
+    async configure(slots) {
+        this.desired.replaceConfig(slots);
+        return this.replan('configuration changed');
+    }
+    /** An operator's placement override for a slot (fleet command or dashboard). */
+    async pin(slot, constraints, author) {
+        assertPinBackend(assertSlot(slot), constraints, await this.#deps.sources.board());
+        this.desired.setPin(assertSlot(slot), constraints, author);
+        return this.replan(`${slot} pinned by ${author}`);
+    }
+    async unpin(slot, author) {
+        this.desired.clearPin(assertSlot(slot));
+        return this.replan(`${slot} pin cleared by ${author}`);
+    }
+    /** An OTA job activating a model version: every slot using the model moves to it. */
+    async setModelVersion(modelId, version, jobId) {
+        this.desired.setModelVersion(modelId, version, `ota:${jobId}`);
+        return this.replan(`OTA job ${jobId} activates ${modelId}@${version}`);
+    }
+    async clearModelVersion(modelId, jobId) {
+        this.desired.clearModelVersion(modelId);
+        return this.replan(`OTA job ${jobId} released the version of ${modelId}`);
+    }
+    /** Restart the engine hosts serving these slots (an operator's `restart-workload`); see Failover.restart. */
+    restart(slots, reason) {
+        return this.#failover.restart(slots, reason);
+    }
+    /** Plan again from the stored layers, the board, the catalog and the measurements; then reconcile. */
+    replan(reason) {
+        return this.#planning.replan(reason);
+    }
+    // ---------------------------------------------------------------- workloads
+    /** A lease on whatever serves the slot now; waits (bounded) while the slot is being loaded or swapped. */
+    acquire(slot, opts = {}) {
+        return this.#serving.acquire(slot, opts);
+    }
+    /** Generate on a slot, token by token. A request cut off by a host crash or a drain deadline throws an
+     *  EngineFailure that says so; a backend fault also moves the slot down its fallback chain. */
+    stream(slot, request, signal) {
+        return this.#serving.stream(slot, request, signal);
+    }
+    /** Speech from the talker of the model serving the slot (voice.tts). */
+    speak(slot, request, signal) {
+        return this.#serving.speak(slot, request, signal);
+    }
+    /** One forward of the Module model serving the slot (Silero VAD on voice.vad). */
+    forward(slot, inputs, signal) {
+        return this.#serving.forward(slot, inputs, signal);
+    }
+    generate(slot, request, signal) {
+        return this.#serving.generate(slot, request, signal);
+    }
+    /** Per slot: what serves it and how the last requests went (telemetry's RuntimeStatsProvider shape). */
+    slotStats() {
+        return this.#serving.slotStats();
+    }
+    // ---------------------------------------------------------------- measured selection
+    /** Probe the catalog's candidates (or one model's) on this board, store the numbers and plan again. */
+    probeModels(filter = {}, opts = {}) {
+        return this.#measurement.probeModels(filter, opts);
+    }
+    /** After a model install: probe it at low priority in the background; errors are logged, not thrown. */
+    probeInBackground(filter) {
+        this.#measurement.probeInBackground(filter);
+    }
+    // ---------------------------------------------------------------- loop control
+    start() {
+        this.#runner.trigger();
+        const { tickMs, stuckAfterMs } = this.#core.opts;
+        this.#watchdog ??= setInterval(() => this.#tick(), Math.max(5, Math.min(tickMs, stuckAfterMs / 4)));
+        this.#watchdog.unref?.();
+    }
+    #tick() {
+        this.#reconciler.sampleReady();
+        this.#checkLoop();
+    }
+    /** The loop's own health check: a run stuck past its limit is reported and cancelled, so the loop recovers. */
+    #checkLoop() {
+        const h = this.#runner.health();
+        if (!h.running || h.runningForMs <= this.#core.opts.stuckAfterMs)
+            return;
+        this.#core.log.error('reconcile run stuck; cancelling it', { runningForMs: h.runningForMs });
+        this.events.emit('runner-error', {
+            error: h.reason,
+            consecutiveFailures: h.consecutiveFailures,
+            retryInMs: 0,
+        });
+        this.#runner.cancelCurrent(`reconcile run cancelled by the watchdog: ${h.reason}`);
+    }
+    /** Resolves once the reconcile loop has nothing running or queued. */
+    async settled() {
+        await this.#runner.settled();
+    }
+    /** Run `fn` while no reconcile step runs (probes use it, so they never compete with a swap for memory). */
+    exclusive(fn) {
+        const run = this.#exclusive.then(fn, fn);
+        this.#exclusive = run.catch(() => undefined);
+        return run;
+    }
+    async stop() {
+        this.#stopped = true;
+        this.#stopping.abort(new Error('runtime stopping'));
+        this.#failover.stop();
+        this.#health?.stop();
+        if (this.#watchdog)
+            clearInterval(this.#watchdog);
+        await this.#runner.stop();
+        await this.#measurement.settled();
+        const { table } = this.#core;
+        table.serving = {};
+        table.wakeServingWaiters();
+        await Promise.all([...table.instances.values()].map(async (inst) => {
+            table.expectedExit.add(inst);
+            inst.cancelAll(new EngineFailure('cancelled', `request cancelled: the runtime is stopping`));
+            await inst.host.stop().catch(() => undefined);
+        }));
+        table.instances.clear();
+    }
+    health() {
+        return this.#runner.health();
+    }
+    state() {
+        const { table } = this.#core;
+        return {
+            revision: this.desired.revision().revision,
+            placement: this.#planning.placement(),
+            serving: { ...table.serving },
+            active: this.#failover.choices().map((c) => ({ ...c })),
+            instances: table.states(),
+            failures: this.#core.failures.all(),
+            transitions: [...table.transitions],
+            health: this.#runner.health(),
+            backends: this.#health?.state() ?? [],
+        };
+    }
+    document() {
+        return this.desired.document();
+    }
+}
+//# sourceMappingURL=runtime.js.map

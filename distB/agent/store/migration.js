@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=migration.js.map

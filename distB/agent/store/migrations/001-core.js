@@ -1,0 +1,12 @@
+export const coreMigration = {
+    version: 1,
+    name: 'core: key-value state',
+    up: `
+    CREATE TABLE kv (
+      key TEXT PRIMARY KEY,
+      value TEXT NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) STRICT;
+  `,
+};
+//# sourceMappingURL=001-core.js.map

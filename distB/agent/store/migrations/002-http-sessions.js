@@ -1,0 +1,16 @@
+// Browser login sessions, kept server-side so logout and token rotation revoke them, and so an agent restart
+// (an update, a crash) does not log the dashboard out. Only a hash of the session id is stored.
+export const httpSessionsMigration = {
+    version: 2,
+    name: 'http: login sessions',
+    up: `
+    CREATE TABLE http_sessions (
+      id_hash TEXT PRIMARY KEY,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      client TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX http_sessions_expiry ON http_sessions (expires_at);
+  `,
+};
+//# sourceMappingURL=002-http-sessions.js.map

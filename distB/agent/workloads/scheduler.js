@@ -1,0 +1,91 @@
+// Sharing one SoC between workloads: each model slot takes a bounded number of concurrent requests with a
+// bounded queue behind them (callers beyond it are refused with a retry hint: HTTP 429 + Retry-After), and a
+// voice turn has priority: while one runs, background vision (watch mode) waits.
+import { WorkloadError } from './errors.js';
+export class SlotGate {
+    name;
+    #o;
+    #running = 0;
+    #queue = [];
+    rejected = 0;
+    constructor(name, options) {
+        this.name = name;
+        this.#o = options;
+    }
+    get running() {
+        return this.#running;
+    }
+    get queued() {
+        return this.#queue.length;
+    }
+    /** Waits for a turn; throws EBUSY at once when the queue is full. Call the returned function when done. */
+    async acquire(signal) {
+        signal?.throwIfAborted();
+        if (this.#running >= this.#o.concurrency) {
+            if (this.#queue.length >= this.#o.maxQueued) {
+                this.rejected++;
+                throw new WorkloadError('EBUSY', `The ${this.name} model is busy: ${this.#running} running and ${this.#queue.length} waiting; retry in ${this.#o.retryAfterS} s`, { retryAfterS: this.#o.retryAfterS });
+            }
+            await new Promise((resolve, reject) => {
+                const entry = { resolve, reject, ...(signal ? { signal } : {}) };
+                this.#queue.push(entry);
+                signal?.addEventListener('abort', () => {
+                    const i = this.#queue.indexOf(entry);
+                    if (i >= 0)
+                        this.#queue.splice(i, 1);
+                    reject(signal.reason);
+                }, { once: true });
+            });
+        }
+        else {
+            this.#running++;
+        }
+        let released = false;
+        return () => {
+            if (released)
+                return;
+            released = true;
+            const next = this.#queue.shift();
+            // The slot passes straight to the next waiter, so #running stays the same.
+            if (next)
+                next.resolve();
+            else
+                this.#running--;
+        };
+    }
+}
+/** Voice first: background work asks `waitForVoiceIdle()` before it starts on the shared SoC. */
+export class VoicePriority {
+    #active = 0;
+    #waiters = [];
+    pausedWaits = 0;
+    begin() {
+        this.#active++;
+    }
+    end() {
+        this.#active = Math.max(0, this.#active - 1);
+        if (this.#active === 0) {
+            const waiters = this.#waiters;
+            this.#waiters = [];
+            for (const w of waiters)
+                w();
+        }
+    }
+    get voiceActive() {
+        return this.#active > 0;
+    }
+    async waitForVoiceIdle(signal) {
+        if (this.#active === 0)
+            return;
+        this.pausedWaits++;
+        await new Promise((resolve, reject) => {
+            const done = () => resolve();
+            this.#waiters.push(done);
+            signal?.addEventListener('abort', () => {
+                this.#waiters = this.#waiters.filter((w) => w !== done);
+                reject(signal.reason);
+            }, { once: true });
+        });
+    }
+}
+//# sourceMappingURL=scheduler.js.map

@@ -1,0 +1,30 @@
+// One row per voice turn: its timings and the transcript. Transcripts are personal data, so the store keeps
+// them only within the configured retention (age and count) and the sweep deletes older rows.
+export const voiceTurnsMigration = {
+    version: 50,
+    name: 'workloads: voice turns',
+    up: `
+    CREATE TABLE voice_turns (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      session_id TEXT NOT NULL,
+      turn INTEGER NOT NULL,
+      started_at INTEGER NOT NULL,
+      status TEXT NOT NULL CHECK (status IN ('completed', 'cancelled', 'failed')),
+      transcript TEXT,
+      reply TEXT,
+      speech_ms REAL NOT NULL,
+      asr_ms REAL,
+      ttft_ms REAL,
+      ttfa_ms REAL,
+      asr_rtf REAL,
+      tts_rtf REAL,
+      tokens_per_sec REAL,
+      prompt_tokens INTEGER,
+      generated_tokens INTEGER,
+      barge_in_ms REAL,
+      error TEXT
+    ) STRICT;
+    CREATE INDEX voice_turns_time ON voice_turns (started_at);
+  `,
+};
+//# sourceMappingURL=migration.js.map

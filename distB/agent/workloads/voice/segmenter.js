@@ -1,0 +1,127 @@
+// Turns per-frame speech probabilities into utterances. The rules are Silero's get_speech_timestamps made
+// streaming: speech starts at a frame at or above `threshold`; once started, a run of frames below
+// `threshold - 0.15` lasting `hangoverMs` ends it at the first quiet frame; utterances shorter than `minSpeechMs`
+// are dropped (coughs, clicks); `padMs` of audio is kept on each side; `maxUtteranceMs` cuts a monologue so the
+// ASR stage never gets more than it can take.
+import { PIPELINE_RATE } from '../audio/pcm.js';
+export const defaultSegmenterOptions = {
+    threshold: 0.5,
+    minSpeechMs: 250,
+    // Long enough to keep "Hello. What can you see?" as one request; short enough that replies feel prompt.
+    hangoverMs: 500,
+    maxUtteranceMs: 20_000,
+    padMs: 30,
+};
+const ms = (v) => Math.round((v * PIPELINE_RATE) / 1000);
+export class UtteranceSegmenter {
+    #opt;
+    /** Recent frames kept before speech starts, for the leading pad. */
+    #history = [];
+    #collected = [];
+    #collectedStart = 0;
+    #collectedLength = 0;
+    #speechStart = -1;
+    #quietSince;
+    #position = 0;
+    constructor(options = {}) {
+        const merged = { ...defaultSegmenterOptions, ...options };
+        this.#opt = { ...merged, negThreshold: merged.negThreshold ?? Math.max(0, merged.threshold - 0.15) };
+    }
+    get inSpeech() {
+        return this.#speechStart >= 0;
+    }
+    /** Samples consumed so far (the stream position). */
+    get position() {
+        return this.#position;
+    }
+    push(frame, probability) {
+        const start = this.#position;
+        const end = start + frame.length;
+        this.#position = end;
+        const events = [];
+        if (this.#speechStart < 0) {
+            if (probability >= this.#opt.threshold) {
+                this.#speechStart = start;
+                this.#quietSince = undefined;
+                const from = Math.max(0, start - ms(this.#opt.padMs));
+                this.#collected = [];
+                this.#collectedLength = 0;
+                this.#collectedStart = from;
+                for (const h of this.#history) {
+                    const cut = Math.max(0, from - h.start);
+                    if (cut < h.samples.length)
+                        this.#append(h.samples.subarray(cut));
+                }
+                this.#history = [];
+                this.#append(frame);
+                events.push({ type: 'speech-start', atSample: from });
+            }
+            else {
+                this.#remember(start, frame);
+            }
+            return events;
+        }
+        this.#append(frame);
+        if (probability >= this.#opt.threshold)
+            this.#quietSince = undefined;
+        else if (probability < this.#opt.negThreshold && this.#quietSince === undefined)
+            this.#quietSince = start;
+        if (this.#quietSince !== undefined && end - this.#quietSince >= ms(this.#opt.hangoverMs)) {
+            events.push(this.#finish(Math.min(end, this.#quietSince + ms(this.#opt.padMs)), 'silence', end, frame));
+        }
+        else if (end - this.#collectedStart >= ms(this.#opt.maxUtteranceMs)) {
+            events.push(this.#finish(end, 'max-length', end, frame));
+        }
+        return events;
+    }
+    /** End of input: a running utterance ends where the audio does. */
+    flush() {
+        if (this.#speechStart < 0)
+            return [];
+        const end = this.#quietSince !== undefined
+            ? Math.min(this.#position, this.#quietSince + ms(this.#opt.padMs))
+            : this.#position;
+        return [this.#finish(end, 'flush', this.#position, undefined)];
+    }
+    /** Drop any partial utterance (barge-in handled elsewhere, session reset). */
+    reset() {
+        this.#speechStart = -1;
+        this.#quietSince = undefined;
+        this.#collected = [];
+        this.#collectedLength = 0;
+        this.#history = [];
+    }
+    #remember(start, frame) {
+        this.#history.push({ start, samples: frame });
+        const keep = ms(this.#opt.padMs) + frame.length;
+        while (this.#history.length > 1 && start + frame.length - this.#history[1].start >= keep)
+            this.#history.shift();
+    }
+    #append(samples) {
+        this.#collected.push(samples.slice());
+        this.#collectedLength += samples.length;
+    }
+    #finish(endSample, endedBy, streamEnd, lastFrame) {
+        const startSample = this.#collectedStart;
+        const speechStart = this.#speechStart;
+        const speechEnd = this.#quietSince ?? streamEnd;
+        const all = new Float32Array(this.#collectedLength);
+        let at = 0;
+        for (const c of this.#collected) {
+            all.set(c, at);
+            at += c.length;
+        }
+        this.reset();
+        // The frames after the cut are the next utterance's leading pad.
+        if (lastFrame)
+            this.#remember(streamEnd - lastFrame.length, lastFrame);
+        if (endedBy !== 'max-length' && speechEnd - speechStart < ms(this.#opt.minSpeechMs)) {
+            return { type: 'discarded', startSample, endSample, reason: 'too-short' };
+        }
+        return {
+            type: 'utterance',
+            utterance: { startSample, endSample, samples: all.subarray(0, endSample - startSample), endedBy },
+        };
+    }
+}
+//# sourceMappingURL=segmenter.js.map

@@ -1,0 +1,423 @@
+import { errorMessage } from '../../common/errors.js';
+import { TypedEventEmitter } from '../../common/typed-events.js';
+import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
+import { VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../audio/vad.js';
+import { WorkloadError } from '../shared/errors.js';
+import { UtteranceSegmenter, } from './segmenter.js';
+import { checkUtterance, SentenceChunker } from './stages.js';
+class NothingHeard extends Error {
+}
+export class VoiceSession extends TypedEventEmitter {
+    id;
+    #o;
+    #segmenter;
+    #history = [];
+    #frame = new Float32Array(VAD_FRAME_SAMPLES);
+    #frameFill = 0;
+    #vadChain = Promise.resolve();
+    #backlog = 0;
+    #turnCounter = 0;
+    #active;
+    #playbackUntil = 0;
+    #playbackDb = -120;
+    #speechRunMs = 0;
+    #ptt;
+    #closed = false;
+    stats = { turns: 0, framesDropped: 0, framesGated: 0, utterancesIgnored: 0 };
+    constructor(options) {
+        super();
+        if (!options.asr && !options.reply.audioIn) {
+            throw new WorkloadError('ENOMODEL', 'A voice session needs an ASR stage or a reply model that takes audio (omni)');
+        }
+        this.id = options.id;
+        this.#o = options;
+        this.#segmenter = new UtteranceSegmenter(options.segmenter);
+    }
+    get busy() {
+        return this.#active !== undefined;
+    }
+    /** Whether the client is (by our account) still playing the reply. */
+    get playing() {
+        return this.#o.clock.monotonicMs() < this.#playbackUntil;
+    }
+    /**
+     * 16 kHz mono float samples from the microphone, any chunk size. Returns false when the VAD is behind by more
+     * than its backlog limit: a live source drops (counted in stats), a file source should await drained().
+     */
+    pushAudio(samples) {
+        if (this.#closed)
+            throw new WorkloadError('ESTATE', `Voice session ${this.id} is closed`);
+        if (this.#ptt) {
+            this.#ptt.push(samples.slice());
+            return true;
+        }
+        if (this.#o.mode !== 'vad')
+            return true;
+        let at = 0;
+        while (at < samples.length) {
+            const n = Math.min(VAD_FRAME_SAMPLES - this.#frameFill, samples.length - at);
+            this.#frame.set(samples.subarray(at, at + n), this.#frameFill);
+            this.#frameFill += n;
+            at += n;
+            if (this.#frameFill === VAD_FRAME_SAMPLES) {
+                this.#enqueueFrame(this.#frame);
+                this.#frame = new Float32Array(VAD_FRAME_SAMPLES);
+                this.#frameFill = 0;
+            }
+        }
+        return this.#backlog < this.#backlogLimit;
+    }
+    /** Resolves when every frame pushed so far has been through the VAD. */
+    async drained() {
+        for (let chain = this.#vadChain;; chain = this.#vadChain) {
+            await chain;
+            if (chain === this.#vadChain)
+                return;
+        }
+    }
+    get #backlogLimit() {
+        return this.#o.maxVadBacklogFrames ?? 256;
+    }
+    /** End of the input stream (a WAV file ran out): a running utterance ends here. Resolves when VAD caught up. */
+    async endOfInput() {
+        if (this.#frameFill > 0) {
+            this.#frame.fill(0, this.#frameFill);
+            this.#enqueueFrame(this.#frame);
+            this.#frame = new Float32Array(VAD_FRAME_SAMPLES);
+            this.#frameFill = 0;
+        }
+        await this.drained();
+        this.#handleSegments(this.#segmenter.flush());
+    }
+    /** Push-to-talk: start collecting a request (interrupting a reply). */
+    pushToTalkStart() {
+        this.#ptt = [];
+        if (this.#active)
+            this.#bargeIn();
+    }
+    /** Push-to-talk: the request is complete; it becomes a turn. */
+    pushToTalkEnd() {
+        const parts = this.#ptt;
+        this.#ptt = undefined;
+        if (!parts)
+            throw new WorkloadError('ESTATE', 'push-to-talk end without a start');
+        const total = parts.reduce((n, p) => n + p.length, 0);
+        const samples = new Float32Array(total);
+        let at = 0;
+        for (const p of parts) {
+            samples.set(p, at);
+            at += p.length;
+        }
+        this.#startTurn({ startSample: 0, endSample: total, samples, endedBy: 'flush' });
+    }
+    /** The client says its playback queue ran dry (or it dropped it). */
+    playbackDone() {
+        this.#playbackUntil = 0;
+    }
+    /** Waits for the running turn (if any) to finish. */
+    async idle() {
+        await this.drained();
+        while (this.#active)
+            await this.#active.done;
+    }
+    /** Clears the conversation history (the system prompt stays). */
+    resetHistory() {
+        this.#history.length = 0;
+    }
+    get history() {
+        return this.#history;
+    }
+    async close() {
+        if (this.#closed)
+            return;
+        this.#closed = true;
+        this.#o.onClose?.();
+        this.#active?.controller.abort(new WorkloadError('ECANCELLED', 'voice session closed'));
+        await this.#vadChain.catch(() => { });
+        await this.#active?.done;
+        await this.#o.vad.dispose();
+    }
+    #enqueueFrame(frame) {
+        if (this.#backlog >= this.#backlogLimit) {
+            this.stats.framesDropped++;
+            return;
+        }
+        this.#backlog++;
+        this.#vadChain = this.#vadChain
+            .then(() => this.#processFrame(frame))
+            .catch((err) => {
+            // A VAD failure must not wedge the chain; the session reports it as a failed (empty) turn.
+            this.emit('turn-end', {
+                turn: this.#turnCounter,
+                status: 'failed',
+                transcript: undefined,
+                reply: '',
+                metrics: { speechMs: 0 },
+                error: `VAD failed: ${errorMessage(err)}`,
+            });
+        })
+            .finally(() => {
+            this.#backlog--;
+        });
+    }
+    async #processFrame(frame) {
+        if (this.#closed)
+            return;
+        let probability;
+        const gated = this.#o.duplex === 'half' &&
+            this.playing &&
+            dbfs(rms(frame)) - this.#playbackDb < this.#o.bargeInMarginDb;
+        if (gated) {
+            // Our own voice coming back: treated as silence, so it neither starts nor prolongs an utterance.
+            this.stats.framesGated++;
+            probability = 0;
+        }
+        else {
+            probability = await this.#o.vad.process(frame);
+        }
+        this.#handleSegments(this.#segmenter.push(frame, probability));
+        if (this.#segmenter.inSpeech && !gated) {
+            this.#speechRunMs += VAD_FRAME_MS;
+            const interrupting = this.#active !== undefined || this.playing;
+            if (interrupting && this.#o.bargeIn && this.#speechRunMs >= this.#o.bargeInMinSpeechMs)
+                this.#bargeIn();
+        }
+        else {
+            this.#speechRunMs = 0;
+        }
+    }
+    #handleSegments(events) {
+        for (const e of events) {
+            if (e.type === 'speech-start')
+                this.emit('speech-start', { atMs: (e.atSample / PIPELINE_RATE) * 1000 });
+            else if (e.type === 'discarded')
+                this.emit('speech-discarded', { reason: e.reason });
+            else if (this.#active && !this.#o.bargeIn)
+                this.stats.utterancesIgnored++;
+            else
+                this.#startTurn(e.utterance);
+        }
+    }
+    #bargeIn() {
+        const active = this.#active;
+        if (!active) {
+            // The reply's work is done but the client is still playing it: only the playback has to stop.
+            if (this.playing) {
+                this.#playbackUntil = 0;
+                this.emit('barge-in', { turn: this.#turnCounter });
+            }
+            return;
+        }
+        if (active.bargeInAt !== undefined)
+            return;
+        active.bargeInAt = this.#o.clock.monotonicMs();
+        this.#playbackUntil = 0;
+        this.emit('barge-in', { turn: active.turn });
+        active.controller.abort(new WorkloadError('ECANCELLED', 'barge-in: the user spoke during the reply'));
+    }
+    #startTurn(utterance) {
+        const previous = this.#active;
+        if (previous) {
+            this.#bargeIn();
+        }
+        const turn = ++this.#turnCounter;
+        const controller = new AbortController();
+        const active = { turn, controller, done: Promise.resolve() };
+        active.done = (async () => {
+            // Turns never overlap: the interrupted one releases the models first.
+            await previous?.done;
+            await this.#runTurn(active, utterance);
+        })();
+        this.#active = active;
+        void active.done.finally(() => {
+            if (this.#active === active)
+                this.#active = undefined;
+        });
+    }
+    async #runTurn(active, utterance) {
+        const { clock } = this.#o;
+        const signal = active.controller.signal;
+        const speechMs = (utterance.samples.length / PIPELINE_RATE) * 1000;
+        const startedAt = clock.nowMs();
+        const t0 = clock.monotonicMs();
+        const metrics = { speechMs };
+        let transcript;
+        let reply = '';
+        let status = 'completed';
+        let error;
+        this.stats.turns++;
+        this.emit('speech-end', { turn: active.turn, speechMs, endedBy: utterance.endedBy });
+        this.#o.priority?.begin();
+        try {
+            signal.throwIfAborted();
+            checkUtterance(utterance.samples);
+            let userContent;
+            if (this.#o.asr) {
+                const asr = await this.#o.asr.transcribe(utterance.samples, signal);
+                metrics.asrMs = clock.monotonicMs() - t0;
+                metrics.asrRtf = metrics.asrMs / speechMs;
+                transcript = asr.text;
+                this.emit('transcript', { turn: active.turn, text: transcript });
+                userContent = transcript;
+                // Nothing intelligible (a door, a cough the VAD let through): no reply rather than a reply to nothing.
+                if (transcript.length === 0)
+                    throw new NothingHeard();
+            }
+            else {
+                userContent = '(spoken request in the attached audio)';
+            }
+            signal.throwIfAborted();
+            const history = [
+                { role: 'system', content: this.#o.systemPrompt },
+                ...this.#history,
+                { role: 'user', content: userContent },
+            ];
+            const stream = this.#o.reply.reply({
+                history,
+                ...(this.#o.reply.audioIn ? { audio: utterance.samples } : {}),
+                signal,
+            });
+            const speech = this.#speak(active, signal, metrics, t0);
+            const chunker = new SentenceChunker();
+            try {
+                for await (const piece of stream) {
+                    if (metrics.ttftMs === undefined)
+                        metrics.ttftMs = clock.monotonicMs() - t0;
+                    reply += piece;
+                    this.emit('reply-delta', { turn: active.turn, text: piece });
+                    for (const s of chunker.push(piece))
+                        speech.say(s);
+                }
+                for (const s of chunker.flush())
+                    speech.say(s);
+            }
+            finally {
+                speech.end();
+            }
+            await speech.finished;
+            const result = await stream.result;
+            signal.throwIfAborted();
+            metrics.promptTokens = result.promptTokens;
+            metrics.generatedTokens = result.generatedTokens;
+            if (result.decodeMs > 0)
+                metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
+            this.#remember({ role: 'user', content: userContent }, { role: 'assistant', content: reply });
+        }
+        catch (err) {
+            if (err instanceof NothingHeard) {
+                // completed, with an empty reply
+            }
+            else if (signal.aborted) {
+                status = 'cancelled';
+                error = errorMessage(signal.reason);
+            }
+            else {
+                status = 'failed';
+                error = errorMessage(err);
+            }
+        }
+        finally {
+            this.#o.priority?.end();
+        }
+        if (active.bargeInAt !== undefined)
+            metrics.bargeInMs = clock.monotonicMs() - active.bargeInAt;
+        try {
+            this.#o.sink?.record({
+                sessionId: this.id,
+                turn: active.turn,
+                startedAt,
+                status,
+                transcript,
+                reply,
+                metrics,
+                ...(error !== undefined ? { error } : {}),
+            });
+        }
+        catch (err) {
+            // A full disk must not end the conversation; the turn still ends, saying what was lost.
+            error = `${error ? `${error}; ` : ''}turn not stored: ${errorMessage(err)}`;
+        }
+        this.emit('turn-end', {
+            turn: active.turn,
+            status,
+            transcript,
+            reply,
+            metrics,
+            ...(error !== undefined ? { error } : {}),
+        });
+    }
+    /** A sentence queue drained by the TTS stage while the LLM keeps generating. */
+    #speak(active, signal, metrics, t0) {
+        const { clock, tts } = this.#o;
+        const queue = [];
+        let ended = false;
+        let wake;
+        let seq = 0;
+        let synthMs = 0;
+        let audioMs = 0;
+        const notify = () => {
+            wake?.();
+            wake = undefined;
+        };
+        const onAbort = () => notify();
+        signal.addEventListener('abort', onAbort, { once: true });
+        const finished = (async () => {
+            try {
+                for (;;) {
+                    signal.throwIfAborted();
+                    const sentence = queue.shift();
+                    if (sentence === undefined) {
+                        if (ended)
+                            break;
+                        await new Promise((r) => {
+                            wake = r;
+                        });
+                        continue;
+                    }
+                    let mark = clock.monotonicMs();
+                    for await (const chunk of tts.synthesize(sentence, signal)) {
+                        signal.throwIfAborted();
+                        const now = clock.monotonicMs();
+                        synthMs += now - mark;
+                        if (metrics.ttfaMs === undefined)
+                            metrics.ttfaMs = now - t0;
+                        const chunkMs = (chunk.samples.length / chunk.sampleRate) * 1000;
+                        audioMs += chunkMs;
+                        this.#playbackUntil = Math.max(now, this.#playbackUntil) + chunkMs;
+                        this.#playbackDb = dbfs(rms(chunk.samples));
+                        this.emit('audio', {
+                            turn: active.turn,
+                            seq: seq++,
+                            sampleRate: chunk.sampleRate,
+                            samples: chunk.samples,
+                        });
+                        mark = clock.monotonicMs();
+                    }
+                }
+                if (audioMs > 0)
+                    metrics.ttsRtf = synthMs / audioMs;
+            }
+            finally {
+                signal.removeEventListener('abort', onAbort);
+            }
+        })();
+        finished.catch(() => { });
+        return {
+            say(sentence) {
+                queue.push(sentence);
+                notify();
+            },
+            end() {
+                ended = true;
+                notify();
+            },
+            finished,
+        };
+    }
+    #remember(user, assistant) {
+        this.#history.push(user, assistant);
+        while (this.#history.length > this.#o.maxHistoryMessages)
+            this.#history.splice(0, 2);
+    }
+}
+//# sourceMappingURL=session.js.map

@@ -1,0 +1,77 @@
+// Voice activity detectors. Both take 32 ms frames (512 samples at 16 kHz) so the segmenter's timing does not
+// depend on which one runs: Silero VAD in an engine host when a model is placed on the voice.vad slot, an energy
+// detector with an adaptive noise floor otherwise (see ../slot-models.ts for the choice).
+import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
+import { WorkloadError } from '../errors.js';
+export const VAD_FRAME_SAMPLES = 512;
+export const VAD_FRAME_MS = (VAD_FRAME_SAMPLES / PIPELINE_RATE) * 1000;
+function checkFrame(frame) {
+    if (!(frame instanceof Float32Array) || frame.length !== VAD_FRAME_SAMPLES) {
+        throw new WorkloadError('EAUDIO', `VAD frame must be a Float32Array of ${VAD_FRAME_SAMPLES} samples, got ${frame instanceof Float32Array ? frame.length : typeof frame}`);
+    }
+}
+export const defaultEnergyVadOptions = {
+    absoluteThresholdDb: -45,
+    snrDb: 12,
+    floorRiseDbPerFrame: 0.05,
+};
+/** Level-over-noise-floor detector: cheap, language-agnostic, fooled by loud non-speech (music, fans). */
+export class EnergyVad {
+    kind = 'energy';
+    #options;
+    #floorDb = -120;
+    constructor(options = {}) {
+        this.#options = { ...defaultEnergyVadOptions, ...options };
+    }
+    async process(frame) {
+        checkFrame(frame);
+        const level = dbfs(rms(frame));
+        const threshold = Math.max(this.#options.absoluteThresholdDb, this.#floorDb + this.#options.snrDb);
+        this.#floorDb = level < this.#floorDb ? level : this.#floorDb + this.#options.floorRiseDbPerFrame;
+        // A logistic over dB gives the segmenter a probability with the same meaning as Silero's (0.5 at threshold).
+        return 1 / (1 + Math.exp(-(level - threshold) / 2));
+    }
+    reset() {
+        this.#floorDb = -120;
+    }
+    async dispose() { }
+}
+const SILERO_CONTEXT = 64;
+const SILERO_STATE = 2 * 1 * 128;
+/**
+ * Silero VAD v5: each call takes 64 samples of context (the previous frame's tail) + 512 new samples and carries
+ * a [2,1,128] recurrent state, so frames must arrive in order and one stream at a time.
+ */
+export class SileroVad {
+    kind = 'silero';
+    #model;
+    #input = new Float32Array(SILERO_CONTEXT + VAD_FRAME_SAMPLES);
+    #sr = new Int32Array([PIPELINE_RATE]);
+    #state = new Float32Array(SILERO_STATE);
+    constructor(model) {
+        this.#model = model;
+    }
+    async process(frame) {
+        checkFrame(frame);
+        this.#input.copyWithin(0, VAD_FRAME_SAMPLES);
+        this.#input.set(frame, SILERO_CONTEXT);
+        const [prob, stateN] = await this.#model.forward([
+            { data: this.#input, shape: [1, SILERO_CONTEXT + VAD_FRAME_SAMPLES] },
+            { data: this.#state, shape: [2, 1, 128] },
+            { data: this.#sr, shape: [] },
+        ]);
+        if (!prob || !stateN || stateN.data.length !== SILERO_STATE) {
+            throw new WorkloadError('ENOMODEL', 'Silero VAD returned unexpected outputs (expected output [1,1], stateN [2,1,128])');
+        }
+        this.#state = Float32Array.from(stateN.data);
+        return prob.data[0] ?? 0;
+    }
+    reset() {
+        this.#input.fill(0);
+        this.#state = new Float32Array(SILERO_STATE);
+    }
+    dispose() {
+        return this.#model.dispose();
+    }
+}
+//# sourceMappingURL=vad.js.map

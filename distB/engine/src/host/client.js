@@ -1,0 +1,454 @@
+// EngineHostClient: the agent's side of one engine host process. The runtime holds one per loaded model.
+// Everything MNN does happens in the child, so a native crash, abort or OOM there fails the requests in flight
+// with an error naming the exit signal, and the agent carries on (restart() brings up a fresh process).
+import { fork } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { createLogger } from '../../../agent/common/log.js';
+import { TypedEventEmitter } from '../../../agent/common/typed-events.js';
+import { EngineError } from '../errors.js';
+import { emptyDelivery, monotonicUs, } from '../llm.js';
+import { packageRootAbove } from '../package-root.js';
+import { isHostResponse, } from './protocol.js';
+function hostEntry() {
+    const self = fileURLToPath(import.meta.url);
+    if (self.endsWith('.ts')) {
+        // Running from source (tests, tsx): the child needs the same TypeScript loader.
+        return {
+            path: self.replace(/client\.ts$/, 'host-main.ts'),
+            execArgv: ['--import', import.meta.resolve('tsx')],
+        };
+    }
+    if (self.endsWith('client.js'))
+        return { path: self.replace(/client\.js$/, 'host-main.js'), execArgv: [] };
+    // Bundled into the CLI (dist/agent/cli): the host runs from tsc's tree, which the build keeps beside it.
+    const root = packageRootAbove(dirname(self));
+    if (!root)
+        throw new Error(`cannot find the mnn-edge package above ${self} to start an engine host`);
+    return { path: join(root, 'dist', 'engine', 'src', 'host', 'host-main.js'), execArgv: [] };
+}
+function describeExit(e) {
+    return e.signal ? `signal ${e.signal}` : `code ${e.code}`;
+}
+/**
+ * Items the host pushes and the consumer pulls, once, as an async iterator. Breaking out of the loop early calls
+ * `onBreak` (the request is cancelled on the host); `close` ends the stream, with an error to throw or without.
+ */
+class PushedStream {
+    #items = [];
+    #end;
+    #wake;
+    #iterated = false;
+    #what;
+    #onBreak;
+    constructor(what, onBreak) {
+        this.#what = what;
+        this.#onBreak = onBreak;
+    }
+    /** @internal */ push(item) {
+        this.#items.push(item);
+        this.#wake?.();
+    }
+    /** Ends the stream; false when it had already ended. */
+    close(error) {
+        if (this.#end)
+            return false;
+        this.#end = error ? { error } : {};
+        this.#wake?.();
+        return true;
+    }
+    async *[Symbol.asyncIterator]() {
+        if (this.#iterated)
+            throw new EngineError('ESTATE', `${this.#what} can be iterated only once`);
+        this.#iterated = true;
+        let finished = false;
+        try {
+            for (;;) {
+                if (this.#items.length > 0) {
+                    yield this.#items.shift();
+                    continue;
+                }
+                if (this.#end) {
+                    finished = true;
+                    if (this.#end.error)
+                        throw this.#end.error;
+                    return;
+                }
+                await new Promise((r) => {
+                    this.#wake = r;
+                });
+                this.#wake = undefined;
+            }
+        }
+        finally {
+            if (!finished)
+                this.#onBreak();
+        }
+    }
+}
+/** Token pieces pushed by the host, pulled by the consumer. Bounded by the request's maxNewTokens. */
+export class HostGeneration extends PushedStream {
+    result;
+    /** Complete once `result` has settled. */
+    delivery = { ...emptyDelivery(), ipcUsSum: 0, pieces: 0, messages: 0 };
+    #settle;
+    #fail;
+    constructor(onBreak) {
+        super('a generation', onBreak);
+        this.result = new Promise((resolve, reject) => {
+            this.#settle = resolve;
+            this.#fail = reject;
+        });
+        this.result.catch(() => { });
+    }
+    /** @internal */ pushBatch(pieces, sentUs) {
+        const d = this.delivery;
+        d.ipcUsSum += pieces.length * (monotonicUs() - sentUs);
+        d.pieces += pieces.length;
+        d.messages += 1;
+        for (const piece of pieces)
+            this.push(piece);
+    }
+    /** @internal */ finish(result, delivery) {
+        if (delivery)
+            Object.assign(this.delivery, delivery);
+        this.close();
+        this.#settle(result);
+    }
+    /** @internal */ fail(error) {
+        if (this.close(error))
+            this.#fail(error);
+    }
+    async complete() {
+        for await (const _ of this) {
+            // collected by the host
+        }
+        return this.result;
+    }
+}
+/**
+ * A talker's PCM chunks pushed by the host, pulled by the consumer. The host drains the talker's bounded native
+ * queue as it fills, so at most one utterance of audio (seconds of 24 kHz floats) waits here.
+ */
+export class HostSpeech extends PushedStream {
+    #onEnd;
+    constructor(onBreak, onEnd = () => { }) {
+        super('a speech stream', onBreak);
+        this.#onEnd = onEnd;
+    }
+    /** @internal */ end(error) {
+        if (this.close(error))
+            this.#onEnd();
+    }
+}
+export class EngineHostClient {
+    name;
+    events = new TypedEventEmitter();
+    #options;
+    #log;
+    #child;
+    #exit;
+    #closing = false;
+    #nextId = 1;
+    #pending = new Map();
+    #recentStderr = [];
+    constructor(options) {
+        this.#options = options;
+        this.name = options.name ?? 'engine-host';
+        this.#log = (options.logger ?? createLogger()).child(`engine-host:${this.name}`);
+    }
+    /** Starts a host process and waits until it is ready to take a model. */
+    static async start(options = {}) {
+        const client = new EngineHostClient(options);
+        await client.#spawn();
+        return client;
+    }
+    get pid() {
+        return this.#child?.pid;
+    }
+    get alive() {
+        return this.#child !== undefined && this.#exit === undefined;
+    }
+    /** How the last process ended, when it has. */
+    get exitInfo() {
+        return this.#exit;
+    }
+    /** Loads the model this host will serve (one per host). */
+    async load(configPath, overrides = {}) {
+        return (await this.#request({ type: 'load', configPath, overrides }, 'load'));
+    }
+    /** Loads a non-LLM model (Silero VAD, an encoder) into this host instead of an LLM. */
+    async loadModule(path, options) {
+        return (await this.#request({ type: 'load-module', path, options }, 'load-module'));
+    }
+    /** Runs the loaded Module once; typed arrays cross the channel intact (advanced serialization). */
+    async forward(inputs) {
+        return (await this.#request({ type: 'forward', inputs }, 'forward'));
+    }
+    /** MNN's runtime info as the host process sees it, or why the engine cannot load there. Needs no model. */
+    async runtimeInfo() {
+        return (await this.#request({ type: 'runtime-info' }, 'runtime-info'));
+    }
+    /** Streams text pieces; options.signal cancels within one token in the host. */
+    generate(input, options = {}) {
+        const { signal, ...rest } = options;
+        let id = 0;
+        const cancel = () => {
+            if (id && this.alive)
+                this.#post({ type: 'cancel', target: id });
+        };
+        const stream = new HostGeneration(cancel);
+        if (signal?.aborted) {
+            stream.finish({ text: '', finishReason: 'aborted', stats: emptyStats() });
+            return stream;
+        }
+        signal?.addEventListener('abort', cancel, { once: true });
+        void stream.result.finally(() => signal?.removeEventListener('abort', cancel)).catch(() => { });
+        try {
+            id = this.#send({ type: 'generate', input, options: rest }, 'generate', stream);
+        }
+        catch (err) {
+            stream.fail(err);
+        }
+        return stream;
+    }
+    /** Speech from the loaded model's talker; options.signal (or breaking off the loop) stops it in the host. */
+    speak(options = {}) {
+        const { signal, ...rest } = options;
+        let id = 0;
+        const cancel = () => {
+            if (id && this.alive)
+                this.#post({ type: 'cancel', target: id });
+        };
+        const speech = new HostSpeech(cancel, () => signal?.removeEventListener('abort', cancel));
+        if (signal?.aborted) {
+            speech.end();
+            return speech;
+        }
+        signal?.addEventListener('abort', cancel, { once: true });
+        try {
+            id = this.#send({ type: 'speak', options: rest }, 'speak', undefined, speech);
+        }
+        catch (err) {
+            speech.end(err);
+        }
+        return speech;
+    }
+    complete(input, options = {}) {
+        return this.generate(input, options).complete();
+    }
+    async stats() {
+        return (await this.#request({ type: 'stats' }, 'stats'));
+    }
+    async reset() {
+        await this.#request({ type: 'reset' }, 'reset');
+    }
+    async unload() {
+        await this.#request({ type: 'unload' }, 'unload');
+    }
+    /** Asks the host to exit (it disposes its model), SIGKILL after exitTimeoutMs. Idempotent. */
+    async close() {
+        const child = this.#child;
+        if (!child || this.#exit)
+            return this.#exit ?? { code: 0, signal: null };
+        this.#closing = true;
+        const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+        try {
+            this.#post({ type: 'exit' });
+        }
+        catch {
+            // channel already gone; the exit event follows
+        }
+        const timer = setTimeout(() => child.kill('SIGKILL'), this.#options.exitTimeoutMs ?? 5000);
+        try {
+            return await exited;
+        }
+        finally {
+            clearTimeout(timer);
+        }
+    }
+    /** Kills the host process (the model goes with it). */
+    kill(signal = 'SIGKILL') {
+        this.#child?.kill(signal);
+    }
+    /** Replaces an exited (or running) host by a fresh one; the model must be loaded again. */
+    async restart() {
+        if (this.alive)
+            await this.close();
+        this.#closing = false;
+        await this.#spawn();
+    }
+    async [Symbol.asyncDispose]() {
+        await this.close();
+    }
+    async #spawn() {
+        const entry = hostEntry();
+        this.#exit = undefined;
+        this.#recentStderr.length = 0;
+        const child = fork(entry.path, [], {
+            execArgv: entry.execArgv,
+            cwd: this.#options.cwd ?? tmpdir(),
+            env: this.#options.env ?? process.env,
+            stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+            serialization: 'advanced',
+        });
+        this.#child = child;
+        // MNN prints diagnostics on stdout: they become log records, never protocol.
+        createInterface({ input: child.stdout }).on('line', (line) => {
+            this.#log.info('mnn', { pid: child.pid, line });
+            this.events.emit('log', { stream: 'stdout', line });
+        });
+        createInterface({ input: child.stderr }).on('line', (line) => {
+            this.#recentStderr.push(line);
+            if (this.#recentStderr.length > 20)
+                this.#recentStderr.shift();
+            this.#log.warn('stderr', { pid: child.pid, line });
+            this.events.emit('log', { stream: 'stderr', line });
+        });
+        const ready = new Promise((resolve, reject) => {
+            const timer = setTimeout(() => {
+                child.kill('SIGKILL');
+                reject(new EngineError('ETIMEDOUT', `engine host ${this.name} did not start within ${this.#timeout()} ms`));
+            }, this.#timeout());
+            child.once('message', (m) => {
+                clearTimeout(timer);
+                if (isHostResponse(m) && m.type === 'ready')
+                    resolve();
+                else
+                    reject(new EngineError('EENGINE', `engine host ${this.name} sent ${JSON.stringify(m)} instead of ready`));
+            });
+            child.once('exit', (code, signal) => {
+                clearTimeout(timer);
+                const tail = this.#recentStderr.slice(-5).join(' | ');
+                reject(new EngineError('EHOSTEXIT', `engine host ${this.name} exited with ${describeExit({ code, signal })} before it was ready${tail ? `: ${tail}` : ''}`, { code, signal }));
+            });
+        });
+        child.on('message', (m) => {
+            if (isHostResponse(m))
+                this.#onMessage(m);
+        });
+        child.on('exit', (code, signal) => this.#onExit(child, { code, signal }));
+        child.on('error', (err) => this.#log.error('host process error', { err }));
+        await ready;
+        this.#log.debug('ready', { pid: child.pid });
+    }
+    #timeout() {
+        return this.#options.startTimeoutMs ?? 30_000;
+    }
+    #onMessage(m) {
+        if (m.type === 'ready')
+            return;
+        const p = this.#pending.get(m.id);
+        if (!p)
+            return;
+        switch (m.type) {
+            case 'pieces':
+                p.stream?.pushBatch(m.pieces, m.sentUs);
+                return;
+            case 'audio':
+                p.speech?.push({ samples: m.samples, sampleRate: m.sampleRate, last: m.last });
+                return;
+            case 'spoken':
+                this.#pending.delete(m.id);
+                p.speech?.end();
+                return;
+            case 'done':
+                this.#pending.delete(m.id);
+                p.stream?.finish(m.result, m.delivery);
+                return;
+            case 'result':
+                this.#pending.delete(m.id);
+                p.resolve(m.value);
+                return;
+            case 'error': {
+                this.#pending.delete(m.id);
+                const err = new EngineError(m.error.code, m.error.message);
+                if (p.stream)
+                    p.stream.fail(err);
+                else if (p.speech)
+                    p.speech.end(err);
+                else
+                    p.reject(err);
+                return;
+            }
+        }
+    }
+    #onExit(child, exit) {
+        if (this.#child !== child)
+            return;
+        this.#exit = exit;
+        const expected = this.#closing;
+        if (!expected)
+            this.#log.error('engine host exited', { pid: child.pid, ...exit });
+        for (const [id, p] of this.#pending) {
+            this.#pending.delete(id);
+            const err = new EngineError('EHOSTEXIT', `engine host ${this.name} (pid ${child.pid}) exited with ${describeExit(exit)} during ${p.what}`, { ...exit, pid: child.pid });
+            if (p.stream)
+                p.stream.fail(err);
+            else if (p.speech)
+                p.speech.end(err);
+            else
+                p.reject(err);
+        }
+        this.events.emit('exit', { ...exit, expected });
+    }
+    #assertAlive(what) {
+        const child = this.#child;
+        if (!child || this.#exit || !child.connected) {
+            const how = this.#exit ? ` (it exited with ${describeExit(this.#exit)})` : '';
+            throw new EngineError('EHOSTEXIT', `engine host ${this.name} is not running${how}; cannot ${what}`, {
+                ...this.#exit,
+            });
+        }
+        return child;
+    }
+    #post(msg) {
+        const child = this.#assertAlive(msg.type);
+        child.send({ ...msg, id: this.#nextId++ });
+    }
+    #send(msg, what, stream, speech) {
+        const child = this.#assertAlive(what);
+        const id = this.#nextId++;
+        const pending = {
+            what,
+            resolve: () => { },
+            reject: () => { },
+            ...(stream ? { stream } : {}),
+            ...(speech ? { speech } : {}),
+        };
+        this.#pending.set(id, pending);
+        child.send({ ...msg, id });
+        return id;
+    }
+    #request(msg, what) {
+        return new Promise((resolve, reject) => {
+            try {
+                const id = this.#send(msg, what);
+                const p = this.#pending.get(id);
+                p.resolve = resolve;
+                p.reject = reject;
+            }
+            catch (err) {
+                reject(err);
+            }
+        });
+    }
+}
+function emptyStats() {
+    return {
+        promptTokens: 0,
+        generatedTokens: 0,
+        historyTokens: 0,
+        prefillUs: 0,
+        decodeUs: 0,
+        sampleUs: 0,
+        visionUs: 0,
+        audioUs: 0,
+        ttfaUs: 0,
+        audioInputSeconds: 0,
+        finishReason: 'aborted',
+    };
+}
+//# sourceMappingURL=client.js.map

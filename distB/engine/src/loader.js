@@ -1,0 +1,84 @@
+// Finds and loads the built addon. When it cannot, the reason says what to do, and engineAvailability()
+// lets callers (the runtime, the tests) decide without catching.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EngineError } from './errors.js';
+import { packageRootAbove } from './package-root.js';
+const here = dirname(fileURLToPath(import.meta.url));
+// The addon is built once into the package's engine/build (cmake-js), whether this file runs from source
+// (engine/src), from dist/engine/src or bundled into dist/agent/cli.
+const root = packageRootAbove(here);
+const engineDir = root ? join(root, 'engine') : resolve(here, '..');
+export const ENGINE_HELP = 'Set MNN_ROOT to an MNN install prefix (include/MNN, lib/libMNN.so, the llm library) and run npm run build:engine.';
+/** Where the addon is looked for: MNN_EDGE_ENGINE_ADDON, then engine/build/{Release,Debug}. */
+export function addonCandidates(env = process.env) {
+    const explicit = env['MNN_EDGE_ENGINE_ADDON'];
+    if (explicit)
+        return [resolve(explicit)];
+    return ['Release', 'Debug'].map((c) => join(engineDir, 'build', c, 'mnn_edge_engine.node'));
+}
+/** The full message for an unavailable engine, in the words the issue and the build script use. */
+export function unavailableMessage(reason) {
+    return `MNN engine not available: ${reason}. ${ENGINE_HELP}`;
+}
+/** The GPU backends' chains; an addon built before probeBackend existed answers none. */
+export function probeGpuBackends(addon, info) {
+    const probe = addon.probeBackend;
+    if (typeof probe !== 'function')
+        return [];
+    return info.backends
+        .filter((b) => b.name === 'vulkan' || b.name === 'opencl')
+        .map((b) => probe.call(addon, b.name));
+}
+/**
+ * A loader that loads the addon once per loader instance (the composition root creates one; tests may create
+ * their own with another path list), so there is no module-level cache to reset.
+ */
+export function createAddonLoader(candidates = addonCandidates()) {
+    let cached;
+    const attempt = () => {
+        if (cached)
+            return cached;
+        const path = candidates.find((p) => existsSync(p));
+        if (!path) {
+            cached = {
+                reason: `the engine addon is not built (looked for ${candidates.join(', ')}; the build is skipped when no MNN install is found)`,
+            };
+            return cached;
+        }
+        try {
+            const addon = createRequire(import.meta.url)(path);
+            cached = { addon };
+        }
+        catch (err) {
+            const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+            cached = {
+                reason: `the engine addon at ${path} failed to load (${first}); is libMNN.so still installed?`,
+            };
+        }
+        return cached;
+    };
+    return {
+        load() {
+            const r = attempt();
+            if ('addon' in r)
+                return r.addon;
+            throw new EngineError('ENOENGINE', unavailableMessage(r.reason), { reason: r.reason });
+        },
+        availability() {
+            const r = attempt();
+            if (!('addon' in r))
+                return { available: false, reason: r.reason };
+            try {
+                const info = r.addon.runtimeInfo();
+                return { available: true, info: { ...info, probes: probeGpuBackends(r.addon, info) } };
+            }
+            catch (err) {
+                return { available: false, reason: `MNN runtimeInfo() failed: ${String(err)}` };
+            }
+        },
+    };
+}
+//# sourceMappingURL=loader.js.map

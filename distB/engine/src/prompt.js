@@ -1,0 +1,96 @@
+// Turns the public generate() input (text or chat messages, images, audios) into the request the addon takes.
+// Media become MNN MultimodalPrompt parts that the addon decodes and checks itself; inline `<img>PATH</img>` and
+// `<audio>PATH</audio>` tags (MNN's own prompt syntax) become checked parts too, so a missing file is an error
+// instead of being dropped from the prompt silently, as MNN would do.
+import { invalidParameter } from '../../agent/common/errors.js';
+import { EngineError } from './errors.js';
+const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+const TAG = /<(img|audio)>([\s\S]*?)<\/\1>/g;
+function imagePart(key, image, index) {
+    if (typeof image === 'string') {
+        if (image.length === 0)
+            throw invalidParameter(`images[${index}]`, 'a non-empty file path', image);
+        return { key, path: image };
+    }
+    if (image === null ||
+        typeof image !== 'object' ||
+        !(image.data instanceof Uint8Array) ||
+        !Number.isInteger(image.width) ||
+        !Number.isInteger(image.height)) {
+        throw invalidParameter(`images[${index}]`, 'a path or {data: Uint8Array, width, height}', image);
+    }
+    return { key, data: image.data, width: image.width, height: image.height };
+}
+function audioPart(key, audio, index) {
+    if (typeof audio === 'string') {
+        if (audio.length === 0)
+            throw invalidParameter(`audios[${index}]`, 'a non-empty file path', audio);
+        return { key, path: audio };
+    }
+    if (audio === null || typeof audio !== 'object' || !(audio.samples instanceof Float32Array)) {
+        throw invalidParameter(`audios[${index}]`, 'a path or {samples: Float32Array, sampleRate?}', audio);
+    }
+    const sampleRate = audio.sampleRate ?? 16000;
+    if (!Number.isInteger(sampleRate) || sampleRate <= 0) {
+        throw invalidParameter(`audios[${index}].sampleRate`, 'a positive integer', audio.sampleRate);
+    }
+    return { key, samples: audio.samples, sampleRate };
+}
+export function buildPrefillRequest(p, model) {
+    const images = (p.images ?? []).map((img, i) => imagePart(`mnn-edge-image-${i}`, img, i));
+    const audios = (p.audios ?? []).map((a, i) => audioPart(`mnn-edge-audio-${i}`, a, i));
+    // Placeholders go before the text, as in `<img>PATH</img>Hello`.
+    const prefix = images.map((img) => `<img>${img.key}</img>`).join('') +
+        audios.map((a) => `<audio>${a.key}</audio>`).join('');
+    let text;
+    let messages;
+    if (typeof p.input === 'string') {
+        text = prefix + p.input;
+    }
+    else if (Array.isArray(p.input)) {
+        if (p.input.length === 0)
+            throw invalidParameter('messages', 'at least one message', p.input);
+        const lastUser = p.input.map((m) => m?.role).lastIndexOf('user');
+        messages = p.input.map((m, i) => {
+            if (m === null || typeof m !== 'object' || !ROLES.has(m.role) || typeof m.content !== 'string') {
+                throw invalidParameter(`messages[${i}]`, '{role: system|user|assistant|tool, content: string}', m);
+            }
+            return [m.role, i === lastUser ? prefix + m.content : m.content];
+        });
+        if (prefix && lastUser < 0)
+            throw invalidParameter('messages', 'a user message to attach media to', p.input);
+    }
+    else {
+        throw invalidParameter('input', 'a prompt string or an array of chat messages', p.input);
+    }
+    // Inline tags name files directly: register each as a checked part keyed by its own text.
+    const known = new Set([...images.map((i) => i.key), ...audios.map((a) => a.key)]);
+    const contents = text !== undefined ? [text] : (messages ?? []).map((m) => m[1]);
+    for (const content of contents) {
+        for (const match of content.matchAll(TAG)) {
+            const [, kind, ref] = match;
+            if (known.has(ref))
+                continue;
+            known.add(ref);
+            if (kind === 'img')
+                images.push({ key: ref, path: ref });
+            else
+                audios.push({ key: ref, path: ref });
+        }
+    }
+    if (images.length > 0 && !model.vision) {
+        throw new EngineError('EINVAL', `${model.name} has no vision encoder (is_visual is not set in its config): images cannot be used`);
+    }
+    if (audios.length > 0 && !model.audio) {
+        throw new EngineError('EINVAL', `${model.name} has no audio encoder (is_audio is not set in its config): audios cannot be used`);
+    }
+    return {
+        ...(text !== undefined ? { text } : {}),
+        ...(messages !== undefined ? { messages } : {}),
+        applyTemplate: p.applyTemplate,
+        maxNewTokens: p.maxNewTokens,
+        images,
+        audios,
+    };
+}
+//# sourceMappingURL=prompt.js.map
