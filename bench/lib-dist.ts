@@ -1,7 +1,7 @@
 // The built agent (dist/), as it ships: benchmarks that time or weigh the daemon run it without the TypeScript
 // loader. Built once when any source is newer than the build, so `npm run bench` builds at most once.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,4 +28,26 @@ export function ensureBuilt(): void {
   console.log('building dist/ (npm run build) so the agent runs as it ships, without the TypeScript loader');
   const build = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'ignore' });
   if (build.status !== 0) throw new Error(`npm run build failed with ${build.status}`);
+}
+
+/**
+ * The node flags the systemd unit starts the daemon with (`ExecStart=/usr/bin/node FLAGS …/mnn-edge.js run`),
+ * so that what the benchmarks time and weigh is what ships.
+ */
+export function daemonNodeFlags(): string[] {
+  const unit = join(
+    repoRoot,
+    'yocto',
+    'meta-mnn-edge',
+    'recipes-mnn-edge',
+    'mnn-edge',
+    'files',
+    'mnn-edge.service',
+  );
+  const line = readFileSync(unit, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('ExecStart='));
+  const argv = line?.slice('ExecStart='.length).trim().split(/\s+/) ?? [];
+  const script = argv.findIndex((a) => a.endsWith('/mnn-edge.js'));
+  return argv[0]?.endsWith('/node') && script > 0 ? argv.slice(1, script) : [];
 }

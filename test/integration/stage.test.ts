@@ -73,6 +73,13 @@ function unitCommand(unitText: string, key: 'ExecStart' | 'ExecStartPre'): strin
     .split(/\s+/);
 }
 
+/** A unit command as it runs from the staged tree: the image's /usr/bin/node is this node, its paths under destdir. */
+function stagedCommand(argv: readonly string[]): string[] {
+  return argv.map((a, i) =>
+    i === 0 && a === '/usr/bin/node' ? process.execPath : a.startsWith('/usr/') ? join(destdir, a) : a,
+  );
+}
+
 test('every manifest entry is laid out, with its mode, and nothing from the development tree leaks in', (t) => {
   for (const e of manifest.entries) {
     if (e.kind === 'file') {
@@ -148,7 +155,7 @@ test.serial(
     };
     const configFile = join(work, 'agent.json');
     writeFileSync(configFile, JSON.stringify(config));
-    const command = [join(destdir, argv[0]!), ...argv.slice(1)];
+    const command = stagedCommand(argv);
     command[configAt + 1] = configFile;
 
     const listener = await startNotifyListener(join(work, 'notify.sock'));
@@ -290,7 +297,8 @@ test.serial(
       `--reuid=${agentAccount.uid}`,
       `--regid=${agentAccount.gid}`,
       '--clear-groups',
-      join(destdir, main[0]!),
+      // The agent's program with the unit's node flags, running another command.
+      ...stagedCommand(main.slice(0, main.indexOf('run'))),
       'detect',
       '--from-cache',
       cache,
