@@ -24,6 +24,7 @@ if (unknown.length > 0) {
 const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-run-'));
 const resultsFile = join(scratch, 'figures.jsonl');
 const outcomes: Array<{ bench: string; status: 'ran' | 'failed' | 'skipped'; seconds: number }> = [];
+const partSkips: string[] = [];
 for (const name of wanted.length > 0 ? wanted : available) {
   console.log(`\n=== bench/${name} ===`);
   const t0 = performance.now();
@@ -35,7 +36,9 @@ for (const name of wanted.length > 0 ? wanted : available) {
   const out = r.stdout?.toString() ?? '';
   process.stdout.write(out);
   const seconds = (performance.now() - t0) / 1000;
-  const status = r.status !== 0 ? 'failed' : /^SKIP /m.test(out) ? 'skipped' : 'ran';
+  // `SKIP bench/NAME:` skips the whole benchmark; other SKIP lines skip one part (a model, a backend).
+  const status = r.status !== 0 ? 'failed' : out.includes(`SKIP bench/${name}:`) ? 'skipped' : 'ran';
+  for (const part of out.matchAll(/^SKIP (?!bench\/)(.*)$/gm)) partSkips.push(`${name}: ${part[1]}`);
   outcomes.push({ bench: name, status, seconds });
 }
 
@@ -72,11 +75,15 @@ for (const r of rows) console.log(line(r));
 const missed = figures.filter((f) => !f.pass).length;
 const failed = outcomes.filter((o) => o.status === 'failed').length;
 console.log(`${figures.length - missed} PASS, ${missed} MISS, ${failed} failed to run`);
+for (const p of partSkips) console.log(`skipped part: ${p}`);
+const total = outcomes.reduce((a, o) => a + o.seconds, 0);
+console.log(`${outcomes.length} benchmarks in ${fmt(total / 60, 1)} min`);
 console.log(
   JSON.stringify({
     at: new Date().toISOString(),
     figures,
     benchmarks: outcomes.map((o) => ({ ...o, seconds: Number(o.seconds.toFixed(1)) })),
+    skippedParts: partSkips,
   }),
 );
 process.exit(failed > 0 ? 1 : 0);
