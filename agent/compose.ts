@@ -114,6 +114,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     sessions,
     publishEvent,
     commands,
+    agentVersion: options.agentVersion,
   });
   const fleet = createFleetModule({
     agentVersion: options.agentVersion,
@@ -162,6 +163,11 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     board: () => detect.capabilities()?.board.model.value ?? undefined,
     soc: () => detect.capabilities()?.soc.name.value ?? undefined,
     version: options.agentVersion,
+    // Home Assistant finds the voice services as _wyoming._tcp while the Wyoming server listens.
+    extraServices: () => {
+      const w = workloads.wyomingAnnouncement();
+      return w ? [{ type: '_wyoming._tcp', port: w.port }] : [];
+    },
   });
 
   /** Re-read what can change without a restart: the board (live detection), slots, placement, documents. */

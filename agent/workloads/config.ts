@@ -3,6 +3,7 @@
 import { deepMerge } from '../config/load.js';
 import { type VisionConfig, visionDefaults } from '../config/sections/vision.js';
 import { type VoiceConfig, voiceDefaults } from '../config/sections/voice.js';
+import { type WyomingConfig, wyomingDefaults } from '../config/sections/wyoming.js';
 
 export function resolveVoiceConfig(section: unknown): VoiceConfig {
   return deepMerge(voiceDefaults, section ?? {});
@@ -10,4 +11,8 @@ export function resolveVoiceConfig(section: unknown): VoiceConfig {
 
 export function resolveVisionConfig(section: unknown): VisionConfig {
   return deepMerge(visionDefaults, section ?? {});
+}
+
+export function resolveWyomingConfig(section: unknown): WyomingConfig {
+  return deepMerge(wyomingDefaults, section ?? {});
 }

@@ -1,0 +1,40 @@
+// The Wyoming server as part of the workloads module: started with the voice service when `wyoming.enabled`
+// (the image's config), over the same voice stages, session limit and voice priority as the dashboard's sessions.
+import type { VoiceConfig } from '../../config/sections/voice.js';
+import type { SessionLimiter } from '../../http/session-limits.js';
+import type { AgentContext } from '../../module.js';
+import { resolveWyomingConfig } from '../config.js';
+import type { VoiceService } from '../voice/service.js';
+import { createWyomingServer, type WyomingServer } from './server.js';
+
+export interface WyomingStart {
+  ctx: AgentContext;
+  voice: VoiceService;
+  voiceConfig: VoiceConfig;
+  sessions: SessionLimiter;
+  priority: { begin(): void; end(): void };
+  agentVersion: string;
+}
+
+/** The listening server, or undefined when the configuration leaves it off. A port in use fails the start. */
+export async function startWyoming(o: WyomingStart): Promise<WyomingServer | undefined> {
+  const config = resolveWyomingConfig(o.ctx.config['wyoming']);
+  if (!config.enabled) return undefined;
+  const server = createWyomingServer({
+    config,
+    voice: o.voice,
+    systemPrompt: o.voiceConfig.systemPrompt,
+    maxHistoryMessages: o.voiceConfig.maxHistoryMessages,
+    sessions: o.sessions,
+    priority: o.priority,
+    agentVersion: o.agentVersion,
+    logger: o.ctx.logger,
+  });
+  await server.listen();
+  return server;
+}
+
+/** Whether it should be announced as `_wyoming._tcp`: listening, and `wyoming.mdns` on. */
+export function wyomingAnnounced(ctx: Pick<AgentContext, 'config'>): boolean {
+  return resolveWyomingConfig(ctx.config['wyoming']).mdns;
+}
