@@ -55,7 +55,7 @@ export function allowList(entries: readonly string[]): BlockList | undefined {
   return list;
 }
 
-function allowed(list: BlockList | undefined, remote: string | undefined): boolean {
+export function clientAllowed(list: BlockList | undefined, remote: string | undefined): boolean {
   if (!list) return true;
   if (!remote) return false;
   // IPv4 clients of a dual-stack socket appear as ::ffff:a.b.c.d.
@@ -99,7 +99,7 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
 
   const onConnection = (socket: Socket) => {
     const remote = socket.remoteAddress;
-    if (!allowed(allow, remote)) {
+    if (!clientAllowed(allow, remote)) {
       log.info('Wyoming client refused: not in wyoming.allow', { remote });
       refuse(socket, 'EFORBIDDEN', `Client ${remote ?? 'unknown'} is not in wyoming.allow`);
       return;
