@@ -20,6 +20,7 @@ import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.j
 import type { Runtime } from './runtime/runtime.js';
 import { runtimeSlotStates } from './runtime/slot-states.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
+import { wyomingMdnsServices } from './workloads/wyoming/start.js';
 
 export { CAPABILITIES_CACHE_FILE, loadCapabilities } from './detect/module.js';
 export { WORKLOAD_SLOTS } from './workloads/module.js';
@@ -164,10 +165,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     soc: () => detect.capabilities()?.soc.name.value ?? undefined,
     version: options.agentVersion,
     // Home Assistant finds the voice services as _wyoming._tcp while the Wyoming server listens.
-    extraServices: () => {
-      const w = workloads.wyomingAnnouncement();
-      return w ? [{ type: '_wyoming._tcp', port: w.port }] : [];
-    },
+    extraServices: () => wyomingMdnsServices(workloads),
   });
 
   /** Re-read what can change without a restart: the board (live detection), slots, placement, documents. */

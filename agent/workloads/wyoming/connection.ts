@@ -346,11 +346,11 @@ export class WyomingConnection {
     const reply = this.#d.voice.replyStage();
     this.#enqueue(async (signal) => {
       const user: ChatMessage = { role: 'user', content: text };
-      const history: ChatMessage[] = [
-        { role: 'system', content: this.#d.systemPrompt },
-        ...this.#d.conversations.get(conversation),
-        user,
-      ];
+      // An empty voice.systemPrompt means none, not an empty system turn.
+      const system: ChatMessage[] = this.#d.systemPrompt
+        ? [{ role: 'system', content: this.#d.systemPrompt }]
+        : [];
+      const history: ChatMessage[] = [...system, ...this.#d.conversations.get(conversation), user];
       const ctx = { conversation_id: conversation };
       await this.#d.send({ type: 'handled-start', data: { context: ctx } });
       const stream = reply.reply({ history, signal });

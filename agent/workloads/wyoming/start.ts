@@ -38,3 +38,11 @@ export async function startWyoming(o: WyomingStart): Promise<WyomingServer | und
 export function wyomingAnnounced(ctx: Pick<AgentContext, 'config'>): boolean {
   return resolveWyomingConfig(ctx.config['wyoming']).mdns;
 }
+
+/** The mDNS module's extra services for the workloads: `_wyoming._tcp` on the server's port while it listens. */
+export function wyomingMdnsServices(workloads: {
+  wyomingAnnouncement(): { port: number } | undefined;
+}): Array<{ type: string; port: number }> {
+  const w = workloads.wyomingAnnouncement();
+  return w ? [{ type: '_wyoming._tcp', port: w.port }] : [];
+}
