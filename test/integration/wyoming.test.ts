@@ -478,7 +478,10 @@ if (!engine.available) {
     c.send('transcript', { text: 'Hello', context: { conversation_id: 'garage-2' } });
     await c.next('handled-stop', h3);
     t.deepEqual(
-      c.events.slice(h3).filter((e) => e.type === 'handled' || e.type === 'error').map((e) => e.data['context']),
+      c.events
+        .slice(h3)
+        .filter((e) => e.type === 'handled' || e.type === 'error')
+        .map((e) => e.data['context']),
       [{ conversation_id: 'garage-2' }],
     );
 
