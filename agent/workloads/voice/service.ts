@@ -3,8 +3,8 @@
 import type { Clock } from '../../common/clock.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
 import type { SlotName } from '../../plan/types.js';
-import { WorkloadError } from '../errors.js';
-import type { WorkloadModels } from '../slot-models.js';
+import { WorkloadError } from '../shared/errors.js';
+import type { WorkloadModels } from '../slots/slot-models.js';
 import { findExecutable } from './executable.js';
 import { VoiceSession } from './session.js';
 import {

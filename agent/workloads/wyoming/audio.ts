@@ -3,7 +3,7 @@
 // it arrives, into a buffer bounded by a length in seconds. Out: the TTS stage's float chunks → mono s16le at
 // one rate per stream (a chunk at another rate is resampled to the announced one).
 import { downmix, floatToS16le, PIPELINE_RATE, StreamingResampler } from '../audio/pcm.js';
-import { WorkloadError } from '../errors.js';
+import { WorkloadError } from '../shared/errors.js';
 
 export interface WyomingAudioFormat {
   rate: number;

@@ -17,8 +17,8 @@
 import { randomUUID } from 'node:crypto';
 import { errorMessage } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { ChatMessage } from '../chat-model.js';
-import { isAbort, WorkloadError } from '../errors.js';
+import type { ChatMessage } from '../shared/chat-model.js';
+import { isAbort, WorkloadError } from '../shared/errors.js';
 import type { VoiceService } from '../voice/service.js';
 import { SentenceChunker } from '../voice/stages.js';
 import { type WyomingAudioFormat, WyomingAudioIn, WyomingAudioOut, wyomingAudioFormat } from './audio.js';

@@ -1,7 +1,7 @@
 // Conversation history for Wyoming's handle program: Home Assistant names a conversation in the event context
 // (`conversation_id`); a client that does not gets one per connection. Bounded twice: each history keeps the
 // voice section's maxHistoryMessages, and only the most recently used conversations are remembered.
-import type { ChatMessage } from '../chat-model.js';
+import type { ChatMessage } from '../shared/chat-model.js';
 
 export class ConversationHistories {
   readonly #max: number;
