@@ -3,7 +3,6 @@
 import { deepMerge } from '../config/load.js';
 import { type VisionConfig, visionDefaults } from '../config/sections/vision.js';
 import { type VoiceConfig, voiceDefaults } from '../config/sections/voice.js';
-import { type WyomingConfig, wyomingDefaults } from '../config/sections/wyoming.js';
 
 export function resolveVoiceConfig(section: unknown): VoiceConfig {
   return deepMerge(voiceDefaults, section ?? {});
@@ -13,6 +12,3 @@ export function resolveVisionConfig(section: unknown): VisionConfig {
   return deepMerge(visionDefaults, section ?? {});
 }
 
-export function resolveWyomingConfig(section: unknown): WyomingConfig {
-  return deepMerge(wyomingDefaults, section ?? {});
-}

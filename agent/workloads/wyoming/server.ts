@@ -66,36 +66,127 @@ export function clientAllowed(list: BlockList | undefined, remote: string | unde
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
+/** Writes one event; resolves when the socket can take more (bounded output: the client's reading paces it). */
+function writeEvent(socket: Socket, event: WyomingEvent): Promise<void> {
+  if (socket.destroyed || !socket.writable) return Promise.resolve();
+  if (socket.write(encodeEvent(event))) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.once('drain', done);
+    socket.once('close', done);
+  });
+}
+
+/** Says why, then closes; the client sees one error event before the end of the stream. */
+function refuse(socket: Socket, code: string, text: string): void {
+  if (!socket.destroyed) socket.end(encodeEvent({ type: 'error', data: { text, code } }));
+  // A client that does not read must not keep the socket half-open.
+  setTimeout(() => socket.destroy(), 2000).unref();
+}
+
+/** What every connection of one server shares. */
+interface ServerShared {
+  deps: WyomingServerDeps;
+  log: Logger;
+  secret: Buffer | undefined;
+  conversations: ConversationHistories;
+}
+
+/** Closes the connection when no event came for idleTimeoutS while none of its requests runs. */
+function idleTimer(socket: Socket, seconds: number, busy: () => boolean) {
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      if (busy()) return arm();
+      refuse(socket, 'ETIMEDOUT', `No event for ${seconds} s (wyoming.idleTimeoutS): closing`);
+    }, seconds * 1000);
+    timer.unref();
+  };
+  arm();
+  return { arm, stop: () => timer && clearTimeout(timer) };
+}
+
+/** One admitted connection: bytes → frames → its WyomingConnection, until either side closes. */
+function serveConnection(socket: Socket, shared: ServerShared, release: () => void): void {
+  const { deps, log, secret } = shared;
+  const { config } = deps;
+  const remote = socket.remoteAddress;
+  const decoder = new WyomingDecoder(config);
+  const connection = new WyomingConnection({
+    voice: deps.voice,
+    conversations: shared.conversations,
+    systemPrompt: deps.systemPrompt,
+    languages: config.languages,
+    agentVersion: deps.agentVersion,
+    maxTextChars: config.maxTextChars,
+    maxAudioSeconds: config.maxAudioSeconds,
+    asr: config.asr,
+    ...(deps.priority ? { priority: deps.priority } : {}),
+    send: (event) => writeEvent(socket, event),
+    logger: log,
+  });
+  const idle = idleTimer(socket, config.idleTimeoutS, () => connection.busy);
+  let authenticated = secret === undefined;
+  let broken = false;
+  const authenticate = (event: WyomingEvent): boolean => {
+    const given = event.data['secret'];
+    if (event.type === 'auth' && typeof given === 'string' && timingSafeEqual(digest(given), secret!)) {
+      authenticated = true;
+      return true;
+    }
+    broken = true;
+    refuse(
+      socket,
+      'EAUTH',
+      'This Wyoming server needs a shared secret first: {"type":"auth","data":{"secret":"…"}}',
+    );
+    return false;
+  };
+
+  socket.on('data', (chunk: Buffer) => {
+    if (broken) return;
+    let events: WyomingEvent[];
+    try {
+      events = decoder.push(chunk);
+    } catch (err) {
+      broken = true;
+      const code = (err as { code?: unknown }).code;
+      log.info('Wyoming frame error: closing the connection', { remote, error: errorMessage(err) });
+      socket.pause();
+      refuse(socket, typeof code === 'string' ? code : 'EFRAME', errorMessage(err));
+      return;
+    }
+    if (events.length > 0) idle.arm();
+    for (const event of events) {
+      if (authenticated) connection.handle(event);
+      else if (!authenticate(event)) return;
+    }
+  });
+  socket.on('error', (err) => log.debug('Wyoming socket error', { remote, error: err.message }));
+  socket.on('close', () => {
+    idle.stop();
+    connection.close();
+    void connection.idle().finally(release);
+  });
+}
+
 export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
-  const { config, logger } = deps;
-  const log = logger.child('wyoming');
+  const { config } = deps;
+  const log = deps.logger.child('wyoming');
   const allow = allowList(config.allow);
-  const secret = config.secret !== undefined ? digest(config.secret) : undefined;
-  const conversations = new ConversationHistories(config.maxConversations, deps.maxHistoryMessages);
+  const shared: ServerShared = {
+    deps,
+    log,
+    secret: config.secret !== undefined ? digest(config.secret) : undefined,
+    conversations: new ConversationHistories(config.maxConversations, deps.maxHistoryMessages),
+  };
   const sockets = new Set<Socket>();
   let server: Server | undefined;
-
-  const write = (socket: Socket, event: WyomingEvent): Promise<void> => {
-    if (socket.destroyed || !socket.writable) return Promise.resolve();
-    if (socket.write(encodeEvent(event))) return Promise.resolve();
-    // Bounded output: the next event waits until the client has read this one.
-    return new Promise((resolve) => {
-      const done = () => {
-        socket.off('drain', done);
-        socket.off('close', done);
-        resolve();
-      };
-      socket.once('drain', done);
-      socket.once('close', done);
-    });
-  };
-
-  /** Says why, then closes; the client sees one error event before the end of the stream. */
-  const refuse = (socket: Socket, code: string, text: string) => {
-    if (!socket.destroyed) socket.end(encodeEvent({ type: 'error', data: { text, code } }));
-    // A client that does not read must not keep the socket half-open.
-    setTimeout(() => socket.destroy(), 2000).unref();
-  };
 
   const onConnection = (socket: Socket) => {
     const remote = socket.remoteAddress;
@@ -110,79 +201,9 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
       return;
     }
     sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
     socket.setNoDelay(true);
-    const decoder = new WyomingDecoder(config);
-    let authenticated = secret === undefined;
-    const connection = new WyomingConnection({
-      voice: deps.voice,
-      conversations,
-      systemPrompt: deps.systemPrompt,
-      languages: config.languages,
-      agentVersion: deps.agentVersion,
-      maxTextChars: config.maxTextChars,
-      maxAudioSeconds: config.maxAudioSeconds,
-      asr: config.asr,
-      ...(deps.priority ? { priority: deps.priority } : {}),
-      send: (event) => write(socket, event),
-      logger: log,
-    });
-
-    let idle: NodeJS.Timeout | undefined;
-    const armIdle = () => {
-      if (idle) clearTimeout(idle);
-      idle = setTimeout(() => {
-        if (connection.busy) return armIdle();
-        refuse(socket, 'ETIMEDOUT', `No event for ${config.idleTimeoutS} s (wyoming.idleTimeoutS): closing`);
-      }, config.idleTimeoutS * 1000);
-      idle.unref();
-    };
-    armIdle();
-
-    let broken = false;
-    const authenticate = (event: WyomingEvent): boolean => {
-      const given = event.data['secret'];
-      if (event.type === 'auth' && typeof given === 'string' && timingSafeEqual(digest(given), secret!)) {
-        authenticated = true;
-        return true;
-      }
-      broken = true;
-      refuse(
-        socket,
-        'EAUTH',
-        'This Wyoming server needs a shared secret first: {"type":"auth","data":{"secret":"…"}}',
-      );
-      return false;
-    };
-
-    socket.on('data', (chunk: Buffer) => {
-      if (broken) return;
-      let events: WyomingEvent[];
-      try {
-        events = decoder.push(chunk);
-      } catch (err) {
-        broken = true;
-        const code = (err as { code?: unknown }).code;
-        log.info('Wyoming frame error: closing the connection', { remote, error: errorMessage(err) });
-        socket.pause();
-        refuse(socket, typeof code === 'string' ? code : 'EFRAME', errorMessage(err));
-        return;
-      }
-      if (events.length > 0) armIdle();
-      for (const event of events) {
-        if (!authenticated) {
-          if (!authenticate(event)) return;
-          continue;
-        }
-        connection.handle(event);
-      }
-    });
-    socket.on('error', (err) => log.debug('Wyoming socket error', { remote, error: err.message }));
-    socket.on('close', () => {
-      if (idle) clearTimeout(idle);
-      sockets.delete(socket);
-      connection.close();
-      void connection.idle().finally(release);
-    });
+    serveConnection(socket, shared, release);
   };
 
   return {

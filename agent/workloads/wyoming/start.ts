@@ -1,11 +1,17 @@
 // The Wyoming server as part of the workloads module: started with the voice service when `wyoming.enabled`
 // (the image's config), over the same voice stages, session limit and voice priority as the dashboard's sessions.
+
+import { deepMerge } from '../../config/load.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
+import { type WyomingConfig, wyomingDefaults } from '../../config/sections/wyoming.js';
 import type { SessionLimiter } from '../../http/session-limits.js';
 import type { AgentContext } from '../../module.js';
-import { resolveWyomingConfig } from '../config.js';
 import type { VoiceService } from '../voice/service.js';
 import { createWyomingServer, type WyomingServer } from './server.js';
+
+export function resolveWyomingConfig(section: unknown): WyomingConfig {
+  return deepMerge(wyomingDefaults, section ?? {});
+}
 
 export interface WyomingStart {
   ctx: AgentContext;
