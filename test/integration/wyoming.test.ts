@@ -5,6 +5,7 @@
 // MNN); the model answers need MNN and skip with one line without it.
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -80,8 +81,9 @@ async function startAgent(t: ExecutionContext, o: StartOptions = {}) {
         }
       : {}),
   });
+  const logs = createMemoryLogger();
   const agent = createAgent(config, {
-    logger: createMemoryLogger(),
+    logger: logs,
     modules: [...slots.modules, workloads, mdns],
   });
   await agent.start();
@@ -98,7 +100,7 @@ async function startAgent(t: ExecutionContext, o: StartOptions = {}) {
     return c;
   };
   const healthy = async () => (await fetch(`http://127.0.0.1:${agent.http.port}/healthz`)).status === 200;
-  return { agent, workloads, mdns, port, connect, healthy, runtime: slots.runtime };
+  return { agent, workloads, mdns, port, connect, healthy, logs, runtime: slots.runtime };
 }
 
 test('off unless configured; the image config turns it on at port 10300', async (t) => {
@@ -131,6 +133,19 @@ test('off unless configured; the image config turns it on at port 10300', async 
   t.throws(() => parseConfig({ wyoming: { port: 'ten' } }, 'agent.json', {}), {
     message: 'Invalid configuration in agent.json: wyoming.port: expected integer, got string "ten"',
   });
+});
+
+test('a port already in use: the agent starts without the Wyoming server, says why, announces nothing', async (t) => {
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => blocker.close(() => r())));
+  const taken = (blocker.address() as AddressInfo).port;
+  const { workloads, healthy, logs } = await startAgent(t, { wyoming: { port: taken } });
+  t.is(workloads.wyomingAnnouncement(), undefined);
+  t.true(await healthy());
+  const line = logs.lines.find((l) => l.includes('Wyoming server not started: cannot listen'));
+  t.truthy(line);
+  t.regex(line!, new RegExp(`"port":${taken}.*EADDRINUSE`));
 });
 
 test('describe/info across cut TCP writes, unknown events ignored, roles without a model left out', async (t) => {

@@ -222,6 +222,7 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
         s.once('error', reject);
         s.listen(config.port, config.bind, () => {
           s.off('error', reject);
+          s.on('error', (err) => log.warn('Wyoming server error', { error: err.message }));
           const a = s.address();
           const bound =
             a && typeof a === 'object'

@@ -1,6 +1,7 @@
 // The Wyoming server as part of the workloads module: started with the voice service when `wyoming.enabled`
 // (the image's config), over the same voice stages, session limit and voice priority as the dashboard's sessions.
 
+import { errorMessage } from '../../common/errors.js';
 import { deepMerge } from '../../config/load.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
 import { type WyomingConfig, wyomingDefaults } from '../../config/sections/wyoming.js';
@@ -22,7 +23,7 @@ export interface WyomingStart {
   agentVersion: string;
 }
 
-/** The listening server, or undefined when the configuration leaves it off. A port in use fails the start. */
+/** The listening server, or undefined when the configuration leaves it off or its port cannot be bound. */
 export async function startWyoming(o: WyomingStart): Promise<WyomingServer | undefined> {
   const config = resolveWyomingConfig(o.ctx.config['wyoming']);
   if (!config.enabled) return undefined;
@@ -36,7 +37,18 @@ export async function startWyoming(o: WyomingStart): Promise<WyomingServer | und
     agentVersion: o.agentVersion,
     logger: o.ctx.logger,
   });
-  await server.listen();
+  try {
+    await server.listen();
+  } catch (err) {
+    // An optional service: the dashboard and the board's own voice loop still run, and nothing is announced.
+    o.ctx.logger.error('Wyoming server not started: cannot listen', {
+      bind: config.bind,
+      port: config.port,
+      error: errorMessage(err),
+    });
+    await server.close();
+    return undefined;
+  }
   return server;
 }
 
