@@ -11,4 +11,3 @@ export function resolveVoiceConfig(section: unknown): VoiceConfig {
 export function resolveVisionConfig(section: unknown): VisionConfig {
   return deepMerge(visionDefaults, section ?? {});
 }
-
