@@ -2,7 +2,8 @@
 // way in the same run, interleaved round by round. Measured from spawn: the first 200 of GET /healthz (polled)
 // and READY=1 on a real NOTIFY_SOCKET (a python3 datagram listener, as PID 1). The agent's own log gives the
 // timeline of its start: each module's start (on the path to ready) and what each finishes after ready.
-// Same config as bench/idle: every module, embedded broker, telemetry on, no models. The data dir is made by a
+// Same config and node flags (the systemd unit's) as bench/idle: every module, embedded broker, telemetry on,
+// no models. The data dir is made by a
 // first, untimed start (pairing token, database), as on every boot after the first.
 // Targets (issue 18): READY and /healthz ≤ 500 ms after exec, and ≤ 3x the bare server.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -12,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startNotifyListener } from '../test/integration/sdnotify-listener.js';
-import { agentCli, ensureBuilt, repoRoot } from './lib-dist.js';
+import { agentCli, daemonNodeFlags, ensureBuilt, repoRoot } from './lib-dist.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
@@ -113,7 +114,16 @@ async function main(): Promise<void> {
       mqtt: { embeddedBroker: { enabled: true, port: 0, host: '127.0.0.1' } },
     }),
   );
-  const agentArgs = [agentCli, 'run', '--config', configPath, '--data-dir', join(dir, 'data')];
+  // As the systemd unit starts it: its node flags, then the bundled CLI.
+  const agentArgs = [
+    ...daemonNodeFlags(),
+    agentCli,
+    'run',
+    '--config',
+    configPath,
+    '--data-dir',
+    join(dir, 'data'),
+  ];
   const agent: Run[] = [];
   const bare: Run[] = [];
   try {

@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=module.js.map

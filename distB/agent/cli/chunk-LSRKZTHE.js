@@ -1,1 +1,0 @@
-var HttpError=class extends Error{status;code;headers;constructor(status,code,message,headers={}){super(message);this.name="HttpError";this.status=status;this.code=code;this.headers=headers}};function errorBody(code,message){return{error:{code,message}}}export{HttpError,errorBody};

@@ -1,1 +1,0 @@
-import{CONFIG_FLAGS,command,configFromFlags,redactConfig}from"./chunk-GVGAUJVW.js";import"./chunk-Q6B7ZXSD.js";import"./chunk-IAFHP7QP.js";import"./chunk-TF3ZBI4R.js";import"./chunk-5RQ3FAH7.js";import"./chunk-IWD5ASKX.js";import"./chunk-OV7HIL2Z.js";export{CONFIG_FLAGS,command,configFromFlags,redactConfig};

@@ -1,1 +1,0 @@
-import{agentVersion,command}from"./chunk-SPBE24BD.js";export{agentVersion,command};

@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=migration.js.map

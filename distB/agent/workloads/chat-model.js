@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=chat-model.js.map
