@@ -181,9 +181,9 @@ test('layer.conf: unknown series, missing dependency and missing scarthgap are r
 });
 
 test('a dynamic layer directory named in layer.conf must exist', (t) => {
-  const dir = brokenLayer(t, (d) => rmSync(join(d, 'dynamic-layers', 'spacemit'), { recursive: true }));
+  const dir = brokenLayer(t, (d) => rmSync(join(d, 'dynamic-layers', 'riscv'), { recursive: true }));
   t.deepEqual(messages(dir), [
-    'conf/layer.conf: BBFILES_DYNAMIC names dynamic-layers/spacemit, which does not exist',
+    'conf/layer.conf: BBFILES_DYNAMIC names dynamic-layers/riscv, which does not exist',
   ]);
 });
 
