@@ -10,7 +10,7 @@ import {
   type TelemetryConfig,
   type TelemetryConfigInput,
 } from '../config/sections/telemetry.js';
-import type { Db } from '../store/database.js';
+import type { Db } from '../store/sqlite/database.js';
 import { OutboxDrainer, type QosPublisher } from '../telemetry/drain.js';
 import { TelemetryHistory } from '../telemetry/history.js';
 import { Outbox, type OutboxMessage } from '../telemetry/outbox.js';

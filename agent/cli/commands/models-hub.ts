@@ -27,10 +27,10 @@ import {
 } from '../../plan/recommend.js';
 import { ProbeStore } from '../../runtime/probe-store.js';
 import { openStore } from '../../store/database.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo } from '../command.js';
-import { table } from '../format.js';
-import { progressPrinter } from '../pull-progress.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo } from '../common/command.js';
+import { table } from '../common/format.js';
+import { progressPrinter } from '../common/pull-progress.js';
 import { configFromFlags } from './config.js';
 
 // `models pull hf://…|ms://…`, `models update`, `models search`, `models recommend`: the model hubs from the

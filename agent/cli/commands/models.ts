@@ -18,9 +18,9 @@ import {
 import { MODELS_PULL_USAGE, runModelsPull } from '../../../ota/pull.js';
 import { MnnEdgeError } from '../../common/errors.js';
 import { openStore } from '../../store/database.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo, Command } from '../command.js';
-import { formatBytes, table } from '../format.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo, Command } from '../common/command.js';
+import { formatBytes, table } from '../common/format.js';
 import { configFromFlags } from './config.js';
 import { HUB_USAGE, runHubPull, runHubRecommend, runHubSearch, runHubUpdate } from './models-hub.js';
 

@@ -7,7 +7,7 @@ import { errorMessage } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { HttpRouter } from '../../http/router.js';
 import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from '../../http/session-limits.js';
-import { WorkloadError } from '../errors.js';
+import { WorkloadError } from '../shared/errors.js';
 import type { TimedFrame } from './frame-sources.js';
 import { decodeImage } from './image.js';
 import type { VisionService, WatchRunner } from './service.js';

@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import type { PullProgress } from '../../models/hub/pull.js';
+import type { PullProgress } from '../../../models/hub/pull.js';
 import { formatBytes as bytes } from './format.js';
 
 // The pull's progress for people: a bar redrawn in place on a terminal (bytes, rate, ETA, file), one plain line
