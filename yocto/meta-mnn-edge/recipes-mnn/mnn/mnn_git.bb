@@ -25,12 +25,10 @@ S = "${UNPACKDIR}/git"
 inherit cmake
 
 # The default is what the agent needs on every board. GPU backends follow DISTRO_FEATURES (opencl, vulkan); the
-# per-board appends in dynamic-layers/ add cuda, qnn, rvv and ime (rknn is opt-in, see below); MACHINE_FEATURES
-# "mnn-hexagon" asks for the Hexagon backend (it needs the Hexagon SDK, see MNN_HEXAGON_SDK_ROOT).
-PACKAGECONFIG ??= "llm omni audio imgcodecs \
-    ${@bb.utils.filter('DISTRO_FEATURES', 'opencl vulkan', d)} \
-    ${@bb.utils.contains('MACHINE_FEATURES', 'mnn-hexagon', 'hexagon', '', d)} \
-"
+# per-board appends in dynamic-layers/ add cuda, qnn, hexagon, rvv and ime (rknn is opt-in, see below). Nothing
+# here reads MACHINE or MACHINE_FEATURES: the package is per tune, and two machines of one tune must build the same
+# one; what depends on the board is in the appends, which make their packages per machine.
+PACKAGECONFIG ??= "llm omni audio imgcodecs ${@bb.utils.filter('DISTRO_FEATURES', 'opencl vulkan', d)}"
 PACKAGECONFIG[llm] = "-DMNN_BUILD_LLM=ON -DMNN_LLM_BUILD_DEMO=ON -DLLM_SUPPORT_HTTP_RESOURCE=OFF,-DMNN_BUILD_LLM=OFF"
 PACKAGECONFIG[omni] = "-DMNN_BUILD_LLM_OMNI=ON,-DMNN_BUILD_LLM_OMNI=OFF"
 PACKAGECONFIG[audio] = "-DMNN_BUILD_AUDIO=ON,-DMNN_BUILD_AUDIO=OFF"
