@@ -70,6 +70,7 @@ export function runtimeChatModel(
                   generatedTokens: ev.stats.decodeTokens,
                   prefillMs: ev.stats.prefillMs,
                   decodeMs: ev.stats.decodeMs,
+                  ...(ev.detail !== undefined ? { detail: ev.detail } : {}),
                 });
               }
             }

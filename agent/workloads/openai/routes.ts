@@ -12,6 +12,7 @@ import { WorkloadError } from '../errors.js';
 import type { SlotGate } from '../scheduler.js';
 import type { RgbFrame } from '../vision/image.js';
 import { invalidRequest, OpenAiError, sendOpenAiError } from './errors.js';
+import { type OpenAiFinish, openAiFinish } from './finish.js';
 import { type ChatCompletionRequest, decodeDataUrl, parseChatCompletionRequest } from './request.js';
 
 export interface OpenAiModel {
@@ -65,14 +66,6 @@ function toOpenAiError(err: unknown): OpenAiError {
   if (code === 'EINVAL') return new OpenAiError(400, 'invalid_request_error', errorMessage(err));
   return new OpenAiError(500, 'server_error', `The model failed: ${errorMessage(err)}`);
 }
-
-const FINISH: Record<ChatResult['finishReason'], 'stop' | 'length'> = {
-  stop: 'stop',
-  length: 'length',
-  aborted: 'stop',
-  // OpenAI clients know no such reason; the answer simply ends where the engine host was lost.
-  'backend-lost': 'stop',
-};
 
 function usage(r: ChatResult) {
   return {
@@ -177,20 +170,20 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
             {
               index: 0,
               message: { role: 'assistant', content: r.text },
-              finish_reason: FINISH[r.finishReason],
               logprobs: null,
+              ...openAiFinish(r),
             },
           ],
           usage: usage(r),
         });
         return;
       }
-      const chunk = (delta: Record<string, string>, finish: string | null) => ({
+      const chunk = (delta: Record<string, string>, finish: OpenAiFinish | null) => ({
         id,
         object: 'chat.completion.chunk',
         created,
         model: entry.id,
-        choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+        choices: [{ index: 0, delta, logprobs: null, ...(finish ?? { finish_reason: null }) }],
       });
       const iterator = stream[Symbol.asyncIterator]();
       // The first piece is awaited before the headers go out, so a failing prefill still gets a proper error.
@@ -215,7 +208,7 @@ export function registerOpenAiRoutes(deps: OpenAiRoutesDeps): () => void {
         return;
       }
       const r = await stream.result;
-      sse(ctx.res, chunk({}, FINISH[r.finishReason]));
+      sse(ctx.res, chunk({}, openAiFinish(r)));
       if (request.includeUsage)
         sse(ctx.res, {
           id,
