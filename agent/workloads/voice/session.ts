@@ -9,7 +9,7 @@ import type { Clock } from '../../common/clock.js';
 import { errorMessage } from '../../common/errors.js';
 import { TypedEventEmitter } from '../../common/typed-events.js';
 import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
-import type { ChatMessage } from '../chat-model.js';
+import type { ChatMessage, ChatResult } from '../chat-model.js';
 import { WorkloadError } from '../errors.js';
 import {
   type SegmenterEvent,
@@ -40,6 +40,9 @@ export type VoiceEvents = {
     transcript: string | undefined;
     reply: string;
     metrics: TurnMetrics;
+    /** How the reply ended, once the LLM answered: `backend-lost` when its engine host died mid-answer (the
+     *  text so far was spoken and stays in the history; `error` says why). */
+    finishReason?: ChatResult['finishReason'];
     error?: string;
   };
 };
@@ -334,6 +337,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     let reply = '';
     let status: TurnStatus = 'completed';
     let error: string | undefined;
+    let finishReason: ChatResult['finishReason'] | undefined;
     this.stats.turns++;
     this.emit('speech-end', { turn: active.turn, speechMs, endedBy: utterance.endedBy });
     this.#o.priority?.begin();
@@ -380,6 +384,9 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       await speech.finished;
       const result = await stream.result;
       signal.throwIfAborted();
+      finishReason = result.finishReason;
+      if (finishReason === 'backend-lost')
+        error = `reply cut short: ${result.detail ?? 'the engine host was lost'}`;
       metrics.promptTokens = result.promptTokens;
       metrics.generatedTokens = result.generatedTokens;
       if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
@@ -419,6 +426,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       transcript,
       reply,
       metrics,
+      ...(finishReason !== undefined ? { finishReason } : {}),
       ...(error !== undefined ? { error } : {}),
     });
   }
