@@ -12,7 +12,7 @@ import {
 import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
 import { BaselineOnWrongBackend, type MnnBaseline, mnnBaseline } from './lib-mnn-baseline.js';
 import { measureRuntimeFallback } from './lib-runtime-fallback.js';
-import { describe, fmt, summarize, verdict } from './stats.js';
+import { check, describe, fmt, summarize } from './stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const PROMPT_TOKENS = 32;
@@ -172,7 +172,7 @@ async function main(): Promise<void> {
         const note = cacheNote(backend, r.cacheBytes);
         console.log(
           `  load cold ${fmt(r.cold, 0)} ms, warm ${fmt(r.warm, 0)} ms (cache ${r.cacheBytes} bytes): ` +
-            `warm/cold ${fmt(r.warm / r.cold, 2)}x ${verdict(r.warm / r.cold <= 0.3)} (target <= 0.3)` +
+            `warm/cold ${fmt(r.warm / r.cold, 2)}x ${check(`${backend} load warm/cold`, r.warm / r.cold, 'x', '<= 0.3', r.warm / r.cold <= 0.3)} (target <= 0.3)` +
             (note ? `\n    note: ${note}` : ''),
         );
       } else console.log(`  load ${fmt(r.cold, 0)} ms (no kernel cache on this backend: cold = warm)`);
@@ -193,7 +193,7 @@ async function main(): Promise<void> {
       );
       const ratio = hostDecode.median / mnnDecode.median;
       console.log(
-        `  host/${r.baseline.tool} decode ${fmt(ratio, 3)}x ${verdict(ratio >= 0.95)} (target >= 0.95); ` +
+        `  host/${r.baseline.tool} decode ${fmt(ratio, 3)}x ${check(`${backend} decode host/${r.baseline.tool}`, ratio, 'x', '>= 0.95', ratio >= 0.95)} (target >= 0.95); ` +
           `TTFT host/${r.baseline.tool} ${fmt(hostTtft.median / mnnTtft.median, 2)}x`,
       );
     }
@@ -213,8 +213,9 @@ async function main(): Promise<void> {
     console.log(
       `\nfallback ${gpu} → cpu through the runtime (host SIGKILLed at its first token; that answer ended as ${f.cutShortAs}):` +
         `\n  fault → next token ${fmt(f.faultToTokenMs, 0)} ms; one CPU model load ${fmt(oneLoad, 0)} ms; ` +
-        `beyond the load ${fmt(f.faultToTokenMs - oneLoad, 0)} ms ${verdict(f.faultToTokenMs - oneLoad <= 2000)} (target <= 2000 ms plus one load)` +
-        `\n  ${f.fromKey} → ${f.toKey}`,
+        `beyond the load ${fmt(f.faultToTokenMs - oneLoad, 0)} ms ${check(`fallback ${gpu}→cpu beyond one load`, f.faultToTokenMs - oneLoad, 'ms', '<= 2000', f.faultToTokenMs - oneLoad <= 2000)} (target <= 2000 ms plus one load)` +
+        `\n  ${f.fromKey} → ${f.toKey}` +
+        `\n  timeline: ${f.timeline.join('; ')}`,
     );
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -22,6 +22,8 @@ export interface FallbackTiming {
   faultToTokenMs: number;
   /** How the answer that was streaming when the host died ended. */
   cutShortAs: string;
+  /** Where the time went: each instance transition after the fault, ms after it. */
+  timeline: string[];
 }
 
 export async function measureRuntimeFallback(options: {
@@ -92,11 +94,20 @@ export async function measureRuntimeFallback(options: {
         `voice.llm is not on ${options.gpu}: ${fromKey}; ${JSON.stringify(runtime.state().failures)}`,
       );
     const victim = runtime.state().instances.find((i) => i.key === fromKey)!;
+    const transitions: Array<{ atMs: number; what: string }> = [];
+    runtime.events.on('transition', (e) => {
+      transitions.push({
+        atMs: e.atMs,
+        what: `${e.instanceKey.split('|')[1]?.split(' ')[0]} ${e.from}→${e.to}`,
+      });
+    });
+    let faultWallMs = 0;
     let fault = 0;
     let cutShortAs = 'no ending';
     for await (const ev of runtime.stream('voice.llm', { prompt: options.prompt, maxNewTokens: 2000 })) {
       if (ev.type === 'text' && fault === 0) {
         fault = performance.now();
+        faultWallMs = Date.now();
         process.kill(victim.pid, 'SIGKILL');
       } else if (ev.type === 'done') cutShortAs = ev.finishReason;
     }
@@ -108,6 +119,12 @@ export async function measureRuntimeFallback(options: {
       toKey: runtime.state().serving['voice.llm'] ?? 'nothing',
       faultToTokenMs: next - fault,
       cutShortAs,
+      timeline: [
+        ...transitions
+          .filter((t) => t.atMs >= faultWallMs)
+          .map((t) => `+${t.atMs - faultWallMs} ms ${t.what}`),
+        `+${Math.round(next - fault)} ms first token of the next request`,
+      ],
     };
   } finally {
     await runtime.stop();
