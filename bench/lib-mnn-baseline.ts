@@ -93,7 +93,11 @@ export function mnnBaseline(
     };
   return {
     tool: 'llm_demo',
-    why: `llm_bench maps "-a ${backend}" to the CPU (only cpu/metal/cuda/opencl/hexagon are parsed), so llm_demo with backend_type "${backend}" in the config`,
+    why:
+      `llm_bench maps "-a ${backend}" to the CPU (only cpu/metal/cuda/opencl/hexagon are parsed), so llm_demo ` +
+      `with backend_type "${backend}" in the config. Not quite like for like: after loading, llm_demo also runs ` +
+      'Llm::tuning(OP_ENCODER_NUMBER), which picks how many ops go into one GPU command-buffer commit; the ' +
+      'engine host does not tune (on lavapipe that tuning took 13 s)',
     run(scratch) {
       // Beside the original: MNN resolves the model's files relative to the config's directory.
       const own = JSON.parse(readFileSync(config, 'utf8')) as Record<string, unknown>;
