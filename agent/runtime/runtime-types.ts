@@ -9,7 +9,7 @@ import type {
   PlanPolicy,
   SlotName,
 } from '../plan/types.js';
-import type { Db } from '../store/database.js';
+import type { Db } from '../store/sqlite/database.js';
 import type { SlotRuntimeStats } from '../telemetry/runtime-stats.js';
 import type { BackendHealthOptions, BackendHealthState } from './backend-health.js';
 import type { EngineHostFactory, GenerateRequest, GenerateStats } from './engine-port.js';

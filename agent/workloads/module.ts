@@ -13,8 +13,8 @@ import type { MetricSample } from '../telemetry/samplers.js';
 import { startBoardVoiceLoop, startCameraWatch } from './board-loops.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
 import { registerOpenAiRoutes } from './openai/routes.js';
-import { SlotGate, VoicePriority } from './scheduler.js';
-import { slotModels, type WorkloadRuntime } from './slot-models.js';
+import { SlotGate, VoicePriority } from './slots/scheduler.js';
+import { slotModels, type WorkloadModels, type WorkloadRuntime } from './slots/slot-models.js';
 import { decodeImage, fitFrame } from './vision/image.js';
 import { VisionService } from './vision/service.js';
 import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
@@ -109,7 +109,7 @@ function registerEdges(
   ctx: AgentContext,
   deps: WorkloadsModuleDeps,
   services: Services,
-  apiModels: () => ReturnType<Parameters<typeof registerOpenAiRoutes>[0]['models']>,
+  apiModels: () => ApiModels,
   vic: VisionConfig,
 ): Array<() => void> {
   const { voice, vision } = services;
@@ -145,6 +145,70 @@ function registerEdges(
         : {}),
     }),
   ];
+}
+
+type ApiModels = ReturnType<Parameters<typeof registerOpenAiRoutes>[0]['models']>;
+
+/**
+ * What /v1/models lists, read on every request: a model installed or swapped while the agent runs shows up at
+ * once. Slots that share a model appear once, under the first slot that serves it. A model that cannot answer
+ * (no engine, failed to load) is not listed, but asking for it by name still answers 503 with the reason.
+ */
+function apiModelsOf(
+  models: WorkloadModels,
+  gateFor: (slot: SlotName) => SlotGate,
+  slotStates: (() => readonly SlotState[]) | undefined,
+  startedAt: number,
+): () => ApiModels {
+  return () => {
+    const seen = new Set<string>();
+    const states = slotStates?.();
+    const answers = (slot: SlotName) => {
+      const state = states?.find((st) => st.slot === slot);
+      return state === undefined
+        ? models.missing(slot) === undefined
+        : state.servable || state.phase === 'loading';
+    };
+    return API_SLOTS.flatMap((slot) => {
+      const id = models.modelId(slot);
+      if (id === undefined || seen.has(id)) return [];
+      seen.add(id);
+      return [
+        {
+          id,
+          created: startedAt,
+          gate: gateFor(slot),
+          open: async () => models.chat(slot),
+          servable: answers(slot),
+        },
+      ];
+    });
+  };
+}
+
+/** The loops that run on the board itself: the microphone voice loop and the camera watch, as configured. */
+function startBoardLoops(
+  ctx: AgentContext,
+  config: { voice: VoiceConfig; vision: VisionConfig },
+  services: { voice: VoiceService; vision: VisionService },
+  deps: WorkloadsModuleDeps,
+  signal: AbortSignal,
+): Array<Promise<void>> {
+  const loops: Array<Promise<void>> = [];
+  const { voice: vc, vision: vic } = config;
+  const env = { signal, logger: ctx.logger };
+  if (vc.input.source !== 'none')
+    loops.push(startBoardVoiceLoop(vc, services.voice, { ...env, dataDir: ctx.config.dataDir }));
+  if (vic.watch.enabled && vic.camera) {
+    const watch = { ...env, monotonicMs: () => ctx.clock.monotonicMs() };
+    loops.push(
+      startCameraWatch({ ...vic, camera: vic.camera }, services.vision, {
+        ...watch,
+        ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
+      }),
+    );
+  }
+  return loops;
 }
 
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
@@ -209,50 +273,13 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       });
       const vision = new VisionService(vic, { models, gate: visionGate, clock: ctx.clock, priority });
 
-      const startedAt = Math.floor(ctx.clock.nowMs() / 1000);
-      // Read on every request: a model installed or swapped while the agent runs shows up at once. Slots that
-      // share a model appear once, under the first slot that serves it.
-      // A model that cannot answer (no engine, failed to load) is not listed, but asking for it by name still
-      // answers 503 with the reason.
-      const apiModels = () => {
-        const seen = new Set<string>();
-        const states = deps.slotStates?.();
-        const answers = (slot: SlotName) => {
-          const state = states?.find((st) => st.slot === slot);
-          return state === undefined
-            ? models.missing(slot) === undefined
-            : state.servable || state.phase === 'loading';
-        };
-        return API_SLOTS.flatMap((slot) => {
-          const id = models.modelId(slot);
-          if (id === undefined || seen.has(id)) return [];
-          seen.add(id);
-          return [
-            {
-              id,
-              created: startedAt,
-              gate: gateFor(slot),
-              open: async () => models.chat(slot),
-              servable: answers(slot),
-            },
-          ];
-        });
-      };
+      const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
       removers.push(...registerEdges(ctx, deps, { voice, vision, gateFor }, apiModels, vic));
       registerRestartCommand(deps);
 
-      const env = { signal: background.signal, logger: ctx.logger };
-      if (vc.input.source !== 'none')
-        loops.push(startBoardVoiceLoop(vc, voice, { ...env, dataDir: ctx.config.dataDir }));
-      if (vic.watch.enabled && vic.camera) {
-        const watch = { ...env, monotonicMs: () => ctx.clock.monotonicMs() };
-        loops.push(
-          startCameraWatch({ ...vic, camera: vic.camera }, vision, {
-            ...watch,
-            ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
-          }),
-        );
-      }
+      loops.push(
+        ...startBoardLoops(ctx, { voice: vc, vision: vic }, { voice, vision }, deps, background.signal),
+      );
       ctx.logger.info('workloads ready', {
         voice: this.voiceStatus(),
         vision: this.visionStatus(),

@@ -13,8 +13,8 @@ import {
 } from '../../engine-build/plan.js';
 import { findBuildHost } from '../../engine-build/sdk.js';
 import { type BuildStep, buildSteps, formatStep, runSteps } from '../../engine-build/steps.js';
-import { parseArgs, stringFlag, UsageError } from '../args.js';
-import type { Command } from '../command.js';
+import { parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { Command } from '../common/command.js';
 
 const USAGE =
   'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--with B,..] [--without B,..] [--work DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';

@@ -18,9 +18,9 @@ import {
 import { MODELS_PULL_USAGE, runModelsPull } from '../../../ota/pull.js';
 import { MnnEdgeError } from '../../common/errors.js';
 import { openStore } from '../../store/database.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo, Command } from '../command.js';
-import { formatBytes, table } from '../format.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo, Command } from '../common/command.js';
+import { formatBytes, table } from '../common/format.js';
 import { configFromFlags } from './config.js';
 import { HUB_USAGE, runHubPull, runHubRecommend, runHubSearch, runHubUpdate } from './models-hub.js';
 
@@ -54,6 +54,19 @@ function flagsOf(p: InstalledPackage): string {
     p.manifest.provenance && 'unsigned',
   ];
   return f.filter(Boolean).join(',') || '-';
+}
+
+/** A package in `ls --json`: its state without the manifest, and where a hub pull came from. */
+function listEntry({ manifest: m, ...p }: InstalledPackage): Record<string, unknown> {
+  const prov = m.provenance;
+  return prov ? { ...p, trust: prov.trust, pulledFrom: `${prov.hub} ${prov.repo}@${prov.commit}` } : p;
+}
+
+/** Said once under the table when a hub pull is listed: what the `unsigned` flag means. */
+function unsignedLegend(list: readonly InstalledPackage[]): string {
+  return list.some((p) => p.manifest.provenance)
+    ? 'unsigned: pulled from a model hub, no signature (trust on first use)\n'
+    : '';
 }
 
 function when(ms: number | null): string {
@@ -178,11 +191,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       case 'ls': {
         if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
         const list = store.list();
-        if (json)
-          printJson(
-            io.stdout,
-            list.map(({ manifest: _m, ...p }) => p),
-          );
+        if (json) printJson(io.stdout, list.map(listEntry));
         else if (list.length === 0) io.stdout.write(`no models installed in ${store.root}\n`);
         else
           io.stdout.write(
@@ -196,7 +205,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
                 flagsOf(p),
                 when(p.lastUsedAt),
               ]),
-            ]),
+            ]) + unsignedLegend(list),
           );
         return 0;
       }

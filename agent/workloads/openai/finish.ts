@@ -1,4 +1,4 @@
-import type { ChatResult } from '../chat-model.js';
+import type { ChatResult } from '../shared/chat-model.js';
 
 // How the end of an answer reads to an OpenAI client. OpenAI's own values are stop, length, tool_calls and
 // content_filter; none says "the answer broke off". An answer whose engine host died mid-way (a GPU driver

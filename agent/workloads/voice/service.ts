@@ -2,8 +2,8 @@
 // what is placed, and refuses clearly when the engine or a model is missing.
 import type { Clock } from '../../common/clock.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
-import { WorkloadError } from '../errors.js';
-import type { WorkloadModels } from '../slot-models.js';
+import { WorkloadError } from '../shared/errors.js';
+import type { WorkloadModels } from '../slots/slot-models.js';
 import { findExecutable } from './executable.js';
 import { VoiceSession } from './session.js';
 import { type AsrStage, AudioLlmAsr, ChatReplyStage, EspeakTts, TalkerTts, type TtsStage } from './stages.js';

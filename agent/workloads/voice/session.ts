@@ -9,8 +9,9 @@ import type { Clock } from '../../common/clock.js';
 import { errorMessage } from '../../common/errors.js';
 import { TypedEventEmitter } from '../../common/typed-events.js';
 import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
-import type { ChatMessage, ChatResult } from '../chat-model.js';
-import { WorkloadError } from '../errors.js';
+import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from '../audio/vad.js';
+import type { ChatMessage, ChatResult } from '../shared/chat-model.js';
+import { WorkloadError } from '../shared/errors.js';
 import {
   type SegmenterEvent,
   type SegmenterOptions,
@@ -19,7 +20,6 @@ import {
 } from './segmenter.js';
 import { type AsrStage, checkUtterance, type ReplyStage, SentenceChunker, type TtsStage } from './stages.js';
 import type { TurnMetrics, TurnSink } from './turn-store.js';
-import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from './vad.js';
 
 export type TurnStatus = 'completed' | 'cancelled' | 'failed';
 

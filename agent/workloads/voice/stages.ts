@@ -9,8 +9,8 @@
 //        EspeakTts      espeak-ng (Debian, Yocto meta-oe) when no speech model is installed, so the assistant
 //                       always speaks
 import { spawn } from 'node:child_process';
-import type { ChatMessage, ChatModel, ChatResult, ChatStream } from '../chat-model.js';
-import { WorkloadError } from '../errors.js';
+import type { ChatMessage, ChatModel, ChatResult, ChatStream } from '../shared/chat-model.js';
+import { WorkloadError } from '../shared/errors.js';
 
 /** MNN's whisper front end crashes on clips shorter than one 10 ms hop; 100 ms is the shortest useful request. */
 export const MIN_ASR_SAMPLES = 1600;

@@ -11,6 +11,7 @@ import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
 import { engineNotice } from '../engine-notice.js';
 import type { Page, PageContext } from '../page.js';
 import { quantText } from '../quant.js';
+import { getModelsCard } from './get-models.js';
 
 // Slots, what serves each and why, the fallback chain, and the operator's levers: pin a backend or variant,
 // unpin, re-plan. Installed models and imports in progress below. Refreshed every few seconds so a swap can
@@ -298,15 +299,26 @@ async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
           res.hint ?? 'Install a model package to get started.',
           'no-models',
         )
-      : table(
-          ['Model', 'Version', 'Kind', 'Size', 'Variants'],
-          res.installed.map((m) => [
-            m.id,
-            m.version,
-            m.kind,
-            formatBytes(m.sizeBytes),
-            m.variants.map((v) => `${v.id} (${quantText(v.quant)}; ${v.backends.join('/')})`).join(', '),
-          ]),
+      : tagged(
+          'installed-models',
+          table(
+            ['Model', 'Version', 'Kind', 'Size', 'Variants', 'Source'],
+            res.installed.map((m) => [
+              m.id,
+              m.version,
+              m.kind,
+              formatBytes(m.sizeBytes),
+              m.variants.map((v) => `${v.id} (${quantText(v.quant)}; ${v.backends.join('/')})`).join(', '),
+              m.pulledFrom
+                ? h(
+                    'span',
+                    { 'data-testid': 'model-source' },
+                    `${m.pulledFrom.hub} ${m.pulledFrom.repo}@${m.pulledFrom.commit.slice(0, 12)} `,
+                    pill('unsigned (trust on first use)', 'warn'),
+                  )
+                : 'package',
+            ]),
+          ),
         ),
     installs.length > 0 ? h('div', { class: 'installs' }, h('h3', {}, 'Installing'), ...installs) : null,
   );
@@ -334,8 +346,13 @@ export const modelsPage: Page = async (ctx) => {
   };
   await refresh();
   const timer = setInterval(() => void refresh().catch(() => undefined), 4000);
+  // Built once, below the refreshed cards: searches, the recommended list and pulls in flight stay on screen.
+  const getModels = getModelsCard(ctx, () => void refresh(true).catch(() => undefined));
   return {
-    element: h('div', { class: 'page' }, h('h1', {}, 'Models & placement'), body),
-    dispose: () => clearInterval(timer),
+    element: h('div', { class: 'page' }, h('h1', {}, 'Models & placement'), body, getModels.element),
+    dispose: () => {
+      clearInterval(timer);
+      getModels.dispose();
+    },
   };
 };

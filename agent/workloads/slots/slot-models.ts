@@ -2,14 +2,14 @@
 // slot (placement, fallback, hot swap) and the workloads only ask for `voice.llm` or `vision.vlm`. Nothing here
 // loads MNN: every model runs in an engine host process.
 
-import { errorMessage } from '../common/errors.js';
-import type { ModelKind, SlotName } from '../plan/types.js';
-import type { TensorIn, TensorOut } from '../runtime/engine-port.js';
-import type { Runtime, SlotInfo } from '../runtime/runtime.js';
-import type { ChatModel, ModelCapabilities } from './chat-model.js';
-import { WorkloadError } from './errors.js';
+import { errorMessage } from '../../common/errors.js';
+import type { ModelKind, SlotName } from '../../plan/types.js';
+import type { TensorIn, TensorOut } from '../../runtime/engine-port.js';
+import type { Runtime, SlotInfo } from '../../runtime/runtime.js';
+import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from '../audio/vad.js';
+import type { ChatModel, ModelCapabilities } from '../shared/chat-model.js';
+import { WorkloadError } from '../shared/errors.js';
 import { runtimeChatModel } from './runtime-chat-model.js';
-import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from './voice/vad.js';
 
 /** The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). */
 export type WorkloadRuntime = Pick<
