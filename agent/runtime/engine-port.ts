@@ -59,6 +59,12 @@ export interface LoadReport {
   cache: 'cold' | 'warm' | 'none';
 }
 
+/** How long an instance's model took to load, and with which kernel cache state. */
+export interface InstanceLoad {
+  ms: number;
+  cache: LoadReport['cache'];
+}
+
 export interface HostMemory {
   rssBytes: number;
   peakRssBytes: number;

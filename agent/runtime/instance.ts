@@ -1,5 +1,4 @@
-import { EngineFailure, type EngineHost } from './engine-port.js';
-import type { InstanceLoad } from './load-times.js';
+import { EngineFailure, type EngineHost, type InstanceLoad } from './engine-port.js';
 import type { InstanceSpec, InstanceStatus } from './types.js';
 
 /** A request's hold on a serving instance: while any lease is open the instance counts as busy, so a drain

@@ -1,5 +1,5 @@
 import type { Clock } from '../common/clock.js';
-import type { LoadReport } from './engine-port.js';
+import type { InstanceLoad, LoadReport } from './engine-port.js';
 import type { Instance } from './instance.js';
 
 // How long each model took to load, cold and warm, for the dashboard. A GPU backend's first load compiles its
@@ -8,10 +8,7 @@ import type { Instance } from './instance.js';
 
 export type LoadCache = LoadReport['cache'];
 
-export interface InstanceLoad {
-  ms: number;
-  cache: LoadCache;
-}
+export type { InstanceLoad };
 
 export interface LoadTimeRecord {
   /** `model@version/variant`. */

@@ -40,9 +40,7 @@ export type VoiceEvents = {
     transcript: string | undefined;
     reply: string;
     metrics: TurnMetrics;
-    /** How the reply ended, once the LLM answered: `backend-lost` when its engine host died mid-answer (the
-     *  text so far was spoken and stays in the history; `error` says why). */
-    finishReason?: ChatResult['finishReason'];
+    finishReason?: ChatResult['finishReason']; // backend-lost: the host died mid-reply (kept in history)
     error?: string;
   };
 };
@@ -385,8 +383,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       const result = await stream.result;
       signal.throwIfAborted();
       finishReason = result.finishReason;
-      if (finishReason === 'backend-lost')
-        error = `reply cut short: ${result.detail ?? 'the engine host was lost'}`;
+      if (finishReason === 'backend-lost') error = `reply cut short: ${result.detail ?? 'host lost'}`;
       metrics.promptTokens = result.promptTokens;
       metrics.generatedTokens = result.generatedTokens;
       if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
