@@ -12,13 +12,13 @@ import {
   type GenerateRequest,
   type HostExit,
   type HostMemory,
+  type LoadReport,
   type SpeakRequest,
   type SpeechOut,
   type TensorIn,
   type TensorOut,
 } from './engine-port.js';
 import { type GpuCacheKey, type GpuCacheStore, type PreparedGpuCache, usesGpuCache } from './gpu-cache.js';
-import type { EngineLoadTiming } from './load-split.js';
 import { moduleGraphPath, moduleProfileOf } from './module-models.js';
 import { processMemory } from './proc-memory.js';
 import type { InstanceSpec } from './types.js';
@@ -79,7 +79,7 @@ class AdaptedHost implements EngineHost {
     });
   }
 
-  async load(spec: InstanceSpec): Promise<EngineLoadTiming | undefined> {
+  async load(spec: InstanceSpec): Promise<LoadReport> {
     try {
       const profile = moduleProfileOf(spec.kind);
       if (profile) {
@@ -91,7 +91,7 @@ class AdaptedHost implements EngineHost {
           precision: spec.config.precision,
           memory: spec.config.memory,
         });
-        return undefined;
+        return { cache: 'none' };
       }
       const cache = this.#prepareCache(spec);
       const t0 = performance.now();
@@ -111,7 +111,8 @@ class AdaptedHost implements EngineHost {
           loadMs: Math.round(performance.now() - t0),
           cacheDir: cache.dir,
         });
-      return loaded.timing;
+      // A cache that cannot be written (disabled) means every load compiles: cold.
+      return { cache: cache ? (cache.state === 'warm' ? 'warm' : 'cold') : 'none', engine: loaded.timing };
     } catch (err) {
       throw classify(err, 'load');
     }

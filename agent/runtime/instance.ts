@@ -1,4 +1,4 @@
-import { EngineFailure, type EngineHost } from './engine-port.js';
+import { EngineFailure, type EngineHost, type InstanceLoad } from './engine-port.js';
 import type { LoadSplit } from './load-split.js';
 import type { InstanceSpec, InstanceStatus } from './types.js';
 
@@ -28,7 +28,9 @@ export class Instance {
   rssBytes = 0;
   /** RssAnon when the host reports it, else its RSS. */
   anonBytes = 0;
-  /** Filled in step by step as the reconciler starts, loads and warms the instance. */
+  /** How long its model took to load, and with which kernel cache state. */
+  load: InstanceLoad | undefined;
+  /** Where its start went, step by step (host start, read, MNN's load, warm-up), filled in as it happens. */
   readonly loadSplit: LoadSplit = {};
   readonly #leases = new Set<AbortController>();
   #idle: (() => void)[] = [];

@@ -1,6 +1,7 @@
 import { type PinOption, pinOptions } from '../plan/pin-options.js';
 import type { Placement, PlanBoard, SlotConstraints, SlotName } from '../plan/types.js';
 import type { LoadSplit } from './load-split.js';
+import type { InstanceLoad, LoadTimeRecord } from './load-times.js';
 import type { Runtime } from './runtime.js';
 import { runtimeSlotStates, type SlotState } from './slot-states.js';
 
@@ -14,8 +15,10 @@ export interface RuntimeInstanceView {
   rssBytes: number;
   inflight: number;
   slots: SlotName[];
+  /** Once loaded: how long its model took and whether a GPU kernel cache was used. */
+  load?: InstanceLoad;
   /** Where its start went: host start, read, MNN's load, warm-up (what is known so far). */
-  load?: LoadSplit;
+  loadSplit?: LoadSplit;
 }
 
 export interface PlacementView {
@@ -30,6 +33,8 @@ export interface PlacementView {
   slotStates: SlotState[];
   /** What a pin may name on this board: usable ones, and the others with why not. */
   pinOptions: PinOption[];
+  /** The latest cold and warm load per model variant and backend since the agent started. */
+  loadTimes?: LoadTimeRecord[];
   /** GPU backends held down after a live failure, until probes in fresh hosts pass. */
   backends?: Array<{
     backend: string;
@@ -69,7 +74,8 @@ export function placementPortFrom(
           rssBytes: i.rssBytes,
           inflight: i.inflight,
           slots: i.slots,
-          ...(Object.keys(i.load).length > 0 ? { load: i.load } : {}),
+          ...(i.load ? { load: i.load } : {}),
+          ...(Object.keys(i.loadSplit).length > 0 ? { loadSplit: i.loadSplit } : {}),
         })),
         fallbacks: s.active
           .filter((a) => a.fallback !== undefined)
@@ -77,6 +83,7 @@ export function placementPortFrom(
         pins,
         slotStates: runtimeSlotStates(runtime),
         pinOptions: pinOptions(board()),
+        loadTimes: s.loadTimes,
         backends: s.backends.map((b) => ({
           backend: b.backend,
           status: b.status,

@@ -6,7 +6,7 @@ import type { ReleaseCheck } from './events.js';
 import type { Failover } from './failover.js';
 import { Instance } from './instance.js';
 import type { RuntimeCore } from './instance-table.js';
-import { engineSplit } from './load-split.js';
+import { timedLoad } from './load-times.js';
 import { moduleProfileOf } from './module-models.js';
 import type { Planning } from './planning.js';
 import { describeStep, planSteps } from './steps.js';
@@ -92,13 +92,9 @@ export class Reconciler {
       case 'startHost':
         return this.#startHost(step.instance, signal);
       case 'load':
-        return this.#startupStep(step.instance, 'loading', 'load failed', signal, async (inst) => {
-          const t0 = this.#core.deps.clock.monotonicMs();
-          const engine = await inst.host.load(inst.spec, signal);
-          Object.assign(inst.loadSplit, engineSplit(engine), {
-            loadMs: this.#core.deps.clock.monotonicMs() - t0,
-          });
-        });
+        return this.#startupStep(step.instance, 'loading', 'load failed', signal, (inst) =>
+          timedLoad(inst, this.#core.table.loadTimes, this.#core.deps.clock, signal),
+        );
       case 'warmUp':
         return this.#startupStep(step.instance, 'warming', 'warm-up failed', signal, async (inst) => {
           const t0 = this.#core.deps.clock.monotonicMs();
@@ -108,7 +104,7 @@ export class Reconciler {
             for await (const _ of inst.host.generate(this.#core.opts.warmUp, signal)) {
               // Only completion matters: the instance answered.
             }
-          inst.loadSplit.warmUpMs = this.#core.deps.clock.monotonicMs() - t0;
+          inst.loadSplit.warmUpMs = Math.round(this.#core.deps.clock.monotonicMs() - t0);
           await this.#sampleMemory(inst);
           this.#core.table.setStatus(inst, 'ready');
         });
@@ -150,7 +146,7 @@ export class Reconciler {
       this.#candidateFailed(spec.key, `engine host did not start: ${errorMessage(err)}`, 'startHost');
     }
     const inst = new Instance(spec, host, this.#core.deps.clock.nowMs());
-    inst.loadSplit.hostStartMs = this.#core.deps.clock.monotonicMs() - t0;
+    inst.loadSplit.hostStartMs = Math.round(this.#core.deps.clock.monotonicMs() - t0);
     this.#core.table.instances.set(spec.key, inst);
     this.#core.table.transition(inst, 'absent', 'starting');
     void host.exited.then((exit) => this.#failover.onExit(inst, exit));

@@ -17,6 +17,7 @@ import type { Transition } from './events.js';
 import { defaultFailureBackoff, type FailureBackoff, type FailureRecord } from './failures.js';
 import type { Lease } from './instance.js';
 import type { LoadSplit } from './load-split.js';
+import type { InstanceLoad, LoadTimeRecord } from './load-times.js';
 import type { SystemMemory } from './proc-memory.js';
 import type { RunnerHealth } from './runner.js';
 import type { ActiveChoice } from './target.js';
@@ -108,8 +109,10 @@ export interface InstanceState {
   inflight: number;
   slots: SlotName[];
   startedAtMs: number;
+  /** Once loaded: how long it took and whether a GPU kernel cache was used. */
+  load?: InstanceLoad;
   /** Where its start went so far (host start, read, MNN's load, warm-up). */
-  load: LoadSplit;
+  loadSplit: LoadSplit;
 }
 
 export interface RuntimeState {
@@ -123,6 +126,8 @@ export interface RuntimeState {
   health: RunnerHealth;
   /** GPU backends held down after a live failure until probes pass (empty when all are fine). */
   backends: BackendHealthState[];
+  /** The latest cold and warm load per model variant and backend since start. */
+  loadTimes: LoadTimeRecord[];
 }
 
 /** One slot for telemetry and the dashboard: what serves it and how its requests went. */
@@ -130,7 +135,7 @@ export interface RuntimeState {
 export interface SlotStats extends SlotRuntimeStats {
   slot: SlotName;
   /** Where the serving instance's start went (host start, read, MNN's load, warm-up). */
-  load?: LoadSplit;
+  loadSplit?: LoadSplit;
 }
 
 /** What a workload needs to know about a slot before it uses it. */

@@ -162,7 +162,7 @@ export class Serving {
         s.variant = inst.spec.variantId;
         s.backend = inst.spec.config.backend_type;
         s.hostRssBytes = inst.rssBytes;
-        if (Object.keys(inst.loadSplit).length > 0) s.load = { ...inst.loadSplit };
+        if (Object.keys(inst.loadSplit).length > 0) s.loadSplit = { ...inst.loadSplit };
       } else if (planned.builtin) {
         s.model = planned.builtin;
       }

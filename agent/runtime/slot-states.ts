@@ -49,7 +49,7 @@ export interface SlotState {
   /** The planner's reasons, with their numbers (speed, memory, threads), for the "Why" column. */
   why: string[];
   /** Where the serving instance's start went (host start, read, MNN's load, warm-up), once it serves. */
-  load?: LoadSplit;
+  loadSplit?: LoadSplit;
 }
 
 export interface SlotStateInput {
@@ -58,7 +58,7 @@ export interface SlotStateInput {
   configured?: readonly SlotName[];
   /** Slot → key of the instance serving it now. */
   serving: Partial<Record<SlotName, string>>;
-  instances: ReadonlyArray<{ key: string; status: InstanceStatus; load?: LoadSplit }>;
+  instances: ReadonlyArray<{ key: string; status: InstanceStatus; loadSplit?: LoadSplit }>;
   /** The runtime's choice per planned instance: which candidate runs, and why when it is a fallback. */
   active: ReadonlyArray<{ plannedKey: string; active: Candidate; fallback?: { reason: string } }>;
   /** Recent failures by candidate key. */
@@ -189,7 +189,7 @@ function engineSlot(
 
   if (input.serving[slot] !== undefined && running?.status === 'ready') {
     const servedBy = modelView(activeCandidate);
-    const serving = { ...base, ...(running.load ? { load: running.load } : {}) };
+    const serving = { ...base, ...(running.loadSplit ? { loadSplit: running.loadSplit } : {}) };
     if (activeKey !== instance.key) {
       const reason = sentence(
         `${planned.label} failed (${choice?.fallback?.reason ?? 'see the log'}), so ${servedBy.label} runs instead`,

@@ -7,12 +7,12 @@ import {
   type GenerateEvent,
   type GenerateRequest,
   type HostExit,
+  type LoadReport,
   type SpeakRequest,
   type SpeechOut,
   type TensorIn,
   type TensorOut,
 } from '../../agent/runtime/engine-port.js';
-import type { EngineLoadTiming } from '../../agent/runtime/load-split.js';
 import type { SystemMemory } from '../../agent/runtime/proc-memory.js';
 import type { InstanceSpec } from '../../agent/runtime/types.js';
 
@@ -46,15 +46,18 @@ export class FakeHost implements EngineHost {
     });
   }
 
-  async load(spec: InstanceSpec): Promise<EngineLoadTiming> {
+  async load(spec: InstanceSpec): Promise<LoadReport> {
     await sleep(5);
     if (this.#world.behaviour.loadHangs.has(spec.config.backend_type)) await new Promise(() => {});
     const fail = this.#world.behaviour.loadFails.get(spec.config.backend_type);
     if (fail) throw new EngineFailure('load', fail);
     this.spec = spec;
     this.#world.memAvailable -= 100 * MiB;
-    // As the engine reports it: the weight files read, then MNN's own load.
-    return { readMs: 1, readBytes: 100 * MiB, mnnLoadMs: 3 };
+    return {
+      cache: spec.config.backend_type === 'cpu' ? 'none' : 'cold',
+      // As the engine reports it: the weight files read, then MNN's own load.
+      engine: { readMs: 1, readBytes: 100 * MiB, mnnLoadMs: 3 },
+    };
   }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {

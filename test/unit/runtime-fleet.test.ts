@@ -117,15 +117,15 @@ test('slot stats and slot states say where the serving instance started: host, r
   const { runtime } = await setup();
   const llm = runtime.slotStats().find((s) => s.slot === 'voice.llm')!;
   // The engine's own split comes through as it reported it; the runtime times the steps around it.
-  t.like(llm.load, { readMs: 1, readBytes: 100 * 1048576, mnnLoadMs: 3 });
+  t.like(llm.loadSplit, { readMs: 1, readBytes: 100 * 1048576, mnnLoadMs: 3 });
   for (const step of ['hostStartMs', 'loadMs', 'warmUpMs'] as const)
-    t.true(typeof llm.load?.[step] === 'number' && llm.load[step] >= 0, step);
+    t.true(typeof llm.loadSplit?.[step] === 'number' && llm.loadSplit[step] >= 0, step);
   // The load step waited for the fake engine's 5 ms at least, so it is never shorter than its parts.
-  t.true(llm.load!.loadMs! >= llm.load!.readMs! + llm.load!.mnnLoadMs!);
+  t.true(llm.loadSplit!.loadMs! >= llm.loadSplit!.readMs! + llm.loadSplit!.mnnLoadMs!);
   const state = runtimeSlotStates(runtime).find((s) => s.slot === 'voice.llm')!;
-  t.deepEqual(state.load, llm.load);
+  t.deepEqual(state.loadSplit, llm.loadSplit);
   t.regex(
-    describeLoadSplit(llm.load)!,
+    describeLoadSplit(llm.loadSplit)!,
     /^\d+ ms: host \d+ ms, read 1 ms \(100 MiB\), MNN load 3 ms, warm-up \d+ ms$/,
   );
   await runtime.stop();

@@ -196,7 +196,7 @@ test('a VAD model slot is hosted as a Module: warmed up by a forward, served by 
   await t.throwsAsync(runtime.forward('voice.llm', []), {
     message: 'slot voice.llm is served by tiny-llm, a language model: it takes prompts, not tensors',
   });
-  const { load, ...vad } = runtime.slotStats().find((s) => s.slot === 'voice.vad')!;
+  const { loadSplit, ...vad } = runtime.slotStats().find((s) => s.slot === 'voice.vad')!;
   t.deepEqual(vad, {
     slot: 'voice.vad',
     model: 'silero-vad@5',
@@ -207,7 +207,7 @@ test('a VAD model slot is hosted as a Module: warmed up by a forward, served by 
     hostRssBytes: 100 * MiB,
   });
   // Its start is timed like any other instance's (the forward counts as the warm-up).
-  t.true(load?.warmUpMs !== undefined && load.hostStartMs !== undefined);
+  t.true(loadSplit?.warmUpMs !== undefined && loadSplit.hostStartMs !== undefined);
   await runtime.stop();
 });
 
