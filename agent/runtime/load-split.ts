@@ -34,10 +34,12 @@ export function engineSplit(t: EngineLoadTiming | undefined): Partial<EngineLoad
 export function describeLoadSplit(s: LoadSplit | undefined): string | undefined {
   if (!s) return undefined;
   const ms = (v: number) => (v >= 1000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
+  const size = (b: number) =>
+    b >= 1048576 ? `${Math.round(b / 1048576)} MiB` : `${Math.max(1, Math.round(b / 1024))} KiB`;
   const parts: string[] = [];
   if (s.hostStartMs !== undefined) parts.push(`host ${ms(s.hostStartMs)}`);
   if (s.readMs !== undefined)
-    parts.push(`read ${ms(s.readMs)}${s.readBytes ? ` (${Math.round(s.readBytes / 1048576)} MiB)` : ''}`);
+    parts.push(`read ${ms(s.readMs)}${s.readBytes ? ` (${size(s.readBytes)})` : ''}`);
   if (s.mnnLoadMs !== undefined) parts.push(`MNN load ${ms(s.mnnLoadMs)}`);
   else if (s.loadMs !== undefined) parts.push(`load ${ms(s.loadMs)}`);
   if (s.warmUpMs !== undefined) parts.push(`warm-up ${ms(s.warmUpMs)}`);

@@ -157,7 +157,9 @@ test.serial(
         .locator('tbody tr')
         .allTextContents();
       t.true(
-        hosts.some((r) => /host \d+ ms, read \d+ ms \(\d+ MiB\), MNN load [\d.]+ m?s, warm-up/.test(r)),
+        hosts.some((r) =>
+          /host [\d.]+ m?s, read [\d.]+ m?s \(\d+ [KM]iB\), MNN load [\d.]+ m?s, warm-up [\d.]+ m?s/.test(r),
+        ),
         hosts.join('\n'),
       );
       const installed = await page
