@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { errorMessage } from '../../common/errors.js';
 import type { RequestContext } from '../../http/router.js';
 import type { ChatResult, ChatStream } from '../shared/chat-model.js';
+import { type OpenAiFinish, openAiFinish } from './finish.js';
 
 // The two shapes of a chat completion's answer: one JSON body once the model finished, or server-sent events
 // (chat.completion.chunk) as the tokens come, ending with `[DONE]`.
@@ -13,14 +14,6 @@ export interface CompletionMeta {
   created: number;
   model: string;
 }
-
-const FINISH: Record<ChatResult['finishReason'], 'stop' | 'length'> = {
-  stop: 'stop',
-  length: 'length',
-  aborted: 'stop',
-  // OpenAI clients know no such reason; the answer simply ends where the engine host was lost.
-  'backend-lost': 'stop',
-};
 
 function usage(r: ChatResult) {
   return {
@@ -53,8 +46,8 @@ export async function answerWhole(
       {
         index: 0,
         message: { role: 'assistant', content: r.text },
-        finish_reason: FINISH[r.finishReason],
         logprobs: null,
+        ...openAiFinish(r),
       },
     ],
     usage: usage(r),
@@ -68,12 +61,12 @@ export async function answerStreamed(
   meta: CompletionMeta,
   options: { includeUsage: boolean; signal: AbortSignal },
 ): Promise<void> {
-  const chunk = (delta: Record<string, string>, finish: string | null) => ({
+  const chunk = (delta: Record<string, string>, finish: OpenAiFinish | null) => ({
     id: meta.id,
     object: 'chat.completion.chunk',
     created: meta.created,
     model: meta.model,
-    choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+    choices: [{ index: 0, delta, logprobs: null, ...(finish ?? { finish_reason: null }) }],
   });
   const iterator = stream[Symbol.asyncIterator]();
   // The first piece is awaited before the headers go out, so a failing prefill still gets a proper error.
@@ -96,7 +89,7 @@ export async function answerStreamed(
     return;
   }
   const r = await stream.result;
-  sse(ctx.res, chunk({}, FINISH[r.finishReason]));
+  sse(ctx.res, chunk({}, openAiFinish(r)));
   if (options.includeUsage)
     sse(ctx.res, {
       id: meta.id,
