@@ -20,6 +20,7 @@ import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.j
 import type { Runtime } from './runtime/runtime.js';
 import { runtimeSlotStates } from './runtime/slot-states.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
+import { wyomingMdnsServices } from './workloads/wyoming/start.js';
 
 export { CAPABILITIES_CACHE_FILE, loadCapabilities } from './detect/module.js';
 export { WORKLOAD_SLOTS } from './workloads/module.js';
@@ -178,6 +179,8 @@ function localModules(
     board: () => detect.capabilities()?.board.model.value ?? undefined,
     soc: () => detect.capabilities()?.soc.name.value ?? undefined,
     version: shared.agentVersion,
+    // Home Assistant finds the voice services as _wyoming._tcp while the Wyoming server listens.
+    extraServices: () => wyomingMdnsServices(workloads),
   });
   return { dashboard, dashboardFeeds: dashboardParts.feeds, mdns };
 }
@@ -219,6 +222,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     sessions,
     publishEvent,
     commands,
+    agentVersion: options.agentVersion,
   });
   const { fleet, documents, ota } = fleetModules(platform, workloads, shared);
   Object.assign(later, { fleet, documents });

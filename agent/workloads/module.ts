@@ -21,6 +21,8 @@ import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
 import { VoiceService } from './voice/service.js';
 import { registerVoiceSocket, VOICE_WS_PATH } from './voice/socket.js';
 import { VoiceTurnStore } from './voice/turn-store.js';
+import type { WyomingServer } from './wyoming/server.js';
+import { startWyoming, wyomingAnnounced } from './wyoming/start.js';
 
 export type WorkloadStatus = { available: true; path: string } | { available: false; reason: string };
 
@@ -44,6 +46,8 @@ export interface WorkloadsModuleDeps {
   /** The fleet's registry: `restart-workload` goes there (it restarts through `control`). */
   commands?: Pick<CommandRegistry, 'register'>;
   control?: () => { restart(slots: readonly SlotName[], reason: string): string[] } | undefined;
+  /** Announced in Wyoming's info. */
+  agentVersion?: string;
 }
 
 export interface WorkloadsModule extends AgentModule {
@@ -52,6 +56,8 @@ export interface WorkloadsModule extends AgentModule {
   visionStatus(): WorkloadStatus;
   /** For telemetry's WorkloadMetricsProvider. */
   metrics(): MetricSample;
+  /** The Wyoming server's port while it listens and is to be announced over mDNS (`wyoming.mdns`). */
+  wyomingAnnouncement(): { port: number } | undefined;
 }
 
 /** The slots the OpenAI-compatible API offers, each under the id of the model placed on it. */
@@ -216,6 +222,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
   let visionConfig: VisionConfig | undefined;
   let store: VoiceTurnStore | undefined;
   let voice: VoiceService | undefined;
+  let wyoming: WyomingServer | undefined;
+  let announceWyoming = false;
   const removers: Array<() => void> = [];
   const background = new AbortController();
   const loops: Array<Promise<void>> = [];
@@ -249,6 +257,11 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       return store?.metrics() ?? {};
     },
 
+    wyomingAnnouncement() {
+      const port = wyoming?.port;
+      return announceWyoming && port !== undefined ? { port } : undefined;
+    },
+
     async start(ctx: AgentContext) {
       log = ctx.logger;
       voiceConfig = resolveVoiceConfig(ctx.config['voice']);
@@ -274,7 +287,17 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const vision = new VisionService(vic, { models, gate: visionGate, clock: ctx.clock, priority });
 
       const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
-      removers.push(...registerEdges(ctx, deps, { voice, vision, gateFor }, apiModels, vic));
+      const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
+      removers.push(...registerEdges(ctx, { ...deps, sessions }, { voice, vision, gateFor }, apiModels, vic));
+      wyoming = await startWyoming({
+        ctx,
+        voice,
+        voiceConfig: vc,
+        sessions,
+        priority,
+        agentVersion: deps.agentVersion ?? '0.0.0',
+      });
+      announceWyoming = wyoming !== undefined && wyomingAnnounced(ctx);
       registerRestartCommand(deps);
 
       loops.push(
@@ -285,11 +308,14 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
         vision: this.visionStatus(),
         stages: voice.describe(),
         openaiModels: apiModels().map((m) => m.id),
+        wyoming: wyoming?.port ?? 'off',
       });
     },
 
     async stop() {
       if (sweep !== undefined) clearInterval(sweep);
+      await wyoming?.close();
+      wyoming = undefined;
       for (const r of removers.splice(0)) r();
       background.abort();
       await voice?.close();

@@ -25,6 +25,7 @@ import { createFleetModule } from '../../agent/fleet/module.js';
 import { createSessionLimiter } from '../../agent/http/session-limits.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
+import type { PlanBoard } from '../../agent/plan/types.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
 import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { runtimeHealth, runtimeSlotStates } from '../../agent/runtime/slot-states.js';
@@ -99,6 +100,8 @@ export async function startDashboardAgent(options: {
    *  runtime's engine hosts, so the workloads report the same reason. */
   availability?: () => EngineAvailability;
   extraModules?: AgentModule[];
+  /** The board the runtime plans for; default testBoard (one CPU thread, no GPU backend). */
+  board?: () => PlanBoard;
   /** "Get models" against these hub endpoints (the loopback stand-ins); installs replan the slots. */
   hubs?: { hf: string; ms: string };
 }): Promise<DashboardAgent> {
@@ -143,7 +146,7 @@ export async function startDashboardAgent(options: {
     },
     // The engine hosts run on this machine, not on the captured board: plan them for this machine (one thread
     // per host, no core pinning), while the Overview shows the fixture board as detected.
-    board: () => testBoard,
+    board: options.board ?? (() => testBoard),
     memory: procSystemMemory('/'),
     ...(options.hubs
       ? {
@@ -203,7 +206,7 @@ export async function startDashboardAgent(options: {
         telemetry: telemetryPortFrom(history, hub),
         ota: otaPortFrom(new JobJournal(ctx.db)),
         models: store ? modelsPortFrom(store) : { installed: () => [], installs: () => [] },
-        placement: placementPortFrom(runtime.runtime()!, () => testBoard),
+        placement: placementPortFrom(runtime.runtime()!, options.board ?? (() => testBoard)),
         health: () => runtimeHealth(runtime.runtime()!),
         ...(workloadsPort ? { workloads: workloadsPort } : {}),
         ...(broker ? { broker: broker.status } : {}),

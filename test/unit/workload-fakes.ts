@@ -22,6 +22,7 @@ export function fakeModels(
     missing,
     configured: (slot) => chat[slot] !== undefined,
     modelId: (slot) => chat[slot]?.id,
+    version: (slot) => (chat[slot] ? '1.0.0' : undefined),
     describe: (slot) => chat[slot]?.id ?? missing(slot) ?? slot,
     chat(slot) {
       requested.push(slot);

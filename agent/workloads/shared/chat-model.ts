@@ -20,6 +20,8 @@ export interface ChatResult {
   text: string;
   /** `backend-lost`: the engine host died mid-answer (driver reset); the text so far is all there is. */
   finishReason: 'stop' | 'length' | 'aborted' | 'backend-lost';
+  /** Why the answer ended early (`backend-lost`: which host died and how). */
+  detail?: string;
   promptTokens: number;
   generatedTokens: number;
   prefillMs: number;

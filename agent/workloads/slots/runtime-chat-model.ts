@@ -76,6 +76,7 @@ export function runtimeChatModel(
                   generatedTokens: ev.stats.decodeTokens,
                   prefillMs: ev.stats.prefillMs,
                   decodeMs: ev.stats.decodeMs,
+                  ...(ev.detail !== undefined ? { detail: ev.detail } : {}),
                 });
               }
             }

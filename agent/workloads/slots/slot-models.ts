@@ -26,6 +26,8 @@ export interface WorkloadModels {
   chat(slot: SlotName): ChatModel;
   /** The id of the model placed on the slot, also while it cannot serve (for listings); else undefined. */
   modelId(slot: SlotName): string | undefined;
+  /** The version of the model placed on the slot, or undefined. */
+  version(slot: SlotName): string | undefined;
   /** Whether the configuration uses the slot at all (a model or a built-in on it). */
   configured(slot: SlotName): boolean;
   /** What serves the slot, for the dashboard: `tiny-llm@1.0.0`, `energy-vad (built-in)`, or why nothing does. */
@@ -59,6 +61,10 @@ export function slotModels(
     modelId(slot) {
       const info = runtime()?.slotInfo(slot);
       return info && 'modelId' in info ? info.modelId : undefined;
+    },
+    version(slot) {
+      const info = runtime()?.slotInfo(slot);
+      return info && 'version' in info ? info.version : undefined;
     },
     configured(slot) {
       const info = runtime()?.slotInfo(slot);

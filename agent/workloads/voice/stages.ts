@@ -22,8 +22,8 @@ export interface Transcript {
 
 export interface AsrStage {
   readonly family: string;
-  /** 16 kHz mono float PCM in, text out. */
-  transcribe(audio: Float32Array, signal: AbortSignal): Promise<Transcript>;
+  /** 16 kHz mono float PCM in, text out; `onText` sees the text as the model produces it. */
+  transcribe(audio: Float32Array, signal: AbortSignal, onText?: (piece: string) => void): Promise<Transcript>;
 }
 
 export interface ReplyRequest {
@@ -78,7 +78,11 @@ export class AudioLlmAsr implements AsrStage {
     this.#maxNewTokens = options.maxNewTokens ?? 128;
   }
 
-  async transcribe(audio: Float32Array, signal: AbortSignal): Promise<Transcript> {
+  async transcribe(
+    audio: Float32Array,
+    signal: AbortSignal,
+    onText?: (piece: string) => void,
+  ): Promise<Transcript> {
     checkUtterance(audio);
     const stream = this.#model.generate({
       messages: [{ role: 'user', content: this.#instruction }],
@@ -86,9 +90,7 @@ export class AudioLlmAsr implements AsrStage {
       maxNewTokens: this.#maxNewTokens,
       signal,
     });
-    for await (const _ of stream) {
-      // the result carries the whole text
-    }
+    for await (const piece of stream) onText?.(piece);
     const result = await stream.result;
     return { text: result.text.trim(), result };
   }

@@ -4,6 +4,7 @@ import type {
   PlacementView,
 } from '../../../agent/dashboard/ports.js';
 import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
+import type { InstanceLoad, LoadTimeRecord } from '../../../agent/runtime/load-times.js';
 import type { SlotPhase, SlotState } from '../../../agent/runtime/slot-states.js';
 import { ApiError } from '../api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
@@ -80,7 +81,7 @@ function pinControls(
   // Only what this board can use is offered; the rest stay in the list, greyed, with the reason they cannot be.
   const backend = h(
     'select',
-    { 'aria-label': `Backend for ${slot}` },
+    { 'aria-label': `Backend for ${slot}`, 'data-testid': `pin-backend-${slot}` },
     ...backends.map((b) =>
       b.usable
         ? h('option', { value: b.backend, selected: pin?.backend === b.backend }, b.backend)
@@ -131,6 +132,28 @@ function pinControls(
       )
     : null;
   return h('span', { class: 'controls' }, backend, threads, pinBtn, unpin, current);
+}
+
+function loadText(load: InstanceLoad): string {
+  const ms = `${load.ms.toLocaleString('en')} ms`;
+  if (load.cache === 'none') return ms;
+  return `${ms} (${load.cache === 'warm' ? 'warm: kernel cache used' : 'cold: kernels compiled'})`;
+}
+
+/** The latest cold and warm load of each model on each backend: what a GPU kernel cache saves. */
+function loadTimesTable(loads: LoadTimeRecord[]): HTMLElement {
+  const ms = (v: number | undefined) => (v === undefined ? '—' : `${v.toLocaleString('en')} ms`);
+  return tagged(
+    'load-times',
+    table(
+      ['Model', 'Backend', 'Cold (no kernel cache)', 'Warm (kernel cache)', 'Loads'],
+      loads.map((l) =>
+        l.noCacheMs !== undefined && l.coldMs === undefined && l.warmMs === undefined
+          ? [l.model, l.backend, `${ms(l.noCacheMs)} (no kernel cache on ${l.backend})`, '—', l.loads]
+          : [l.model, l.backend, ms(l.coldMs), ms(l.warmMs), l.loads],
+      ),
+    ),
+  );
 }
 
 async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTMLElement> {
@@ -224,7 +247,7 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
     parts.push(
       h('h3', {}, 'Engine hosts'),
       table(
-        ['Model', 'Serves', 'Status', 'PID', 'Memory', 'In flight'],
+        ['Model', 'Serves', 'Status', 'PID', 'Memory', 'Load', 'In flight'],
         view.instances.map((i) => {
           const c = p?.instances
             .flatMap((pi) => [pi.chosen, ...pi.fallback])
@@ -235,12 +258,15 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
             i.status,
             i.pid,
             formatBytes(i.rssBytes),
+            i.load ? loadText(i.load) : '—',
             i.inflight,
           ];
         }),
       ),
     );
   }
+  const loads = view.loadTimes ?? [];
+  if (loads.length > 0) parts.push(h('h3', {}, 'Load times'), loadTimesTable(loads));
   return card('Placement', h('p', { class: 'toolbar' }, replan), status, ...parts);
 }
 
