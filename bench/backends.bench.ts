@@ -209,11 +209,14 @@ async function main(): Promise<void> {
       engineVersion: availability.info.mnnVersion,
       prompt,
     });
-    const oneLoad = results['cpu']!.cold;
+    // The load to compare with is the fallback's own (same moment, same page cache), not the cold one above.
+    const oneLoad = f.fallbackLoadMs;
+    const beyond = f.faultToTokenMs - oneLoad;
     console.log(
       `\nfallback ${gpu} → cpu through the runtime (host SIGKILLed at its first token; that answer ended as ${f.cutShortAs}):` +
-        `\n  fault → next token ${fmt(f.faultToTokenMs, 0)} ms; one CPU model load ${fmt(oneLoad, 0)} ms; ` +
-        `beyond the load ${fmt(f.faultToTokenMs - oneLoad, 0)} ms ${check(`fallback ${gpu}→cpu beyond one load`, f.faultToTokenMs - oneLoad, 'ms', '<= 2000', f.faultToTokenMs - oneLoad <= 2000)} (target <= 2000 ms plus one load)` +
+        `\n  fault → next token ${fmt(f.faultToTokenMs, 0)} ms; the fallback's CPU model load ${fmt(oneLoad, 0)} ms ` +
+        `(cold CPU load above: ${fmt(results['cpu']!.cold, 0)} ms); beyond the load ${fmt(beyond, 0)} ms ` +
+        `${check(`fallback ${gpu}→cpu beyond one load`, beyond, 'ms', '<= 2000', beyond <= 2000)} (target <= 2000 ms plus one load)` +
         `\n  ${f.fromKey} → ${f.toKey}` +
         `\n  timeline: ${f.timeline.join('; ')}`,
     );

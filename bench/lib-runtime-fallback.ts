@@ -22,6 +22,8 @@ export interface FallbackTiming {
   faultToTokenMs: number;
   /** How the answer that was streaming when the host died ended. */
   cutShortAs: string;
+  /** The fallback host's own model load, as the runtime timed it (same moment, same page cache). */
+  fallbackLoadMs: number;
   /** Where the time went: each instance transition after the fault, ms after it. */
   timeline: string[];
 }
@@ -114,9 +116,11 @@ export async function measureRuntimeFallback(options: {
     let next = 0;
     for await (const ev of runtime.stream('voice.llm', { prompt: options.prompt, maxNewTokens: 2 }))
       if (ev.type === 'text' && next === 0) next = performance.now();
+    const toKey = runtime.state().serving['voice.llm'] ?? 'nothing';
     return {
       fromKey,
-      toKey: runtime.state().serving['voice.llm'] ?? 'nothing',
+      toKey,
+      fallbackLoadMs: runtime.state().instances.find((i) => i.key === toKey)?.load?.ms ?? Number.NaN,
       faultToTokenMs: next - fault,
       cutShortAs,
       timeline: [

@@ -1,5 +1,7 @@
 import type { ModelsConfig } from '../../models/config.js';
 import { hubClient, hubSettings } from '../../models/hub/clients.js';
+import { HF_TOKEN_VARIABLE } from '../../models/hub/huggingface.js';
+import { MS_TOKEN_VARIABLE } from '../../models/hub/modelscope.js';
 import type { HubPullJobs } from '../../models/hub/pull-jobs.js';
 import type { HubName } from '../../models/manifest/types.js';
 import type { ModelStore } from '../../models/store/model-store.js';
@@ -34,7 +36,8 @@ export function hubPortFrom(deps: HubPortDeps): HubPort {
           hub,
           endpoint: s.endpoint,
           owner: s.owner,
-          tokenVariable: client(hub).tokenVariable,
+          // Not from a client: a misconfigured endpoint must not hide which variable a token goes in.
+          tokenVariable: hub === 'huggingface' ? HF_TOKEN_VARIABLE : MS_TOKEN_VARIABLE,
           hasToken: s.token !== undefined,
         };
       }),

@@ -77,7 +77,8 @@ function hubHttpError(err: unknown): never {
   if (err instanceof MnnEdgeError) {
     const hint = pullErrorHint(err.code, err.details as Record<string, unknown> | undefined);
     const message = hint !== undefined ? `${err.message}. ${hint}` : err.message;
-    if (err.code === 'EUNAVAILABLE') throw new HttpError(503, 'hub_unavailable', message);
+    if (err.code === 'EUNAVAILABLE' || err.code === 'EHUBURL')
+      throw new HttpError(503, 'hub_unavailable', message);
     if (err.code === 'EHUBAUTH') throw new HttpError(502, 'hub_refused', message);
     if (err.code === 'EHUBNOTFOUND') throw new HttpError(502, 'hub_not_found', message);
     if (err.code.startsWith('EHUB')) throw new HttpError(502, 'hub_unreachable', message);
@@ -92,6 +93,8 @@ function pullHttpError(err: unknown): never {
     if (err.code === 'EBUSY') throw new HttpError(409, 'pull_in_progress', err.message);
     if (err.code === 'ENOENT') throw new HttpError(404, 'unknown_pull', err.message);
     if (err.code === 'EUNAVAILABLE') throw new HttpError(503, 'models_unavailable', err.message);
+    // A hub endpoint the configuration names but that cannot be used (not https, credentials in the URL).
+    if (err.code.startsWith('EHUB')) throw new HttpError(503, 'hub_unavailable', err.message);
   }
   throw err;
 }

@@ -46,9 +46,12 @@ function nextLink(res: HubResponse): string | undefined {
   return m?.[1];
 }
 
+/** The environment variable a token for gated or private repositories comes from. */
+export const HF_TOKEN_VARIABLE = 'HF_TOKEN';
+
 export class HuggingFaceClient implements HubClient {
   readonly hub = 'huggingface' as const;
-  readonly tokenVariable = 'HF_TOKEN';
+  readonly tokenVariable = HF_TOKEN_VARIABLE;
   readonly endpoint: string;
   readonly #token: string | undefined;
   readonly #policy: HubHttpPolicy;

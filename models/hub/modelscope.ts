@@ -39,9 +39,12 @@ function revisionCommit(entry: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/** The environment variable a token for gated or private repositories comes from. */
+export const MS_TOKEN_VARIABLE = 'MODELSCOPE_API_TOKEN';
+
 export class ModelScopeClient implements HubClient {
   readonly hub = 'modelscope' as const;
-  readonly tokenVariable = 'MODELSCOPE_API_TOKEN';
+  readonly tokenVariable = MS_TOKEN_VARIABLE;
   readonly endpoint: string;
   readonly #token: string | undefined;
   readonly #policy: HubHttpPolicy;

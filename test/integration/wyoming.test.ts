@@ -378,6 +378,26 @@ test('limits: the shared session cap, the allow-list, the shared secret and the 
   }
 });
 
+test('a client that does not read its answers is no longer read: the backlog stays in its own socket', async (t) => {
+  const { connect, healthy } = await startAgent(t);
+  const c = await connect();
+  c.socket.pause(); // never reads a pong
+  const ping = frame('ping', { text: 'x'.repeat(200) });
+  const batch = Buffer.concat(Array.from({ length: 1000 }, () => ping));
+  for (let i = 0; i < 200; i++) {
+    c.socket.write(batch);
+    await sleep(2);
+  }
+  await sleep(500);
+  // 50 MB of pings; the agent stopped reading once its answers backed up, so most of it is still waiting here.
+  t.true(
+    c.socket.writableLength > 20 * 1024 * 1024,
+    `${c.socket.writableLength} bytes still queued by the client`,
+  );
+  t.true(await healthy());
+  c.socket.destroy();
+});
+
 test('mDNS carries _wyoming._tcp with the server port (loopback)', async (t) => {
   const client = createSocket('udp4');
   t.teardown(() => new Promise<void>((r) => client.close(() => r())));

@@ -71,6 +71,8 @@ async function rig(
     download?: Partial<DownloadPolicy>;
     http?: Partial<AgentConfig['http']>;
     context?: boolean;
+    /** The configured Hugging Face endpoint instead of the stand-in's. */
+    hfEndpoint?: string;
   } = {},
 ): Promise<Rig> {
   const dir = tempDir(t);
@@ -100,7 +102,11 @@ async function rig(
   const db = openStore(join(dir, 'store.db'));
   const { store } = ModelStore.open({ dataDir, db });
   const models = {
-    sources: { hf: { endpoint: hf.endpoint }, ms: { endpoint: ms.endpoint }, allowLoopbackHttp: true },
+    sources: {
+      hf: { endpoint: opts.hfEndpoint ?? hf.endpoint },
+      ms: { endpoint: ms.endpoint },
+      allowLoopbackHttp: true,
+    },
   };
   const env = {};
   const workRoot = join(dataDir, 'hub-downloads');
@@ -408,4 +414,31 @@ test('failed pulls say why and what to do: unknown repo, gated repo, not an MNN 
   t.regex(disk.error!.hint!, /Free space on the data partition/);
   t.is(full.ms.log.bytes, 0, 'refused before any download');
   t.deepEqual(full.store.list(), []);
+});
+
+test('a hub endpoint the configuration names wrongly: 503 naming it, and the token variables are still listed', async (t) => {
+  const r = await rig(t, { hfEndpoint: 'http://mirror.example.com' });
+  const sources = await call(r, 'GET', '/api/hub/sources');
+  t.is(sources.status, 200);
+  t.deepEqual(
+    (sources.json['sources'] as Array<{ source: string; tokenVariable: string; hasToken: boolean }>).map(
+      (s) => [s.source, s.tokenVariable, s.hasToken],
+    ),
+    [
+      ['hf', 'HF_TOKEN', false],
+      ['ms', 'MODELSCOPE_API_TOKEN', false],
+    ],
+  );
+  for (const [method, path, body] of [
+    ['GET', '/api/hub/search?q=tiny', undefined],
+    ['POST', '/api/hub/pulls', { source: 'hf://taobao-mnn/tiny-llm-MNN' }],
+  ] as const) {
+    const res = await call(r, method, path, body);
+    t.is(res.status, 503, path);
+    t.is(errorOf(res.json).code, 'hub_unavailable');
+    t.regex(errorOf(res.json).message, /Hugging Face endpoint .*mirror\.example\.com/);
+  }
+  // ModelScope is configured well and still works.
+  const ms = await call(r, 'GET', '/api/hub/search?source=ms&q=tiny');
+  t.is(ms.status, 200);
 });

@@ -42,6 +42,9 @@ export interface WyomingConnectionDeps {
   logger: Logger;
 }
 
+/** The rate announced for an audio stream that has no chunks (espeak-ng's). */
+const EMPTY_STREAM_RATE = 22050;
+
 /** Jobs waiting behind the running one; beyond this a request is refused instead of queued. */
 const MAX_PENDING_JOBS = 32;
 
@@ -164,11 +167,9 @@ export class WyomingConnection {
       this.#transcribeAsked = false;
       return;
     }
-    // audio-start without transcribe is the streaming flow's optional first step: a transcription all the same.
-    if (!this.#transcribeAsked) {
-      this.#cancel('a new audio stream');
-      if (!this.#asrOrRefuse()) return;
-    }
+    // audio-start without transcribe (optional in the streaming flow) is a transcription all the same; only a
+    // transcribe cancels what runs, as the protocol's barge-in.
+    if (!this.#transcribeAsked && !this.#asrOrRefuse()) return;
     this.#transcribeAsked = false;
     let format: WyomingAudioFormat;
     try {
@@ -252,7 +253,9 @@ export class WyomingConnection {
         }
       }
       signal.throwIfAborted();
-      if (!started) await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, 22050) });
+      // Text with nothing to say (punctuation only) still gets a well-formed, empty audio stream.
+      if (!started)
+        await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, EMPTY_STREAM_RATE) });
       await this.#sendAudio(out, out.flush());
       await this.#d.send({ type: 'audio-stop', data: {} });
     });

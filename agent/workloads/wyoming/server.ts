@@ -66,19 +66,27 @@ export function clientAllowed(list: BlockList | undefined, remote: string | unde
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
-/** Writes one event; resolves when the socket can take more (bounded output: the client's reading paces it). */
-function writeEvent(socket: Socket, event: WyomingEvent): Promise<void> {
-  if (socket.destroyed || !socket.writable) return Promise.resolve();
-  if (socket.write(encodeEvent(event))) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      socket.off('drain', done);
-      socket.off('close', done);
-      resolve();
-    };
-    socket.once('drain', done);
-    socket.once('close', done);
-  });
+/**
+ * The connection's writer: each event is written at once; the promise resolves when the socket can take more
+ * (one shared wait per backlog), so jobs that await it are paced by the client's reading.
+ */
+function eventWriter(socket: Socket): (event: WyomingEvent) => Promise<void> {
+  let drained: Promise<void> | undefined;
+  return (event) => {
+    if (socket.destroyed || !socket.writable) return Promise.resolve();
+    if (socket.write(encodeEvent(event))) return Promise.resolve();
+    drained ??= new Promise<void>((resolve) => {
+      const done = () => {
+        socket.off('drain', done);
+        socket.off('close', done);
+        drained = undefined;
+        resolve();
+      };
+      socket.on('drain', done);
+      socket.on('close', done);
+    });
+    return drained;
+  };
 }
 
 /** Says why, then closes; the client sees one error event before the end of the stream. */
@@ -127,7 +135,7 @@ function serveConnection(socket: Socket, shared: ServerShared, release: () => vo
     maxAudioSeconds: config.maxAudioSeconds,
     asr: config.asr,
     ...(deps.priority ? { priority: deps.priority } : {}),
-    send: (event) => writeEvent(socket, event),
+    send: eventWriter(socket),
     logger: log,
   });
   const idle = idleTimer(socket, config.idleTimeoutS, () => connection.busy);
@@ -165,6 +173,14 @@ function serveConnection(socket: Socket, shared: ServerShared, release: () => vo
     for (const event of events) {
       if (authenticated) connection.handle(event);
       else if (!authenticate(event)) return;
+    }
+    // A client that sends requests without reading the answers stops being read until it does: what waits
+    // for it stays bounded by the socket's buffer instead of growing with every ping or describe.
+    if (socket.writableNeedDrain && !socket.isPaused()) {
+      socket.pause();
+      socket.once('drain', () => {
+        if (!broken) socket.resume();
+      });
     }
   });
   socket.on('error', (err) => log.debug('Wyoming socket error', { remote, error: err.message }));
