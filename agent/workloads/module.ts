@@ -217,6 +217,39 @@ function startBoardLoops(
   return loops;
 }
 
+/** Turns older than the retention go now and then every `everyMs`; the timer is cleared on stop. */
+function sweepTurns(turnStore: VoiceTurnStore, everyMs: number): NodeJS.Timeout {
+  turnStore.prune();
+  const sweep = setInterval(() => turnStore.prune(), everyMs);
+  sweep.unref();
+  return sweep;
+}
+
+/** The voice and vision services over the slots, sharing one priority (voice first) and the slot gates. */
+function createServices(
+  ctx: AgentContext,
+  config: { voice: VoiceConfig; vision: VisionConfig },
+  models: WorkloadModels,
+  turnStore: VoiceTurnStore,
+) {
+  const priority = new VoicePriority();
+  const gateFor = slotGates(config.vision);
+  const voice = new VoiceService(config.voice, {
+    models,
+    clock: ctx.clock,
+    sink: turnStore,
+    priority,
+    log: (msg, fields) => ctx.logger.info(msg, fields),
+  });
+  const vision = new VisionService(config.vision, {
+    models,
+    gate: gateFor('vision.vlm'),
+    clock: ctx.clock,
+    priority,
+  });
+  return { priority, gateFor, voice, vision };
+}
+
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
   let voiceConfig: VoiceConfig | undefined;
   let visionConfig: VisionConfig | undefined;
@@ -270,21 +303,10 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const vic = visionConfig;
       const turnStore = new VoiceTurnStore(ctx.db, vc.retention, () => ctx.clock.nowMs());
       store = turnStore;
-      turnStore.prune();
-      sweep = setInterval(() => turnStore.prune(), deps.retentionSweepMs ?? 3_600_000);
-      sweep.unref();
-
-      const priority = new VoicePriority();
-      const gateFor = slotGates(vic);
-      const visionGate = gateFor('vision.vlm');
-      voice = new VoiceService(vc, {
-        models,
-        clock: ctx.clock,
-        sink: turnStore,
-        priority,
-        log: (msg, fields) => ctx.logger.info(msg, fields),
-      });
-      const vision = new VisionService(vic, { models, gate: visionGate, clock: ctx.clock, priority });
+      sweep = sweepTurns(turnStore, deps.retentionSweepMs ?? 3_600_000);
+      const services = createServices(ctx, { voice: vc, vision: vic }, models, turnStore);
+      const { priority, gateFor, vision } = services;
+      voice = services.voice;
 
       const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);

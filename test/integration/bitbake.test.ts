@@ -138,9 +138,14 @@ function bitbake(s: Setup, machine: string, args: string[], timeoutMs = 60 * 60_
     timeout: timeoutMs,
     maxBuffer: 512 * 1024 * 1024,
   });
+  const output = `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}`;
+  // BitBake's client waits 60 s for its server's reply; a server starved of CPU misses that on a loaded host.
+  const starved = output.includes('Timeout while waiting for a reply from the bitbake server');
   return {
     status: r.status,
-    output: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}`,
+    output: starved
+      ? `${output}\n(the BitBake server got no CPU for 60 s: the host is overloaded, not the layer broken; rerun when it is quieter)`
+      : output,
   };
 }
 
