@@ -27,20 +27,21 @@ function total(chunks: SpeechChunk[]): number {
 }
 
 if (engineOrSkip(test, 'speech out')) {
+  // Built before any test is declared (ava takes declarations only synchronously after the file's awaits).
+  const missing = tinyTalkerToolchainMissing();
+  const talker = missing ? undefined : await cachedTinyTalker();
+
   test('a model without a talker refuses speak() with a specific error', async (t) => {
     await using llm = await Llm.load(models.tinyLlm);
     const err = t.throws(() => llm.speak({ text: 'hi' }), { instanceOf: EngineError });
     t.is(err?.message, `${models.tinyLlm} has no talker (has_talker is not set in its config)`);
   });
 
-  const missing = tinyTalkerToolchainMissing();
-  if (missing) {
+  if (missing || talker === undefined) {
     const line = `SKIP talker tests: the tiny talker cannot be built here: ${missing}`;
     console.log(line);
     test.skip(line, () => {});
   } else {
-    const talker = await cachedTinyTalker();
-
     test('the talker voices the last generation as 24 kHz float PCM, one chunk per DiT window', async (t) => {
       await using llm = await Llm.load(talker);
       t.true(llm.capabilities.talker);
@@ -106,7 +107,7 @@ if (engineOrSkip(test, 'speech out')) {
       t.is(total(await collect(llm.speak({ text: 'And a whole one.' }))), UTTERANCE);
       const aborted = new AbortController();
       aborted.abort();
-      await t.throwsAsync(collect(llm.speak({ text: 'Never.', signal: aborted.signal })));
+      await t.throwsAsync(collect(llm.speak({ text: 'Never.', signal: aborted.signal })), { any: true });
       t.true((await llm.complete('Still there?', { maxNewTokens: 2 })).text.length > 0);
     });
   }
