@@ -7,11 +7,11 @@ import { createDashboardModule } from './dashboard/routes.js';
 import { dashboardSourcesFrom } from './dashboard/sources.js';
 import { createDetectModule } from './detect/module.js';
 import type { Capabilities } from './detect/types.js';
-import { createDocumentsModule } from './documents/module.js';
+import { createDocumentsModule, type DocumentsModule } from './documents/module.js';
 import { CommandRegistry } from './fleet/commands.js';
 import { createFleetModule, type FleetModule } from './fleet/module.js';
 import type { BoardInfo } from './fleet/protocol.js';
-import { createSessionLimiter } from './http/session-limits.js';
+import { createSessionLimiter, type SessionLimiter } from './http/session-limits.js';
 import { createMdnsModule } from './mdns/module.js';
 import { createModelsModule, type InstalledModels } from './models/module.js';
 import type { AgentModule, PublishEvent } from './module.js';
@@ -20,6 +20,7 @@ import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.j
 import type { Runtime } from './runtime/runtime.js';
 import { runtimeSlotStates } from './runtime/slot-states.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
+import { wyomingMdnsServices } from './workloads/wyoming/start.js';
 
 export { CAPABILITIES_CACHE_FILE, loadCapabilities } from './detect/module.js';
 export { WORKLOAD_SLOTS } from './workloads/module.js';
@@ -82,15 +83,14 @@ function otaModule(runtime: RuntimeModule, models: () => InstalledModels | undef
   });
 }
 
-export function composeModules(config: AgentConfig, options: ComposeOptions) {
-  const commands = new CommandRegistry();
-  const logs = options.logs ?? new LogTail();
-  // Watch-mode answers, placement changes and fallbacks go out on MQTT `events` once the fleet is connected.
-  const publishEvent: PublishEvent = (type, data) => fleet.agent?.publishEvent(type, data);
-  // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
-  const sessions = createSessionLimiter(config.http.maxSessions);
-  const engine = () => (runtime.runtime() ? runtime.engineAvailability() : undefined);
+/** Handles a module needs from one composed after it (the fleet, the documents); filled in before any start. */
+interface Later {
+  fleet?: FleetModule;
+  documents?: DocumentsModule;
+}
 
+/** What the board can do, which models it holds, what runs where: the modules every other one reads. */
+function platformModules(commands: CommandRegistry, publishEvent: PublishEvent, later: Later) {
   const detect = createDetectModule({ commands });
   const models = createModelsModule({ commands, publishEvent });
   const runtime = createRuntimeModule({
@@ -100,25 +100,29 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     installs: models.installs,
     commands,
     publishEvent,
-    onPlacement: () => documents.publishPlacement(),
-    onSlotChange: () => documents.publishPlacement(),
+    onPlacement: () => later.documents?.publishPlacement(),
+    onSlotChange: () => later.documents?.publishPlacement(),
   });
   const slotStates = () => {
     const rt = runtime.runtime();
     return rt ? runtimeSlotStates(rt) : [];
   };
-  const workloads = createWorkloadsModule({
-    runtime: () => runtime.runtime(),
-    slotStates,
-    control: () => runtime.runtime(),
-    sessions,
-    publishEvent,
-    commands,
-  });
+  const engine = () => (runtime.runtime() ? runtime.engineAvailability() : undefined);
+  return { detect, models, runtime, slotStates, engine };
+}
+type Platform = ReturnType<typeof platformModules>;
+
+/** The MQTT side: the connection and commands, the retained documents, OTA jobs. */
+function fleetModules(
+  platform: Platform,
+  workloads: WorkloadsModule,
+  shared: { agentVersion: string; commands: CommandRegistry; logs: LogTail },
+) {
+  const { detect, models, runtime } = platform;
   const fleet = createFleetModule({
-    agentVersion: options.agentVersion,
-    commands,
-    logs,
+    agentVersion: shared.agentVersion,
+    commands: shared.commands,
+    logs: shared.logs,
     board: () => boardInfoOf(detect.capabilities()),
     workloads,
     runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
@@ -133,15 +137,26 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     },
   });
   const documents = createDocumentsModule({
-    agentVersion: options.agentVersion,
+    agentVersion: shared.agentVersion,
     fleet: () => fleet.agent,
     capabilities: () => detect.capabilities(),
     store: () => models.models()?.store,
     placement: () => runtime.runtime()?.desired.placement(),
-    slotStates,
-    engine,
+    slotStates: platform.slotStates,
+    engine: platform.engine,
   });
   const ota = otaModule(runtime, () => models.models(), fleet);
+  return { fleet, documents, ota };
+}
+
+/** The local network side: the dashboard (its pages and live feeds) and the mDNS announcement. */
+function localModules(
+  platform: Platform,
+  fleet: FleetModule,
+  workloads: WorkloadsModule,
+  shared: { agentVersion: string; logs: LogTail; sessions: SessionLimiter },
+) {
+  const { detect, models, runtime } = platform;
   const dashboardParts = dashboardSourcesFrom({
     fleet: () => fleet.agent,
     fleetOff: () => fleet.offReason,
@@ -150,22 +165,30 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     engine: () => runtime.engineAvailability(),
     capabilities: () => detect.capabilities(),
     store: () => models.models()?.store,
+    hubPulls: () => models.pulls(),
+    planBoard: () => runtime.board(),
     workloads,
   });
   const dashboard = createDashboardModule({
-    version: options.agentVersion,
-    sessions,
-    logTail: logs,
+    version: shared.agentVersion,
+    sessions: shared.sessions,
+    logTail: shared.logs,
     sources: dashboardParts.sources,
   });
   const mdns = createMdnsModule({
     board: () => detect.capabilities()?.board.model.value ?? undefined,
     soc: () => detect.capabilities()?.soc.name.value ?? undefined,
-    version: options.agentVersion,
+    version: shared.agentVersion,
+    // Home Assistant finds the voice services as _wyoming._tcp while the Wyoming server listens.
+    extraServices: () => wyomingMdnsServices(workloads),
   });
+  return { dashboard, dashboardFeeds: dashboardParts.feeds, mdns };
+}
 
-  /** Re-read what can change without a restart: the board (live detection), slots, placement, documents. */
-  async function reload(next: AgentConfig | undefined, reason: string): Promise<Record<string, unknown>> {
+/** Re-read what can change without a restart: the board (live detection), slots, placement, documents. */
+function reloader(config: AgentConfig, platform: Platform, documents: DocumentsModule) {
+  return async (next: AgentConfig | undefined, reason: string): Promise<Record<string, unknown>> => {
+    const { detect, runtime } = platform;
     const rt = runtime.runtime();
     const source = detect.reload(next ?? config);
     if (rt && next) await rt.configure(slotSpecsFromConfig(next['slots'] as SlotsConfig | undefined));
@@ -177,7 +200,35 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
       capabilities: source,
       ...(placement ? { revision: runtime.runtime()?.desired.revision().revision } : {}),
     };
-  }
+  };
+}
+
+export function composeModules(config: AgentConfig, options: ComposeOptions) {
+  const commands = new CommandRegistry();
+  const logs = options.logs ?? new LogTail();
+  const later: Later = {};
+  // Watch-mode answers, placement changes and fallbacks go out on MQTT `events` once the fleet is connected.
+  const publishEvent: PublishEvent = (type, data) => later.fleet?.agent?.publishEvent(type, data);
+  // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
+  const sessions = createSessionLimiter(config.http.maxSessions);
+  const shared = { agentVersion: options.agentVersion, commands, logs, sessions };
+
+  const platform = platformModules(commands, publishEvent, later);
+  const { detect, models, runtime } = platform;
+  const workloads = createWorkloadsModule({
+    runtime: () => runtime.runtime(),
+    slotStates: platform.slotStates,
+    control: () => runtime.runtime(),
+    sessions,
+    publishEvent,
+    commands,
+    agentVersion: options.agentVersion,
+  });
+  const { fleet, documents, ota } = fleetModules(platform, workloads, shared);
+  Object.assign(later, { fleet, documents });
+  const { dashboard, dashboardFeeds, mdns } = localModules(platform, fleet, workloads, shared);
+
+  const reload = reloader(config, platform, documents);
   commands.register({
     name: 'reload',
     summary: 're-read the configuration (slots), detect the board again and replan',
@@ -204,7 +255,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     ota,
     workloads,
     dashboard,
-    dashboardParts.feeds,
+    dashboardFeeds,
     mdns,
   ];
   return { modules, services };

@@ -123,27 +123,143 @@ function composeCore(
   return { kv, time, identity, pairing, sessions, authenticator, router, http };
 }
 
+/** RSS and heap in MB, one decimal: logged at each start step so bench/idle can attribute what each added. */
+function memoryFigures(): { rssMb: number; heapMb: number } {
+  const mem = process.memoryUsage();
+  return { rssMb: Math.round(mem.rss / 1e5) / 10, heapMb: Math.round(mem.heapUsed / 1e5) / 10 };
+}
+
+/** The start's timeline in the log: ms since this process began (what bench/startup prints). */
+const sinceProcessStart = () => Math.round(performance.now());
+
+/** Emits `clock.synchronized` once NTP has synchronised the clock; the returned timer is cleared on stop. */
+function watchClockSync(
+  time: AgentContext['time'],
+  events: AgentContext['events'],
+  pollMs: number,
+): NodeJS.Timeout {
+  let announced = time.clockStatus().synchronized;
+  // Polled on a (monotonic) Node timer: a cheap stat of timesyncd's flag; stops mattering once synchronised.
+  const timer = setInterval(() => {
+    if (announced) return;
+    const status = time.clockStatus();
+    if (!status.synchronized) return;
+    announced = true;
+    time.checkpoint();
+    events.emit('clock.synchronized', { wallMs: status.wallMs });
+  }, pollMs);
+  timer.unref();
+  return timer;
+}
+
+/** Where the modules stand: each one's state for /healthz, and those started (stopped in reverse). */
+interface ModuleLedger {
+  readonly states: Map<string, ModuleState>;
+  readonly started: AgentModule[];
+}
+
+/** Starts the modules in order; stops early once `starting()` turns false (a stop came in meanwhile). */
+async function startModules(
+  list: readonly AgentModule[],
+  context: AgentContext,
+  ledger: ModuleLedger,
+  starting: () => boolean,
+): Promise<void> {
+  for (const m of list) ledger.states.set(m.name, 'pending');
+  for (const m of list) {
+    if (!starting()) break;
+    const t0 = performance.now();
+    ledger.states.set(m.name, 'starting');
+    try {
+      await m.start({ ...context, logger: context.logger.child(m.name) });
+    } catch (err) {
+      ledger.states.set(m.name, 'failed');
+      throw new MnnEdgeError('EMODULE', `Module ${m.name} failed to start: ${(err as Error).message}`, {
+        module: m.name,
+      });
+    }
+    ledger.states.set(m.name, 'running');
+    ledger.started.push(m);
+    context.logger.info('module started', {
+      module: m.name,
+      atMs: sinceProcessStart(),
+      tookMs: Math.round(performance.now() - t0),
+      ...memoryFigures(),
+    });
+  }
+}
+
+/** Closes the server, stops the started modules in reverse, then the clock, sessions and store. */
+async function shutDown(
+  core: ReturnType<typeof composeCore>,
+  db: Db,
+  ledger: ModuleLedger,
+  logger: Logger,
+): Promise<void> {
+  await core.http.close();
+  for (const m of ledger.started.reverse()) {
+    ledger.states.set(m.name, 'stopped');
+    try {
+      await m.stop?.();
+    } catch (err) {
+      logger.error('module failed to stop', { module: m.name, err });
+    }
+  }
+  core.time.stop();
+  core.sessions.prune();
+  db.close();
+}
+
+/** The line an operator looks for once everything started, and the one-time pairing hint. */
+function logListening(config: AgentConfig, core: ReturnType<typeof composeCore>, logger: Logger): void {
+  const { http, identity, pairing, time } = core;
+  logger.info('listening', {
+    atMs: sinceProcessStart(),
+    address: http.address,
+    port: http.port,
+    tls: http.secure,
+    deviceId: identity.deviceId,
+    deviceIdSource: identity.source,
+    clock: time.clockStatus().state,
+    dataDir: config.dataDir,
+    pairingTokenCreated: pairing.created,
+  });
+  if (pairing.created) {
+    logger.info('pairing token created; print it with `mnn-edge token`', { path: pairing.path });
+  }
+}
+
+/** Opens the store and builds the core; a failure while building closes the store again. */
+function openCore(
+  config: AgentConfig,
+  deps: AgentDeps,
+  logger: Logger,
+  clock: Clock,
+  starting: () => boolean,
+) {
+  prepareDataDir(config.dataDir);
+  const db = openStore(join(config.dataDir, STORE_FILE));
+  try {
+    return { db, core: composeCore(config, deps, db, logger, clock, starting) };
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
 export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
   const logger = deps.logger ?? createLogger({ level: config.log.level, debug: config.log.debug });
   const clock = deps.clock ?? systemClock;
   const version = deps.version ?? '0.0.0';
   const events = new TypedEventEmitter<AgentEvents>();
-  const states = new Map<string, ModuleState>();
+  const ledger: ModuleLedger = { states: new Map(), started: [] };
   let modulesStarting = true;
   let markServing!: () => void;
   const serving = new Promise<void>((resolve) => {
     markServing = resolve;
   });
 
-  prepareDataDir(config.dataDir);
-  const db = openStore(join(config.dataDir, STORE_FILE));
-  let core: ReturnType<typeof composeCore>;
-  try {
-    core = composeCore(config, deps, db, logger, clock, () => modulesStarting);
-  } catch (err) {
-    db.close();
-    throw err;
-  }
+  const { db, core } = openCore(config, deps, logger, clock, () => modulesStarting);
   const { kv, time, identity, pairing, sessions, authenticator, router, http } = core;
 
   registerCoreRoutes({
@@ -156,12 +272,11 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
     sessionTtlMs: config.http.sessionTtlS * 1000,
     identity: () => identity,
     clockStatus: () => time.clockStatus(),
-    modules: () => Object.fromEntries(states),
+    modules: () => Object.fromEntries(ledger.states),
     logger: logger.child('auth'),
   });
 
   const context: AgentContext = { config, logger, db, kv, router, events, identity, time, clock };
-  const started: AgentModule[] = [];
   let state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   let stopping: Promise<void> | undefined;
   let syncTimer: NodeJS.Timeout | undefined;
@@ -172,18 +287,7 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
       events.emit('stopping', { reason });
       logger.info('stopping', { reason });
       if (syncTimer !== undefined) clearInterval(syncTimer);
-      await http.close();
-      for (const m of started.reverse()) {
-        states.set(m.name, 'stopped');
-        try {
-          await m.stop?.();
-        } catch (err) {
-          logger.error('module failed to stop', { module: m.name, err });
-        }
-      }
-      time.stop();
-      sessions.prune();
-      db.close();
+      await shutDown(core, db, ledger, logger);
       state = 'stopped';
       logger.info('stopped', { reason });
       events.emit('stopped', { reason });
@@ -191,77 +295,33 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
     return stopping;
   };
 
-  const watchClockSync = () => {
-    let announced = time.clockStatus().synchronized;
-    // Polled on a (monotonic) Node timer: a cheap stat of timesyncd's flag; stops mattering once synchronised.
-    syncTimer = setInterval(() => {
-      if (announced) return;
-      const status = time.clockStatus();
-      if (!status.synchronized) return;
-      announced = true;
-      time.checkpoint();
-      events.emit('clock.synchronized', { wallMs: status.wallMs });
-    }, deps.clockSyncPollMs ?? 60_000);
-    syncTimer.unref();
-  };
-
   return {
     ...context,
     http,
     pairingTokenPath: pairing.path,
     serving,
-    moduleStates: () => Object.fromEntries(states),
+    moduleStates: () => Object.fromEntries(ledger.states),
     async start() {
       if (state !== 'idle') throw new MnnEdgeError('ESTATE', `Agent cannot start while ${state}`);
       state = 'starting';
-      // The start's timeline in the log: ms since this process began (what bench/startup prints).
-      const at = () => Math.round(performance.now());
       try {
         time.start();
-        watchClockSync();
+        syncTimer = watchClockSync(time, events, deps.clockSyncPollMs ?? 60_000);
         await http.listen();
-        const mem = process.memoryUsage();
         logger.info('serving', {
-          atMs: at(),
+          atMs: sinceProcessStart(),
           address: http.address,
           port: http.port,
-          rssMb: Math.round(mem.rss / 1e5) / 10,
-          heapMb: Math.round(mem.heapUsed / 1e5) / 10,
+          ...memoryFigures(),
         });
         markServing();
         const list = typeof deps.modules === 'function' ? await deps.modules() : (deps.modules ?? []);
-        const loaded = process.memoryUsage();
         logger.info('modules loaded', {
-          atMs: at(),
+          atMs: sinceProcessStart(),
           modules: list.map((m) => m.name),
-          rssMb: Math.round(loaded.rss / 1e5) / 10,
-          heapMb: Math.round(loaded.heapUsed / 1e5) / 10,
+          ...memoryFigures(),
         });
-        for (const m of list) states.set(m.name, 'pending');
-        for (const m of list) {
-          if (state !== 'starting') break;
-          const t0 = performance.now();
-          states.set(m.name, 'starting');
-          try {
-            await m.start({ ...context, logger: logger.child(m.name) });
-          } catch (err) {
-            states.set(m.name, 'failed');
-            throw new MnnEdgeError('EMODULE', `Module ${m.name} failed to start: ${(err as Error).message}`, {
-              module: m.name,
-            });
-          }
-          states.set(m.name, 'running');
-          started.push(m);
-          // RSS and heap after each module: what each one added, for bench/idle's attribution.
-          const mem = process.memoryUsage();
-          logger.info('module started', {
-            module: m.name,
-            atMs: at(),
-            tookMs: Math.round(performance.now() - t0),
-            rssMb: Math.round(mem.rss / 1e5) / 10,
-            heapMb: Math.round(mem.heapUsed / 1e5) / 10,
-          });
-        }
+        await startModules(list, context, ledger, () => state === 'starting');
         modulesStarting = false;
       } catch (err) {
         logger.error('start failed', { err });
@@ -271,21 +331,7 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
       if (state !== 'starting') return;
       state = 'running';
       logger.debug('routes', { routes: router.describe() });
-      const clockStatus = time.clockStatus();
-      logger.info('listening', {
-        atMs: at(),
-        address: http.address,
-        port: http.port,
-        tls: http.secure,
-        deviceId: identity.deviceId,
-        deviceIdSource: identity.source,
-        clock: clockStatus.state,
-        dataDir: config.dataDir,
-        pairingTokenCreated: pairing.created,
-      });
-      if (pairing.created) {
-        logger.info('pairing token created; print it with `mnn-edge token`', { path: pairing.path });
-      }
+      logListening(config, core, logger);
       events.emit('started', { port: http.port, address: http.address, deviceId: identity.deviceId });
     },
     stop,

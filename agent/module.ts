@@ -4,7 +4,7 @@ import type { TypedEventEmitter } from './common/typed-events.js';
 import type { AgentConfig } from './config/schema.js';
 import type { HttpRouter } from './http/router.js';
 import type { DeviceIdentity } from './identity/device-identity.js';
-import type { Db, KvStore } from './store/database.js';
+import type { Db, KvStore } from './store/sqlite/database.js';
 import type { TrustedTime } from './time/trusted-time.js';
 
 // The contract between the agent's core (main.ts) and its feature modules (compose.ts lists them). It sits

@@ -9,14 +9,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { systemClock } from '../agent/common/clock.js';
+import { EnergyVad, VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../agent/workloads/audio/vad.js';
 import { parseWav } from '../agent/workloads/audio/wav.js';
-import type { ChatResult, ChatStream } from '../agent/workloads/chat-model.js';
 import { resolveVoiceConfig } from '../agent/workloads/config.js';
-import { slotModels } from '../agent/workloads/slot-models.js';
+import type { ChatResult, ChatStream } from '../agent/workloads/shared/chat-model.js';
+import { slotModels } from '../agent/workloads/slots/slot-models.js';
 import { VoiceService } from '../agent/workloads/voice/service.js';
 import { VoiceSession } from '../agent/workloads/voice/session.js';
 import { EspeakTts } from '../agent/workloads/voice/stages.js';
-import { EnergyVad, VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../agent/workloads/voice/vad.js';
 import { engineAvailability, unavailableMessage } from '../engine/src/index.js';
 import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';

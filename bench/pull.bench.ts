@@ -26,7 +26,7 @@ import { ModelStore } from '../models/index.js';
 import { Downloader } from '../ota/download.js';
 import { gitBlobOid, type StandinFile } from '../test/helpers/hub-standins.js';
 import { modelFixturesDir } from '../test/helpers/paths.js';
-import { bar, describe, fmt, summarize, verdict } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const SIZE = Number(process.env['PULL_BENCH_BYTES'] ?? 1024 ** 3);
 const RUNS = Number(process.env['PULL_BENCH_RUNS'] ?? 3);
@@ -211,13 +211,15 @@ try {
     const max = Math.max(oursRate.median, theirRate.median);
     console.log(bar('models pull', oursRate.median, max, `${fmt(oursRate.median, 0)} MiB/s`));
     console.log(bar('curl + sha256sum; sync', theirRate.median, max, `${fmt(theirRate.median, 0)} MiB/s`));
-    console.log(`ratio ours/curl: ${fmt(ratio)}× (target ≥ ${TARGET}×) ${verdict(ratio >= TARGET)}`);
+    console.log(
+      `ratio ours/curl: ${fmt(ratio)}× (target ≥ ${TARGET}×) ${check('pull ours/curl', ratio, '×', `≥ ${TARGET}`, ratio >= TARGET)}`,
+    );
   } else {
     console.log('curl not found: no baseline this run');
   }
   console.log(
     `resume after a cut at 50 %: ${fmt(firstPart / 1024 ** 2, 0)} MiB before the cut, ${fmt((servedTotal - firstPart) / 1024 ** 2, 0)} MiB after; ` +
-      `${resumed.status}, re-downloaded ${fmt(extra * 100, 3)} % extra (target ≤ ${RESUME_TARGET * 100} %) ${verdict(extra <= RESUME_TARGET)}`,
+      `${resumed.status}, re-downloaded ${fmt(extra * 100, 3)} % extra (target ≤ ${RESUME_TARGET * 100} %) ${check('resume extra', extra * 100, '%', `≤ ${RESUME_TARGET * 100}`, extra <= RESUME_TARGET)}`,
   );
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -6,9 +6,9 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { arch as hostArch } from 'node:os';
 import { basename, join } from 'node:path';
-import { parseArgs, stringFlag, UsageError } from '../agent/cli/args.js';
-import type { CliIo } from '../agent/cli/command.js';
 import { configFromFlags } from '../agent/cli/commands/config.js';
+import { parseArgs, stringFlag, UsageError } from '../agent/cli/common/args.js';
+import type { CliIo } from '../agent/cli/common/command.js';
 import { systemClock } from '../agent/common/clock.js';
 import { MnnEdgeError } from '../agent/common/errors.js';
 import { INPUT_LIMITS } from '../agent/common/input-limits.js';

@@ -247,6 +247,21 @@ function checkHostPaths(meta: MetadataFile, file: string): Problem[] {
     }));
 }
 
+/** A recipe or append whose package is per tune must not read the machine: two machines of one tune would build
+ *  different packages under one name and architecture (yocto-check-layer's machine-signature test for BSPs). */
+function checkMachineReads(meta: MetadataFile, file: string, perMachine: boolean): Problem[] {
+  const setsMachineArch = meta.assignments.some(
+    (a) => a.name === 'PACKAGE_ARCH' && a.value.includes(`\${MACHINE_ARCH}`),
+  );
+  if (perMachine || setsMachineArch) return [];
+  return meta.lines
+    .filter((l) => /\bMACHINE(?:_FEATURES)?\b/.test(l.text))
+    .map((l) => ({
+      file,
+      message: `line ${l.line}: reads MACHINE or MACHINE_FEATURES, but the package is per tune (set PACKAGE_ARCH = "\${MACHINE_ARCH}" or move it into a per-board append)`,
+    }));
+}
+
 function filesPath(recipeFile: string, bpn: string, extra: string[]): string[] {
   const dir = dirname(recipeFile);
   const bp = basename(recipeFile).replace(/\.(bb|bbappend)$/, '');
@@ -449,6 +464,7 @@ function checkRecipe(
   }
   problems.push(...checkSrcUri(meta, path, file, []));
   problems.push(...checkHostPaths(meta, file));
+  problems.push(...checkMachineReads(meta, file, isImage));
   problems.push(...checkStageManifest(path, meta, layerDir));
   return problems;
 }
@@ -561,7 +577,11 @@ function checkBbappend(path: string, layerDir: string): Problem[] {
     .flatMap((a) => a.value.split(':'))
     .filter((p) => p.includes(`\${THISDIR}`))
     .map((p) => p.replace(`\${THISDIR}`, dirname(path)));
-  return [...checkSrcUri(meta, path, file, extra), ...checkHostPaths(meta, file)];
+  return [
+    ...checkSrcUri(meta, path, file, extra),
+    ...checkHostPaths(meta, file),
+    ...checkMachineReads(meta, file, false),
+  ];
 }
 
 export function checkLayer(options: CheckOptions): Problem[] {

@@ -1,9 +1,11 @@
 // `tsx scripts/check-layers.ts [--check]`: the shape of agent/ drawn from its imports. A part is a folder (the
 // files directly at agent/ are one part each: the composition root). Parts are ordered so that each sits above
 // what it imports; an import that has to run back up that order is a place where two parts lean on each other.
-// With --features a top folder and its subfolders count as one part. Prints the parts, their layers, the imports running back up, file-level import cycles, the longest files and
-// functions. With --cycles it exits 1 when files import each other in a circle (npm run check:generated);
-// with --check also when a figure passes its limit.
+// With --features a top folder and its subfolders count as one part. Prints the parts, their layers, the imports
+// running back up, file-level import cycles, the longest files and functions. With --cycles it exits 1 when files
+// import each other in a circle; with --check (npm run check:layers, check:generated) also when a figure passes
+// its limit (LIMITS): more than 3 imports running back up, a hand-written file over 500 lines, a function over 120.
+// test/unit/layers.test.ts holds the tree to the same limits, so `npm test` fails on a regression too.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,8 +1,8 @@
 import { asMnnEdgeError } from '../common/errors.js';
 import { escapeControl } from '../common/sanitize.js';
-import { UsageError } from './args.js';
-import type { CliIo } from './command.js';
 import { commandEntries } from './commands/index.js';
+import { UsageError } from './common/args.js';
+import type { CliIo } from './common/command.js';
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
   const commands = commandEntries;

@@ -22,6 +22,19 @@ export class MnnEdgeError extends Error {
 }
 
 /**
+ * The base of an error family with a closed set of codes (the workloads', the engine's): the subclass gets the
+ * typed constructor and its own `name`, so a caller can match on the class or on `code`.
+ */
+export function codedError<C extends string>(name: string) {
+  return class extends MnnEdgeError {
+    constructor(code: C, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
+      super(code, message, details, options);
+      this.name = name;
+    }
+  };
+}
+
+/**
  * Any thrown value as an MnnEdgeError: ours pass through, anything else (a bug, or an error from a library on
  * input nobody anticipated) becomes EINTERNAL with its message only. Stacks stay in logs, never in user output.
  */

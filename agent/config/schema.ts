@@ -7,6 +7,7 @@ import { runtimeSchema, slotsSchema } from './sections/slots.js';
 import { telemetrySchema } from './sections/telemetry.js';
 import { visionSchema } from './sections/vision.js';
 import { voiceSchema } from './sections/voice.js';
+import { wyomingSchema } from './sections/wyoming.js';
 
 export interface AgentConfig {
   deviceId?: string;
@@ -41,6 +42,7 @@ export const agentConfigSchema: JsonSchema = {
     ota: otaSchema,
     voice: voiceSchema,
     vision: visionSchema,
+    wyoming: wyomingSchema,
     runtime: runtimeSchema,
   },
 };

@@ -65,6 +65,16 @@ export function modelsPortFrom(
           backends: [v.requirements.backend],
         })),
         installedAt: new Date(p.installedAt).toISOString(),
+        ...(p.manifest.provenance
+          ? {
+              pulledFrom: {
+                hub: p.manifest.provenance.hub,
+                repo: p.manifest.provenance.repo,
+                commit: p.manifest.provenance.commit,
+                trust: p.manifest.provenance.trust,
+              },
+            }
+          : {}),
       })),
     installs: () => [...installs.values()].reverse(),
     dispose() {

@@ -1,5 +1,7 @@
-import type { VariantPrecision } from '../../models/manifest/types.js';
+import type { HubPullJobs } from '../../models/hub/pull-jobs.js';
+import type { HubName, VariantPrecision } from '../../models/manifest/types.js';
 import type { Capabilities } from '../detect/types.js';
+import type { HubListing, HubRecommendations } from '../models/hub-catalog.js';
 import type { PlacementPort } from '../runtime/placement-port.js';
 
 export type { PlacementPort, PlacementView, RuntimeInstanceView } from '../runtime/placement-port.js';
@@ -33,6 +35,8 @@ export interface InstalledModelView {
   sizeBytes: number;
   variants: Array<{ id: string; quant: VariantPrecision; backends: readonly string[] }>;
   installedAt?: string;
+  /** Where a hub pull came from; such a package is unsigned (trusted on first use). */
+  pulledFrom?: { hub: HubName; repo: string; commit: string; trust: 'unsigned-tofu' };
 }
 
 export interface InstallProgressView {
@@ -48,6 +52,29 @@ export interface ModelsPort {
   installed(): InstalledModelView[] | Promise<InstalledModelView[]>;
   /** Imports in progress (and the last ones that failed), newest first. */
   installs(): InstallProgressView[];
+}
+
+/** A model hub the dashboard can search and pull from. */
+export interface HubSourceView {
+  source: 'hf' | 'ms';
+  hub: HubName;
+  endpoint: string;
+  /** The organisation searched when none is given (taobao-mnn, MNN). */
+  owner: string;
+  /** The environment variable a token for gated repositories comes from, and whether one is set. */
+  tokenVariable: string;
+  hasToken: boolean;
+}
+
+/** "Get models": search the hubs, what fits this board, and pulls with their progress. */
+export interface HubPort {
+  sources(): HubSourceView[];
+  search(
+    query: { source: 'hf' | 'ms'; words: string[]; limit: number },
+    signal?: AbortSignal,
+  ): Promise<{ owner: string; listings: HubListing[] }>;
+  recommend(query: { source: 'hf' | 'ms'; limit: number }, signal?: AbortSignal): Promise<HubRecommendations>;
+  pulls: Pick<HubPullJobs, 'list' | 'get' | 'start' | 'cancel' | 'subscribe'>;
 }
 
 export interface TelemetryPoint {
@@ -111,6 +138,7 @@ export interface DashboardSources {
   broker?(): BrokerStatus;
   placement?: PlacementPort;
   models?: ModelsPort;
+  hub?: HubPort;
   telemetry?: TelemetryPort;
   ota?: OtaPort;
   workloads?: WorkloadsPort;

@@ -18,6 +18,7 @@ import {
 import { loadStaticSite, type StaticSite } from '../http/static-files.js';
 import type { AgentContext, AgentModule } from '../module.js';
 import { registerPlacementRoutes } from '../runtime/routes.js';
+import { registerHubRoutes } from './hub-routes.js';
 import { overviewOf } from './overview.js';
 import type { DashboardSources, TelemetrySample } from './ports.js';
 
@@ -253,7 +254,7 @@ export function registerDashboardRoutes(options: DashboardRoutesOptions): Dashbo
       // Shown by the empty state, so the first step is on screen rather than in a manual.
       hint:
         installed.length === 0
-          ? 'No models installed. Pull the first ones on the device with `mnn-edge models pull <package.tar>` (or import a directory with `mnn-edge models import <dir>`), or send an OTA job from the fleet.'
+          ? `No models installed. ${sources.hub ? 'Get one from a model hub under "Get models" below, or pull' : 'Pull'} the first ones on the device with \`mnn-edge models pull hf://taobao-mnn/<repo>\` (or a package: \`mnn-edge models pull <package.tar>\`; import a directory with \`mnn-edge models import <dir>\`), or send an OTA job from the fleet.`
           : undefined,
     });
   });
@@ -261,6 +262,7 @@ export function registerDashboardRoutes(options: DashboardRoutesOptions): Dashbo
   const kit: RouteKit = { options, get, removers, sessions, wsRate, liveSockets };
   registerTelemetryRoutes(kit);
   registerRecordRoutes(kit);
+  registerHubRoutes({ ...kit, router, hub: sources.hub, clock });
 
   // ---- workloads and limits ----
   get('/api/workloads', (ctx) => {

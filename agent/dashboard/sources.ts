@@ -1,9 +1,13 @@
 import type { EngineAvailability } from '../../engine/src/loader.js';
+import { modelsConfigOf } from '../../models/config.js';
+import type { HubPullJobs } from '../../models/hub/pull-jobs.js';
 import type { ModelStore } from '../../models/index.js';
 import { JobJournal } from '../../ota/journal.js';
+import { DEFAULT_CONTEXT, planPolicyFromConfig, type RuntimeConfig } from '../config/sections/slots.js';
 import type { Capabilities } from '../detect/types.js';
 import type { FleetAgent } from '../fleet/agent.js';
 import type { AgentContext, AgentModule, Handle } from '../module.js';
+import { RECOMMEND_ROLES, type RecommendRole } from '../plan/recommend.js';
 import type { PlanBoard } from '../plan/types.js';
 import { placementPortFrom } from '../runtime/placement-port.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -18,6 +22,7 @@ import {
   SampleHub,
   telemetryPortFrom,
 } from './adapters.js';
+import { hubPortFrom } from './hub-port.js';
 import type { DashboardSources } from './ports.js';
 
 // The dashboard's ports built from the running modules at its start, and the module that ends the live feeds
@@ -33,7 +38,42 @@ export interface DashboardModules {
   engine: Handle<EngineAvailability>;
   capabilities: Handle<Capabilities>;
   store: Handle<ModelStore>;
+  /** The agent's hub pulls (the models module's), for "Get models". */
+  hubPulls?: Handle<HubPullJobs>;
+  /** The full board the runtime plans for: hub models are ranked against it. */
+  planBoard?: Handle<PlanBoard>;
   workloads: Pick<WorkloadsModule, 'voiceStatus' | 'visionStatus'>;
+}
+
+const CONTEXT_TOKENS = Object.fromEntries(RECOMMEND_ROLES.map((r) => [r, DEFAULT_CONTEXT[r]])) as Record<
+  RecommendRole,
+  number
+>;
+
+/** "Get models" over the models module's pulls, with the runtime's board, policy and probes to rank by. */
+function hubSource(modules: DashboardModules, ctx: AgentContext): Pick<DashboardSources, 'hub'> {
+  const pulls = modules.hubPulls?.();
+  if (pulls === undefined) return {};
+  return {
+    hub: hubPortFrom({
+      models: modelsConfigOf(ctx.config['models']),
+      env: process.env,
+      store: modules.store,
+      pulls,
+      recommendContext: () => {
+        const board = modules.planBoard?.();
+        const rt = modules.runtime();
+        if (board === undefined || rt === undefined) return undefined;
+        return {
+          board,
+          policy: planPolicyFromConfig(ctx.config['runtime'] as RuntimeConfig | undefined),
+          probes: rt.probes.all(),
+          engineVersion: rt.engineVersion,
+          contextTokens: CONTEXT_TOKENS,
+        };
+      },
+    }),
+  };
 }
 
 export function dashboardSourcesFrom(modules: DashboardModules): {
@@ -62,6 +102,7 @@ export function dashboardSourcesFrom(modules: DashboardModules): {
       ...(agent && broker ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) } : {}),
       ...(off !== undefined ? { broker: () => ({ state: 'disabled' as const, reason: off }) } : {}),
       ...(store ? { models: modelsPortFrom(store) } : {}),
+      ...hubSource(modules, ctx),
       ...(rt
         ? {
             placement: placementPortFrom(rt, modules.board ?? (() => undefined)),

@@ -267,10 +267,9 @@ export interface ChainInput {
   nvidia: NvidiaGpuInfo | undefined;
 }
 
-/** The board-side chain for one API; compiled-in and init-probe stay `unchecked` until the engine answers. */
-export function gpuBackendChain(api: GpuApi, input: ChainInput): BackendAvailability {
+/** What the board shows for one API, worked out once and read by each step of the chain. */
+function chainFacts(api: GpuApi, input: ChainInput) {
   const { fs, libs, env, gpu, nvidia } = input;
-  const label = api === 'vulkan' ? 'Vulkan' : 'OpenCL';
   const nodes = gpuNodes(fs, gpu, nvidia);
   const { regs, source, problems } =
     api === 'vulkan' ? vulkanRegistrations(fs, libs, env) : openclRegistrations(fs, libs, env);
@@ -282,49 +281,66 @@ export function gpuBackendChain(api: GpuApi, input: ChainInput): BackendAvailabi
       r.driver.nodes.length === 0 ||
       nodes.some((n) => r.driver.nodes.some((re) => re.test(n))),
   );
-  const hardware = serving.filter((r) => r.driver.kind !== 'software');
-  const software = serving.filter((r) => r.driver.kind === 'software');
   const overridden =
     (api === 'vulkan'
       ? (env.VK_DRIVER_FILES ?? env.VK_ICD_FILENAMES)
       : (env.OCL_ICD_VENDORS ?? env.OPENCL_VENDOR_PATH)) !== undefined;
-  const gpuName = gpu?.name.value ?? (gpu ? `${gpu.vendor} GPU` : 'GPU');
-  const steps: BackendStep[] = [];
+  return {
+    api,
+    fs,
+    env,
+    nvidia,
+    label: api === 'vulkan' ? 'Vulkan' : 'OpenCL',
+    gpuName: gpu?.name.value ?? (gpu ? `${gpu.vendor} GPU` : 'GPU'),
+    nodes,
+    regs,
+    source,
+    problems,
+    installed,
+    serving,
+    hardware: serving.filter((r) => r.driver.kind !== 'software'),
+    software: serving.filter((r) => r.driver.kind === 'software'),
+    overridden,
+  };
+}
+type ChainFacts = ReturnType<typeof chainFacts>;
 
-  // 1. Device node.
-  const nodeEvidence = nodes.map((n) => fs.node(n));
+/** 1. The GPU's device node (a software driver needs none). */
+function deviceNodeStep(f: ChainFacts): BackendStep {
+  const { fs, nodes, software, source, label } = f;
   if (nodes.length > 0)
-    steps.push(step('device-node', 'ok', `${gpuName} at ${nodes.join(', ')}`, nodeEvidence));
-  else if (software.length > 0)
-    steps.push(
-      step(
-        'device-node',
-        'skip',
-        `no GPU device node (/dev/dri/renderD*, /dev/mali0, /dev/kgsl-3d0); the software driver ${software[0]!.driver.name} needs none`,
-      ),
+    return step(
+      'device-node',
+      'ok',
+      `${f.gpuName} at ${nodes.join(', ')}`,
+      nodes.map((n) => fs.node(n)),
     );
-  else if (overridden)
-    steps.push(
-      step(
-        'device-node',
-        'skip',
-        `no GPU device node; which driver is loaded is decided by ${source}, checked next`,
-        [fs.node('/dev/dri')],
-      ),
+  if (software.length > 0)
+    return step(
+      'device-node',
+      'skip',
+      `no GPU device node (/dev/dri/renderD*, /dev/mali0, /dev/kgsl-3d0); the software driver ${software[0]!.driver.name} needs none`,
     );
-  else
-    steps.push(
-      step(
-        'device-node',
-        'fail',
-        nvidia
-          ? `the NVIDIA GPU is served by the cuda backend; no other GPU node (/dev/dri/renderD*) and no software ${label} driver`
-          : `no GPU device node (/dev/dri/renderD*, /dev/mali0, /dev/kgsl-3d0) and no software ${label} driver registered`,
-        [fs.node('/dev/dri'), fs.node('/dev/mali0'), fs.node('/dev/kgsl-3d0')],
-      ),
+  if (f.overridden)
+    return step(
+      'device-node',
+      'skip',
+      `no GPU device node; which driver is loaded is decided by ${source}, checked next`,
+      [fs.node('/dev/dri')],
     );
+  return step(
+    'device-node',
+    'fail',
+    f.nvidia
+      ? `the NVIDIA GPU is served by the cuda backend; no other GPU node (/dev/dri/renderD*) and no software ${label} driver`
+      : `no GPU device node (/dev/dri/renderD*, /dev/mali0, /dev/kgsl-3d0) and no software ${label} driver registered`,
+    [fs.node('/dev/dri'), fs.node('/dev/mali0'), fs.node('/dev/kgsl-3d0')],
+  );
+}
 
-  // 2. Driver registration (ICD / vendor file).
+/** 2. Driver registration (ICD / vendor file). */
+function registrationStep(f: ChainFacts): BackendStep {
+  const { api, env, regs, source, problems, installed, serving, nodes, label } = f;
   const regEvidence: Evidence[] = regs.map(
     (r): Evidence => ({
       kind: 'file',
@@ -333,71 +349,80 @@ export function gpuBackendChain(api: GpuApi, input: ChainInput): BackendAvailabi
     }),
   );
   if (serving.length > 0)
-    steps.push(
-      step(
-        'icd',
-        'ok',
-        `${label} driver${serving.length > 1 ? 's' : ''} registered in ${source}: ${serving.map((r) => `${r.driver.name} (${r.file.split('/').pop()})`).join(', ')}`,
-        regEvidence,
-      ),
+    return step(
+      'icd',
+      'ok',
+      `${label} driver${serving.length > 1 ? 's' : ''} registered in ${source}: ${serving.map((r) => `${r.driver.name} (${r.file.split('/').pop()})`).join(', ')}`,
+      regEvidence,
     );
-  else {
-    const missingLibs = regs.filter((r) => r.found === null);
-    const unserved = installed.filter((r) => !serving.includes(r));
-    const why =
-      regs.length === 0
-        ? problems.length > 0 &&
-          (env.VK_ICD_FILENAMES ?? env.VK_DRIVER_FILES ?? env.OCL_ICD_VENDORS) !== undefined
-          ? `${source} points at nothing usable (${problems.map((p) => ('path' in p ? p.path : '')).join(', ')})`
-          : `no ${label} driver registered (${source} ${api === 'vulkan' ? 'hold no *.json ICD' : 'holds no *.icd file'})`
-        : unserved.length > 0
-          ? `${label} driver${unserved.length > 1 ? 's' : ''} ${unserved.map((r) => r.driver.name).join(', ')} registered but ${unserved.length > 1 ? 'their' : 'its'} device node is absent`
-          : `${label} driver registration${missingLibs.length > 1 ? 's' : ''} ${missingLibs.map((r) => `${r.file} names ${r.library}`).join(', ')}, which is not installed`;
-    // With a GPU node but no registration at all, the classic problem is the missing userspace: say "library".
-    steps.push(
-      step(
-        'icd',
-        'fail',
-        nodes.length > 0 && regs.length === 0
-          ? `${gpuName} present (${nodes.join(', ')}) but no ${label} library: ${why}`
-          : why,
-        [...regEvidence, ...problems],
-      ),
-    );
-  }
+  const missingLibs = regs.filter((r) => r.found === null);
+  const unserved = installed.filter((r) => !serving.includes(r));
+  const why =
+    regs.length === 0
+      ? problems.length > 0 &&
+        (env.VK_ICD_FILENAMES ?? env.VK_DRIVER_FILES ?? env.OCL_ICD_VENDORS) !== undefined
+        ? `${source} points at nothing usable (${problems.map((p) => ('path' in p ? p.path : '')).join(', ')})`
+        : `no ${label} driver registered (${source} ${api === 'vulkan' ? 'hold no *.json ICD' : 'holds no *.icd file'})`
+      : unserved.length > 0
+        ? `${label} driver${unserved.length > 1 ? 's' : ''} ${unserved.map((r) => r.driver.name).join(', ')} registered but ${unserved.length > 1 ? 'their' : 'its'} device node is absent`
+        : `${label} driver registration${missingLibs.length > 1 ? 's' : ''} ${missingLibs.map((r) => `${r.file} names ${r.library}`).join(', ')}, which is not installed`;
+  // With a GPU node but no registration at all, the classic problem is the missing userspace: say "library".
+  return step(
+    'icd',
+    'fail',
+    nodes.length > 0 && regs.length === 0
+      ? `${f.gpuName} present (${nodes.join(', ')}) but no ${label} library: ${why}`
+      : why,
+    [...regEvidence, ...problems],
+  );
+}
 
-  // 3. The loader under the name MNN dlopens.
-  steps.push(loaderStep(api, fs, libs));
-
-  // 4. GPU or software device.
-  let kind: DeviceKind = 'unknown';
+/** 4. Whether the driver gives a GPU or a software (CPU) device, and what MNN makes of that. */
+function deviceKindStep(f: ChainFacts): { step: BackendStep; kind: DeviceKind } {
+  const { api, hardware, software } = f;
   if (hardware.length > 0) {
-    kind = hardware.some((r) => r.driver.kind === 'gpu') ? 'gpu' : 'unknown';
-    steps.push(step('device-kind', 'ok', `GPU driver ${hardware.map((r) => r.driver.name).join(', ')}`));
-  } else if (software.length > 0) {
-    kind = 'software';
-    const names = software.map((r) => r.driver.name).join(', ');
-    if (api === 'opencl')
-      steps.push(
-        step(
-          'device-kind',
-          'fail',
-          `no OpenCL GPU device: the only ${software.length > 1 ? 'drivers' : 'driver'} registered (${names}) offer${software.length > 1 ? '' : 's'} a CPU device, and MNN's OpenCL backend asks for CL_DEVICE_TYPE_GPU`,
-        ),
-      );
-    else
-      steps.push(
-        step(
-          'device-kind',
-          'ok',
-          `software device: ${names} runs on the CPU, so it ranks after MNN's CPU backend`,
-        ),
-      );
-  } else steps.push(step('device-kind', 'unchecked', 'no driver to ask'));
+    const kind: DeviceKind = hardware.some((r) => r.driver.kind === 'gpu') ? 'gpu' : 'unknown';
+    return {
+      kind,
+      step: step('device-kind', 'ok', `GPU driver ${hardware.map((r) => r.driver.name).join(', ')}`),
+    };
+  }
+  if (software.length === 0)
+    return { kind: 'unknown', step: step('device-kind', 'unchecked', 'no driver to ask') };
+  const names = software.map((r) => r.driver.name).join(', ');
+  if (api === 'opencl')
+    return {
+      kind: 'software',
+      step: step(
+        'device-kind',
+        'fail',
+        `no OpenCL GPU device: the only ${software.length > 1 ? 'drivers' : 'driver'} registered (${names}) offer${software.length > 1 ? '' : 's'} a CPU device, and MNN's OpenCL backend asks for CL_DEVICE_TYPE_GPU`,
+      ),
+    };
+  return {
+    kind: 'software',
+    step: step(
+      'device-kind',
+      'ok',
+      `software device: ${names} runs on the CPU, so it ranks after MNN's CPU backend`,
+    ),
+  };
+}
 
-  steps.push(step('compiled-in', 'unchecked', 'the installed MNN was not asked'));
-  steps.push(step('init-probe', 'unchecked', 'no engine host probed this backend'));
-  return summarise(api, steps, kind);
+/** The board-side chain for one API; compiled-in and init-probe stay `unchecked` until the engine answers. */
+export function gpuBackendChain(api: GpuApi, input: ChainInput): BackendAvailability {
+  const facts = chainFacts(api, input);
+  const kind = deviceKindStep(facts);
+  const steps: BackendStep[] = [
+    deviceNodeStep(facts),
+    registrationStep(facts),
+    // 3. The loader under the name MNN dlopens.
+    loaderStep(api, input.fs, input.libs),
+    kind.step,
+    step('compiled-in', 'unchecked', 'the installed MNN was not asked'),
+    step('init-probe', 'unchecked', 'no engine host probed this backend'),
+  ];
+  return summarise(api, steps, kind.kind);
 }
 
 /** usable and reasons from the steps: the first failing step is the reason, the rest follow as context. */

@@ -84,69 +84,55 @@ export interface RootFsOptions {
   access?: Partial<FileAccess> | undefined;
 }
 
-export function createRootFs(options: RootFsOptions): RootFs {
-  const root = options.root;
-  const access: FileAccess = { ...nodeFileAccess, ...options.access };
-  // With the real file system we can look before reading: a stat is far cheaper than a thrown ENOENT, and the
-  // confinement check needs it anyway. An injected reader is trusted to be the whole file system.
-  const realFs = options.access?.readFile === undefined;
+type DirState = 'inside' | 'outside' | 'missing';
 
-  const hostPath = (boardPath: string): string => join(root, posix.normalize(`/${boardPath}`));
+/**
+ * Keeps reads inside the root. A fixture tree may hold absolute symlinks (as /proc/device-tree is on a board);
+ * following them would read the host's files, so reads that resolve outside the root are refused. Each directory
+ * below the root is checked once per run, component by component from the root down: a plain directory costs
+ * one lstat, only a symlink pays for a realpath.
+ */
+class RootConfinement {
+  readonly #realRoot: string | null;
+  readonly #rootPrefix: string;
+  readonly #dirStates = new Map<string, DirState>();
 
-  // A fixture tree may hold absolute symlinks (as /proc/device-tree is on a board); following them would read
-  // the host's files, so reads that resolve outside the root are refused. Directories are resolved once per run.
-  let realRoot: string | null = null;
-  if (realFs) {
+  constructor(root: string) {
+    let realRoot: string | null;
     try {
       realRoot = realpathSync.native(root);
     } catch {
       realRoot = null;
     }
+    this.#realRoot = realRoot;
+    this.#rootPrefix = root.endsWith('/') ? root.slice(0, -1) : root;
   }
-  const inside = (real: string): boolean =>
-    realRoot !== null &&
-    (real === realRoot || real.startsWith(realRoot.endsWith('/') ? realRoot : `${realRoot}/`));
-  // Each directory below the root is checked once per run, component by component from the root down: a
-  // plain directory costs one lstat, only a symlink pays for a realpath.
-  const dirStates = new Map<string, 'inside' | 'outside' | 'missing'>();
-  const rootPrefix = root.endsWith('/') ? root.slice(0, -1) : root;
-  const componentState = (path: string): 'inside' | 'outside' | 'missing' => {
-    let state = dirStates.get(path);
-    if (state === undefined) {
-      const st = lstatSync(path, { throwIfNoEntry: false });
-      if (!st) state = 'missing';
-      else if (st.isSymbolicLink()) {
-        try {
-          const real = realpathSync.native(path);
-          state = !inside(real) ? 'outside' : statSync(real).isDirectory() ? 'inside' : 'missing';
-        } catch {
-          state = 'missing';
-        }
-      } else state = st.isDirectory() ? 'inside' : 'missing';
-      dirStates.set(path, state);
-    }
-    return state;
-  };
-  const dirState = (dir: string): 'inside' | 'outside' | 'missing' => {
-    if (realRoot === null) return 'missing';
-    let current = rootPrefix;
-    for (const part of dir.slice(rootPrefix.length).split('/')) {
+
+  inside(real: string): boolean {
+    const r = this.#realRoot;
+    return r !== null && (real === r || real.startsWith(r.endsWith('/') ? r : `${r}/`));
+  }
+
+  dirState(dir: string): DirState {
+    if (this.#realRoot === null) return 'missing';
+    let current = this.#rootPrefix;
+    for (const part of dir.slice(this.#rootPrefix.length).split('/')) {
       if (!part) continue;
       current = `${current}/${part}`;
-      const state = componentState(current);
+      const state = this.#componentState(current);
       if (state !== 'inside') return state;
     }
     return 'inside';
-  };
+  }
 
-  // O_NOFOLLOW makes the common case (a plain file) one open; only a symlink (ELOOP) pays for a realpath.
-  const readConfined = (full: string): Buffer | typeof OUTSIDE => {
+  /** O_NOFOLLOW makes the common case (a plain file) one open; only a symlink (ELOOP) pays for a realpath. */
+  read(full: string): Buffer | typeof OUTSIDE {
     let fd: number;
     try {
       fd = openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ELOOP') throw err;
-      if (!inside(realpathSync.native(full))) return OUTSIDE;
+      if (!this.inside(realpathSync.native(full))) return OUTSIDE;
       return readFileSync(full);
     }
     try {
@@ -154,27 +140,73 @@ export function createRootFs(options: RootFsOptions): RootFs {
     } finally {
       closeSync(fd);
     }
-  };
+  }
 
-  const outside = (boardPath: string): { ok: false; evidence: Evidence } => ({
-    ok: false,
-    evidence: { kind: 'unreadable', path: boardPath, error: 'resolves outside the root' },
-  });
-  const missing = (boardPath: string): { ok: false; evidence: Evidence } => ({
-    ok: false,
-    evidence: { kind: 'missing', path: boardPath },
-  });
+  #componentState(path: string): DirState {
+    let state = this.#dirStates.get(path);
+    if (state === undefined) {
+      const st = lstatSync(path, { throwIfNoEntry: false });
+      if (!st) state = 'missing';
+      else if (st.isSymbolicLink()) {
+        try {
+          const real = realpathSync.native(path);
+          state = !this.inside(real) ? 'outside' : statSync(real).isDirectory() ? 'inside' : 'missing';
+        } catch {
+          state = 'missing';
+        }
+      } else state = st.isDirectory() ? 'inside' : 'missing';
+      this.#dirStates.set(path, state);
+    }
+    return state;
+  }
+}
 
-  const readBytes = (boardPath: string): { ok: true; bytes: Buffer } | { ok: false; evidence: Evidence } => {
+type BytesResult = { ok: true; bytes: Buffer } | { ok: false; evidence: Evidence };
+
+const outsideRoot = (path: string): BytesResult => ({
+  ok: false,
+  evidence: { kind: 'unreadable', path, error: 'resolves outside the root' },
+});
+const missingFile = (path: string): BytesResult => ({ ok: false, evidence: { kind: 'missing', path } });
+
+/** Whether a path or anything below it is listed in present.txt. */
+function listedPresent(present: ReadonlySet<string>, boardPath: string): boolean {
+  if (present.has(boardPath)) return true;
+  const prefix = boardPath.endsWith('/') ? boardPath : `${boardPath}/`;
+  for (const p of present) if (p.startsWith(prefix)) return true;
+  return false;
+}
+
+/** The names directly below a directory, as present.txt lists them. */
+function listedNames(present: ReadonlySet<string>, boardDir: string): string[] {
+  const prefix = boardDir.endsWith('/') ? boardDir : `${boardDir}/`;
+  const names = new Set<string>();
+  for (const p of present) {
+    if (!p.startsWith(prefix)) continue;
+    const name = p.slice(prefix.length).split('/')[0];
+    if (name) names.add(name);
+  }
+  return [...names].sort();
+}
+
+export function createRootFs(options: RootFsOptions): RootFs {
+  const root = options.root;
+  const access: FileAccess = { ...nodeFileAccess, ...options.access };
+  // With the real file system we can look before reading: a stat is far cheaper than a thrown ENOENT, and the
+  // confinement check needs it anyway. An injected reader is trusted to be the whole file system.
+  const confinement = options.access?.readFile === undefined ? new RootConfinement(root) : undefined;
+  const hostPath = (boardPath: string): string => join(root, posix.normalize(`/${boardPath}`));
+
+  const readBytes = (boardPath: string): BytesResult => {
     const full = hostPath(boardPath);
     try {
       let data: Buffer | string;
-      if (realFs) {
-        const state = dirState(dirname(full));
-        if (state === 'missing') return missing(boardPath);
-        if (state === 'outside') return outside(boardPath);
-        const confined = readConfined(full);
-        if (confined === OUTSIDE) return outside(boardPath);
+      if (confinement) {
+        const state = confinement.dirState(dirname(full));
+        if (state === 'missing') return missingFile(boardPath);
+        if (state === 'outside') return outsideRoot(boardPath);
+        const confined = confinement.read(full);
+        if (confined === OUTSIDE) return outsideRoot(boardPath);
         data = confined;
       } else data = access.readFile(full);
       const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
@@ -186,7 +218,7 @@ export function createRootFs(options: RootFsOptions): RootFs {
       return { ok: true, bytes };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return missing(boardPath);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return missingFile(boardPath);
       return { ok: false, evidence: { kind: 'unreadable', path: boardPath, error: errorWord(err) } };
     }
   };
@@ -200,29 +232,12 @@ export function createRootFs(options: RootFsOptions): RootFs {
   }
 
   const isPresent = (boardPath: string): boolean => {
-    if (!present) {
-      try {
-        return access.exists(hostPath(boardPath));
-      } catch {
-        return false;
-      }
+    if (present) return listedPresent(present, boardPath);
+    try {
+      return access.exists(hostPath(boardPath));
+    } catch {
+      return false;
     }
-    if (present.has(boardPath)) return true;
-    const prefix = boardPath.endsWith('/') ? boardPath : `${boardPath}/`;
-    for (const p of present) if (p.startsWith(prefix)) return true;
-    return false;
-  };
-
-  const presentNames = (boardDir: string): string[] => {
-    const prefix = boardDir.endsWith('/') ? boardDir : `${boardDir}/`;
-    const names = new Set<string>();
-    for (const p of present ?? []) {
-      if (!p.startsWith(prefix)) continue;
-      const rest = p.slice(prefix.length);
-      const name = rest.split('/')[0];
-      if (name) names.add(name);
-    }
-    return [...names].sort();
   };
 
   return {
@@ -251,9 +266,9 @@ export function createRootFs(options: RootFsOptions): RootFs {
     list(boardDir) {
       // present.txt speaks for device nodes and libraries; sysfs and procfs are real directories in a fixture.
       if (present && !boardDir.startsWith('/sys') && !boardDir.startsWith('/proc'))
-        return presentNames(boardDir);
+        return listedNames(present, boardDir);
       try {
-        if (realFs && dirState(hostPath(boardDir)) !== 'inside') return [];
+        if (confinement && confinement.dirState(hostPath(boardDir)) !== 'inside') return [];
         return access.readdir(hostPath(boardDir)).sort();
       } catch {
         return [];

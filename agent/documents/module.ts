@@ -1,5 +1,5 @@
 import type { EngineAvailability } from '../../engine/src/loader.js';
-import type { ModelStore } from '../../models/index.js';
+import type { InstalledPackage, ModelStore } from '../../models/index.js';
 import type { Capabilities } from '../detect/types.js';
 import type { FleetAgent } from '../fleet/agent.js';
 import type { AgentModule, Handle } from '../module.js';
@@ -28,6 +28,26 @@ export interface DocumentsModule extends AgentModule {
   publishAll(): void;
 }
 
+/** One package in the retained `models` document. */
+export function packageEntry(p: InstalledPackage): Record<string, unknown> {
+  const prov = p.manifest.provenance;
+  return {
+    id: p.id,
+    version: p.version,
+    task: p.task,
+    sizeBytes: p.sizeBytes,
+    derived: p.derived,
+    inUse: p.inUse,
+    kept: p.kept,
+    rollbackHold: p.rollbackHold,
+    lastUsedAt: p.lastUsedAt,
+    // Hub pulls carry no signature: operators see where one came from and that it is trusted on first use.
+    ...(prov
+      ? { trust: prov.trust, pulledFrom: { hub: prov.hub, repo: prov.repo, commit: prov.commit } }
+      : {}),
+  };
+}
+
 export function createDocumentsModule(sources: DocumentSources): DocumentsModule {
   const publishPlacement = (): void => {
     const placement = sources.placement();
@@ -48,17 +68,7 @@ export function createDocumentsModule(sources: DocumentSources): DocumentsModule
       // Home Assistant's update entity compares these two strings; a pending OTA job is reported on ota/status.
       installedVersion: summary,
       latestVersion: summary,
-      packages: installed.map((p) => ({
-        id: p.id,
-        version: p.version,
-        task: p.task,
-        sizeBytes: p.sizeBytes,
-        derived: p.derived,
-        inUse: p.inUse,
-        kept: p.kept,
-        rollbackHold: p.rollbackHold,
-        lastUsedAt: p.lastUsedAt,
-      })),
+      packages: installed.map(packageEntry),
     });
   };
   const publishCapabilities = (): void => {

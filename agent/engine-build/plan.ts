@@ -88,19 +88,19 @@ const BACKEND_KEYS: Record<SelectableBackend, string[]> = {
   hexagon: ['MNN_HEXAGON', 'HEXAGON_SDK_ROOT'],
 };
 
-export function planEngineBuild(
-  caps: Capabilities,
-  host: BuildHost,
-  choice: BackendChoice = {},
-): EngineBuildPlan {
-  const cmake = new Map<string, string>(BASE);
-  const backends: string[] = [];
-  const reasons: string[] = [];
-  const warnings: string[] = [];
+/** What the plan gathers as each part of the board is looked at. */
+interface Decisions {
+  cmake: Map<string, string>;
+  backends: string[];
+  reasons: string[];
+  warnings: string[];
+}
+
+/** CPU kernels for the architecture and the extensions the CPU reports. */
+function decideCpu(caps: Capabilities, d: Decisions): void {
+  const { cmake, reasons, warnings } = d;
   const arch = caps.cpu.architecture.value;
   const f = caps.cpu.features;
-
-  // CPU kernels.
   if (arch === 'aarch64') {
     const fp16 = f.fp16.value === true;
     cmake.set('MNN_ARM82', fp16 ? 'ON' : 'OFF');
@@ -130,8 +130,11 @@ export function planEngineBuild(
   } else {
     reasons.push(`CPU: ${arch ?? 'unknown architecture'}: MNN's generic kernels`);
   }
+}
 
-  // GPUs through OpenCL and Vulkan: MNN carries the API headers and loads the loader at run time.
+/** GPUs through OpenCL and Vulkan: MNN carries the API headers and loads the loader at run time. */
+function decideGpuApis(caps: Capabilities, d: Decisions): void {
+  const { cmake, backends, reasons, warnings } = d;
   const gpus = accelerators(caps, 'gpu') as GpuInfo[];
   const openclGpu = gpus.find((g) => g.vendor === 'arm-mali' || g.vendor === 'qualcomm-adreno');
   const openclLibs = gpus.flatMap((g) => g.openclLibraries);
@@ -152,8 +155,11 @@ export function planEngineBuild(
     reasons.push(`Vulkan: loader found (${vulkanLibs.join(', ')})`);
     warnings.push(...unversionedWarning('Vulkan', vulkanLibs, 'libvulkan.so', 'libvulkan-dev'));
   }
+}
 
-  // NVIDIA: CUDA for the board's compute capability.
+/** NVIDIA: CUDA for the board's compute capability, when the toolkit is on the build host. */
+function decideCuda(caps: Capabilities, host: BuildHost, d: Decisions): void {
+  const { cmake, backends, reasons, warnings } = d;
   for (const gpu of accelerators(caps, 'nvidia-gpu') as NvidiaGpuInfo[]) {
     const cc = gpu.computeCapability.value;
     if (!host.cudaRoot) {
@@ -172,8 +178,11 @@ export function planEngineBuild(
       `CUDA: ${gpu.name.value ?? 'NVIDIA GPU'}, compute capability ${cc ?? 'unknown'}, toolkit ${host.cudaRoot}`,
     );
   }
+}
 
-  // Qualcomm Hexagon NPU: QNN (HTP) and MNN's own Hexagon backend, each with its SDK.
+/** Qualcomm Hexagon NPU: QNN (HTP) and MNN's own Hexagon backend, each with its SDK; RKNPU is only reported. */
+function decideNpus(caps: Capabilities, host: BuildHost, d: Decisions): void {
+  const { cmake, backends, reasons, warnings } = d;
   for (const npu of accelerators(caps, 'hexagon-htp') as HexagonInfo[]) {
     const htp = `Hexagon ${npu.arch.value ?? '(arch unknown)'}`;
     if (host.qnnSdkRoot) {
@@ -204,10 +213,21 @@ export function planEngineBuild(
       `RKNN: ${npu.cores.value ?? '?'}-core RKNPU (driver ${npu.driver.value ?? 'unknown'}); MNN_RKNN needs Rockchip's RKNN toolkit headers and is not chosen here`,
     );
   }
+}
 
-  applyChoice(choice, host, cmake, backends, reasons);
+export function planEngineBuild(
+  caps: Capabilities,
+  host: BuildHost,
+  choice: BackendChoice = {},
+): EngineBuildPlan {
+  const d: Decisions = { cmake: new Map<string, string>(BASE), backends: [], reasons: [], warnings: [] };
+  decideCpu(caps, d);
+  decideGpuApis(caps, d);
+  decideCuda(caps, host, d);
+  decideNpus(caps, host, d);
+  applyChoice(choice, host, d.cmake, d.backends, d.reasons);
   // Keys a backend added go after the base ones, in the order they were decided.
-  return { cmake: [...cmake.entries()], backends, reasons, warnings };
+  return { cmake: [...d.cmake.entries()], backends: d.backends, reasons: d.reasons, warnings: d.warnings };
 }
 
 /** --with / --without: the user's word over detection; a backend that needs a toolkit still needs it found. */

@@ -26,6 +26,8 @@ export interface StepOptions {
   jobs: number;
   /** The mnn-edge checkout whose engine addon is built afterwards; absent when this install has no sources. */
   packageRoot?: string;
+  /** Where the addon is built instead of packageRoot/engine/build, so a trial build leaves the working addon alone. */
+  addonBuildDir?: string;
   nodePath: string;
 }
 
@@ -77,6 +79,19 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
       join(o.prefix, 'bin'),
     ],
   });
+  if (plan.backends.includes('cuda')) {
+    // With CUDA, libMNN.so links MNN's kernels from a second library that MNN's install rule leaves out.
+    steps.push({
+      title: 'install the CUDA kernels library',
+      command: [
+        'cmake',
+        '-E',
+        'copy',
+        join(build, 'source', 'backend', 'cuda', 'libMNN_Cuda_Main.so'),
+        join(o.prefix, 'lib'),
+      ],
+    });
+  }
   if (o.packageRoot !== undefined) {
     steps.push({
       title: 'build the engine addon',
@@ -85,6 +100,7 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
         join(o.packageRoot, 'engine', 'scripts', 'build-engine.mjs'),
         '--jobs',
         String(o.jobs),
+        ...(o.addonBuildDir !== undefined ? ['--out', o.addonBuildDir] : []),
       ],
       cwd: o.packageRoot,
       env: { MNN_ROOT: o.prefix },

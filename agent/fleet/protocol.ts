@@ -1,16 +1,26 @@
-import { parseJsonInput } from '../common/json-input.js';
-import { type JsonSchema, type SchemaError, validate } from '../common/schema.js';
+import type { JsonSchema } from '../common/schema.js';
+import {
+  decodeWire,
+  deviceIdSchema as deviceId,
+  encodeWire,
+  epochMsSchema as epochMs,
+  SCHEMA_BASE,
+  tagSchema as tag,
+  versionSchema as version,
+} from '../common/wire.js';
+import { telemetrySchema } from '../telemetry/message.js';
 
 // The payload schemas of the MQTT contract. Messages are validated before they are sent and when they are
-// received; the same objects are exported to docs/schemas/protocol/ for consumers in other languages.
+// received; the same objects are exported to docs/schemas/protocol/ for consumers in other languages. The
+// telemetry message is the telemetry module's own (telemetry/message.ts); the shared shapes are common/wire.ts.
 
-export const PROTOCOL_VERSION = 1;
-const SCHEMA_BASE = 'https://mnn-edge.dev/schemas/protocol';
-
-const deviceId: JsonSchema = { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' };
-const epochMs: JsonSchema = { type: 'integer', minimum: 0, description: 'Epoch milliseconds.' };
-const version: JsonSchema = { const: PROTOCOL_VERSION, description: 'Protocol version.' };
-const tag: JsonSchema = { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$' };
+export { PROTOCOL_VERSION, ProtocolViolation } from '../common/wire.js';
+export {
+  type MetricSummary,
+  type SlotTelemetry,
+  type TelemetryMessage,
+  telemetrySchema,
+} from '../telemetry/message.js';
 
 export interface BoardInfo {
   family: string;
@@ -72,97 +82,6 @@ export const documentSchema: JsonSchema = {
   additionalProperties: false,
   required: ['v', 'deviceId', 'ts', 'data'],
   properties: { v: version, deviceId, ts: epochMs, data: { type: 'object' } },
-};
-
-export interface MetricSummary {
-  min: number;
-  mean: number;
-  max: number;
-  n: number;
-}
-
-export interface SlotTelemetry {
-  model?: string;
-  variant?: string;
-  backend?: string;
-  requests: number;
-  errors: number;
-}
-
-export interface TelemetryMessage {
-  v: 1;
-  deviceId: string;
-  /** Per-device sequence number: consecutive, survives restarts; gaps mean loss, repeats mean duplicates. */
-  seq: number;
-  /** End of the interval, epoch ms. */
-  ts: number;
-  intervalMs: number;
-  /** For MQTT 3.1.1 consumers, which get no message expiry property. */
-  expiresAt: number;
-  metrics: Record<string, MetricSummary>;
-  slots: Record<string, SlotTelemetry>;
-  outbox: { queued: number; dropped: { expired: number; overflow: number; diskFull: number } };
-}
-
-const count: JsonSchema = { type: 'integer', minimum: 0 };
-
-export const telemetrySchema: JsonSchema = {
-  $id: `${SCHEMA_BASE}/telemetry.json`,
-  title: 'telemetry (QoS 1, from the outbox)',
-  type: 'object',
-  additionalProperties: false,
-  required: ['v', 'deviceId', 'seq', 'ts', 'intervalMs', 'expiresAt', 'metrics', 'slots', 'outbox'],
-  properties: {
-    v: version,
-    deviceId,
-    seq: { type: 'integer', minimum: 1 },
-    ts: epochMs,
-    intervalMs: { type: 'integer', minimum: 1 },
-    expiresAt: epochMs,
-    metrics: {
-      type: 'object',
-      additionalProperties: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['min', 'mean', 'max', 'n'],
-        properties: {
-          min: { type: 'number' },
-          mean: { type: 'number' },
-          max: { type: 'number' },
-          n: { type: 'integer', minimum: 1 },
-        },
-      },
-    },
-    slots: {
-      type: 'object',
-      additionalProperties: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['requests', 'errors'],
-        properties: {
-          model: { type: 'string' },
-          variant: { type: 'string' },
-          backend: { type: 'string' },
-          requests: count,
-          errors: count,
-        },
-      },
-    },
-    outbox: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['queued', 'dropped'],
-      properties: {
-        queued: count,
-        dropped: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['expired', 'overflow', 'diskFull'],
-          properties: { expired: count, overflow: count, diskFull: count },
-        },
-      },
-    },
-  },
 };
 
 export interface EventMessage {
@@ -291,29 +210,14 @@ export const protocolSchemas = {
 
 export type ProtocolMessageKind = keyof typeof protocolSchemas;
 
-export class ProtocolViolation extends Error {
-  readonly code = 'EPROTOCOL';
-  readonly errors: SchemaError[];
-  constructor(kind: string, errors: SchemaError[]) {
-    super(`Invalid ${kind} message: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
-    this.name = 'ProtocolViolation';
-    this.errors = errors;
-  }
-}
-
 /** Validates an outgoing message and serialises it; a violation is a bug on our side, so it throws. */
 export function encode<K extends ProtocolMessageKind>(kind: K, message: unknown): string {
-  const errors = validate(protocolSchemas[kind], message);
-  if (errors.length > 0) throw new ProtocolViolation(kind, errors);
-  return JSON.stringify(message);
+  return encodeWire(kind, protocolSchemas[kind], message);
 }
 
 /** Parses (shared input limits) and validates an incoming message; throws MnnEdgeError or ProtocolViolation. */
 export function decode<T>(kind: ProtocolMessageKind, payload: Buffer | string): T {
-  const value: unknown = parseJsonInput(payload, `${kind} message`);
-  const errors = validate(protocolSchemas[kind], value);
-  if (errors.length > 0) throw new ProtocolViolation(kind, errors);
-  return value as T;
+  return decodeWire<T>(kind, protocolSchemas[kind], payload);
 }
 
 /** JSON documents for docs/schemas/protocol/<kind>.json. */

@@ -102,76 +102,93 @@ function readTls(tls: { cert: string; key: string }): { cert: Buffer; key: Buffe
   return { cert: read('cert', tls.cert), key: read('key', tls.key) };
 }
 
-export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
-  const { router, authenticator, logger } = options;
-  const secure = options.tls !== undefined;
-  // `ws` loads on the first upgrade: it is not needed to answer the first request after a start.
+const stillStarting = () =>
+  new HttpError(503, 'starting', 'The agent is still starting; try again in a moment', {
+    'Retry-After': '1',
+  });
+
+/** `ws` loads on the first upgrade: it is not needed to answer the first request after a start. */
+function lazyWebSockets(maxPayload: number) {
   let wss: WebSocketServer | undefined;
-  let loadingWs: Promise<WebSocketServer> | undefined;
-  const webSockets = () =>
-    (loadingWs ??= import('ws').then((m) => {
-      wss = new m.WebSocketServer({ noServer: true, maxPayload: options.maxWsMessageBytes });
-      return wss;
-    }));
-  const stillStarting = () =>
-    new HttpError(503, 'starting', 'The agent is still starting; try again in a moment', {
-      'Retry-After': '1',
-    });
+  let loading: Promise<WebSocketServer> | undefined;
+  return {
+    get: () =>
+      (loading ??= import('ws').then((m) => {
+        wss = new m.WebSocketServer({ noServer: true, maxPayload });
+        return wss;
+      })),
+    /** Ends every open socket; nothing to do when none was ever upgraded. */
+    closeAll: () => {
+      if (!wss) return;
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+    },
+  };
+}
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://device.invalid');
-    const method = req.method ?? 'GET';
-    const { found, allowed, pathAuth } = router.match(method, url.pathname);
-    // While modules are still registering, an unknown path may be a public one (the dashboard's page): 503 before
-    // 401, which tells an anonymous client nothing about the route map either.
-    if (!found && allowed.length === 0 && options.starting?.()) throw stillStarting();
-    const needsAuth = found ? found.entry.auth : pathAuth;
-    const auth: AuthInfo | undefined = authenticator.authenticate(req.headers);
-    // Unknown paths answer 401 before 404, so an anonymous client learns nothing about the route map.
-    if (needsAuth && auth === undefined) throw unauthorized(req.headers);
-    if (!found) {
-      if (allowed.length > 0) {
-        throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
-          Allow: allowed.join(', '),
-        });
-      }
-      throw new HttpError(404, 'not_found', `No endpoint at ${url.pathname}`);
+/** Routing, auth and the request context for one request; errors are thrown for the caller to answer. */
+async function handleRequest(
+  options: HttpServerOptions,
+  secure: boolean,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const { router, authenticator, logger } = options;
+  const url = new URL(req.url ?? '/', 'http://device.invalid');
+  const method = req.method ?? 'GET';
+  const { found, allowed, pathAuth } = router.match(method, url.pathname);
+  // While modules are still registering, an unknown path may be a public one (the dashboard's page): 503 before
+  // 401, which tells an anonymous client nothing about the route map either.
+  if (!found && allowed.length === 0 && options.starting?.()) throw stillStarting();
+  const needsAuth = found ? found.entry.auth : pathAuth;
+  const auth: AuthInfo | undefined = authenticator.authenticate(req.headers);
+  // Unknown paths answer 401 before 404, so an anonymous client learns nothing about the route map.
+  if (needsAuth && auth === undefined) throw unauthorized(req.headers);
+  if (!found) {
+    if (allowed.length > 0) {
+      throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}`, {
+        Allow: allowed.join(', '),
+      });
     }
-    const ctx: RequestContext = {
-      req,
-      res,
-      url,
-      params: found.params,
-      auth,
-      secure,
-      logger,
-      readBody: () => readBody(req, options.maxUploadBytes),
-      readJson: async () =>
-        parseJsonBody(await readBody(req, options.maxUploadBytes), req.headers['content-type']),
-      json: (status, body, headers) => sendJson(res, status, body, headers),
-    };
-    await found.entry.handler(ctx);
+    throw new HttpError(404, 'not_found', `No endpoint at ${url.pathname}`);
+  }
+  const ctx: RequestContext = {
+    req,
+    res,
+    url,
+    params: found.params,
+    auth,
+    secure,
+    logger,
+    readBody: () => readBody(req, options.maxUploadBytes),
+    readJson: async () =>
+      parseJsonBody(await readBody(req, options.maxUploadBytes), req.headers['content-type']),
+    json: (status, body, headers) => sendJson(res, status, body, headers),
   };
+  await found.entry.handler(ctx);
+}
 
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch((err: unknown) => {
-      if (res.headersSent) {
-        logger.error('handler failed after responding', { path: req.url, err });
-        res.destroy();
-        return;
-      }
-      if (err instanceof HttpError) {
-        // The body limit leaves the rest of the upload unread: close rather than drain it.
-        if (err.status === 413) res.setHeader('Connection', 'close');
-        sendJson(res, err.status, errorBody(err.code, err.message), err.headers);
-        return;
-      }
-      logger.error('request handler failed', { method: req.method, path: req.url, err });
-      sendJson(res, 500, errorBody('internal_error', 'The agent failed to handle this request; see its log'));
-    });
-  };
+/** Answers what a handler threw: its HttpError as JSON, anything else as a logged 500. */
+function answerFailure(logger: Logger, req: IncomingMessage, res: ServerResponse, err: unknown): void {
+  if (res.headersSent) {
+    logger.error('handler failed after responding', { path: req.url, err });
+    res.destroy();
+    return;
+  }
+  if (err instanceof HttpError) {
+    // The body limit leaves the rest of the upload unread: close rather than drain it.
+    if (err.status === 413) res.setHeader('Connection', 'close');
+    sendJson(res, err.status, errorBody(err.code, err.message), err.headers);
+    return;
+  }
+  logger.error('request handler failed', { method: req.method, path: req.url, err });
+  sendJson(res, 500, errorBody('internal_error', 'The agent failed to handle this request; see its log'));
+}
 
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+/** WebSocket upgrades: the same auth and not-yet-registered rules as requests, plus a same-origin check. */
+function upgradeHandler(options: HttpServerOptions, webSockets: () => Promise<WebSocketServer>) {
+  const { router, authenticator, logger } = options;
+  return (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://device.invalid');
     const match = router.matchUpgrade(url.pathname);
     const auth = authenticator.authenticate(req.headers);
@@ -205,6 +222,16 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
       },
     );
   };
+}
+
+export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
+  const { logger } = options;
+  const secure = options.tls !== undefined;
+  const webSockets = lazyWebSockets(options.maxWsMessageBytes);
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    handleRequest(options, secure, req, res).catch((err: unknown) => answerFailure(logger, req, res, err));
+  };
+  const onUpgrade = upgradeHandler(options, webSockets.get);
 
   const server: Server = options.tls ? createHttps(readTls(options.tls), onRequest) : createHttp(onRequest);
   server.on('upgrade', onUpgrade);
@@ -246,10 +273,7 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
     },
     close() {
       return new Promise((resolve) => {
-        if (wss) {
-          for (const client of wss.clients) client.terminate();
-          wss.close();
-        }
+        webSockets.closeAll();
         if (!server.listening) return resolve();
         server.close(() => resolve());
         // Keep-alive sockets would hold close() open until they time out.

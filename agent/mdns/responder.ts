@@ -10,20 +10,23 @@ import {
   TYPE,
 } from './dns-packet.js';
 
-// A minimal DNS-SD responder (RFC 6762/6763) for one service: the agent's HTTP dashboard as `_http._tcp`.
-// It answers PTR/SRV/TXT/A/AAAA questions about itself, announces twice at start (and on request) and says
+// A minimal DNS-SD responder (RFC 6762/6763) for the agent's own services on one host: the HTTP dashboard as
+// `_http._tcp` and, when it listens, the Wyoming voice server as `_wyoming._tcp` (Home Assistant's discovery).
+// It answers PTR/SRV/TXT/A/AAAA questions about them, announces twice at start (and on request) and says
 // goodbye (TTL 0) at stop. It does not probe for name conflicts: the instance name carries the device id,
 // which is unique per device, and the host name is the system's own.
 
 export const MDNS_GROUP = '224.0.0.251';
 export const MDNS_PORT = 5353;
-const SERVICE = '_http._tcp.local';
+const DEFAULT_TYPE = '_http._tcp';
 const SERVICES_META = '_services._dns-sd._udp.local';
 /** RFC 6762 §10: 120 s for records naming a host, 75 minutes for the others. */
 const HOST_TTL = 120;
 const OTHER_TTL = 4500;
 
 export interface MdnsServiceInfo {
+  /** DNS-SD service type without `.local`, e.g. `_wyoming._tcp`; default `_http._tcp`. */
+  type?: string;
   /** Instance label, e.g. "mnn-edge 3f2a (Radxa ROCK 5B)"; dots are replaced, length capped at 63 bytes. */
   instance: string;
   /** Host label without ".local". */
@@ -38,7 +41,8 @@ export interface MdnsTransport {
 }
 
 export interface MdnsResponderOptions {
-  service: MdnsServiceInfo;
+  /** The services, all on this host (the first one's host name is used for every one). */
+  services: readonly MdnsServiceInfo[];
   /** IPv4 and IPv6 addresses to answer with; default: every non-internal interface address. */
   addresses?: () => string[];
   /**
@@ -80,13 +84,13 @@ export function defaultAddresses(): string[] {
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
-/** The records this responder owns (service, instance, host), its answers to one question, its announcement. */
-function serviceZone(service: MdnsResponderOptions['service'], addresses: () => string[]) {
-  const instanceName = `${service.instance}.${SERVICE}`;
-  const hostName = `${service.host}.local`;
+/** The records one service owns (PTR, SRV, TXT), its answers to one question, and its part of an announcement. */
+function serviceZone(service: MdnsServiceInfo, hostName: string) {
+  const type = `${service.type ?? DEFAULT_TYPE}.local`;
+  const instanceName = `${service.instance}.${type}`;
   const ptr = (ttl: number): ResourceRecord => ({
     type: TYPE.PTR,
-    name: SERVICE,
+    name: type,
     target: instanceName,
     ttl,
     cacheFlush: false,
@@ -94,7 +98,7 @@ function serviceZone(service: MdnsResponderOptions['service'], addresses: () => 
   const meta = (ttl: number): ResourceRecord => ({
     type: TYPE.PTR,
     name: SERVICES_META,
-    target: SERVICE,
+    target: type,
     ttl,
     cacheFlush: false,
   });
@@ -115,6 +119,36 @@ function serviceZone(service: MdnsResponderOptions['service'], addresses: () => 
     ttl,
     cacheFlush: true,
   });
+
+  /** Answers for one question (the host's addresses are added by the caller), or undefined. */
+  const answer = (
+    q: Question,
+  ): { answers: ResourceRecord[]; additionals: ResourceRecord[]; wantsHost: boolean } | undefined => {
+    const any = q.type === TYPE.ANY;
+    if (same(q.name, SERVICES_META) && (any || q.type === TYPE.PTR))
+      return { answers: [meta(OTHER_TTL)], additionals: [], wantsHost: false };
+    if (same(q.name, type) && (any || q.type === TYPE.PTR)) {
+      return { answers: [ptr(OTHER_TTL)], additionals: [srv(HOST_TTL), txt(OTHER_TTL)], wantsHost: true };
+    }
+    if (same(q.name, instanceName)) {
+      const answers = [
+        ...(any || q.type === TYPE.SRV ? [srv(HOST_TTL)] : []),
+        ...(any || q.type === TYPE.TXT ? [txt(OTHER_TTL)] : []),
+      ];
+      return answers.length > 0 ? { answers, additionals: [], wantsHost: q.type !== TYPE.TXT } : undefined;
+    }
+    return undefined;
+  };
+
+  const records = (ttl: number) => [ptr(ttl), meta(ttl), srv(ttl > 0 ? HOST_TTL : 0), txt(ttl)];
+
+  return { instanceName, answer, records };
+}
+
+/** Every service's records on one host, and the host's own address records. */
+function hostZone(services: readonly MdnsServiceInfo[], host: string, addresses: () => string[]) {
+  const hostName = `${host}.local`;
+  const zones = services.map((s) => serviceZone(s, hostName));
   const hostRecords = (ttl: number): ResourceRecord[] =>
     addresses().map((address) =>
       address.includes(':')
@@ -122,57 +156,38 @@ function serviceZone(service: MdnsResponderOptions['service'], addresses: () => 
         : { type: TYPE.A, name: hostName, address, ttl, cacheFlush: true },
     );
 
-  /** Answers and additionals for one question, or undefined when it is not about us. */
   const answer = (q: Question): { answers: ResourceRecord[]; additionals: ResourceRecord[] } | undefined => {
-    const any = q.type === TYPE.ANY;
-    if (same(q.name, SERVICES_META) && (any || q.type === TYPE.PTR))
-      return { answers: [meta(OTHER_TTL)], additionals: [] };
-    if (same(q.name, SERVICE) && (any || q.type === TYPE.PTR)) {
-      return {
-        answers: [ptr(OTHER_TTL)],
-        additionals: [srv(HOST_TTL), txt(OTHER_TTL), ...hostRecords(HOST_TTL)],
-      };
-    }
-    if (same(q.name, instanceName)) {
-      const answers = [
-        ...(any || q.type === TYPE.SRV ? [srv(HOST_TTL)] : []),
-        ...(any || q.type === TYPE.TXT ? [txt(OTHER_TTL)] : []),
-      ];
-      return answers.length > 0
-        ? { answers, additionals: q.type === TYPE.TXT ? [] : hostRecords(HOST_TTL) }
-        : undefined;
-    }
     if (same(q.name, hostName)) {
-      const answers = hostRecords(HOST_TTL).filter((r) => any || r.type === q.type);
+      const answers = hostRecords(HOST_TTL).filter((r) => q.type === TYPE.ANY || r.type === q.type);
       return answers.length > 0 ? { answers, additionals: [] } : undefined;
     }
-    return undefined;
+    const found = zones.map((z) => z.answer(q)).filter((a) => a !== undefined);
+    if (found.length === 0) return undefined;
+    const answers = found.flatMap((a) => a.answers);
+    const additionals = found.flatMap((a) => a.additionals);
+    if (found.some((a) => a.wantsHost)) additionals.push(...hostRecords(HOST_TTL));
+    // The meta PTR of two services of one type would repeat: keep one of each.
+    const unique = (rs: ResourceRecord[]) =>
+      rs.filter((r, i) => rs.findIndex((o) => JSON.stringify(o) === JSON.stringify(r)) === i);
+    return { answers: unique(answers), additionals: unique(additionals) };
   };
 
   const announcement = (ttl: number) =>
     encodeResponse({
-      answers: [
-        ptr(ttl),
-        meta(ttl),
-        srv(ttl > 0 ? HOST_TTL : 0),
-        txt(ttl),
-        ...hostRecords(ttl > 0 ? HOST_TTL : 0),
-      ],
+      answers: [...zones.flatMap((z) => z.records(ttl)), ...hostRecords(ttl > 0 ? HOST_TTL : 0)],
     });
 
-  return { instanceName, hostName, answer, announcement };
+  return { instanceNames: zones.map((z) => z.instanceName), hostName, answer, announcement };
 }
 
 export function createMdnsResponder(options: MdnsResponderOptions): MdnsResponder {
   const { logger } = options;
   const sock = options.socket ?? { bind: '0.0.0.0', port: MDNS_PORT, multicast: true };
-  const service = {
-    ...options.service,
-    instance: sanitizeLabel(options.service.instance),
-    host: sanitizeLabel(options.service.host),
-  };
-  const { instanceName, hostName, answer, announcement } = serviceZone(
-    service,
+  if (options.services.length === 0) throw new RangeError('An mDNS responder needs at least one service');
+  const services = options.services.map((s) => ({ ...s, instance: sanitizeLabel(s.instance) }));
+  const { instanceNames, hostName, answer, announcement } = hostZone(
+    services,
+    sanitizeLabel(options.services[0]!.host),
     options.addresses ?? defaultAddresses,
   );
   let socket: Socket | undefined;
@@ -244,7 +259,11 @@ export function createMdnsResponder(options: MdnsResponderOptions): MdnsResponde
         socket.setMulticastTTL(255);
         socket.setMulticastLoopback(true);
       }
-      logger.info('announcing on mDNS', { instance: instanceName, host: hostName, port: service.port });
+      logger.info('announcing on mDNS', {
+        instances: instanceNames,
+        host: hostName,
+        ports: services.map((s) => s.port),
+      });
       this.announce();
     },
     announce() {

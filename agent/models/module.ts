@@ -1,5 +1,7 @@
 import { modelsConfigOf, storeLimitsOf } from '../../models/config.js';
+import { hubClient, hubSettings } from '../../models/hub/clients.js';
 import { registerPullModelCommand } from '../../models/hub/pull-command.js';
+import { HubPullJobs, hubDownloadsDir } from '../../models/hub/pull-jobs.js';
 import { ModelCatalog, ModelStore } from '../../models/index.js';
 import { resolveOtaConfig } from '../config/sections/ota.js';
 import type { CommandRegistry } from '../fleet/commands.js';
@@ -17,6 +19,8 @@ export interface InstalledModels {
 
 export interface ModelsModule extends AgentModule {
   models(): InstalledModels | undefined;
+  /** Hub pulls running in the agent (the dashboard's and the fleet's), once started. */
+  pulls(): HubPullJobs | undefined;
   /** The installed variants as the planner reads them (empty before start). */
   planCatalog(): PlanCatalog;
   /** The store's in-use marking, so GC never removes what the placement uses. */
@@ -31,9 +35,11 @@ export function createModelsModule(
   deps: { commands?: CommandRegistry; publishEvent?: PublishEvent } = {},
 ): ModelsModule {
   let models: InstalledModels | undefined;
+  let pulls: HubPullJobs | undefined;
   return {
     name: 'models',
     models: () => models,
+    pulls: () => pulls,
     planCatalog: () => catalogFromStore(models?.catalog.variants() ?? []),
     inUse: (refs) => models?.store.setInUse(refs),
     installs: {
@@ -60,18 +66,29 @@ export function createModelsModule(
         summary: 'installed model packages with their variants and state',
         handler: () => store.list(),
       });
+      const download = resolveOtaConfig(ctx.config['ota']).download;
+      pulls = new HubPullJobs({
+        store: () => models?.store,
+        client: (hub) => hubClient(hub, hubSettings(hub, limits, process.env)),
+        download,
+        workRoot: hubDownloadsDir(ctx.config.dataDir),
+      });
       // Hub pulls from the fleet (docs/MODEL-HUBS.md): progress and the outcome go out as events.
       if (deps.commands)
         registerPullModelCommand(deps.commands, {
           store: () => models?.store,
           models: limits,
-          download: resolveOtaConfig(ctx.config['ota']).download,
+          download,
           dataDir: ctx.config.dataDir,
           env: process.env,
           publishEvent: (type, data) => deps.publishEvent?.(type, data),
+          jobs: pulls,
         });
     },
-    stop() {
+    async stop() {
+      // A pull stops before the store closes under it; what arrived stays for the next pull to resume.
+      await pulls?.close();
+      pulls = undefined;
       models?.store.close();
       models = undefined;
     },

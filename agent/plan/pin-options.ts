@@ -8,8 +8,9 @@ export interface PinOption {
 }
 
 /**
- * What a pin may name on this board, for the dashboard's dropdown: every engine backend, usable ones first, the
- * others with the reason detection gave. Metal is left out: it exists only on Apple hardware.
+ * What a pin may name on this board: every engine backend, usable ones first, the others with the reason
+ * detection gave. The dashboard's dropdown shows it, and a refused pin (agent/runtime/pin-check.ts) quotes it.
+ * Metal is left out: it exists only on Apple hardware.
  */
 export function pinOptions(board: Pick<PlanBoard, 'backends'> | undefined): PinOption[] {
   const options = BACKEND_TYPES.filter((b) => b !== 'metal').map((backend): PinOption => {
@@ -21,7 +22,12 @@ export function pinOptions(board: Pick<PlanBoard, 'backends'> | undefined): PinO
         usable: false,
         reason: board ? 'not found on this board' : 'the board has not been detected yet',
       };
-    return { backend, usable: found.available, reason: found.reason };
+    // The first failing step of its evidence chain is the reason, the same words a refused pin gets.
+    return {
+      backend,
+      usable: found.available,
+      reason: !found.available && found.failedStep ? found.failedStep.detail : found.reason,
+    };
   });
   return [...options.filter((o) => o.usable), ...options.filter((o) => !o.usable)];
 }

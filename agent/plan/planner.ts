@@ -94,15 +94,14 @@ function fallbackChain(ranked: readonly Candidate[], chosen: Candidate, maxChain
   return chain;
 }
 
-/**
- * Where every slot runs: per slot the instance (variant + MNN config) serving it, why, and what to fall back to.
- * Pure: the same inputs give the same placement, so a placement can be reproduced from the stored numbers.
- */
-export function planPlacement(input: PlanInput): Placement {
-  const base = memoryBudget(input.board, input.policy);
-  const slotPlacements = new Map<SlotName, SlotPlacement>();
-  const groups = new Map<string, Group>();
+type SlotPlacements = Map<SlotName, SlotPlacement>;
 
+/**
+ * Slots that ask for the same model under the same constraints form one group (one instance serves them all);
+ * disabled, built-in and unresolvable slots are settled here and form none.
+ */
+function groupSlots(input: PlanInput, slotPlacements: SlotPlacements): Group[] {
+  const groups = new Map<string, Group>();
   for (const spec of [...input.slots].sort((a, b) => slotOrder(a.slot, b.slot))) {
     if (!spec.enabled) {
       slotPlacements.set(spec.slot, { slot: spec.slot, status: 'disabled', reasons: ['disabled in config'] });
@@ -142,111 +141,147 @@ export function planPlacement(input: PlanInput): Placement {
       });
     }
   }
-
-  const ordered = [...groups.values()].sort(
+  // Highest priority first: it gets the memory budget before the others.
+  return [...groups.values()].sort(
     (a, b) => b.priority - a.priority || slotOrder(a.slots[0]!.slot, b.slots[0]!.slot),
   );
-  let remaining = base.budgetBytes;
-  const instances: InstancePlacement[] = [];
-  const threads = chooseThreads(input.board);
+}
 
-  for (const group of ordered) {
-    const slotNames = group.slots.map((s) => s.slot);
-    const { candidates, rejected } = enumerateCandidates(group.model, group.constraints, {
-      board: input.board,
-      policy: input.policy,
-      probes: input.probes,
-      engineVersion: input.engineVersion,
-      contextTokens: group.contextTokens,
-    });
-    const label = `${group.model.id}@${group.model.version}`;
-    const rejectedText = rejected.map((r: Rejected) => `not ${r.what}: ${r.reason}`);
-    if (candidates.length === 0) {
-      for (const s of slotNames)
-        slotPlacements.set(s, {
-          slot: s,
-          status: 'unloaded',
-          reasons: [`no way to run ${label} here`, ...rejectedText],
-        });
-      continue;
-    }
-    const best = candidates[0]!;
-    // Different pins can land on the very same engine config (a pin that restates the default): one instance.
-    const same = instances.find((i) => i.key === best.key);
-    if (same) {
-      same.slots.push(...slotNames);
-      same.priority = Math.max(same.priority, group.priority);
-      same.reasons.push(`shared by ${same.slots.join(', ')}: the same engine config, loaded once`);
-      for (const s of slotNames)
-        slotPlacements.set(s, {
-          slot: s,
-          status: 'placed',
-          instanceKey: same.key,
-          reasons: [`served by ${same.key}`],
-        });
-      continue;
-    }
-    const chosen = candidates.find((c) => c.memoryBytes <= remaining);
-    if (!chosen) {
-      const smallest = Math.min(...candidates.map((c) => c.memoryBytes));
-      const why =
-        `${label} needs at least ${mib(smallest)} but only ${mib(remaining)} of the ${mib(base.budgetBytes)} ` +
-        `budget is left after higher-priority slots`;
-      for (const s of slotNames) slotPlacements.set(s, { slot: s, status: 'unloaded', reasons: [why] });
-      continue;
-    }
-    remaining -= chosen.memoryBytes;
-    const reasons: string[] = [`${chosen.variantId} on ${chosen.config.backend_type}: ${chosen.summary}`];
-    const byNumbers = measuredComparison(chosen, candidates);
-    if (byNumbers) reasons.push(byNumbers);
-    for (const other of candidates.slice(0, 4)) {
-      if (other === chosen) continue;
-      const cmp =
-        other.refSeconds !== undefined && chosen.refSeconds !== undefined
-          ? ` (reference request ${other.refSeconds.toFixed(2)} s vs ${chosen.refSeconds.toFixed(2)} s)`
-          : '';
-      reasons.push(`vs ${other.variantId} on ${other.config.backend_type}: ${other.summary}${cmp}`);
-    }
-    if (chosen.config.backend_type === 'cpu' && group.constraints.threads === undefined)
-      reasons.push(threads.reason);
-    if (group.constraints.backend && chosen.config.backend_type === group.constraints.backend)
-      reasons.push(`backend ${group.constraints.backend} pinned`);
-    reasons.push(explainMemory(chosen, group, input.policy.instanceOverheadBytes, remaining));
-    reasons.push(...rejectedText);
-    const degraded =
-      chosen === best
-        ? undefined
-        : `degraded: ${best.variantId} on ${best.config.backend_type} needs ${mib(best.memoryBytes)}, ` +
-          `only ${mib(remaining + chosen.memoryBytes)} of the budget was left`;
-    if (degraded) reasons.push(degraded);
-    if (slotNames.length > 1) reasons.push(`shared by ${slotNames.join(', ')}: loaded once`);
-    const instance: InstancePlacement = {
-      key: chosen.key,
-      chosen,
-      fallback: fallbackChain(candidates, chosen, input.policy.maxChain),
-      slots: slotNames,
-      priority: group.priority,
-      reasons,
-    };
-    instances.push(instance);
-    for (const s of slotNames) {
-      const slotReasons = [`served by ${chosen.key}`];
-      if (degraded) slotReasons.push(degraded);
+/** Why this candidate: its numbers against the next ones, the pins and threads that applied, the memory sum. */
+function instanceReasons(
+  chosen: Candidate,
+  candidates: readonly Candidate[],
+  group: Group,
+  context: { input: PlanInput; remaining: number; threadsReason: string; rejectedText: string[] },
+): string[] {
+  const reasons: string[] = [`${chosen.variantId} on ${chosen.config.backend_type}: ${chosen.summary}`];
+  const byNumbers = measuredComparison(chosen, candidates);
+  if (byNumbers) reasons.push(byNumbers);
+  for (const other of candidates.slice(0, 4)) {
+    if (other === chosen) continue;
+    const cmp =
+      other.refSeconds !== undefined && chosen.refSeconds !== undefined
+        ? ` (reference request ${other.refSeconds.toFixed(2)} s vs ${chosen.refSeconds.toFixed(2)} s)`
+        : '';
+    reasons.push(`vs ${other.variantId} on ${other.config.backend_type}: ${other.summary}${cmp}`);
+  }
+  if (chosen.config.backend_type === 'cpu' && group.constraints.threads === undefined)
+    reasons.push(context.threadsReason);
+  if (group.constraints.backend && chosen.config.backend_type === group.constraints.backend)
+    reasons.push(`backend ${group.constraints.backend} pinned`);
+  reasons.push(explainMemory(chosen, group, context.input.policy.instanceOverheadBytes, context.remaining));
+  reasons.push(...context.rejectedText);
+  return reasons;
+}
+
+/** What placing the groups in priority order has settled so far. */
+interface PlacingState {
+  readonly input: PlanInput;
+  readonly budgetBytes: number;
+  remaining: number;
+  readonly instances: InstancePlacement[];
+  readonly slotPlacements: SlotPlacements;
+  readonly threadsReason: string;
+}
+
+/** One group: its best candidate that fits what is left, shared with an identical instance, or unloaded. */
+function placeGroup(group: Group, state: PlacingState): void {
+  const { input, instances, slotPlacements } = state;
+  const slotNames = group.slots.map((s) => s.slot);
+  const { candidates, rejected } = enumerateCandidates(group.model, group.constraints, {
+    board: input.board,
+    policy: input.policy,
+    probes: input.probes,
+    engineVersion: input.engineVersion,
+    contextTokens: group.contextTokens,
+  });
+  const label = `${group.model.id}@${group.model.version}`;
+  const rejectedText = rejected.map((r: Rejected) => `not ${r.what}: ${r.reason}`);
+  if (candidates.length === 0) {
+    for (const s of slotNames)
       slotPlacements.set(s, {
         slot: s,
-        status: degraded ? 'degraded' : 'placed',
-        instanceKey: chosen.key,
-        reasons: slotReasons,
+        status: 'unloaded',
+        reasons: [`no way to run ${label} here`, ...rejectedText],
       });
-    }
+    return;
   }
+  const best = candidates[0]!;
+  // Different pins can land on the very same engine config (a pin that restates the default): one instance.
+  const same = instances.find((i) => i.key === best.key);
+  if (same) {
+    same.slots.push(...slotNames);
+    same.priority = Math.max(same.priority, group.priority);
+    same.reasons.push(`shared by ${same.slots.join(', ')}: the same engine config, loaded once`);
+    for (const s of slotNames)
+      slotPlacements.set(s, {
+        slot: s,
+        status: 'placed',
+        instanceKey: same.key,
+        reasons: [`served by ${same.key}`],
+      });
+    return;
+  }
+  const chosen = candidates.find((c) => c.memoryBytes <= state.remaining);
+  if (!chosen) {
+    const smallest = Math.min(...candidates.map((c) => c.memoryBytes));
+    const why =
+      `${label} needs at least ${mib(smallest)} but only ${mib(state.remaining)} of the ${mib(state.budgetBytes)} ` +
+      `budget is left after higher-priority slots`;
+    for (const s of slotNames) slotPlacements.set(s, { slot: s, status: 'unloaded', reasons: [why] });
+    return;
+  }
+  state.remaining -= chosen.memoryBytes;
+  const reasons = instanceReasons(chosen, candidates, group, { ...state, rejectedText });
+  const degraded =
+    chosen === best
+      ? undefined
+      : `degraded: ${best.variantId} on ${best.config.backend_type} needs ${mib(best.memoryBytes)}, ` +
+        `only ${mib(state.remaining + chosen.memoryBytes)} of the budget was left`;
+  if (degraded) reasons.push(degraded);
+  if (slotNames.length > 1) reasons.push(`shared by ${slotNames.join(', ')}: loaded once`);
+  instances.push({
+    key: chosen.key,
+    chosen,
+    fallback: fallbackChain(candidates, chosen, input.policy.maxChain),
+    slots: slotNames,
+    priority: group.priority,
+    reasons,
+  });
+  for (const s of slotNames) {
+    const slotReasons = [`served by ${chosen.key}`];
+    if (degraded) slotReasons.push(degraded);
+    slotPlacements.set(s, {
+      slot: s,
+      status: degraded ? 'degraded' : 'placed',
+      instanceKey: chosen.key,
+      reasons: slotReasons,
+    });
+  }
+}
 
-  const plannedBytes = instances.reduce((sum, i) => sum + i.chosen.memoryBytes, 0);
+/**
+ * Where every slot runs: per slot the instance (variant + MNN config) serving it, why, and what to fall back to.
+ * Pure: the same inputs give the same placement, so a placement can be reproduced from the stored numbers.
+ */
+export function planPlacement(input: PlanInput): Placement {
+  const base = memoryBudget(input.board, input.policy);
+  const slotPlacements: SlotPlacements = new Map();
+  const state: PlacingState = {
+    input,
+    budgetBytes: base.budgetBytes,
+    remaining: base.budgetBytes,
+    instances: [],
+    slotPlacements,
+    threadsReason: chooseThreads(input.board).reason,
+  };
+  for (const group of groupSlots(input, slotPlacements)) placeGroup(group, state);
+  const plannedBytes = state.instances.reduce((sum, i) => sum + i.chosen.memoryBytes, 0);
   return {
     boardId: input.board.boardId,
     engineVersion: input.engineVersion,
     budget: { ...base, plannedBytes },
     slots: [...slotPlacements.values()].sort((a, b) => slotOrder(a.slot, b.slot)),
-    instances,
+    instances: state.instances,
   };
 }

@@ -10,7 +10,7 @@ import {
   type SlotName,
   type SlotSpec,
 } from '../plan/types.js';
-import type { Db } from '../store/database.js';
+import type { Db } from '../store/sqlite/database.js';
 
 export type Layer = 'config' | 'planner' | 'operator' | 'ota';
 /** Lowest first: a later layer wins where both set a field. */

@@ -12,6 +12,7 @@ import {
   type GenerateRequest,
   type HostExit,
   type HostMemory,
+  type LoadReport,
   type SpeakRequest,
   type SpeechOut,
   type TensorIn,
@@ -78,7 +79,7 @@ class AdaptedHost implements EngineHost {
     });
   }
 
-  async load(spec: InstanceSpec): Promise<void> {
+  async load(spec: InstanceSpec): Promise<LoadReport> {
     try {
       const profile = moduleProfileOf(spec.kind);
       if (profile) {
@@ -90,7 +91,7 @@ class AdaptedHost implements EngineHost {
           precision: spec.config.precision,
           memory: spec.config.memory,
         });
-        return;
+        return { cache: 'none' };
       }
       const cache = this.#prepareCache(spec);
       const t0 = performance.now();
@@ -110,6 +111,8 @@ class AdaptedHost implements EngineHost {
           loadMs: Math.round(performance.now() - t0),
           cacheDir: cache.dir,
         });
+      // A cache that cannot be written (disabled) means every load compiles: cold.
+      return { cache: cache ? (cache.state === 'warm' ? 'warm' : 'cold') : 'none' };
     } catch (err) {
       throw classify(err, 'load');
     }

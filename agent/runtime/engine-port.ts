@@ -53,6 +53,18 @@ export type GenerateEvent =
    *  after tokens were streamed (the slot fell back; `detail` says why). A cancelled run throws instead. */
   | { type: 'done'; stats: GenerateStats; finishReason: 'stop' | 'length' | 'backend-lost'; detail?: string };
 
+/** `cold`: a GPU backend compiled its kernels (no cache); `warm`: its kernel cache was used; `none`: the backend
+ *  has no kernel cache (CPU, Module models). */
+export interface LoadReport {
+  cache: 'cold' | 'warm' | 'none';
+}
+
+/** How long an instance's model took to load, and with which kernel cache state. */
+export interface InstanceLoad {
+  ms: number;
+  cache: LoadReport['cache'];
+}
+
 export interface HostMemory {
   rssBytes: number;
   peakRssBytes: number;
@@ -65,7 +77,8 @@ export interface EngineHost {
   readonly pid: number;
   /** Settles once when the process exits, for whatever reason. */
   readonly exited: Promise<HostExit>;
-  load(spec: InstanceSpec, signal?: AbortSignal): Promise<void>;
+  /** Resolves with whether a GPU kernel cache was there to use. */
+  load(spec: InstanceSpec, signal?: AbortSignal): Promise<LoadReport>;
   /** Tokens as they come; aborting the signal cancels between steps. Throws EngineFailure. */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
   /** Speech from the loaded model's talker (24 kHz mono float PCM), chunk by chunk. Throws EngineFailure. */

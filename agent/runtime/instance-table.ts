@@ -5,6 +5,7 @@ import type { SlotName } from '../plan/types.js';
 import type { RuntimeEvents, Transition } from './events.js';
 import type { FailureBook } from './failures.js';
 import type { Instance } from './instance.js';
+import { LoadTimes } from './load-times.js';
 import type { RunnerHealth } from './runner.js';
 import type { InstanceState, RuntimeDeps, RuntimeOptions } from './runtime-types.js';
 import type { CurrentState, InstanceStatus } from './types.js';
@@ -21,6 +22,7 @@ export class InstanceTable {
   readonly expectedExit = new WeakSet<Instance>();
   serving: Partial<Record<SlotName, string>> = {};
   readonly transitions: Transition[] = [];
+  readonly loadTimes = new LoadTimes();
   #servingWaiters: (() => void)[] = [];
   readonly #clock: Clock;
   readonly #events: TypedEventEmitter<RuntimeEvents>;
@@ -114,6 +116,7 @@ export class InstanceTable {
       inflight: i.inflight,
       slots: this.slotsOf(i.spec.key),
       startedAtMs: i.startedAtMs,
+      ...(i.load ? { load: { ...i.load } } : {}),
     }));
   }
 }

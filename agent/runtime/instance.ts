@@ -1,4 +1,4 @@
-import { EngineFailure, type EngineHost } from './engine-port.js';
+import { EngineFailure, type EngineHost, type InstanceLoad } from './engine-port.js';
 import type { InstanceSpec, InstanceStatus } from './types.js';
 
 /** A request's hold on a serving instance: while any lease is open the instance counts as busy, so a drain
@@ -27,6 +27,8 @@ export class Instance {
   rssBytes = 0;
   /** RssAnon when the host reports it, else its RSS. */
   anonBytes = 0;
+  /** How long its model took to load, and with which kernel cache state. */
+  load: InstanceLoad | undefined;
   readonly #leases = new Set<AbortController>();
   #idle: (() => void)[] = [];
 

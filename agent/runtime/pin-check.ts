@@ -1,18 +1,22 @@
 import { MnnEdgeError } from '../common/errors.js';
+import { pinOptions } from '../plan/pin-options.js';
 import { BACKEND_TYPES, type PlanBoard, type SlotName } from '../plan/types.js';
 
 // A pin names a backend in this board's words: an unknown name is answered with what this board offers, and a
 // backend whose evidence chain failed (no device, loader missing, init probe failed) is refused with that step,
 // before anything is written, so a refused pin changes nothing.
 
-/** Backends a pin may name here: usable ones first, then those known but unusable (with why). */
+/** Backends a pin may name here: usable ones first, then those the board knows but cannot use (with why), from
+ *  the same list the dashboard's pin form offers. */
 export function pinnableBackends(board: PlanBoard): { usable: string[]; unusable: string[] } {
-  const usable = board.backends.filter((b) => b.available).map((b) => b.backend as string);
-  if (!usable.includes('cpu')) usable.unshift('cpu');
-  const unusable = board.backends
-    .filter((b) => !b.available && b.backend !== 'cpu')
-    .map((b) => `${b.backend} (${b.failedStep ? b.failedStep.detail : b.reason})`);
-  return { usable, unusable };
+  const options = pinOptions(board);
+  const known = new Set<string>(board.backends.map((b) => b.backend));
+  return {
+    usable: options.filter((o) => o.usable).map((o) => o.backend),
+    unusable: options
+      .filter((o) => !o.usable && known.has(o.backend))
+      .map((o) => `${o.backend} (${o.reason})`),
+  };
 }
 
 /** Throws EINVAL for an unknown backend (naming this board's values) and EBACKEND for one whose chain failed. */

@@ -1,5 +1,6 @@
 import { type PinOption, pinOptions } from '../plan/pin-options.js';
 import type { Placement, PlanBoard, SlotConstraints, SlotName } from '../plan/types.js';
+import type { InstanceLoad, LoadTimeRecord } from './load-times.js';
 import type { Runtime } from './runtime.js';
 import { runtimeSlotStates, type SlotState } from './slot-states.js';
 
@@ -13,6 +14,8 @@ export interface RuntimeInstanceView {
   rssBytes: number;
   inflight: number;
   slots: SlotName[];
+  /** Once loaded: how long its model took and whether a GPU kernel cache was used. */
+  load?: InstanceLoad;
 }
 
 export interface PlacementView {
@@ -27,6 +30,8 @@ export interface PlacementView {
   slotStates: SlotState[];
   /** What a pin may name on this board: usable ones, and the others with why not. */
   pinOptions: PinOption[];
+  /** The latest cold and warm load per model variant and backend since the agent started. */
+  loadTimes?: LoadTimeRecord[];
   /** GPU backends held down after a live failure, until probes in fresh hosts pass. */
   backends?: Array<{
     backend: string;
@@ -66,6 +71,7 @@ export function placementPortFrom(
           rssBytes: i.rssBytes,
           inflight: i.inflight,
           slots: i.slots,
+          ...(i.load ? { load: i.load } : {}),
         })),
         fallbacks: s.active
           .filter((a) => a.fallback !== undefined)
@@ -73,6 +79,7 @@ export function placementPortFrom(
         pins,
         slotStates: runtimeSlotStates(runtime),
         pinOptions: pinOptions(board()),
+        loadTimes: s.loadTimes,
         backends: s.backends.map((b) => ({
           backend: b.backend,
           status: b.status,

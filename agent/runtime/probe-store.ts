@@ -1,5 +1,5 @@
 import type { ProbeResult } from '../plan/types.js';
-import type { Db } from '../store/database.js';
+import type { Db } from '../store/sqlite/database.js';
 
 interface Row {
   model_id: string;

@@ -6,6 +6,7 @@ import type { ReleaseCheck } from './events.js';
 import type { Failover } from './failover.js';
 import { Instance } from './instance.js';
 import type { RuntimeCore } from './instance-table.js';
+import { timedLoad } from './load-times.js';
 import { moduleProfileOf } from './module-models.js';
 import type { Planning } from './planning.js';
 import { describeStep, planSteps } from './steps.js';
@@ -92,7 +93,7 @@ export class Reconciler {
         return this.#startHost(step.instance, signal);
       case 'load':
         return this.#startupStep(step.instance, 'loading', 'load failed', signal, (inst) =>
-          inst.host.load(inst.spec, signal),
+          timedLoad(inst, this.#core.table.loadTimes, this.#core.deps.clock, signal),
         );
       case 'warmUp':
         return this.#startupStep(step.instance, 'warming', 'warm-up failed', signal, async (inst) => {

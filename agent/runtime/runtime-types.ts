@@ -9,13 +9,14 @@ import type {
   PlanPolicy,
   SlotName,
 } from '../plan/types.js';
-import type { Db } from '../store/database.js';
+import type { Db } from '../store/sqlite/database.js';
 import type { SlotRuntimeStats } from '../telemetry/runtime-stats.js';
 import type { BackendHealthOptions, BackendHealthState } from './backend-health.js';
 import type { EngineHostFactory, GenerateRequest, GenerateStats } from './engine-port.js';
 import type { Transition } from './events.js';
 import { defaultFailureBackoff, type FailureBackoff, type FailureRecord } from './failures.js';
 import type { Lease } from './instance.js';
+import type { InstanceLoad, LoadTimeRecord } from './load-times.js';
 import type { SystemMemory } from './proc-memory.js';
 import type { RunnerHealth } from './runner.js';
 import type { ActiveChoice } from './target.js';
@@ -107,6 +108,8 @@ export interface InstanceState {
   inflight: number;
   slots: SlotName[];
   startedAtMs: number;
+  /** Once loaded: how long it took and whether a GPU kernel cache was used. */
+  load?: InstanceLoad;
 }
 
 export interface RuntimeState {
@@ -120,6 +123,8 @@ export interface RuntimeState {
   health: RunnerHealth;
   /** GPU backends held down after a live failure until probes pass (empty when all are fine). */
   backends: BackendHealthState[];
+  /** The latest cold and warm load per model variant and backend since start. */
+  loadTimes: LoadTimeRecord[];
 }
 
 /** One slot for telemetry and the dashboard: what serves it and how its requests went. */

@@ -285,6 +285,7 @@ export class Runtime {
       transitions: [...table.transitions],
       health: this.#runner.health(),
       backends: this.#health?.state() ?? [],
+      loadTimes: table.loadTimes.list(),
     };
   }
 

@@ -3,7 +3,7 @@ import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { TypedEventEmitter } from '../common/typed-events.js';
 import type { OutboxConfig } from '../config/sections/telemetry.js';
-import type { Db } from '../store/database.js';
+import type { Db } from '../store/sqlite/database.js';
 
 // Store-and-forward for telemetry. A message is written here before it is ever published and leaves only when
 // the broker acknowledges it (PUBACK), expires, or is pushed out by the size bound. Flash wears and fsyncs are

@@ -1,12 +1,13 @@
 import type { Clock } from '../common/clock.js';
 import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
+import { PROTOCOL_VERSION } from '../common/wire.js';
 import type { TelemetryConfig } from '../config/sections/telemetry.js';
-import { encode, PROTOCOL_VERSION, type SlotTelemetry, type TelemetryMessage } from '../fleet/protocol.js';
-import type { Db } from '../store/database.js';
+import type { Db } from '../store/sqlite/database.js';
 import { MetricAggregator, type Summary } from './aggregate.js';
 import type { TelemetryHistory } from './history.js';
 import { vacuumIfWorthIt } from './maintenance.js';
+import { encodeTelemetry, type SlotTelemetry, type TelemetryMessage } from './message.js';
 import type { Outbox } from './outbox.js';
 import {
   type RuntimeStatsProvider,
@@ -145,7 +146,7 @@ export class TelemetryService {
         slots,
         outbox: { queued: stats.queued + stats.pending, dropped: stats.dropped },
       };
-      return encode('telemetry', message);
+      return encodeTelemetry(message);
     });
     try {
       this.#o.onSnapshot?.(this.#latest);

@@ -13,14 +13,16 @@ import type { MetricSample } from '../telemetry/samplers.js';
 import { startBoardVoiceLoop, startCameraWatch } from './board-loops.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
 import { registerOpenAiRoutes } from './openai/routes.js';
-import { SlotGate, VoicePriority } from './scheduler.js';
-import { slotModels, type WorkloadRuntime } from './slot-models.js';
+import { SlotGate, VoicePriority } from './slots/scheduler.js';
+import { slotModels, type WorkloadModels, type WorkloadRuntime } from './slots/slot-models.js';
 import { decodeImage, fitFrame } from './vision/image.js';
 import { VisionService } from './vision/service.js';
 import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
 import { VoiceService } from './voice/service.js';
 import { registerVoiceSocket, VOICE_WS_PATH } from './voice/socket.js';
 import { VoiceTurnStore } from './voice/turn-store.js';
+import type { WyomingServer } from './wyoming/server.js';
+import { startWyoming, wyomingAnnounced } from './wyoming/start.js';
 
 export type WorkloadStatus = { available: true; path: string } | { available: false; reason: string };
 
@@ -44,6 +46,8 @@ export interface WorkloadsModuleDeps {
   /** The fleet's registry: `restart-workload` goes there (it restarts through `control`). */
   commands?: Pick<CommandRegistry, 'register'>;
   control?: () => { restart(slots: readonly SlotName[], reason: string): string[] } | undefined;
+  /** Announced in Wyoming's info. */
+  agentVersion?: string;
 }
 
 export interface WorkloadsModule extends AgentModule {
@@ -52,6 +56,8 @@ export interface WorkloadsModule extends AgentModule {
   visionStatus(): WorkloadStatus;
   /** For telemetry's WorkloadMetricsProvider. */
   metrics(): MetricSample;
+  /** The Wyoming server's port while it listens and is to be announced over mDNS (`wyoming.mdns`). */
+  wyomingAnnouncement(): { port: number } | undefined;
 }
 
 /** The slots the OpenAI-compatible API offers, each under the id of the model placed on it. */
@@ -109,7 +115,7 @@ function registerEdges(
   ctx: AgentContext,
   deps: WorkloadsModuleDeps,
   services: Services,
-  apiModels: () => ReturnType<Parameters<typeof registerOpenAiRoutes>[0]['models']>,
+  apiModels: () => ApiModels,
   vic: VisionConfig,
 ): Array<() => void> {
   const { voice, vision } = services;
@@ -147,11 +153,110 @@ function registerEdges(
   ];
 }
 
+type ApiModels = ReturnType<Parameters<typeof registerOpenAiRoutes>[0]['models']>;
+
+/**
+ * What /v1/models lists, read on every request: a model installed or swapped while the agent runs shows up at
+ * once. Slots that share a model appear once, under the first slot that serves it. A model that cannot answer
+ * (no engine, failed to load) is not listed, but asking for it by name still answers 503 with the reason.
+ */
+function apiModelsOf(
+  models: WorkloadModels,
+  gateFor: (slot: SlotName) => SlotGate,
+  slotStates: (() => readonly SlotState[]) | undefined,
+  startedAt: number,
+): () => ApiModels {
+  return () => {
+    const seen = new Set<string>();
+    const states = slotStates?.();
+    const answers = (slot: SlotName) => {
+      const state = states?.find((st) => st.slot === slot);
+      return state === undefined
+        ? models.missing(slot) === undefined
+        : state.servable || state.phase === 'loading';
+    };
+    return API_SLOTS.flatMap((slot) => {
+      const id = models.modelId(slot);
+      if (id === undefined || seen.has(id)) return [];
+      seen.add(id);
+      return [
+        {
+          id,
+          created: startedAt,
+          gate: gateFor(slot),
+          open: async () => models.chat(slot),
+          servable: answers(slot),
+        },
+      ];
+    });
+  };
+}
+
+/** The loops that run on the board itself: the microphone voice loop and the camera watch, as configured. */
+function startBoardLoops(
+  ctx: AgentContext,
+  config: { voice: VoiceConfig; vision: VisionConfig },
+  services: { voice: VoiceService; vision: VisionService },
+  deps: WorkloadsModuleDeps,
+  signal: AbortSignal,
+): Array<Promise<void>> {
+  const loops: Array<Promise<void>> = [];
+  const { voice: vc, vision: vic } = config;
+  const env = { signal, logger: ctx.logger };
+  if (vc.input.source !== 'none')
+    loops.push(startBoardVoiceLoop(vc, services.voice, { ...env, dataDir: ctx.config.dataDir }));
+  if (vic.watch.enabled && vic.camera) {
+    const watch = { ...env, monotonicMs: () => ctx.clock.monotonicMs() };
+    loops.push(
+      startCameraWatch({ ...vic, camera: vic.camera }, services.vision, {
+        ...watch,
+        ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
+      }),
+    );
+  }
+  return loops;
+}
+
+/** Turns older than the retention go now and then every `everyMs`; the timer is cleared on stop. */
+function sweepTurns(turnStore: VoiceTurnStore, everyMs: number): NodeJS.Timeout {
+  turnStore.prune();
+  const sweep = setInterval(() => turnStore.prune(), everyMs);
+  sweep.unref();
+  return sweep;
+}
+
+/** The voice and vision services over the slots, sharing one priority (voice first) and the slot gates. */
+function createServices(
+  ctx: AgentContext,
+  config: { voice: VoiceConfig; vision: VisionConfig },
+  models: WorkloadModels,
+  turnStore: VoiceTurnStore,
+) {
+  const priority = new VoicePriority();
+  const gateFor = slotGates(config.vision);
+  const voice = new VoiceService(config.voice, {
+    models,
+    clock: ctx.clock,
+    sink: turnStore,
+    priority,
+    log: (msg, fields) => ctx.logger.info(msg, fields),
+  });
+  const vision = new VisionService(config.vision, {
+    models,
+    gate: gateFor('vision.vlm'),
+    clock: ctx.clock,
+    priority,
+  });
+  return { priority, gateFor, voice, vision };
+}
+
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
   let voiceConfig: VoiceConfig | undefined;
   let visionConfig: VisionConfig | undefined;
   let store: VoiceTurnStore | undefined;
   let voice: VoiceService | undefined;
+  let wyoming: WyomingServer | undefined;
+  let announceWyoming = false;
   const removers: Array<() => void> = [];
   const background = new AbortController();
   const loops: Array<Promise<void>> = [];
@@ -185,6 +290,11 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       return store?.metrics() ?? {};
     },
 
+    wyomingAnnouncement() {
+      const port = wyoming?.port;
+      return announceWyoming && port !== undefined ? { port } : undefined;
+    },
+
     async start(ctx: AgentContext) {
       log = ctx.logger;
       voiceConfig = resolveVoiceConfig(ctx.config['voice']);
@@ -193,76 +303,41 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const vic = visionConfig;
       const turnStore = new VoiceTurnStore(ctx.db, vc.retention, () => ctx.clock.nowMs());
       store = turnStore;
-      turnStore.prune();
-      sweep = setInterval(() => turnStore.prune(), deps.retentionSweepMs ?? 3_600_000);
-      sweep.unref();
+      sweep = sweepTurns(turnStore, deps.retentionSweepMs ?? 3_600_000);
+      const services = createServices(ctx, { voice: vc, vision: vic }, models, turnStore);
+      const { priority, gateFor, vision } = services;
+      voice = services.voice;
 
-      const priority = new VoicePriority();
-      const gateFor = slotGates(vic);
-      const visionGate = gateFor('vision.vlm');
-      voice = new VoiceService(vc, {
-        models,
-        clock: ctx.clock,
-        sink: turnStore,
+      const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
+      const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
+      removers.push(...registerEdges(ctx, { ...deps, sessions }, { voice, vision, gateFor }, apiModels, vic));
+      wyoming = await startWyoming({
+        ctx,
+        voice,
+        voiceConfig: vc,
+        sessions,
         priority,
-        log: (msg, fields) => ctx.logger.info(msg, fields),
+        agentVersion: deps.agentVersion ?? '0.0.0',
       });
-      const vision = new VisionService(vic, { models, gate: visionGate, clock: ctx.clock, priority });
-
-      const startedAt = Math.floor(ctx.clock.nowMs() / 1000);
-      // Read on every request: a model installed or swapped while the agent runs shows up at once. Slots that
-      // share a model appear once, under the first slot that serves it.
-      // A model that cannot answer (no engine, failed to load) is not listed, but asking for it by name still
-      // answers 503 with the reason.
-      const apiModels = () => {
-        const seen = new Set<string>();
-        const states = deps.slotStates?.();
-        const answers = (slot: SlotName) => {
-          const state = states?.find((st) => st.slot === slot);
-          return state === undefined
-            ? models.missing(slot) === undefined
-            : state.servable || state.phase === 'loading';
-        };
-        return API_SLOTS.flatMap((slot) => {
-          const id = models.modelId(slot);
-          if (id === undefined || seen.has(id)) return [];
-          seen.add(id);
-          return [
-            {
-              id,
-              created: startedAt,
-              gate: gateFor(slot),
-              open: async () => models.chat(slot),
-              servable: answers(slot),
-            },
-          ];
-        });
-      };
-      removers.push(...registerEdges(ctx, deps, { voice, vision, gateFor }, apiModels, vic));
+      announceWyoming = wyoming !== undefined && wyomingAnnounced(ctx);
       registerRestartCommand(deps);
 
-      const env = { signal: background.signal, logger: ctx.logger };
-      if (vc.input.source !== 'none')
-        loops.push(startBoardVoiceLoop(vc, voice, { ...env, dataDir: ctx.config.dataDir }));
-      if (vic.watch.enabled && vic.camera) {
-        const watch = { ...env, monotonicMs: () => ctx.clock.monotonicMs() };
-        loops.push(
-          startCameraWatch({ ...vic, camera: vic.camera }, vision, {
-            ...watch,
-            ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
-          }),
-        );
-      }
+      loops.push(
+        ...startBoardLoops(ctx, { voice: vc, vision: vic }, { voice, vision }, deps, background.signal),
+      );
       ctx.logger.info('workloads ready', {
         voice: this.voiceStatus(),
         vision: this.visionStatus(),
         stages: voice.describe(),
         openaiModels: apiModels().map((m) => m.id),
+        wyoming: wyoming?.port ?? 'off',
       });
     },
 
     async stop() {
       if (sweep !== undefined) clearInterval(sweep);
+      await wyoming?.close();
+      wyoming = undefined;
       for (const r of removers.splice(0)) r();
       background.abort();
       await voice?.close();

@@ -3,7 +3,9 @@
 // MNN. `--optional` (npm's postinstall) never fails the install: without MNN or a toolchain it prints why it
 // skipped, and the engine loader explains the same thing to whoever asks for the engine later.
 //
-// Usage: node engine/scripts/build-engine.mjs [--optional] [--debug] [--jobs N]
+// Usage: node engine/scripts/build-engine.mjs [--optional] [--debug] [--jobs N] [--out DIR]
+// --out builds elsewhere than engine/build (the loader then needs MNN_EDGE_ENGINE_ADDON=DIR/Release/...node),
+// so a trial build against another MNN prefix leaves the checkout's working addon alone.
 // MNN is looked for in $MNN_ROOT, /opt/mnn, /usr/local, /usr (include/MNN, include/llm/llm.hpp, lib/libMNN.so).
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -13,8 +15,9 @@ import { fileURLToPath } from 'node:url';
 
 const engineDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const repoRoot = resolve(engineDir, '..');
-const buildDir = join(engineDir, 'build');
 const args = process.argv.slice(2);
+const outArg = args.indexOf('--out');
+const buildDir = outArg >= 0 && args[outArg + 1] ? resolve(args[outArg + 1]) : join(engineDir, 'build');
 const optional = args.includes('--optional');
 const debug = args.includes('--debug');
 const jobsArg = args.indexOf('--jobs');

@@ -1,5 +1,5 @@
 // Errors from the engine carry a stable `code`; messages name the MNN call and the file involved.
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { codedError } from '../../agent/common/errors.js';
 
 export type EngineErrorCode =
   | 'ENOENGINE'
@@ -18,17 +18,7 @@ export type EngineErrorCode =
   | 'EHOSTEXIT'
   | 'ETIMEDOUT';
 
-export class EngineError extends MnnEdgeError {
-  constructor(
-    code: EngineErrorCode,
-    message: string,
-    details?: Record<string, unknown>,
-    options?: { cause?: unknown },
-  ) {
-    super(code, message, details, options);
-    this.name = 'EngineError';
-  }
-}
+export class EngineError extends codedError<EngineErrorCode>('EngineError') {}
 
 /** Native errors arrive as plain Errors with `code`; this gives them the engine's class without changing text. */
 export function fromNative(err: unknown): EngineError {

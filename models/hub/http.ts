@@ -192,3 +192,23 @@ export function parseJson(res: HubResponse, what: string): unknown {
     );
   }
 }
+
+export interface HubClientOptions {
+  endpoint: string;
+  token?: string;
+  policy: HubHttpPolicy;
+}
+
+/** What every hub client holds: its endpoint (checked against the HTTP policy once), the token, the policy. */
+export abstract class HubClientBase {
+  readonly endpoint: string;
+  protected readonly token: string | undefined;
+  protected readonly policy: HubHttpPolicy;
+
+  constructor(options: HubClientOptions, what: string) {
+    this.endpoint = options.endpoint.replace(/\/+$/, '');
+    this.token = options.token;
+    this.policy = options.policy;
+    checkHubUrl(this.endpoint, this.policy, what);
+  }
+}

@@ -1,6 +1,14 @@
 import { MnnEdgeError } from '../../agent/common/errors.js';
 import { hubStatusError } from './auth-errors.js';
-import { checkHubUrl, type HubHttpPolicy, type HubResponse, header, hubRequest, parseJson } from './http.js';
+import {
+  checkHubUrl,
+  HubClientBase,
+  type HubClientOptions,
+  type HubResponse,
+  header,
+  hubRequest,
+  parseJson,
+} from './http.js';
 import {
   HEX40,
   HEX64,
@@ -46,22 +54,19 @@ function nextLink(res: HubResponse): string | undefined {
   return m?.[1];
 }
 
-export class HuggingFaceClient implements HubClient {
-  readonly hub = 'huggingface' as const;
-  readonly tokenVariable = 'HF_TOKEN';
-  readonly endpoint: string;
-  readonly #token: string | undefined;
-  readonly #policy: HubHttpPolicy;
+/** The environment variable a token for gated or private repositories comes from. */
+export const HF_TOKEN_VARIABLE = 'HF_TOKEN';
 
-  constructor(options: { endpoint: string; token?: string; policy: HubHttpPolicy }) {
-    this.endpoint = options.endpoint.replace(/\/+$/, '');
-    this.#token = options.token;
-    this.#policy = options.policy;
-    checkHubUrl(this.endpoint, this.#policy, 'Hugging Face endpoint');
+export class HuggingFaceClient extends HubClientBase implements HubClient {
+  readonly hub = 'huggingface' as const;
+  readonly tokenVariable = HF_TOKEN_VARIABLE;
+
+  constructor(options: HubClientOptions) {
+    super(options, 'Hugging Face endpoint');
   }
 
   get #auth(): Record<string, string> {
-    return this.#token ? { authorization: `Bearer ${this.#token}` } : {};
+    return this.token ? { authorization: `Bearer ${this.token}` } : {};
   }
 
   #fail(res: HubResponse, what: string, ref: HubRepoRef): MnnEdgeError {
@@ -71,7 +76,7 @@ export class HuggingFaceClient implements HubClient {
       repo: repoName(ref),
       ...(ref.revision !== undefined ? { revision: ref.revision } : {}),
       tokenVariable: this.tokenVariable,
-      hasToken: this.#token !== undefined,
+      hasToken: this.token !== undefined,
       ...(detail !== undefined ? { detail } : {}),
     });
   }
@@ -82,7 +87,7 @@ export class HuggingFaceClient implements HubClient {
     const info = await hubRequest(
       `${base}/revision/${encodeURIComponent(revision)}`,
       { auth: this.#auth, ...(signal ? { signal } : {}) },
-      this.#policy,
+      this.policy,
     );
     if (info.status !== 200) throw this.#fail(info, `Model info of ${repoName(ref)}`, ref);
     const body = parseJson(info, `Model info of ${repoName(ref)}`) as { sha?: unknown };
@@ -93,7 +98,7 @@ export class HuggingFaceClient implements HubClient {
     let url: string | undefined = `${base}/tree/${commit}?recursive=true&expand=false`;
     for (let page = 0; url !== undefined; page++) {
       if (page > 1000) throw new MnnEdgeError('EHUBRESPONSE', `File list of ${repoName(ref)} does not end`);
-      const res = await hubRequest(url, { auth: this.#auth, ...(signal ? { signal } : {}) }, this.#policy);
+      const res = await hubRequest(url, { auth: this.#auth, ...(signal ? { signal } : {}) }, this.policy);
       if (res.status !== 200) throw this.#fail(res, `File list of ${repoName(ref)}`, ref);
       const entries = parseJson(res, `File list of ${repoName(ref)}`);
       if (!Array.isArray(entries))
@@ -136,7 +141,7 @@ export class HuggingFaceClient implements HubClient {
     let url = `${this.endpoint}/${enc(repoName(snapshot.ref))}/resolve/${snapshot.commit}/${enc(file.path)}`;
     let sha256: string | undefined;
     let size: number | undefined;
-    for (let hop = 0; hop <= this.#policy.maxRedirects; hop++) {
+    for (let hop = 0; hop <= this.policy.maxRedirects; hop++) {
       const sameOrigin = new URL(url).origin === origin;
       const res = await hubRequest(
         url,
@@ -146,7 +151,7 @@ export class HuggingFaceClient implements HubClient {
           ...(sameOrigin ? { auth: this.#auth } : {}),
           ...(signal ? { signal } : {}),
         },
-        this.#policy,
+        this.policy,
       );
       const h = res.headers;
       const repoCommit = header(h, 'x-repo-commit')?.toLowerCase();
@@ -164,7 +169,7 @@ export class HuggingFaceClient implements HubClient {
           throw new MnnEdgeError('EHUBRESPONSE', `Redirect without a Location for ${file.path}`);
         url = checkHubUrl(
           new URL(location, url).toString(),
-          this.#policy,
+          this.policy,
           `Redirect for ${file.path} to`,
         ).toString();
         continue;
@@ -192,7 +197,7 @@ export class HuggingFaceClient implements HubClient {
     const res = await hubRequest(
       `${this.endpoint}/${enc(repoName(snapshot.ref))}/resolve/${snapshot.commit}/${enc(path)}`,
       { auth: this.#auth, maxBytes: 4 * 1024 * 1024, ...(signal ? { signal } : {}) },
-      this.#policy,
+      this.policy,
     );
     if (res.status === 404) return undefined;
     if (res.status !== 200) throw this.#fail(res, `Reading ${path}`, snapshot.ref);
@@ -210,7 +215,7 @@ export class HuggingFaceClient implements HubClient {
     const res = await hubRequest(
       `${this.endpoint}/api/models?${q}`,
       { auth: this.#auth, ...(signal ? { signal } : {}) },
-      this.#policy,
+      this.policy,
     );
     if (res.status !== 200)
       throw new MnnEdgeError('EHUBRESPONSE', `Hugging Face search failed with HTTP ${res.status}`, {

@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import { MnnEdgeError } from '../../agent/common/errors.js';
 import { hubStatusError } from './auth-errors.js';
-import { checkHubUrl, type HubHttpPolicy, type HubResponse, header, hubRequest, parseJson } from './http.js';
+import {
+  checkHubUrl,
+  HubClientBase,
+  type HubClientOptions,
+  type HubResponse,
+  header,
+  hubRequest,
+  parseJson,
+} from './http.js';
 import {
   HEX40,
   HEX64,
@@ -39,22 +47,19 @@ function revisionCommit(entry: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
-export class ModelScopeClient implements HubClient {
-  readonly hub = 'modelscope' as const;
-  readonly tokenVariable = 'MODELSCOPE_API_TOKEN';
-  readonly endpoint: string;
-  readonly #token: string | undefined;
-  readonly #policy: HubHttpPolicy;
+/** The environment variable a token for gated or private repositories comes from. */
+export const MS_TOKEN_VARIABLE = 'MODELSCOPE_API_TOKEN';
 
-  constructor(options: { endpoint: string; token?: string; policy: HubHttpPolicy }) {
-    this.endpoint = options.endpoint.replace(/\/+$/, '');
-    this.#token = options.token;
-    this.#policy = options.policy;
-    checkHubUrl(this.endpoint, this.#policy, 'ModelScope endpoint');
+export class ModelScopeClient extends HubClientBase implements HubClient {
+  readonly hub = 'modelscope' as const;
+  readonly tokenVariable = MS_TOKEN_VARIABLE;
+
+  constructor(options: HubClientOptions) {
+    super(options, 'ModelScope endpoint');
   }
 
   get #auth(): Record<string, string> {
-    return this.#token ? { cookie: `m_session_id=${this.#token}` } : {};
+    return this.token ? { cookie: `m_session_id=${this.token}` } : {};
   }
 
   #fail(res: HubResponse, what: string, ref: HubRepoRef, detail?: string): MnnEdgeError {
@@ -63,13 +68,13 @@ export class ModelScopeClient implements HubClient {
       repo: repoName(ref),
       ...(ref.revision !== undefined ? { revision: ref.revision } : {}),
       tokenVariable: this.tokenVariable,
-      hasToken: this.#token !== undefined,
+      hasToken: this.token !== undefined,
       ...(detail !== undefined ? { detail } : {}),
     });
   }
 
   async #api(url: string, what: string, ref: HubRepoRef, signal?: AbortSignal): Promise<unknown> {
-    const res = await hubRequest(url, { auth: this.#auth, ...(signal ? { signal } : {}) }, this.#policy);
+    const res = await hubRequest(url, { auth: this.#auth, ...(signal ? { signal } : {}) }, this.policy);
     let body: Envelope | undefined;
     try {
       body = JSON.parse(res.body.toString('utf8')) as Envelope;
@@ -153,7 +158,7 @@ export class ModelScopeClient implements HubClient {
   ): Promise<ResolvedDownload> {
     const origin = new URL(this.endpoint).origin;
     let url = this.#fileUrl(snapshot, file.path);
-    for (let hop = 0; hop <= this.#policy.maxRedirects; hop++) {
+    for (let hop = 0; hop <= this.policy.maxRedirects; hop++) {
       const sameOrigin = new URL(url).origin === origin;
       // One byte, not HEAD: the download endpoint is only documented for GET.
       const res = await hubRequest(
@@ -165,7 +170,7 @@ export class ModelScopeClient implements HubClient {
           ...(sameOrigin ? { auth: this.#auth } : {}),
           ...(signal ? { signal } : {}),
         },
-        this.#policy,
+        this.policy,
       );
       if (res.status >= 300 && res.status < 400) {
         const location = header(res.headers, 'location');
@@ -173,7 +178,7 @@ export class ModelScopeClient implements HubClient {
           throw new MnnEdgeError('EHUBRESPONSE', `Redirect without a Location for ${file.path}`);
         url = checkHubUrl(
           new URL(location, url).toString(),
-          this.#policy,
+          this.policy,
           `Redirect for ${file.path} to`,
         ).toString();
         continue;
@@ -193,7 +198,7 @@ export class ModelScopeClient implements HubClient {
     const res = await hubRequest(
       this.#fileUrl(snapshot, path),
       { auth: this.#auth, maxBytes: 4 * 1024 * 1024, ...(signal ? { signal } : {}) },
-      this.#policy,
+      this.policy,
     );
     if (res.status === 404) return undefined;
     if (res.status !== 200) throw this.#fail(res, `Reading ${path}`, snapshot.ref);
@@ -226,7 +231,7 @@ export class ModelScopeClient implements HubClient {
         body: Buffer.from(JSON.stringify(body)),
         ...(signal ? { signal } : {}),
       },
-      this.#policy,
+      this.policy,
     );
     if (res.status !== 200)
       throw new MnnEdgeError('EHUBRESPONSE', `ModelScope search failed with HTTP ${res.status}`, {

@@ -1,12 +1,12 @@
-import { join } from 'node:path';
 import { MnnEdgeError } from '../../agent/common/errors.js';
 import type { JsonSchema } from '../../agent/common/schema.js';
-import { Downloader, type DownloadPolicy } from '../../ota/download.js';
+import type { DownloadPolicy } from '../../ota/download.js';
 import type { ModelsConfig } from '../config.js';
 import type { ModelStore } from '../store/model-store.js';
 import { formatRef } from '../store/model-store.js';
 import { hubClient, hubSettings } from './clients.js';
-import { type PullProgress, pullFromHub } from './pull.js';
+import type { HubPullResult, PullProgress } from './pull.js';
+import { HubPullJobs, hubDownloadsDir } from './pull-jobs.js';
 import { formatHubSource, parseHubSource } from './source.js';
 
 // The fleet's `pull-model` command: one hub pull on this device, with `models.pull.progress` events on the
@@ -31,6 +31,8 @@ export interface PullCommandDeps {
   env: NodeJS.ProcessEnv;
   publishEvent: (type: string, data: Record<string, unknown>) => void;
   now?: () => number;
+  /** The agent's pulls (shared with the dashboard); by default the command keeps its own. */
+  jobs?: HubPullJobs;
 }
 
 export interface PullModelParams {
@@ -39,7 +41,8 @@ export interface PullModelParams {
   version?: string;
 }
 
-const params: JsonSchema = {
+/** A pull request's fields, for the fleet command and the dashboard's POST alike. */
+export const PULL_MODEL_PARAMS: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['source'],
@@ -68,15 +71,23 @@ function throttle(now: () => number, publish: (p: PullProgress) => void): (p: Pu
 
 export function registerPullModelCommand(sink: PullCommandSink, deps: PullCommandDeps): void {
   let running: string | undefined;
+  // The agent's pulls, shared with the dashboard, so a repository is never pulled twice at once.
+  const jobs =
+    deps.jobs ??
+    new HubPullJobs({
+      store: deps.store,
+      client: (hub) => hubClient(hub, hubSettings(hub, deps.models, deps.env)),
+      download: deps.download,
+      workRoot: hubDownloadsDir(deps.dataDir),
+    });
   sink.register<PullModelParams>({
     name: 'pull-model',
     summary:
       'pull an MNN export from Hugging Face (hf://) or ModelScope (ms://) onto this device (unsigned, TOFU)',
-    params,
+    params: PULL_MODEL_PARAMS,
     timeoutMs: 6 * 3600_000,
     async handler(p, ctx) {
-      const store = deps.store();
-      if (!store) throw new MnnEdgeError('EUNAVAILABLE', 'The model store is not open');
+      if (!deps.store()) throw new MnnEdgeError('EUNAVAILABLE', 'The model store is not open');
       const ref = parseHubSource(p.source);
       const source = formatHubSource(ref);
       if (running !== undefined)
@@ -85,36 +96,45 @@ export function registerPullModelCommand(sink: PullCommandSink, deps: PullComman
       const now = deps.now ?? Date.now;
       const started = now();
       try {
-        const client = hubClient(ref.hub, hubSettings(ref.hub, deps.models, deps.env));
-        const result = await pullFromHub(
-          ref,
-          {
-            client,
-            store,
-            downloader: new Downloader(deps.download),
-            workRoot: join(deps.dataDir, 'hub-downloads'),
-            headroomBytes: deps.download.headroomBytes,
-          },
-          {
-            signal: ctx.signal,
-            ...(p.id !== undefined ? { id: p.id } : {}),
-            ...(p.version !== undefined ? { version: p.version } : {}),
-            onProgress: throttle(now, (q) => {
-              const seconds = (now() - started) / 1000;
-              deps.publishEvent('models.pull.progress', {
-                source,
-                phase: q.phase,
-                ...(q.file !== undefined ? { file: q.file } : {}),
-                fileIndex: q.fileIndex,
-                fileCount: q.fileCount,
-                done: q.done,
-                total: q.total,
-                percent: q.total > 0 ? Math.floor((q.done / q.total) * 100) : 0,
-                ...(seconds > 0 ? { bytesPerSecond: Math.round(q.done / seconds) } : {}),
-              });
-            }),
-          },
-        );
+        const pull = jobs.start(source, {
+          ...(p.id !== undefined ? { id: p.id } : {}),
+          ...(p.version !== undefined ? { version: p.version } : {}),
+          requestedBy: 'fleet',
+        });
+        const publish = throttle(now, (q) => {
+          const seconds = (now() - started) / 1000;
+          deps.publishEvent('models.pull.progress', {
+            source,
+            phase: q.phase,
+            ...(q.file !== undefined ? { file: q.file } : {}),
+            fileIndex: q.fileIndex,
+            fileCount: q.fileCount,
+            done: q.done,
+            total: q.total,
+            percent: q.total > 0 ? Math.floor((q.done / q.total) * 100) : 0,
+            ...(seconds > 0 ? { bytesPerSecond: Math.round(q.done / seconds) } : {}),
+          });
+        });
+        const unsubscribe = jobs.subscribe((v) => {
+          if (v.id !== pull.view.id || (v.state !== 'running' && v.state !== 'cancelling')) return;
+          publish({
+            phase: v.phase,
+            ...(v.file !== undefined ? { file: v.file } : {}),
+            fileIndex: v.fileIndex,
+            fileCount: v.fileCount,
+            done: v.doneBytes,
+            total: v.totalBytes,
+          });
+        });
+        const cancel = () => void jobs.cancel(pull.view.id);
+        ctx.signal.addEventListener('abort', cancel, { once: true });
+        let result: HubPullResult;
+        try {
+          result = await pull.done;
+        } finally {
+          unsubscribe();
+          ctx.signal.removeEventListener('abort', cancel);
+        }
         const summary = {
           source,
           status: result.status,

@@ -7,6 +7,7 @@ import { createLogger } from '../../agent/common/log.js';
 import { LogTail } from '../../agent/common/log-tail.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
+import { planPolicyFromConfig } from '../../agent/config/sections/slots.js';
 import {
   brokerStatusFrom,
   engineStatusFrom,
@@ -16,6 +17,7 @@ import {
   SampleHub,
   telemetryPortFrom,
 } from '../../agent/dashboard/adapters.js';
+import { hubPortFrom } from '../../agent/dashboard/hub-port.js';
 import type { DashboardSources, WorkloadsPort } from '../../agent/dashboard/ports.js';
 import { createDashboardModule } from '../../agent/dashboard/routes.js';
 import { detect } from '../../agent/detect/index.js';
@@ -23,6 +25,7 @@ import { createFleetModule } from '../../agent/fleet/module.js';
 import { createSessionLimiter } from '../../agent/http/session-limits.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
+import type { PlanBoard } from '../../agent/plan/types.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
 import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { runtimeHealth, runtimeSlotStates } from '../../agent/runtime/slot-states.js';
@@ -30,7 +33,10 @@ import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { hubClient, hubSettings } from '../../models/hub/clients.js';
+import { HubPullJobs } from '../../models/hub/pull-jobs.js';
 import { ModelCatalog } from '../../models/index.js';
+import { defaultDownloadPolicy } from '../../ota/download.js';
 import { JobJournal } from '../../ota/journal.js';
 import { fixtureModelsModule, type ModelSource, testBoard } from '../engine/_slots.js';
 import { repoRoot } from '../helpers/paths.js';
@@ -48,6 +54,8 @@ export function buildDashboard(): void {
 
 export interface DashboardAgent {
   agent: Agent;
+  /** The runtime the slots are served by (the e2e asks a slot for an answer through it). */
+  runtime(): import('../../agent/runtime/runtime.js').Runtime | undefined;
   url: string;
   token: string;
   logTail: LogTail;
@@ -92,6 +100,10 @@ export async function startDashboardAgent(options: {
    *  runtime's engine hosts, so the workloads report the same reason. */
   availability?: () => EngineAvailability;
   extraModules?: AgentModule[];
+  /** The board the runtime plans for; default testBoard (one CPU thread, no GPU backend). */
+  board?: () => PlanBoard;
+  /** "Get models" against these hub endpoints (the loopback stand-ins); installs replan the slots. */
+  hubs?: { hf: string; ms: string };
 }): Promise<DashboardAgent> {
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-e2e-'));
   const base = defaultConfig({});
@@ -103,6 +115,8 @@ export async function startDashboardAgent(options: {
     ...(options.slots ? { slots: options.slots } : {}),
     ...(options.brokerUrl ? { mqtt: { ...base.mqtt, url: options.brokerUrl } } : {}),
     ...(options.workloads ? { voice: options.workloads.voice, vision: options.workloads.vision } : {}),
+    // A pulled model is placed at once; the background probe would only add load to a shared test machine.
+    ...(options.hubs ? { runtime: { probeAfterInstall: false } } : {}),
   };
   // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
   const sessions = createSessionLimiter(config.http.maxSessions);
@@ -132,9 +146,38 @@ export async function startDashboardAgent(options: {
     },
     // The engine hosts run on this machine, not on the captured board: plan them for this machine (one thread
     // per host, no core pinning), while the Overview shows the fixture board as detected.
-    board: () => testBoard,
+    board: options.board ?? (() => testBoard),
     memory: procSystemMemory('/'),
+    ...(options.hubs
+      ? {
+          installs: {
+            on: (event: 'installed', listener: (ref: { id: string; version: string }) => void) => {
+              const store = storeOf();
+              if (!store) return () => {};
+              store.on(event, listener);
+              return () => store.off(event, listener);
+            },
+          },
+        }
+      : {}),
   });
+  const hubModels = options.hubs
+    ? {
+        sources: {
+          hf: { endpoint: options.hubs.hf },
+          ms: { endpoint: options.hubs.ms },
+          allowLoopbackHttp: true,
+        },
+      }
+    : undefined;
+  const pulls = hubModels
+    ? new HubPullJobs({
+        store: storeOf,
+        client: (hub) => hubClient(hub, hubSettings(hub, hubModels, {})),
+        download: { ...defaultDownloadPolicy, headroomBytes: 0 },
+        workRoot: join(dir, 'data', 'hub-downloads'),
+      })
+    : undefined;
   const logTail = new LogTail();
   const logger = createLogger({ level: 'debug', write: logTail.write });
   const hub = new SampleHub();
@@ -163,10 +206,32 @@ export async function startDashboardAgent(options: {
         telemetry: telemetryPortFrom(history, hub),
         ota: otaPortFrom(new JobJournal(ctx.db)),
         models: store ? modelsPortFrom(store) : { installed: () => [], installs: () => [] },
-        placement: placementPortFrom(runtime.runtime()!, () => testBoard),
+        placement: placementPortFrom(runtime.runtime()!, options.board ?? (() => testBoard)),
         health: () => runtimeHealth(runtime.runtime()!),
         ...(workloadsPort ? { workloads: workloadsPort } : {}),
         ...(broker ? { broker: broker.status } : {}),
+        ...(hubModels && pulls
+          ? {
+              hub: hubPortFrom({
+                models: hubModels,
+                env: {},
+                store: storeOf,
+                pulls,
+                recommendContext: () => ({
+                  board: testBoard,
+                  policy: planPolicyFromConfig(undefined),
+                  probes: [],
+                  engineVersion: runtime.runtime()?.engineVersion ?? 'unknown',
+                  contextTokens: {
+                    'voice.llm': 2048,
+                    'voice.omni': 2048,
+                    'vision.vlm': 2048,
+                    'voice.asr': 512,
+                  },
+                }),
+              }),
+            }
+          : {}),
       };
     },
   });
@@ -188,10 +253,12 @@ export async function startDashboardAgent(options: {
   const token = readFileSync(join(config.dataDir, 'pairing-token'), 'utf8').trim();
   return {
     agent,
+    runtime: () => runtime.runtime(),
     url: `${agent.http.secure ? 'https' : 'http'}://127.0.0.1:${agent.http.port}`,
     token,
     logTail,
     async stop() {
+      await pulls?.close();
       stopSampling?.();
       broker?.dispose();
       await agent.stop('e2e done');

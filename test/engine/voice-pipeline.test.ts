@@ -9,16 +9,16 @@ import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
 import { WavFileSink } from '../../agent/workloads/audio/io.js';
 import { rms } from '../../agent/workloads/audio/pcm.js';
+import { VAD_FRAME_SAMPLES } from '../../agent/workloads/audio/vad.js';
 import { parseWav } from '../../agent/workloads/audio/wav.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
-import { slotModels } from '../../agent/workloads/slot-models.js';
+import { slotModels } from '../../agent/workloads/slots/slot-models.js';
 import { runVoiceLoop } from '../../agent/workloads/voice/loop.js';
 import { UtteranceSegmenter } from '../../agent/workloads/voice/segmenter.js';
 import { VoiceService } from '../../agent/workloads/voice/service.js';
 import type { VoiceEvents } from '../../agent/workloads/voice/session.js';
 import { AudioLlmAsr } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
-import { VAD_FRAME_SAMPLES } from '../../agent/workloads/voice/vad.js';
 import { engineOrSkip, media } from './_engine.js';
 import { assertServed, startSlotRuntime, voiceSlots } from './_slots.js';
 

@@ -51,6 +51,8 @@ export interface Standin {
   log: ServedLog;
   /** The next body transfers are cut after these many bytes (one entry per transfer). */
   cutAfter: number[];
+  /** Serve file bodies at most this fast (bytes per second; 0 = as fast as possible): a slow link. */
+  bytesPerSecond: number;
   /** A token the hub accepts for gated repos. */
   token: string;
   close(): Promise<void>;
@@ -135,12 +137,18 @@ function json(
   res.end(text);
 }
 
-/** Serves a file's bytes with single-range support, honouring the cut plan. */
+function chunksOf(bytes: Buffer, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += size) out.push(bytes.subarray(i, i + size));
+  return out;
+}
+
+/** Serves a file's bytes with single-range support, honouring the cut plan and the rate. */
 function serveBytes(
   req: IncomingMessage,
   res: ServerResponse,
   file: StandinFile,
-  standin: Pick<Standin, 'cutAfter' | 'log'>,
+  standin: Pick<Standin, 'cutAfter' | 'log' | 'bytesPerSecond'>,
   headers: Record<string, string>,
 ): void {
   const size = file.size;
@@ -170,12 +178,17 @@ function serveBytes(
   standin.log.starts.push(start);
   const cut = standin.cutAfter.shift();
   let sent = 0;
+  const rate = standin.bytesPerSecond;
+  // A slow link sends small pieces with pauses between them, so a client sees steady progress.
+  const piece = rate > 0 ? Math.max(1024, Math.floor(rate / 20)) : 1 << 20;
   const stream =
     typeof file.source === 'string'
-      ? createReadStream(file.source, { start, end, highWaterMark: 1 << 20 })
-      : [file.source.subarray(start, end + 1)];
+      ? createReadStream(file.source, { start, end, highWaterMark: piece })
+      : chunksOf(file.source.subarray(start, end + 1), piece);
   const write = async () => {
     for await (const raw of stream as AsyncIterable<Buffer>) {
+      if (rate > 0) await new Promise((r) => setTimeout(r, (raw.length / rate) * 1000));
+      if (res.destroyed) return;
       let chunk = raw;
       if (cut !== undefined && sent + chunk.length > cut) {
         chunk = chunk.subarray(0, Math.max(0, cut - sent));
@@ -196,7 +209,53 @@ function serveBytes(
   write().catch(() => res.destroy());
 }
 
-function cdnServer(standin: Pick<Standin, 'repos' | 'cutAfter' | 'log'>): Server {
+/**
+ * A file download as both hubs answer it: LFS files are a 302 to the CDN (or where the repo redirects), with the
+ * hub's own headers; small files come from the hub itself.
+ */
+function serveFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  standin: Standin,
+  repo: StandinRepo,
+  file: StandinFile,
+  cdnQuery: string,
+  headers: { redirect: Record<string, string>; direct: Record<string, string> },
+): void {
+  if (file.lfs) {
+    const location = repo.redirectTo ?? `${standin.cdn}/blobs/${file.sha256}?${cdnQuery}`;
+    res.writeHead(302, { ...headers.redirect, location });
+    return void res.end();
+  }
+  serveBytes(req, res, file, standin, headers.direct);
+}
+
+/** A stand-in's state before its servers listen. */
+function newStandin(repos: StandinRepo[], token: string): Standin {
+  return {
+    endpoint: '',
+    cdn: '',
+    repos: new Map(repos.map((r) => [`${r.owner}/${r.name}`, r])),
+    log: { bytes: 0, cdnCredentials: [], requests: [], starts: [] },
+    cutAfter: [],
+    bytesPerSecond: 0,
+    token,
+    close: async () => {},
+  };
+}
+
+/** Listens on the API and CDN ports (loopback, chosen by the OS) and wires close(). */
+async function listenBoth(standin: Standin, api: Server, cdn: Server): Promise<Standin> {
+  standin.endpoint = await listen(api);
+  standin.cdn = await listen(cdn);
+  standin.close = async () => {
+    await closeServer(api);
+    await closeServer(cdn);
+  };
+  return standin;
+}
+
+function cdnServer(standin: Pick<Standin, 'repos' | 'cutAfter' | 'log' | 'bytesPerSecond'>): Server {
   return createServer((req, res) => {
     const creds = [req.headers.authorization, req.headers.cookie].filter((v): v is string => v !== undefined);
     standin.log.cdnCredentials.push(...creds);
@@ -219,15 +278,7 @@ export async function startHuggingFaceStandin(
   repos: StandinRepo[],
   options: { pageSize?: number } = {},
 ): Promise<Standin> {
-  const standin: Standin = {
-    endpoint: '',
-    cdn: '',
-    repos: new Map(repos.map((r) => [`${r.owner}/${r.name}`, r])),
-    log: { bytes: 0, cdnCredentials: [], requests: [], starts: [] },
-    cutAfter: [],
-    token: 'hf_standin_token',
-    close: async () => {},
-  };
+  const standin = newStandin(repos, 'hf_standin_token');
   const cdn = cdnServer(standin);
   const pageSize = options.pageSize ?? 3;
   const api = createServer((req, res) => {
@@ -304,42 +355,24 @@ export async function startHuggingFaceStandin(
       const path = parts.slice(4).join('/');
       const file = repo.files.find((f) => f.path === path);
       if (!file) return json(res, 404, { error: 'Entry not found' }, { 'x-error-code': 'EntryNotFound' });
-      const common = { 'x-repo-commit': repo.commit };
-      if (file.lfs) {
-        const location = repo.redirectTo ?? `${standin.cdn}/blobs/${file.sha256}?expires=1&signature=standin`;
-        res.writeHead(302, {
+      const common = { 'x-repo-commit': repo.commit, etag: `"${file.gitOid}"` };
+      return serveFile(req, res, standin, repo, file, 'expires=1&signature=standin', {
+        redirect: {
           ...common,
-          location,
           'x-linked-etag': `"${file.listedSha256 ?? file.sha256}"`,
           'x-linked-size': String(file.size),
-          etag: `"${file.gitOid}"`,
-        });
-        return void res.end();
-      }
-      return serveBytes(req, res, file, standin, { ...common, etag: `"${file.gitOid}"` });
+        },
+        direct: common,
+      });
     }
     json(res, 404, { error: 'not found' });
   });
-  standin.endpoint = await listen(api);
-  standin.cdn = await listen(cdn);
-  standin.close = async () => {
-    await closeServer(api);
-    await closeServer(cdn);
-  };
-  return standin;
+  return listenBoth(standin, api, cdn);
 }
 
 /** ModelScope: the v1 API (files list, file download with a 302 to a CDN port for LFS files) and search. */
 export async function startModelScopeStandin(repos: StandinRepo[]): Promise<Standin> {
-  const standin: Standin = {
-    endpoint: '',
-    cdn: '',
-    repos: new Map(repos.map((r) => [`${r.owner}/${r.name}`, r])),
-    log: { bytes: 0, cdnCredentials: [], requests: [], starts: [] },
-    cutAfter: [],
-    token: 'ms-standin-token',
-    close: async () => {},
-  };
+  const standin = newStandin(repos, 'ms-standin-token');
   const cdn = cdnServer(standin);
   const ok = (data: unknown) => ({
     Code: 200,
@@ -429,23 +462,11 @@ export async function startModelScopeStandin(repos: StandinRepo[]): Promise<Stan
       const file = repo.files.find((f) => f.path === path);
       if (!file)
         return json(res, 404, { Code: 10010205, Message: `file ${path} not exists`, Success: false });
-      if (file.lfs) {
-        res.writeHead(302, {
-          location: repo.redirectTo ?? `${standin.cdn}/blobs/${file.sha256}?auth_key=standin`,
-        });
-        return void res.end();
-      }
-      return serveBytes(req, res, file, standin, {});
+      return serveFile(req, res, standin, repo, file, 'auth_key=standin', { redirect: {}, direct: {} });
     }
     json(res, 404, { Code: 10010205, Message: 'not found', Success: false });
   });
-  standin.endpoint = await listen(api);
-  standin.cdn = await listen(cdn);
-  standin.close = async () => {
-    await closeServer(api);
-    await closeServer(cdn);
-  };
-  return standin;
+  return listenBoth(standin, api, cdn);
 }
 
 export function fileSize(path: string): number {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import test, { type ExecutionContext } from 'ava';
 import { parseByteSize, progressLine } from '../../agent/cli/commands/models.js';
-import { formatBytes } from '../../agent/cli/format.js';
+import { formatBytes } from '../../agent/cli/common/format.js';
 import { main } from '../../agent/cli/main.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 

@@ -75,7 +75,7 @@ test('pull by hf:// and by web URL, plain progress lines, ls/show mark it unsign
   t.regex(
     pulled.stdout,
     new RegExp(
-      `^installed tiny-llm-mnn@1\\.0\\.0 from huggingface taobao-mnn/tiny-llm-MNN@${commit.slice(0, 12)} \\(llm, 0\\.5 MiB, \\d+ bytes downloaded; unsigned: trusted on first use\\)\\n$`,
+      `^installed tiny-llm-mnn@1\\.0\\.0 from huggingface taobao-mnn/tiny-llm-MNN@${commit.slice(0, 12)} \\(llm, 509\\.2 KiB, \\d+ bytes downloaded; unsigned: trusted on first use\\)\\n$`,
     ),
   );
   // Not a terminal: whole lines, no carriage returns, ending at 100 %.
@@ -90,10 +90,15 @@ test('pull by hf:// and by web URL, plain progress lines, ls/show mark it unsign
     `tiny-llm-mnn@1.0.0 is already taobao-mnn/tiny-llm-MNN@${commit.slice(0, 12)}: nothing to do\n`,
   );
 
-  t.regex(
-    (await cli(['ls', ...flags])).stdout,
-    /tiny-llm-mnn\s+1\.0\.0\s+llm\s+509\.2 KiB\s+derived,unsigned/,
-  );
+  const listed = (await cli(['ls', ...flags])).stdout;
+  t.regex(listed, /tiny-llm-mnn\s+1\.0\.0\s+llm\s+509\.2 KiB\s+derived,unsigned/);
+  t.regex(listed, /\nunsigned: pulled from a model hub, no signature \(trust on first use\)\n$/);
+  const asJson = JSON.parse((await cli(['ls', '--json', ...flags])).stdout) as Array<Record<string, unknown>>;
+  t.like(asJson[0], {
+    id: 'tiny-llm-mnn',
+    trust: 'unsigned-tofu',
+    pulledFrom: `huggingface taobao-mnn/tiny-llm-MNN@${commit}`,
+  });
   const shown = (await cli(['show', 'tiny-llm-mnn', ...flags])).stdout;
   t.true(shown.includes(`from huggingface taobao-mnn/tiny-llm-MNN@main = commit ${commit}`), shown);
   t.true(shown.includes('unsigned: trusted on first use'));
@@ -140,9 +145,9 @@ test('search lists MNN exports with size, task and quantisation; recommend ranks
   const found = await cli(['search', 'tiny', ...flags]);
   t.is(found.code, 0, found.stderr);
   t.regex(found.stdout, /^MODEL\s+SIZE\s+TASK\s+QUANT\s+NOTE\n/);
-  t.regex(found.stdout, /hf:\/\/taobao-mnn\/tiny-llm-MNN\s+0\.5 MiB\s+llm \(text\)/);
-  t.regex(found.stdout, /hf:\/\/taobao-mnn\/tiny-vlm-MNN\s+0\.7 MiB\s+vlm \(vision\)/);
-  t.regex(found.stdout, /hf:\/\/taobao-mnn\/tiny-omni-MNN\s+0\.7 MiB\s+omni \(audio\)/);
+  t.regex(found.stdout, /hf:\/\/taobao-mnn\/tiny-llm-MNN\s+509\.2 KiB\s+llm \(text\)/);
+  t.regex(found.stdout, /hf:\/\/taobao-mnn\/tiny-vlm-MNN\s+720\.7 KiB\s+vlm \(vision\)/);
+  t.regex(found.stdout, /hf:\/\/taobao-mnn\/tiny-omni-MNN\s+674\.5 KiB\s+omni \(audio\)/);
   const msFound = await cli(['search', 'vlm', '--source', 'ms', ...flags]);
   t.regex(msFound.stdout, /ms:\/\/MNN\/tiny-vlm-MNN/);
   t.false(msFound.stdout.includes('tiny-llm'));

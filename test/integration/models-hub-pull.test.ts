@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { packageEntry } from '../../agent/documents/module.js';
 import { openStore } from '../../agent/store/database.js';
 import { defaultHubHttpPolicy } from '../../models/hub/http.js';
 import { HuggingFaceClient } from '../../models/hub/huggingface.js';
@@ -98,6 +99,12 @@ for (const kind of ['hf', 'ms'] as const) {
     t.is(prov.repo, `${owner}/tiny-llm-MNN`);
     t.is(prov.commit, llm.commit);
     t.is(prov.trust, 'unsigned-tofu');
+    // The fleet's retained models document marks it the same way.
+    t.like(packageEntry(pkg), {
+      id: 'tiny-llm-mnn',
+      trust: 'unsigned-tofu',
+      pulledFrom: { hub: prov.hub, repo: prov.repo, commit: llm.commit },
+    });
     t.deepEqual(
       prov.files.map((f) => [f.path, f.sha256]),
       llm.files.map((f) => [f.path, f.sha256]),

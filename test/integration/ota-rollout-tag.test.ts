@@ -1,7 +1,7 @@
 import test from 'ava';
 import { connect } from 'mqtt';
-import { parseArgs } from '../../agent/cli/args.js';
 import { rolloutDevices } from '../../agent/cli/commands/ota.js';
+import { parseArgs } from '../../agent/cli/common/args.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 
 const gate = mosquittoAvailable() ? test : test.skip;

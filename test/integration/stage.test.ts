@@ -144,6 +144,7 @@ test.serial(
       dataDir: join(work, 'data'),
       root: join(socFixturesDir, 'rpi5-bcm2712'),
       http: { ...imageConfig.http, bind: '127.0.0.1', port: httpPort, mdns: false },
+      wyoming: { ...imageConfig.wyoming, bind: '127.0.0.1', port: 0, mdns: false },
       mqtt: { ...imageConfig.mqtt, embeddedBroker: { enabled: true, host: '127.0.0.1', port: brokerPort } },
     };
     const configFile = join(work, 'agent.json');

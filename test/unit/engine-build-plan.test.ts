@@ -167,6 +167,33 @@ test('steps: fetch the pinned commit only when no tree is given, then configure,
   );
 });
 
+test('steps: a CUDA build installs the kernels library libMNN.so links; a trial addon build goes elsewhere', (t) => {
+  const host = { cudaRoot: '/usr/local/cuda' };
+  const plan = planEngineBuild(board('nvidia-jetson-orin-nano-super'), host);
+  t.true(plan.backends.includes('cuda'), plan.reasons.join('\n'));
+  const common = { ref: 'abc1234', workDir: '/w', prefix: '/opt/mnn', jobs: 4, nodePath: '/usr/bin/node' };
+  const steps = buildSteps(plan, {
+    ...common,
+    src: '/src/MNN',
+    cloneExists: false,
+    packageRoot: '/app',
+    addonBuildDir: '/tmp/addon',
+  }).map(formatStep);
+  t.true(steps.includes('cmake -E copy /w/build/source/backend/cuda/libMNN_Cuda_Main.so /opt/mnn/lib'));
+  t.is(
+    steps.at(-1),
+    'cd /app && MNN_ROOT=/opt/mnn /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 4 --out /tmp/addon',
+  );
+  const cpuOnly = buildSteps(planEngineBuild(board('rockchip-rk3588-rock5b'), {}), {
+    ...common,
+    cloneExists: true,
+  }).map(formatStep);
+  t.false(
+    cpuOnly.some((s) => s.includes('libMNN_Cuda_Main.so')),
+    'no CUDA library without the CUDA backend',
+  );
+});
+
 test('progress lines of make and ninja', (t) => {
   t.is(progressOf('[ 42%] Building CXX object x.o'), 42);
   t.is(progressOf('[100%] Linking CXX shared library libMNN.so'), 100);

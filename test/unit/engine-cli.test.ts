@@ -36,6 +36,8 @@ test('engine build --dry-run: the board plan and every command, without running 
       join(work, 'mnn'),
       '--jobs',
       '3',
+      '--addon-build',
+      join(work, 'addon'),
     ],
     a.io,
   );
@@ -49,7 +51,8 @@ test('engine build --dry-run: the board plan and every command, without running 
   t.regex(
     out,
     new RegExp(
-      `MNN_ROOT=${join(work, 'mnn')} \\S+ ${join(repoRoot, 'engine', 'scripts', 'build-engine.mjs')}`,
+      `MNN_ROOT=${join(work, 'mnn')} \\S+ ${join(repoRoot, 'engine', 'scripts', 'build-engine.mjs')} --jobs 3 --out ${join(work, 'addon')}$`,
+      'm',
     ),
   );
   t.false(out.includes('Running:'), 'nothing ran');

@@ -180,10 +180,27 @@ test('layer.conf: unknown series, missing dependency and missing scarthgap are r
   ]);
 });
 
+test('a recipe packaged per tune that reads MACHINE_FEATURES is reported', (t) => {
+  const mnn = join('recipes-mnn', 'mnn', 'mnn_git.bb');
+  const dir = brokenLayer(t, (d) =>
+    rewrite(
+      join(d, mnn),
+      'MNN_RVV_MARCH ??= "rv64gcv"',
+      `MNN_RVV_MARCH ??= "\${@bb.utils.contains('MACHINE_FEATURES', 'rvv', 'rv64gcv', 'rv64gc', d)}"`,
+    ),
+  );
+  const got = messages(dir);
+  t.is(got.length, 1, got.join('\n'));
+  t.regex(
+    got[0]!,
+    /^recipes-mnn\/mnn\/mnn_git\.bb: line \d+: reads MACHINE or MACHINE_FEATURES, but the package is per tune/,
+  );
+});
+
 test('a dynamic layer directory named in layer.conf must exist', (t) => {
-  const dir = brokenLayer(t, (d) => rmSync(join(d, 'dynamic-layers', 'spacemit'), { recursive: true }));
+  const dir = brokenLayer(t, (d) => rmSync(join(d, 'dynamic-layers', 'riscv'), { recursive: true }));
   t.deepEqual(messages(dir), [
-    'conf/layer.conf: BBFILES_DYNAMIC names dynamic-layers/spacemit, which does not exist',
+    'conf/layer.conf: BBFILES_DYNAMIC names dynamic-layers/riscv, which does not exist',
   ]);
 });
 

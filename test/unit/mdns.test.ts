@@ -137,12 +137,14 @@ test('announces at start, answers PTR/SRV/TXT/A queries about itself only, and s
   const client = await udp(t);
   const clientPort = client.socket.address().port;
   const responder = createMdnsResponder({
-    service: {
-      instance: 'mnn-edge 0a1b2c3d (Radxa ROCK 5B)',
-      host: 'rock5b',
-      port: 8080,
-      txt: { path: '/', board: 'Radxa ROCK 5B' },
-    },
+    services: [
+      {
+        instance: 'mnn-edge 0a1b2c3d (Radxa ROCK 5B)',
+        host: 'rock5b',
+        port: 8080,
+        txt: { path: '/', board: 'Radxa ROCK 5B' },
+      },
+    ],
     addresses: () => ['192.168.1.20'],
     socket: {
       bind: '127.0.0.1',

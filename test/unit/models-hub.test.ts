@@ -1,5 +1,5 @@
 import test from 'ava';
-import { pullProgressLine, RateMeter } from '../../agent/cli/pull-progress.js';
+import { pullProgressLine, RateMeter } from '../../agent/cli/common/pull-progress.js';
 import { type HubCandidate, recommend } from '../../agent/plan/recommend.js';
 import { defaultPlanPolicy } from '../../agent/plan/types.js';
 import { checkListing, describeExport, requireMnnExport } from '../../models/hub/export-check.js';

@@ -6,7 +6,7 @@ import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
-import { runtimeChatModel } from '../../agent/workloads/runtime-chat-model.js';
+import { runtimeChatModel } from '../../agent/workloads/slots/runtime-chat-model.js';
 import { FakeWorld } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;

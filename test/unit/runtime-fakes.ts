@@ -7,6 +7,7 @@ import {
   type GenerateEvent,
   type GenerateRequest,
   type HostExit,
+  type LoadReport,
   type SpeakRequest,
   type SpeechOut,
   type TensorIn,
@@ -45,13 +46,14 @@ export class FakeHost implements EngineHost {
     });
   }
 
-  async load(spec: InstanceSpec): Promise<void> {
+  async load(spec: InstanceSpec): Promise<LoadReport> {
     await sleep(5);
     if (this.#world.behaviour.loadHangs.has(spec.config.backend_type)) await new Promise(() => {});
     const fail = this.#world.behaviour.loadFails.get(spec.config.backend_type);
     if (fail) throw new EngineFailure('load', fail);
     this.spec = spec;
     this.#world.memAvailable -= 100 * MiB;
+    return { cache: spec.config.backend_type === 'cpu' ? 'none' : 'cold' };
   }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {

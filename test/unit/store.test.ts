@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { KvStore, migrate, openStore } from '../../agent/store/database.js';
-import type { Migration } from '../../agent/store/migration.js';
 import { allMigrations } from '../../agent/store/migrations/index.js';
+import type { Migration } from '../../agent/store/sqlite/migration.js';
 
 const m = (version: number, up: string): Migration => ({ version, name: `m${version}`, up });
 

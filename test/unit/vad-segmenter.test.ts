@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
+import { EnergyVad, VAD_FRAME_SAMPLES } from '../../agent/workloads/audio/vad.js';
 import { parseWav } from '../../agent/workloads/audio/wav.js';
 import { type SegmenterEvent, UtteranceSegmenter } from '../../agent/workloads/voice/segmenter.js';
-import { EnergyVad, VAD_FRAME_SAMPLES } from '../../agent/workloads/voice/vad.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 
 interface Expected {

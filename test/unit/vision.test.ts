@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { resolveVisionConfig } from '../../agent/workloads/config.js';
-import { SlotGate, VoicePriority } from '../../agent/workloads/scheduler.js';
-import { slotModels } from '../../agent/workloads/slot-models.js';
+import { SlotGate, VoicePriority } from '../../agent/workloads/slots/scheduler.js';
+import { slotModels } from '../../agent/workloads/slots/slot-models.js';
 import { cameraInputArgs, ffmpegFrames, imageFiles } from '../../agent/workloads/vision/frame-sources.js';
 import {
   decodeImage,

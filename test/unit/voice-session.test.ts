@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import test from 'ava';
 import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
-import type { ChatResult, ChatStream } from '../../agent/workloads/chat-model.js';
+import { EnergyVad } from '../../agent/workloads/audio/vad.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
-import { slotModels } from '../../agent/workloads/slot-models.js';
+import type { ChatResult, ChatStream } from '../../agent/workloads/shared/chat-model.js';
+import { slotModels } from '../../agent/workloads/slots/slot-models.js';
 import { findExecutable } from '../../agent/workloads/voice/executable.js';
 import { VoiceService } from '../../agent/workloads/voice/service.js';
 import {
@@ -16,7 +17,6 @@ import {
 } from '../../agent/workloads/voice/session.js';
 import type { AsrStage, PcmChunk, ReplyStage, TtsStage } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
-import { EnergyVad } from '../../agent/workloads/voice/vad.js';
 import { FakeWorkloadRuntime } from './workload-fakes.js';
 
 // Test doubles for the model stages: deterministic text and tones, honouring the abort signal like the real ones.

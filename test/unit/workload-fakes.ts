@@ -3,10 +3,10 @@
 import type { SlotName } from '../../agent/plan/types.js';
 import type { GenerateEvent, GenerateRequest, TensorIn, TensorOut } from '../../agent/runtime/engine-port.js';
 import type { SlotInfo } from '../../agent/runtime/runtime.js';
-import type { ChatModel } from '../../agent/workloads/chat-model.js';
-import { WorkloadError } from '../../agent/workloads/errors.js';
-import type { WorkloadModels, WorkloadRuntime } from '../../agent/workloads/slot-models.js';
-import { EnergyVad } from '../../agent/workloads/voice/vad.js';
+import { EnergyVad } from '../../agent/workloads/audio/vad.js';
+import type { ChatModel } from '../../agent/workloads/shared/chat-model.js';
+import { WorkloadError } from '../../agent/workloads/shared/errors.js';
+import type { WorkloadModels, WorkloadRuntime } from '../../agent/workloads/slots/slot-models.js';
 
 /** WorkloadModels over fixed chat models; a slot without one is "not placed", `unavailable` blocks them all. */
 export function fakeModels(
@@ -22,6 +22,7 @@ export function fakeModels(
     missing,
     configured: (slot) => chat[slot] !== undefined,
     modelId: (slot) => chat[slot]?.id,
+    version: (slot) => (chat[slot] ? '1.0.0' : undefined),
     describe: (slot) => chat[slot]?.id ?? missing(slot) ?? slot,
     chat(slot) {
       requested.push(slot);

@@ -1,8 +1,8 @@
 // The workloads' models are the runtime's slots: what each slot state means to a workload, in words.
 import test from 'ava';
-import { slotModels } from '../../agent/workloads/slot-models.js';
+import { VAD_FRAME_SAMPLES } from '../../agent/workloads/audio/vad.js';
+import { slotModels } from '../../agent/workloads/slots/slot-models.js';
 import { TalkerTts } from '../../agent/workloads/voice/stages.js';
-import { VAD_FRAME_SAMPLES } from '../../agent/workloads/voice/vad.js';
 import { FakeWorkloadRuntime } from './workload-fakes.js';
 
 test('voice.vad: Silero over the runtime when a model is placed, the energy VAD otherwise', async (t) => {

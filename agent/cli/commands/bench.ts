@@ -24,8 +24,8 @@ import { probeCandidate, probeCandidates } from '../../runtime/probe.js';
 import { ProbeStore } from '../../runtime/probe-store.js';
 import { specOf } from '../../runtime/target.js';
 import { openStore } from '../../store/database.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo, Command } from '../command.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo, Command } from '../common/command.js';
 import { configFromFlags } from './config.js';
 
 // `mnn-edge bench models`: the measured-selection probe, run by hand. Every (variant, backend) candidate the

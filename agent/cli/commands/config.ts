@@ -1,7 +1,7 @@
 import { loadConfig } from '../../config/load.js';
 import { type AgentConfig, agentConfigSchema } from '../../config/schema.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { Command } from '../command.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { Command } from '../common/command.js';
 
 // Flags shared by the commands that act on the agent's configuration (run, token, config).
 export const CONFIG_FLAGS = ['config', 'data-dir', 'root'] as const;

@@ -9,8 +9,8 @@ import { applyEngineBackends, detect } from '../../detect/detect.js';
 import { formatReport } from '../../detect/report.js';
 import type { Capabilities } from '../../detect/types.js';
 import { engineCompiledIn, engineProbes } from '../../runtime/backend-health.js';
-import { parseArgs, stringFlag, UsageError } from '../args.js';
-import type { Command } from '../command.js';
+import { parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { Command } from '../common/command.js';
 
 function checkRoot(root: string): string {
   const abs = resolve(root);

@@ -13,11 +13,11 @@ import {
 } from '../../engine-build/plan.js';
 import { findBuildHost } from '../../engine-build/sdk.js';
 import { type BuildStep, buildSteps, formatStep, runSteps } from '../../engine-build/steps.js';
-import { parseArgs, stringFlag, UsageError } from '../args.js';
-import type { Command } from '../command.js';
+import { parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { Command } from '../common/command.js';
 
 const USAGE =
-  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--with B,..] [--without B,..] [--work DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--with B,..] [--without B,..] [--work DIR] [--addon-build DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
 
 /** A comma-separated --with/--without list of backends. */
 function backendList(flag: string, text: string | undefined): SelectableBackend[] {
@@ -90,6 +90,13 @@ function report(plan: EngineBuildPlan, steps: BuildStep[], dryRun: boolean): str
   return lines.join('\n') + '\n';
 }
 
+/** Where the addon went, and how the agent finds it when it is not in the checkout's engine/build. */
+function addonBuiltLine(pkgRoot: string, addonBuildDir: string | undefined): string {
+  if (addonBuildDir === undefined) return `Engine addon built into ${join(pkgRoot, 'engine', 'build')}\n`;
+  const addon = join(addonBuildDir, 'Release', 'mnn_edge_engine.node');
+  return `Engine addon built into ${addonBuildDir}; the agent loads it with MNN_EDGE_ENGINE_ADDON=${addon}\n`;
+}
+
 export const command: Command = {
   name: 'engine',
   summary: 'build MNN for this board and the engine addon against it (boards without a Yocto image)',
@@ -100,7 +107,7 @@ export const command: Command = {
       throw new UsageError(sub === undefined ? 'missing subcommand (build)' : `unknown subcommand '${sub}'`);
     }
     const args = parseArgs(rest, {
-      values: ['src', 'ref', 'prefix', 'work', 'jobs', 'root', 'with', 'without'],
+      values: ['src', 'ref', 'prefix', 'work', 'addon-build', 'jobs', 'root', 'with', 'without'],
       booleans: ['dry-run', 'json', 'verbose'],
     });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
@@ -126,6 +133,8 @@ export const command: Command = {
     const prefix = resolve(stringFlag(args, 'prefix') ?? '/opt/mnn');
     const cacheHome = io.env['XDG_CACHE_HOME'] || join(io.env['HOME'] || homedir(), '.cache');
     const workDir = resolve(stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', 'engine-build'));
+    const addonFlag = stringFlag(args, 'addon-build');
+    const addonBuildDir = addonFlag === undefined ? undefined : resolve(addonFlag);
     const rootFlag = stringFlag(args, 'root');
     const root = rootFlag === undefined ? '/' : directory('root', rootFlag);
 
@@ -148,6 +157,7 @@ export const command: Command = {
       prefix,
       jobs,
       ...(pkgRoot !== undefined ? { packageRoot: pkgRoot } : {}),
+      ...(addonBuildDir !== undefined ? { addonBuildDir } : {}),
       nodePath: process.execPath,
     });
     const dryRun = args.flags['dry-run'] === true;
@@ -168,7 +178,8 @@ export const command: Command = {
       write: (line) => io.stdout.write(line + '\n'),
       verbose: args.flags['verbose'] === true,
     });
-    io.stdout.write(`MNN installed into ${prefix}${pkgRoot !== undefined ? '; engine addon built' : ''}\n`);
+    io.stdout.write(`MNN installed into ${prefix}\n`);
+    if (pkgRoot !== undefined) io.stdout.write(addonBuiltLine(pkgRoot, addonBuildDir));
     return 0;
   },
 };

@@ -4,8 +4,8 @@ import { formatDeviceTable, formatResponses, formatTelemetryTable } from '../../
 import { FleetOperator, type OperatorOptions } from '../../fleet/operator.js';
 import type { FleetSelector, TelemetryMessage } from '../../fleet/protocol.js';
 import { COMMAND_NAME, isValidDeviceId } from '../../fleet/topics.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo, Command } from '../command.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo, Command } from '../common/command.js';
 import { CONFIG_FLAGS, configFromFlags } from './config.js';
 
 // `mnn-edge fleet`: the operator's view of the fleet over the MQTT contract. The broker comes from --url, then

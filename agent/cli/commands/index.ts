@@ -1,4 +1,4 @@
-import type { Command } from '../command.js';
+import type { Command } from '../common/command.js';
 
 // Every subcommand, listed once with its summary. A command's module (and everything it imports: the fleet,
 // the engine, OTA) loads only when that command runs, so `mnn-edge detect` starts as fast as detection allows.

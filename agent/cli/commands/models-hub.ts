@@ -5,7 +5,7 @@ import { matchProfile } from '../../../board-support/index.js';
 import { modelsConfigOf, storeLimitsOf } from '../../../models/config.js';
 import { hubClient, hubSettings } from '../../../models/hub/clients.js';
 import { describeRepos } from '../../../models/hub/describe.js';
-import { installedFromHub, pullFromHub } from '../../../models/hub/pull.js';
+import { pullFromHub } from '../../../models/hub/pull.js';
 import { formatHubSource, parseHubSource } from '../../../models/hub/source.js';
 import type { HubClient } from '../../../models/hub/types.js';
 import { diffSnapshot } from '../../../models/hub/update.js';
@@ -17,20 +17,15 @@ import { resolveOtaConfig } from '../../config/sections/ota.js';
 import { DEFAULT_CONTEXT, planPolicyFromConfig, type RuntimeConfig } from '../../config/sections/slots.js';
 import { detect } from '../../detect/detect.js';
 import { boardFromCapabilities } from '../../detect/plan-board.js';
+import { hubCandidates } from '../../models/hub-catalog.js';
 import { mib } from '../../plan/memory.js';
-import {
-  budgetReason,
-  type HubCandidate,
-  RECOMMEND_ROLES,
-  type RecommendRole,
-  recommend,
-} from '../../plan/recommend.js';
+import { budgetReason, RECOMMEND_ROLES, type RecommendRole, recommend } from '../../plan/recommend.js';
 import { ProbeStore } from '../../runtime/probe-store.js';
 import { openStore } from '../../store/database.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo } from '../command.js';
-import { table } from '../format.js';
-import { progressPrinter } from '../pull-progress.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo } from '../common/command.js';
+import { formatBytes, table } from '../common/format.js';
+import { progressPrinter } from '../common/pull-progress.js';
 import { configFromFlags } from './config.js';
 
 // `models pull hf://…|ms://…`, `models update`, `models search`, `models recommend`: the model hubs from the
@@ -51,9 +46,9 @@ function printJson(out: Writable, value: unknown): void {
   out.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
+/** Sizes the hub did not state print as '-'. */
 function sizeText(n: number | undefined): string {
-  if (n === undefined) return '-';
-  return n >= 1024 ** 3 ? `${(n / 1024 ** 3).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return n === undefined ? '-' : formatBytes(n);
 }
 
 interface Opened {
@@ -269,31 +264,7 @@ export async function runHubRecommend(argv: string[], io: CliIo): Promise<number
     const owner = stringFlag(args, 'owner') ?? settings.owner;
     const hits = await client.search(args.positionals, { owner, limit: limitFlag(args, 30) });
     const described = await describeRepos(client, hits);
-    const candidates: HubCandidate[] = [];
-    for (const d of described) {
-      const e = d.export;
-      if (!e?.task || !['llm', 'vlm', 'omni', 'asr'].includes(e.task)) continue;
-      const installed = installedFromHub(o.store, hub, d.hit.repo).at(-1);
-      candidates.push({
-        repo: d.hit.repo,
-        kind: e.task as HubCandidate['kind'],
-        builtFor: e.backend,
-        ...(e.quant !== undefined ? { quant: e.quant } : {}),
-        weightBytes: e.weightBytes,
-        // fp16 K and V per layer over the hidden width, as the manifest derivation estimates it.
-        kvBytesPerToken:
-          e.hiddenSize !== undefined && e.layers !== undefined ? 2 * e.layers * e.hiddenSize * 2 : 0,
-        ...(installed
-          ? {
-              installed: {
-                id: installed.id,
-                version: installed.version,
-                variantId: installed.manifest.variants[0]!.name,
-              },
-            }
-          : {}),
-      });
-    }
+    const candidates = hubCandidates(described, hub, o.store);
     const caps = detect({ root: o.config.root });
     const board = boardFromCapabilities(caps, matchProfile(caps), { ramBytes: totalmem() });
     const policy = planPolicyFromConfig(o.config['runtime'] as RuntimeConfig | undefined);

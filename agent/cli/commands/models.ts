@@ -18,9 +18,9 @@ import {
 import { MODELS_PULL_USAGE, runModelsPull } from '../../../ota/pull.js';
 import { MnnEdgeError } from '../../common/errors.js';
 import { openStore } from '../../store/database.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo, Command } from '../command.js';
-import { formatBytes, table } from '../format.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo, Command } from '../common/command.js';
+import { formatBytes, table } from '../common/format.js';
 import { configFromFlags } from './config.js';
 import { HUB_USAGE, runHubPull, runHubRecommend, runHubSearch, runHubUpdate } from './models-hub.js';
 
@@ -54,6 +54,19 @@ function flagsOf(p: InstalledPackage): string {
     p.manifest.provenance && 'unsigned',
   ];
   return f.filter(Boolean).join(',') || '-';
+}
+
+/** A package in `ls --json`: its state without the manifest, and where a hub pull came from. */
+function listEntry({ manifest: m, ...p }: InstalledPackage): Record<string, unknown> {
+  const prov = m.provenance;
+  return prov ? { ...p, trust: prov.trust, pulledFrom: `${prov.hub} ${prov.repo}@${prov.commit}` } : p;
+}
+
+/** Said once under the table when a hub pull is listed: what the `unsigned` flag means. */
+function unsignedLegend(list: readonly InstalledPackage[]): string {
+  return list.some((p) => p.manifest.provenance)
+    ? 'unsigned: pulled from a model hub, no signature (trust on first use)\n'
+    : '';
 }
 
 function when(ms: number | null): string {
@@ -133,6 +146,175 @@ function one(args: ParsedArgs, what: string): string {
   return first;
 }
 
+type StoreArgs = {
+  store: ModelStore;
+  budget: number | undefined;
+  args: ParsedArgs;
+  io: CliIo;
+  json: boolean;
+};
+
+/** `models inspect <file.mnn>`: reads the file itself, no store needed. */
+function inspectFile(args: ParsedArgs, io: CliIo, json: boolean): number {
+  const path = one(args, 'the .mnn file to inspect');
+  const report = inspectMnnFile(path);
+  const weight = report.externalWeights ? join(dirname(path), report.externalWeights.files[0]!) : undefined;
+  const weightBytes = weight && existsSync(weight) ? statSync(weight).size : undefined;
+  if (json)
+    printJson(io.stdout, {
+      file: path,
+      ...report,
+      ...(weightBytes !== undefined ? { weightFileBytes: weightBytes } : {}),
+    });
+  else printInspection(io.stdout, path, report);
+  if (
+    report.externalWeights &&
+    (weightBytes === undefined || weightBytes < report.externalWeights.extentBytes)
+  ) {
+    io.stderr.write(
+      `warning: ${path} references ${report.externalWeights.extentBytes} bytes of ${report.externalWeights.files[0]}, ` +
+        `which ${weightBytes === undefined ? 'does not exist' : `has only ${weightBytes}`}\n`,
+    );
+    return 1;
+  }
+  return 0;
+}
+
+function listModels({ store, args, io, json }: StoreArgs): number {
+  if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
+  const list = store.list();
+  if (json) printJson(io.stdout, list.map(listEntry));
+  else if (list.length === 0) io.stdout.write(`no models installed in ${store.root}\n`);
+  else
+    io.stdout.write(
+      table([
+        ['ID', 'VERSION', 'TASK', 'SIZE', 'FLAGS', 'LAST USED'],
+        ...list.map((p) => [
+          p.id,
+          p.version,
+          p.task,
+          formatBytes(p.sizeBytes),
+          flagsOf(p),
+          when(p.lastUsedAt),
+        ]),
+      ]) + unsignedLegend(list),
+    );
+  return 0;
+}
+
+function showModel({ store, args, io, json }: StoreArgs): number {
+  const target = one(args, 'the model id');
+  const ref = target.includes('@') ? parseRef(target) : undefined;
+  const list = store
+    .list()
+    .filter((p) => (ref ? p.id === ref.id && p.version === ref.version : p.id === target));
+  if (list.length === 0) throw new MnnEdgeError('ENOENT', `Model ${target} is not installed`);
+  if (json) printJson(io.stdout, list);
+  else
+    for (const p of list) {
+      io.stdout.write(
+        `${formatRef(p)}  ${p.task}  ${formatBytes(p.sizeBytes)}  ${flagsOf(p)}\n  dir: ${p.dir}\n`,
+      );
+      const prov = p.manifest.provenance;
+      if (prov)
+        io.stdout.write(
+          `  from ${prov.hub} ${prov.repo}@${prov.revision} = commit ${prov.commit}, pulled ${prov.pulledAt}; ` +
+            'unsigned: trusted on first use\n',
+        );
+      if (p.manifest.derived) io.stdout.write(`  derived: ${p.manifest.derived.assumptions.join('; ')}\n`);
+      for (const v of p.manifest.variants) {
+        const req = v.requirements;
+        io.stdout.write(
+          `  variant ${v.name}: backend ${req.backend}, weights ${v.precision.weights}, ` +
+            `activations ${v.precision.activations}, ${formatBytes(v.memory.weightsBytes)} weights` +
+            (v.memory.kvCacheBytes !== undefined
+              ? ` + ${formatBytes(v.memory.kvCacheBytes)} KV at ${v.memory.contextLength} tokens`
+              : '') +
+            (req.engineFeatures?.length ? `, needs ${req.engineFeatures.join('+')}` : '') +
+            '\n',
+        );
+        for (const f of v.files) io.stdout.write(`    ${f.path}  ${f.length}  ${f.sha256.slice(0, 16)}…\n`);
+      }
+    }
+  return 0;
+}
+
+async function importModel({ store, args, io, json }: StoreArgs): Promise<number> {
+  const source = one(args, 'the package (directory or .tar/.tar.gz) to import');
+  const task = stringFlag(args, 'task');
+  if (task !== undefined && !(MODEL_TASKS as readonly string[]).includes(task))
+    throw new UsageError(`--task must be one of ${MODEL_TASKS.join(', ')}, got '${task}'`);
+  const tty = (io.stderr as Writable & { isTTY?: boolean }).isTTY === true;
+  const off = tty ? store.on('progress', (p) => io.stderr.write(`\r\x1b[2K${progressLine(p)}`)) : undefined;
+  let pkg: InstalledPackage;
+  try {
+    const id = stringFlag(args, 'id');
+    const version = stringFlag(args, 'version');
+    pkg = await store.import(source, {
+      ...(id !== undefined ? { id } : {}),
+      ...(version !== undefined ? { version } : {}),
+      ...(task !== undefined ? { task: task as ModelTask } : {}),
+    });
+  } finally {
+    off?.();
+    if (tty) io.stderr.write('\r\x1b[2K');
+  }
+  if (json) printJson(io.stdout, pkg);
+  else
+    io.stdout.write(
+      `installed ${formatRef(pkg)} (${pkg.task}, ${formatBytes(pkg.sizeBytes)}${pkg.derived ? ', manifest derived from the MNN export' : ''})\n`,
+    );
+  return 0;
+}
+
+function keepModel({ store, args, io, json }: StoreArgs, sub: 'keep' | 'unkeep'): number {
+  const ref = parseRef(one(args, 'the model as <id>@<version>'));
+  store.keep(ref, sub === 'keep');
+  if (json) printJson(io.stdout, store.get(ref));
+  else
+    io.stdout.write(
+      `${formatRef(ref)} ${sub === 'keep' ? 'is kept: gc will not remove it' : 'is no longer kept'}\n`,
+    );
+  return 0;
+}
+
+function removeModel({ store, args, io, json }: StoreArgs): number {
+  const ref = parseRef(one(args, 'the model as <id>@<version>'));
+  store.remove(ref, { force: args.flags['force'] === true });
+  if (json) printJson(io.stdout, { removed: ref });
+  else io.stdout.write(`removed ${formatRef(ref)}\n`);
+  return 0;
+}
+
+function gcModels({ store, budget, args, io, json }: StoreArgs): number {
+  if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
+  const flag = stringFlag(args, 'budget');
+  const report: GcReport = store.gc(flag !== undefined ? parseByteSize(flag) : budget);
+  if (json) printJson(io.stdout, report);
+  else {
+    for (const r of report.removed) io.stdout.write(`removed ${formatRef(r)}\n`);
+    io.stdout.write(
+      `freed ${formatBytes(report.freedBytes)}; store holds ${formatBytes(report.totalBytes)}\n`,
+    );
+    if (report.overBudgetBytes > 0)
+      io.stdout.write(
+        `still ${formatBytes(report.overBudgetBytes)} over budget: the rest is in use, kept, held for rollback or the newest version\n`,
+      );
+  }
+  return 0;
+}
+
+/** The subcommands that work on the installed store. */
+const STORE_SUBCOMMANDS: Record<string, (a: StoreArgs) => number | Promise<number>> = {
+  ls: listModels,
+  show: showModel,
+  import: importModel,
+  keep: (a) => keepModel(a, 'keep'),
+  unkeep: (a) => keepModel(a, 'unkeep'),
+  rm: removeModel,
+  gc: gcModels,
+};
+
 async function run(argv: string[], io: CliIo): Promise<number> {
   // `pull` is OTA's downloader and verification with its own flags (--targets, --sha256).
   // A hub model (hf://, ms://, a hub's web page) is the model hubs' path; any other URL is a signed package.
@@ -148,163 +330,12 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   const sub = args.positionals[0];
   const json = args.flags['json'] === true;
   if (sub === undefined) throw new UsageError('missing subcommand');
-  if (sub === 'inspect') {
-    const path = one(args, 'the .mnn file to inspect');
-    const report = inspectMnnFile(path);
-    const weight = report.externalWeights ? join(dirname(path), report.externalWeights.files[0]!) : undefined;
-    const weightBytes = weight && existsSync(weight) ? statSync(weight).size : undefined;
-    if (json)
-      printJson(io.stdout, {
-        file: path,
-        ...report,
-        ...(weightBytes !== undefined ? { weightFileBytes: weightBytes } : {}),
-      });
-    else printInspection(io.stdout, path, report);
-    if (
-      report.externalWeights &&
-      (weightBytes === undefined || weightBytes < report.externalWeights.extentBytes)
-    ) {
-      io.stderr.write(
-        `warning: ${path} references ${report.externalWeights.extentBytes} bytes of ${report.externalWeights.files[0]}, ` +
-          `which ${weightBytes === undefined ? 'does not exist' : `has only ${weightBytes}`}\n`,
-      );
-      return 1;
-    }
-    return 0;
-  }
+  if (sub === 'inspect') return inspectFile(args, io, json);
+  const handler = STORE_SUBCOMMANDS[sub];
+  if (!handler) throw new UsageError(`unknown subcommand '${sub}'`);
   const { store, close, budget } = openModelStore(args, io);
   try {
-    switch (sub) {
-      case 'ls': {
-        if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
-        const list = store.list();
-        if (json)
-          printJson(
-            io.stdout,
-            list.map(({ manifest: _m, ...p }) => p),
-          );
-        else if (list.length === 0) io.stdout.write(`no models installed in ${store.root}\n`);
-        else
-          io.stdout.write(
-            table([
-              ['ID', 'VERSION', 'TASK', 'SIZE', 'FLAGS', 'LAST USED'],
-              ...list.map((p) => [
-                p.id,
-                p.version,
-                p.task,
-                formatBytes(p.sizeBytes),
-                flagsOf(p),
-                when(p.lastUsedAt),
-              ]),
-            ]),
-          );
-        return 0;
-      }
-      case 'show': {
-        const target = one(args, 'the model id');
-        const ref = target.includes('@') ? parseRef(target) : undefined;
-        const list = store
-          .list()
-          .filter((p) => (ref ? p.id === ref.id && p.version === ref.version : p.id === target));
-        if (list.length === 0) throw new MnnEdgeError('ENOENT', `Model ${target} is not installed`);
-        if (json) printJson(io.stdout, list);
-        else
-          for (const p of list) {
-            io.stdout.write(
-              `${formatRef(p)}  ${p.task}  ${formatBytes(p.sizeBytes)}  ${flagsOf(p)}\n  dir: ${p.dir}\n`,
-            );
-            const prov = p.manifest.provenance;
-            if (prov)
-              io.stdout.write(
-                `  from ${prov.hub} ${prov.repo}@${prov.revision} = commit ${prov.commit}, pulled ${prov.pulledAt}; ` +
-                  'unsigned: trusted on first use\n',
-              );
-            if (p.manifest.derived)
-              io.stdout.write(`  derived: ${p.manifest.derived.assumptions.join('; ')}\n`);
-            for (const v of p.manifest.variants) {
-              const req = v.requirements;
-              io.stdout.write(
-                `  variant ${v.name}: backend ${req.backend}, weights ${v.precision.weights}, ` +
-                  `activations ${v.precision.activations}, ${formatBytes(v.memory.weightsBytes)} weights` +
-                  (v.memory.kvCacheBytes !== undefined
-                    ? ` + ${formatBytes(v.memory.kvCacheBytes)} KV at ${v.memory.contextLength} tokens`
-                    : '') +
-                  (req.engineFeatures?.length ? `, needs ${req.engineFeatures.join('+')}` : '') +
-                  '\n',
-              );
-              for (const f of v.files)
-                io.stdout.write(`    ${f.path}  ${f.length}  ${f.sha256.slice(0, 16)}…\n`);
-            }
-          }
-        return 0;
-      }
-      case 'import': {
-        const source = one(args, 'the package (directory or .tar/.tar.gz) to import');
-        const task = stringFlag(args, 'task');
-        if (task !== undefined && !(MODEL_TASKS as readonly string[]).includes(task))
-          throw new UsageError(`--task must be one of ${MODEL_TASKS.join(', ')}, got '${task}'`);
-        const tty = (io.stderr as Writable & { isTTY?: boolean }).isTTY === true;
-        const off = tty
-          ? store.on('progress', (p) => io.stderr.write(`\r\x1b[2K${progressLine(p)}`))
-          : undefined;
-        let pkg: InstalledPackage;
-        try {
-          const id = stringFlag(args, 'id');
-          const version = stringFlag(args, 'version');
-          pkg = await store.import(source, {
-            ...(id !== undefined ? { id } : {}),
-            ...(version !== undefined ? { version } : {}),
-            ...(task !== undefined ? { task: task as ModelTask } : {}),
-          });
-        } finally {
-          off?.();
-          if (tty) io.stderr.write('\r\x1b[2K');
-        }
-        if (json) printJson(io.stdout, pkg);
-        else
-          io.stdout.write(
-            `installed ${formatRef(pkg)} (${pkg.task}, ${formatBytes(pkg.sizeBytes)}${pkg.derived ? ', manifest derived from the MNN export' : ''})\n`,
-          );
-        return 0;
-      }
-      case 'keep':
-      case 'unkeep': {
-        const ref = parseRef(one(args, 'the model as <id>@<version>'));
-        store.keep(ref, sub === 'keep');
-        if (json) printJson(io.stdout, store.get(ref));
-        else
-          io.stdout.write(
-            `${formatRef(ref)} ${sub === 'keep' ? 'is kept: gc will not remove it' : 'is no longer kept'}\n`,
-          );
-        return 0;
-      }
-      case 'rm': {
-        const ref = parseRef(one(args, 'the model as <id>@<version>'));
-        store.remove(ref, { force: args.flags['force'] === true });
-        if (json) printJson(io.stdout, { removed: ref });
-        else io.stdout.write(`removed ${formatRef(ref)}\n`);
-        return 0;
-      }
-      case 'gc': {
-        if (args.positionals.length > 1) throw new UsageError(`unexpected argument '${args.positionals[1]}'`);
-        const flag = stringFlag(args, 'budget');
-        const report: GcReport = store.gc(flag !== undefined ? parseByteSize(flag) : budget);
-        if (json) printJson(io.stdout, report);
-        else {
-          for (const r of report.removed) io.stdout.write(`removed ${formatRef(r)}\n`);
-          io.stdout.write(
-            `freed ${formatBytes(report.freedBytes)}; store holds ${formatBytes(report.totalBytes)}\n`,
-          );
-          if (report.overBudgetBytes > 0)
-            io.stdout.write(
-              `still ${formatBytes(report.overBudgetBytes)} over budget: the rest is in use, kept, held for rollback or the newest version\n`,
-            );
-        }
-        return 0;
-      }
-      default:
-        throw new UsageError(`unknown subcommand '${sub}'`);
-    }
+    return await handler({ store, budget, args, io, json });
   } finally {
     close();
   }

@@ -16,8 +16,8 @@ import {
 } from '../../../ota/root.js';
 import { writeFileDurable } from '../../common/durable-fs.js';
 import { MnnEdgeError } from '../../common/errors.js';
-import { type ParsedArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo } from '../command.js';
+import { type ParsedArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo } from '../common/command.js';
 import { parseExpiry, printStatus, readJson, readPrivateKey, required } from './ota-shared.js';
 
 function isRootEnvelope(v: unknown): v is SignedRoot {

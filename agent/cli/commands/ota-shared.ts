@@ -8,7 +8,7 @@ import { errorMessage, MnnEdgeError } from '../../common/errors.js';
 import { INPUT_LIMITS } from '../../common/input-limits.js';
 import { readJsonFile } from '../../common/json-input.js';
 import { escapeControl } from '../../common/sanitize.js';
-import { type ParsedArgs, stringFlag, UsageError } from '../args.js';
+import { type ParsedArgs, stringFlag, UsageError } from '../common/args.js';
 
 export function readJson(path: string, what: string): unknown {
   return readJsonFile(path, what, { maxBytes: INPUT_LIMITS.metadataMaxBytes });

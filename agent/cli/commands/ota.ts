@@ -30,8 +30,8 @@ import { writeFileDurable } from '../../common/durable-fs.js';
 import { MnnEdgeError } from '../../common/errors.js';
 import { FleetOperator } from '../../fleet/operator.js';
 import { openStore } from '../../store/database.js';
-import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../args.js';
-import type { CliIo, Command } from '../command.js';
+import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
+import type { CliIo, Command } from '../common/command.js';
 
 // `mnn-edge ota …`: the operator's side of model OTA. Keys and signing stay on the operator's machine; the
 // device only ever sees public keys (config) and signed documents (jobs).

@@ -3,8 +3,8 @@ import { LogTail } from '../../common/log-tail.js';
 import type { composeModules } from '../../compose.js';
 import { createAgent } from '../../main.js';
 import { createSystemdNotifier } from '../../systemd/index.js';
-import { parseArgs, UsageError } from '../args.js';
-import type { Command } from '../command.js';
+import { parseArgs, UsageError } from '../common/args.js';
+import type { Command } from '../common/command.js';
 import { CONFIG_FLAGS, configFromFlags } from './config.js';
 import { agentVersion } from './version.js';
 

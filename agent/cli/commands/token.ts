@@ -1,6 +1,6 @@
 import { ensurePairingToken, rotatePairingToken } from '../../http/pairing-token.js';
-import { parseArgs, UsageError } from '../args.js';
-import type { Command } from '../command.js';
+import { parseArgs, UsageError } from '../common/args.js';
+import type { Command } from '../common/command.js';
 import { configFromFlags } from './config.js';
 
 export const command: Command = {

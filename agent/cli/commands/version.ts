@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Command } from '../command.js';
+import type { Command } from '../common/command.js';
 
 /**
  * The version in the project's package.json. Searched upwards because the module runs from agent/cli/commands

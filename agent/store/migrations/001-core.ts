@@ -1,4 +1,4 @@
-import type { Migration } from '../migration.js';
+import type { Migration } from '../sqlite/migration.js';
 
 export const coreMigration: Migration = {
   version: 1,

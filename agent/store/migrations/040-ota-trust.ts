@@ -1,4 +1,4 @@
-import type { Migration } from '../migration.js';
+import type { Migration } from '../sqlite/migration.js';
 
 // Anti-rollback state: the one targets document the device trusts now (a single row).
 export const otaTrustMigration: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migration.js';
+import type { Migration } from '../sqlite/migration.js';
 
 // The device's OTA journal: one row per job id (which makes jobs idempotent), its state and progress, written
 // before each step so that a restart resumes where the power cut left it. ota_health keeps each version's

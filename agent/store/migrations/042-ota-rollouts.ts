@@ -1,4 +1,4 @@
-import type { Migration } from '../migration.js';
+import type { Migration } from '../sqlite/migration.js';
 
 // Operator side: a staged rollout's plan and each device's progress, so the controller resumes after its own
 // restart without re-sending jobs (job ids are derived from rollout id and device, and devices dedupe by job id).

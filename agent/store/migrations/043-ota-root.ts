@@ -1,4 +1,4 @@
-import type { Migration } from '../migration.js';
+import type { Migration } from '../sqlite/migration.js';
 
 // The root of trust the device holds now (a single row): the signed root document that names the targets keys.
 // It changes only together with the targets anti-rollback state, in one transaction.

@@ -1,7 +1,7 @@
 import { modelsMigration } from '../../../models/store/migration.js';
 import { runtimeMigrations } from '../../runtime/migrations.js';
 import { voiceTurnsMigration } from '../../workloads/voice/migration.js';
-import type { Migration } from '../migration.js';
+import type { Migration } from '../sqlite/migration.js';
 import { coreMigration } from './001-core.js';
 import { httpSessionsMigration } from './002-http-sessions.js';
 import { telemetryOutboxMigration } from './030-telemetry-outbox.js';

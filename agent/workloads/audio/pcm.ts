@@ -1,6 +1,6 @@
 // PCM arithmetic for the voice pipeline: decoding raw frames, downmixing, resampling to the 16 kHz mono the
 // VAD and ASR stages take, and level measurement for half-duplex and barge-in decisions.
-import { WorkloadError } from '../errors.js';
+import { WorkloadError } from '../shared/errors.js';
 
 /** The pipeline's internal rate: Silero VAD and whisper-style audio encoders both take 16 kHz. */
 export const PIPELINE_RATE = 16000;

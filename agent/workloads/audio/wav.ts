@@ -1,7 +1,7 @@
 // WAV (RIFF) reading and writing. Reading accepts what microphones, sox and the dashboard produce: integer PCM of
 // 8/16/24/32 bits and IEEE float32, plain or WAVE_FORMAT_EXTENSIBLE. Writing produces 16-bit PCM, which every
 // player and MNN's audio loader read.
-import { WorkloadError } from '../errors.js';
+import { WorkloadError } from '../shared/errors.js';
 
 const FORMAT_PCM = 1;
 const FORMAT_FLOAT = 3;

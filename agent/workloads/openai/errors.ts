@@ -1,4 +1,7 @@
 import type { ServerResponse } from 'node:http';
+import { errorMessage } from '../../common/errors.js';
+import { HttpError } from '../../common/http-error.js';
+import { WorkloadError } from '../shared/errors.js';
 
 // OpenAI's error body, so OpenAI SDKs surface the message, type and offending parameter as they would against
 // api.openai.com: { "error": { "message", "type", "param", "code" } }.
@@ -52,4 +55,35 @@ export function sendOpenAiError(res: ServerResponse, err: OpenAiError): void {
     ...err.headers,
   });
   res.end(body);
+}
+
+/** What any failure of a request looks like to an OpenAI client: the status, type and code it expects. */
+export function toOpenAiError(err: unknown): OpenAiError {
+  if (err instanceof OpenAiError) return err;
+  if (err instanceof HttpError) {
+    const type = err.status === 401 ? 'authentication_error' : 'invalid_request_error';
+    return new OpenAiError(err.status, type, err.message, { code: err.code, headers: err.headers });
+  }
+  if (err instanceof WorkloadError) {
+    switch (err.code) {
+      case 'EBUSY': {
+        const retry = String(err.details?.['retryAfterS'] ?? 1);
+        return new OpenAiError(429, 'rate_limit_error', err.message, {
+          code: 'model_busy',
+          headers: { 'Retry-After': retry },
+        });
+      }
+      case 'ENOENGINE':
+        return new OpenAiError(503, 'service_unavailable', err.message, { code: 'engine_unavailable' });
+      case 'EFRAME':
+        return new OpenAiError(400, 'invalid_request_error', err.message, { code: 'invalid_image' });
+      case 'ENOMODEL':
+        return new OpenAiError(400, 'invalid_request_error', err.message, { code: 'model_not_capable' });
+      default:
+        break;
+    }
+  }
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === 'EINVAL') return new OpenAiError(400, 'invalid_request_error', errorMessage(err));
+  return new OpenAiError(500, 'server_error', `The model failed: ${errorMessage(err)}`);
 }

@@ -1,7 +1,7 @@
 // Validation of POST /v1/chat/completions bodies: the subset of OpenAI's request the device serves, with errors
 // naming the parameter the way OpenAI does (`messages[1].content[0].image_url.url`). Sampling parameters
 // (temperature, top_p, …) are accepted and ignored: the model's config decides sampling on the device.
-import type { ChatMessage } from '../chat-model.js';
+import type { ChatMessage } from '../shared/chat-model.js';
 import { invalidRequest } from './errors.js';
 
 export interface ImagePart {

@@ -3,7 +3,7 @@
 // Image files are read directly; the dashboard pushes frames over its WebSocket.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { WorkloadError } from '../errors.js';
+import { WorkloadError } from '../shared/errors.js';
 import { decodeImage, type RgbFrame } from './image.js';
 
 export interface TimedFrame {

@@ -3,7 +3,7 @@
 // anyway.
 import { spawn } from 'node:child_process';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { WorkloadError } from '../errors.js';
+import { WorkloadError } from '../shared/errors.js';
 
 export interface RgbFrame {
   width: number;

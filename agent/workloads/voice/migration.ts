@@ -1,4 +1,4 @@
-import type { Migration } from '../../store/migration.js';
+import type { Migration } from '../../store/sqlite/migration.js';
 
 // One row per voice turn: its timings and the transcript. Transcripts are personal data, so the store keeps
 // them only within the configured retention (age and count) and the sweep deletes older rows.

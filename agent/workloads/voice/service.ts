@@ -2,11 +2,20 @@
 // what is placed, and refuses clearly when the engine or a model is missing.
 import type { Clock } from '../../common/clock.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
-import { WorkloadError } from '../errors.js';
-import type { WorkloadModels } from '../slot-models.js';
+import type { SlotName } from '../../plan/types.js';
+import { WorkloadError } from '../shared/errors.js';
+import type { WorkloadModels } from '../slots/slot-models.js';
 import { findExecutable } from './executable.js';
 import { VoiceSession } from './session.js';
-import { type AsrStage, AudioLlmAsr, ChatReplyStage, EspeakTts, TalkerTts, type TtsStage } from './stages.js';
+import {
+  type AsrStage,
+  AudioLlmAsr,
+  ChatReplyStage,
+  EspeakTts,
+  type ReplyStage,
+  TalkerTts,
+  type TtsStage,
+} from './stages.js';
 import type { TurnSink } from './turn-store.js';
 
 export interface VoiceServiceDeps {
@@ -17,6 +26,20 @@ export interface VoiceServiceDeps {
   log?: (msg: string, fields: Record<string, unknown>) => void;
   /** Finds the espeak-ng binary; tests stand in for a board without it. */
   findExecutable?: (command: string) => string | undefined;
+}
+
+/** A model serving one role of the pipeline now. */
+export interface ServingModel {
+  slot: SlotName;
+  modelId: string;
+  version: string | undefined;
+}
+
+/** What serves each role now (a role nothing can serve is absent), for Wyoming's `info`. */
+export interface VoiceRoles {
+  asr?: ServingModel;
+  tts?: ({ kind: 'talker' } & ServingModel) | { kind: 'espeak'; voice: string };
+  reply?: ServingModel;
 }
 
 export interface SessionOverrides {
@@ -75,6 +98,66 @@ export class VoiceService {
     return m.configured('voice.tts') ? undefined : this.#espeakMissing();
   }
 
+  /** Which roles can be served now and by what: the same choices open() makes for a session. */
+  roles(): VoiceRoles {
+    if (!this.#config.enabled) return {};
+    const m = this.#deps.models;
+    const serving = (slot: SlotName): ServingModel | undefined => {
+      const modelId = m.missing(slot) === undefined ? m.modelId(slot) : undefined;
+      return modelId === undefined ? undefined : { slot, modelId, version: m.version(slot) };
+    };
+    const omni = serving('voice.omni');
+    const asr = omni ?? serving('voice.asr');
+    const reply = omni ?? serving('voice.llm');
+    let tts: VoiceRoles['tts'];
+    if (m.configured('voice.tts')) {
+      const talker = serving('voice.tts');
+      if (talker) tts = { kind: 'talker', ...talker };
+    } else if (this.#espeakMissing() === undefined) {
+      tts = { kind: 'espeak', voice: this.#config.espeak.voice };
+    }
+    return { ...(asr ? { asr } : {}), ...(tts ? { tts } : {}), ...(reply ? { reply } : {}) };
+  }
+
+  /** Speech to text outside a session (Wyoming): the omni model when one is placed, else voice.asr. */
+  asrStage(options: { instruction?: string; maxNewTokens?: number } = {}): AsrStage {
+    const m = this.#deps.models;
+    const slot: SlotName = m.missing('voice.omni') === undefined ? 'voice.omni' : 'voice.asr';
+    this.#refuseWhenMissing(slot);
+    return new AudioLlmAsr(m.chat(slot), options);
+  }
+
+  /** The reply model outside a session (Wyoming's conversation): voice.omni when placed, else voice.llm. */
+  replyStage(): ReplyStage {
+    const m = this.#deps.models;
+    const slot: SlotName = m.missing('voice.omni') === undefined ? 'voice.omni' : 'voice.llm';
+    this.#refuseWhenMissing(slot);
+    return new ChatReplyStage(m.chat(slot), { maxNewTokens: this.#config.maxNewTokens });
+  }
+
+  /** Speech output, for sessions and for Wyoming alike: the talker on voice.tts when configured, else espeak-ng. */
+  ttsStage(): TtsStage {
+    const m = this.#deps.models;
+    if (m.configured('voice.tts')) {
+      this.#refuseWhenMissing('voice.tts');
+      return new TalkerTts(m.chat('voice.tts'));
+    }
+    if (!this.#config.enabled)
+      throw new WorkloadError('ESTATE', 'Voice is disabled in the configuration (voice.enabled)');
+    const missing = this.#espeakMissing();
+    if (missing) throw new WorkloadError('ETOOL', missing);
+    return new EspeakTts(this.#config.espeak);
+  }
+
+  /** Voice enabled, the slot serving: else the same refusal a session gets. */
+  #refuseWhenMissing(slot: SlotName): void {
+    if (!this.#config.enabled)
+      throw new WorkloadError('ESTATE', 'Voice is disabled in the configuration (voice.enabled)');
+    const m = this.#deps.models;
+    const missing = m.missing(slot);
+    if (missing) throw new WorkloadError(m.unavailable() ? 'ENOENGINE' : 'ENOMODEL', missing);
+  }
+
   async open(id: string, overrides: SessionOverrides = {}): Promise<VoiceSession> {
     const c = this.#config;
     if (!c.enabled)
@@ -95,9 +178,7 @@ export class VoiceService {
     const omni = models.missing('voice.omni') === undefined;
     const reply = models.chat(omni ? 'voice.omni' : 'voice.llm');
     const asr: AsrStage | undefined = omni ? undefined : new AudioLlmAsr(models.chat('voice.asr'));
-    const tts: TtsStage = models.configured('voice.tts')
-      ? new TalkerTts(models.chat('voice.tts'))
-      : new EspeakTts(c.espeak);
+    const tts = this.ttsStage();
     const vad = models.vad();
     const session = new VoiceSession({
       id,

@@ -9,8 +9,9 @@ import type { Clock } from '../../common/clock.js';
 import { errorMessage } from '../../common/errors.js';
 import { TypedEventEmitter } from '../../common/typed-events.js';
 import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
-import type { ChatMessage } from '../chat-model.js';
-import { WorkloadError } from '../errors.js';
+import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from '../audio/vad.js';
+import type { ChatMessage, ChatResult } from '../shared/chat-model.js';
+import { WorkloadError } from '../shared/errors.js';
 import {
   type SegmenterEvent,
   type SegmenterOptions,
@@ -19,7 +20,6 @@ import {
 } from './segmenter.js';
 import { type AsrStage, checkUtterance, type ReplyStage, SentenceChunker, type TtsStage } from './stages.js';
 import type { TurnMetrics, TurnSink } from './turn-store.js';
-import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from './vad.js';
 
 export type TurnStatus = 'completed' | 'cancelled' | 'failed';
 
@@ -40,6 +40,7 @@ export type VoiceEvents = {
     transcript: string | undefined;
     reply: string;
     metrics: TurnMetrics;
+    finishReason?: ChatResult['finishReason']; // backend-lost: the host died mid-reply (kept in history)
     error?: string;
   };
 };
@@ -334,6 +335,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     let reply = '';
     let status: TurnStatus = 'completed';
     let error: string | undefined;
+    let finishReason: ChatResult['finishReason'] | undefined;
     this.stats.turns++;
     this.emit('speech-end', { turn: active.turn, speechMs, endedBy: utterance.endedBy });
     this.#o.priority?.begin();
@@ -380,6 +382,8 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       await speech.finished;
       const result = await stream.result;
       signal.throwIfAborted();
+      finishReason = result.finishReason;
+      if (finishReason === 'backend-lost') error = `reply cut short: ${result.detail ?? 'host lost'}`;
       metrics.promptTokens = result.promptTokens;
       metrics.generatedTokens = result.generatedTokens;
       if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
@@ -419,6 +423,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       transcript,
       reply,
       metrics,
+      ...(finishReason !== undefined ? { finishReason } : {}),
       ...(error !== undefined ? { error } : {}),
     });
   }

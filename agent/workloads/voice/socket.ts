@@ -9,7 +9,7 @@ import type { Logger } from '../../common/log.js';
 import type { HttpRouter } from '../../http/router.js';
 import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from '../../http/session-limits.js';
 import { floatToS16le, PcmToPipeline, PIPELINE_FORMAT, PIPELINE_RATE } from '../audio/pcm.js';
-import { WorkloadError } from '../errors.js';
+import { WorkloadError } from '../shared/errors.js';
 import type { SessionOverrides } from './service.js';
 import type { VoiceEvents, VoiceSession } from './session.js';
 

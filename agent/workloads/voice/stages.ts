@@ -9,8 +9,8 @@
 //        EspeakTts      espeak-ng (Debian, Yocto meta-oe) when no speech model is installed, so the assistant
 //                       always speaks
 import { spawn } from 'node:child_process';
-import type { ChatMessage, ChatModel, ChatResult, ChatStream } from '../chat-model.js';
-import { WorkloadError } from '../errors.js';
+import type { ChatMessage, ChatModel, ChatResult, ChatStream } from '../shared/chat-model.js';
+import { WorkloadError } from '../shared/errors.js';
 
 /** MNN's whisper front end crashes on clips shorter than one 10 ms hop; 100 ms is the shortest useful request. */
 export const MIN_ASR_SAMPLES = 1600;
@@ -22,8 +22,8 @@ export interface Transcript {
 
 export interface AsrStage {
   readonly family: string;
-  /** 16 kHz mono float PCM in, text out. */
-  transcribe(audio: Float32Array, signal: AbortSignal): Promise<Transcript>;
+  /** 16 kHz mono float PCM in, text out; `onText` sees the text as the model produces it. */
+  transcribe(audio: Float32Array, signal: AbortSignal, onText?: (piece: string) => void): Promise<Transcript>;
 }
 
 export interface ReplyRequest {
@@ -78,7 +78,11 @@ export class AudioLlmAsr implements AsrStage {
     this.#maxNewTokens = options.maxNewTokens ?? 128;
   }
 
-  async transcribe(audio: Float32Array, signal: AbortSignal): Promise<Transcript> {
+  async transcribe(
+    audio: Float32Array,
+    signal: AbortSignal,
+    onText?: (piece: string) => void,
+  ): Promise<Transcript> {
     checkUtterance(audio);
     const stream = this.#model.generate({
       messages: [{ role: 'user', content: this.#instruction }],
@@ -86,9 +90,7 @@ export class AudioLlmAsr implements AsrStage {
       maxNewTokens: this.#maxNewTokens,
       signal,
     });
-    for await (const _ of stream) {
-      // the result carries the whole text
-    }
+    for await (const piece of stream) onText?.(piece);
     const result = await stream.result;
     return { text: result.text.trim(), result };
   }

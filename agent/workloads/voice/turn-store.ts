@@ -1,6 +1,6 @@
 // Per-turn metrics and transcripts in SQLite, bounded by age and count, plus the rolling summary telemetry reads.
 
-import type { Db } from '../../store/database.js';
+import type { Db } from '../../store/sqlite/database.js';
 import type { MetricSample } from '../../telemetry/samplers.js';
 
 export interface TurnMetrics {

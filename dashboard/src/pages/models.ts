@@ -4,12 +4,14 @@ import type {
   PlacementView,
 } from '../../../agent/dashboard/ports.js';
 import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
+import type { InstanceLoad, LoadTimeRecord } from '../../../agent/runtime/load-times.js';
 import type { SlotPhase, SlotState } from '../../../agent/runtime/slot-states.js';
 import { ApiError } from '../api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
 import { engineNotice } from '../engine-notice.js';
 import type { Page, PageContext } from '../page.js';
 import { quantText } from '../quant.js';
+import { getModelsCard } from './get-models.js';
 
 // Slots, what serves each and why, the fallback chain, and the operator's levers: pin a backend or variant,
 // unpin, re-plan. Installed models and imports in progress below. Refreshed every few seconds so a swap can
@@ -79,7 +81,7 @@ function pinControls(
   // Only what this board can use is offered; the rest stay in the list, greyed, with the reason they cannot be.
   const backend = h(
     'select',
-    { 'aria-label': `Backend for ${slot}` },
+    { 'aria-label': `Backend for ${slot}`, 'data-testid': `pin-backend-${slot}` },
     ...backends.map((b) =>
       b.usable
         ? h('option', { value: b.backend, selected: pin?.backend === b.backend }, b.backend)
@@ -130,6 +132,28 @@ function pinControls(
       )
     : null;
   return h('span', { class: 'controls' }, backend, threads, pinBtn, unpin, current);
+}
+
+function loadText(load: InstanceLoad): string {
+  const ms = `${load.ms.toLocaleString('en')} ms`;
+  if (load.cache === 'none') return ms;
+  return `${ms} (${load.cache === 'warm' ? 'warm: kernel cache used' : 'cold: kernels compiled'})`;
+}
+
+/** The latest cold and warm load of each model on each backend: what a GPU kernel cache saves. */
+function loadTimesTable(loads: LoadTimeRecord[]): HTMLElement {
+  const ms = (v: number | undefined) => (v === undefined ? '—' : `${v.toLocaleString('en')} ms`);
+  return tagged(
+    'load-times',
+    table(
+      ['Model', 'Backend', 'Cold (no kernel cache)', 'Warm (kernel cache)', 'Loads'],
+      loads.map((l) =>
+        l.noCacheMs !== undefined && l.coldMs === undefined && l.warmMs === undefined
+          ? [l.model, l.backend, `${ms(l.noCacheMs)} (no kernel cache on ${l.backend})`, '—', l.loads]
+          : [l.model, l.backend, ms(l.coldMs), ms(l.warmMs), l.loads],
+      ),
+    ),
+  );
 }
 
 async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTMLElement> {
@@ -223,7 +247,7 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
     parts.push(
       h('h3', {}, 'Engine hosts'),
       table(
-        ['Model', 'Serves', 'Status', 'PID', 'Memory', 'In flight'],
+        ['Model', 'Serves', 'Status', 'PID', 'Memory', 'Load', 'In flight'],
         view.instances.map((i) => {
           const c = p?.instances
             .flatMap((pi) => [pi.chosen, ...pi.fallback])
@@ -234,12 +258,15 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
             i.status,
             i.pid,
             formatBytes(i.rssBytes),
+            i.load ? loadText(i.load) : '—',
             i.inflight,
           ];
         }),
       ),
     );
   }
+  const loads = view.loadTimes ?? [];
+  if (loads.length > 0) parts.push(h('h3', {}, 'Load times'), loadTimesTable(loads));
   return card('Placement', h('p', { class: 'toolbar' }, replan), status, ...parts);
 }
 
@@ -272,15 +299,26 @@ async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
           res.hint ?? 'Install a model package to get started.',
           'no-models',
         )
-      : table(
-          ['Model', 'Version', 'Kind', 'Size', 'Variants'],
-          res.installed.map((m) => [
-            m.id,
-            m.version,
-            m.kind,
-            formatBytes(m.sizeBytes),
-            m.variants.map((v) => `${v.id} (${quantText(v.quant)}; ${v.backends.join('/')})`).join(', '),
-          ]),
+      : tagged(
+          'installed-models',
+          table(
+            ['Model', 'Version', 'Kind', 'Size', 'Variants', 'Source'],
+            res.installed.map((m) => [
+              m.id,
+              m.version,
+              m.kind,
+              formatBytes(m.sizeBytes),
+              m.variants.map((v) => `${v.id} (${quantText(v.quant)}; ${v.backends.join('/')})`).join(', '),
+              m.pulledFrom
+                ? h(
+                    'span',
+                    { 'data-testid': 'model-source' },
+                    `${m.pulledFrom.hub} ${m.pulledFrom.repo}@${m.pulledFrom.commit.slice(0, 12)} `,
+                    pill('unsigned (trust on first use)', 'warn'),
+                  )
+                : 'package',
+            ]),
+          ),
         ),
     installs.length > 0 ? h('div', { class: 'installs' }, h('h3', {}, 'Installing'), ...installs) : null,
   );
@@ -308,8 +346,13 @@ export const modelsPage: Page = async (ctx) => {
   };
   await refresh();
   const timer = setInterval(() => void refresh().catch(() => undefined), 4000);
+  // Built once, below the refreshed cards: searches, the recommended list and pulls in flight stay on screen.
+  const getModels = getModelsCard(ctx, () => void refresh(true).catch(() => undefined));
   return {
-    element: h('div', { class: 'page' }, h('h1', {}, 'Models & placement'), body),
-    dispose: () => clearInterval(timer),
+    element: h('div', { class: 'page' }, h('h1', {}, 'Models & placement'), body, getModels.element),
+    dispose: () => {
+      clearInterval(timer);
+      getModels.dispose();
+    },
   };
 };

@@ -31,6 +31,8 @@ export type ServerEvent =
       transcript?: string;
       reply: string;
       metrics: TurnMetricsView;
+      /** `backend-lost`: the reply's engine host died mid-answer; `error` says why. */
+      finishReason?: string;
       error?: string;
     }
   | { type: 'error'; code?: string; message: string };

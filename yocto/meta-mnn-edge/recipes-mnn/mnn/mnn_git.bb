@@ -25,12 +25,10 @@ S = "${UNPACKDIR}/git"
 inherit cmake
 
 # The default is what the agent needs on every board. GPU backends follow DISTRO_FEATURES (opencl, vulkan); the
-# per-board appends in dynamic-layers/ add cuda, qnn, rknn, rvv and ime; MACHINE_FEATURES "mnn-hexagon" asks
-# for the Hexagon backend (it needs the Hexagon SDK, see MNN_HEXAGON_SDK_ROOT).
-PACKAGECONFIG ??= "llm omni audio imgcodecs \
-    ${@bb.utils.filter('DISTRO_FEATURES', 'opencl vulkan', d)} \
-    ${@bb.utils.contains('MACHINE_FEATURES', 'mnn-hexagon', 'hexagon', '', d)} \
-"
+# per-board appends in dynamic-layers/ add cuda, qnn, hexagon, rvv and ime (rknn is opt-in, see below). Nothing
+# here reads MACHINE or MACHINE_FEATURES: the package is per tune, and two machines of one tune must build the same
+# one; what depends on the board is in the appends, which make their packages per machine.
+PACKAGECONFIG ??= "llm omni audio imgcodecs ${@bb.utils.filter('DISTRO_FEATURES', 'opencl vulkan', d)}"
 PACKAGECONFIG[llm] = "-DMNN_BUILD_LLM=ON -DMNN_LLM_BUILD_DEMO=ON -DLLM_SUPPORT_HTTP_RESOURCE=OFF,-DMNN_BUILD_LLM=OFF"
 PACKAGECONFIG[omni] = "-DMNN_BUILD_LLM_OMNI=ON,-DMNN_BUILD_LLM_OMNI=OFF"
 PACKAGECONFIG[audio] = "-DMNN_BUILD_AUDIO=ON,-DMNN_BUILD_AUDIO=OFF"
@@ -41,7 +39,10 @@ PACKAGECONFIG[vulkan] = "-DMNN_VULKAN=ON,-DMNN_VULKAN=OFF"
 PACKAGECONFIG[cuda] = "-DMNN_CUDA=ON -DCUDA_ARCHS=${MNN_CUDA_ARCHS} -DFETCHCONTENT_FULLY_DISCONNECTED=ON,-DMNN_CUDA=OFF,cuda-cudart libcublas"
 PACKAGECONFIG[qnn] = "-DMNN_QNN=ON -DQNN_SDK_ROOT=${MNN_QNN_SDK_ROOT},-DMNN_QNN=OFF"
 PACKAGECONFIG[hexagon] = "-DMNN_HEXAGON=ON -DHEXAGON_SDK_ROOT=${MNN_HEXAGON_SDK_ROOT},-DMNN_HEXAGON=OFF"
-PACKAGECONFIG[rknn] = "-DMNN_RKNN=ON,-DMNN_RKNN=OFF,rockchip-librknnrt"
+# MNN's RKNN backend is a plugin op that runs models converted for the NPU (a .rknn beside the .mnn); it needs
+# rknn_api.h to build and loads librknnrt.so at run time from $MNN_RKNN_RUNTIME_LIB. meta-rockchip has no recipe for
+# either, so this stays off unless the distro names the recipe that provides them (MNN_RKNN_DEPENDS).
+PACKAGECONFIG[rknn] = "-DMNN_RKNN=ON -DMNN_WITH_PLUGIN=ON -DRKNN_API_INCLUDE_DIR=${MNN_RKNN_API_INCLUDE_DIR},-DMNN_RKNN=OFF,${MNN_RKNN_DEPENDS}"
 PACKAGECONFIG[rvv] = "-DMNN_USE_RVV=ON -DMNN_RVV_MARCH=${MNN_RVV_MARCH},-DMNN_USE_RVV=OFF"
 # SpacemiT K3 integrated matrix extension (IME2) kernels; the compiler must know the xsmtvdotii extension.
 # No "off" flag: MNN declares the option only in its RISC-V CMake file, and cmake.bbclass fails the build
@@ -53,6 +54,9 @@ MNN_CUDA_ARCHS ??= ""
 # Directories of vendor SDKs that are not packaged as recipes (QAIRT with include/QNN, the Hexagon SDK).
 MNN_QNN_SDK_ROOT ??= ""
 MNN_HEXAGON_SDK_ROOT ??= ""
+# The recipe that installs rknn_api.h and librknnrt.so, and where the header lands in the sysroot.
+MNN_RKNN_DEPENDS ??= ""
+MNN_RKNN_API_INCLUDE_DIR ??= "${STAGING_INCDIR}"
 MNN_RVV_MARCH ??= "rv64gcv"
 
 EXTRA_OECMAKE = " \
@@ -74,7 +78,8 @@ def mnn_missing_settings(d):
     """bbfatal lines for backends enabled without the setting they need; empty when all is set."""
     needs = (('qnn', 'MNN_QNN_SDK_ROOT', 'the QAIRT/QNN SDK directory, the one with include/QNN'),
              ('hexagon', 'MNN_HEXAGON_SDK_ROOT', 'the Hexagon SDK directory'),
-             ('cuda', 'MNN_CUDA_ARCHS', 'the GPU compute capability, e.g. 8.7'))
+             ('cuda', 'MNN_CUDA_ARCHS', 'the GPU compute capability, e.g. 8.7'),
+             ('rknn', 'MNN_RKNN_DEPENDS', 'the recipe providing rknn_api.h and librknnrt.so'))
     enabled = d.getVar('PACKAGECONFIG').split()
     return '\n'.join('bbfatal "PACKAGECONFIG %s needs %s (%s)"' % (o, v, what)
                      for o, v, what in needs if o in enabled and not d.getVar(v))
@@ -99,6 +104,10 @@ do_install:append() {
         install -d ${D}${bindir}
         install -m 0755 ${B}/llm_demo ${B}/llm_bench ${D}${bindir}/
     fi
+    # With CUDA, libMNN.so links MNN's kernels from a second library that MNN's install rule leaves out.
+    if ${@bb.utils.contains('PACKAGECONFIG', 'cuda', 'true', 'false', d)}; then
+        install -m 0755 ${B}/source/backend/cuda/libMNN_Cuda_Main.so ${D}${libdir}/
+    fi
     install -d ${D}${MNN_LOADER_DIR}
     if ${@bb.utils.contains('PACKAGECONFIG', 'vulkan', 'true', 'false', d)}; then
         ln -sf ../../${MNN_VULKAN_LIBRARY} ${D}${MNN_LOADER_DIR}/libvulkan.so
@@ -113,9 +122,10 @@ PACKAGES =+ "${PN}-tools \
     ${@bb.utils.contains('PACKAGECONFIG', 'opencl', '${PN}-opencl', '', d)} \
 "
 
-# libMNN.so is MNN's only name for the library (no soname version): it belongs to the runtime package.
+# libMNN.so is MNN's only name for the library (no soname version): it belongs to the runtime package, as does
+# the CUDA kernels' library it links when built with cuda.
 FILES_SOLIBSDEV = ""
-FILES:${PN} += "${libdir}/libMNN.so"
+FILES:${PN} += "${libdir}/libMNN.so ${libdir}/libMNN_Cuda_Main.so"
 FILES:${PN}-dev += "${includedir}"
 FILES:${PN}-tools = "${bindir}/llm_demo ${bindir}/llm_bench"
 FILES:${PN}-vulkan = "${MNN_LOADER_DIR}/libvulkan.so"

@@ -2,14 +2,14 @@
 // slot (placement, fallback, hot swap) and the workloads only ask for `voice.llm` or `vision.vlm`. Nothing here
 // loads MNN: every model runs in an engine host process.
 
-import { errorMessage } from '../common/errors.js';
-import type { ModelKind, SlotName } from '../plan/types.js';
-import type { TensorIn, TensorOut } from '../runtime/engine-port.js';
-import type { Runtime, SlotInfo } from '../runtime/runtime.js';
-import type { ChatModel, ModelCapabilities } from './chat-model.js';
-import { WorkloadError } from './errors.js';
+import { errorMessage } from '../../common/errors.js';
+import type { ModelKind, SlotName } from '../../plan/types.js';
+import type { TensorIn, TensorOut } from '../../runtime/engine-port.js';
+import type { Runtime, SlotInfo } from '../../runtime/runtime.js';
+import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from '../audio/vad.js';
+import type { ChatModel, ModelCapabilities } from '../shared/chat-model.js';
+import { WorkloadError } from '../shared/errors.js';
 import { runtimeChatModel } from './runtime-chat-model.js';
-import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from './voice/vad.js';
 
 /** The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). */
 export type WorkloadRuntime = Pick<
@@ -26,6 +26,8 @@ export interface WorkloadModels {
   chat(slot: SlotName): ChatModel;
   /** The id of the model placed on the slot, also while it cannot serve (for listings); else undefined. */
   modelId(slot: SlotName): string | undefined;
+  /** The version of the model placed on the slot, or undefined. */
+  version(slot: SlotName): string | undefined;
   /** Whether the configuration uses the slot at all (a model or a built-in on it). */
   configured(slot: SlotName): boolean;
   /** What serves the slot, for the dashboard: `tiny-llm@1.0.0`, `energy-vad (built-in)`, or why nothing does. */
@@ -59,6 +61,10 @@ export function slotModels(
     modelId(slot) {
       const info = runtime()?.slotInfo(slot);
       return info && 'modelId' in info ? info.modelId : undefined;
+    },
+    version(slot) {
+      const info = runtime()?.slotInfo(slot);
+      return info && 'version' in info ? info.version : undefined;
     },
     configured(slot) {
       const info = runtime()?.slotInfo(slot);

@@ -1,7 +1,13 @@
-import type { SlotName } from '../plan/types.js';
-import { EngineFailure } from '../runtime/engine-port.js';
-import type { Runtime } from '../runtime/runtime.js';
-import type { ChatModel, ChatRequest, ChatResult, ChatStream, ModelCapabilities } from './chat-model.js';
+import type { SlotName } from '../../plan/types.js';
+import { EngineFailure } from '../../runtime/engine-port.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type {
+  ChatModel,
+  ChatRequest,
+  ChatResult,
+  ChatStream,
+  ModelCapabilities,
+} from '../shared/chat-model.js';
 
 // The workloads' ChatModel port over a runtime slot: voice, vision and the OpenAI API call the slot, and the
 // runtime decides which engine host serves it (and swaps or falls back underneath without them noticing).
@@ -70,6 +76,7 @@ export function runtimeChatModel(
                   generatedTokens: ev.stats.decodeTokens,
                   prefillMs: ev.stats.prefillMs,
                   decodeMs: ev.stats.decodeMs,
+                  ...(ev.detail !== undefined ? { detail: ev.detail } : {}),
                 });
               }
             }

@@ -1,8 +1,8 @@
 // The workloads' port to a language model: chat messages (plus optional images and audio) in, a pulled stream
 // of text out, with the numbers the per-turn metrics need. The runtime implements it over a slot
-// (agent/workloads/runtime-chat-model.ts), so voice, vision and the OpenAI API never see which engine host, backend
+// (agent/workloads/slots/runtime-chat-model.ts), so voice, vision and the OpenAI API never see which engine host, backend
 // or model version serves them.
-import type { ChatMessage, ImageInput } from '../../engine/src/index.js';
+import type { ChatMessage, ImageInput } from '../../../engine/src/index.js';
 
 export type { ChatMessage };
 
@@ -20,6 +20,8 @@ export interface ChatResult {
   text: string;
   /** `backend-lost`: the engine host died mid-answer (driver reset); the text so far is all there is. */
   finishReason: 'stop' | 'length' | 'aborted' | 'backend-lost';
+  /** Why the answer ended early (`backend-lost`: which host died and how). */
+  detail?: string;
   promptTokens: number;
   generatedTokens: number;
   prefillMs: number;

@@ -1,6 +1,9 @@
 import type { Writable } from 'node:stream';
-import type { PullProgress } from '../../models/hub/pull.js';
+import type { PullProgress } from '../../../models/hub/pull.js';
+import { RateMeter } from '../../../models/hub/rate-meter.js';
 import { formatBytes as bytes } from './format.js';
+
+export { RateMeter };
 
 // The pull's progress for people: a bar redrawn in place on a terminal (bytes, rate, ETA, file), one plain line
 // per tenth of the way (and per file) when stderr is a pipe or a log, so logs stay readable.
@@ -22,21 +25,6 @@ export function pullProgressLine(p: PullProgress, rate: number | undefined, widt
     `${bytes(p.done)} / ${bytes(p.total)}  ${rate !== undefined ? `${bytes(rate)}/s` : '-- /s'}  ETA ${formatEta(eta)}` +
     (p.file !== undefined ? `  ${p.file} (${p.fileIndex}/${p.fileCount})` : '')
   );
-}
-
-/** Rate over a sliding window of recent samples: steadier than the last chunk, quicker than the average. */
-export class RateMeter {
-  readonly #samples: { t: number; done: number }[] = [];
-  constructor(readonly windowMs = 5000) {}
-  add(t: number, done: number): number | undefined {
-    // Progress that went back (a server that ignored Range restarted a file) restarts the window.
-    if (this.#samples.length > 0 && done < this.#samples.at(-1)!.done) this.#samples.length = 0;
-    this.#samples.push({ t, done });
-    while (this.#samples.length > 2 && t - this.#samples[0]!.t > this.windowMs) this.#samples.shift();
-    const first = this.#samples[0]!;
-    const dt = (t - first.t) / 1000;
-    return dt >= 0.2 ? (done - first.done) / dt : undefined;
-  }
 }
 
 export function progressPrinter(

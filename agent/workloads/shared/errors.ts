@@ -1,6 +1,6 @@
 // Errors a workload caller can act on, each with a stable code: bad audio or frames are the caller's fault
 // (EAUDIO, EFRAME), a missing engine or model is the device's (ENOENGINE, ENOMODEL), a full queue is load (EBUSY).
-import { MnnEdgeError } from '../common/errors.js';
+import { codedError } from '../../common/errors.js';
 
 export type WorkloadErrorCode =
   | 'EAUDIO'
@@ -13,17 +13,7 @@ export type WorkloadErrorCode =
   | 'ETOOL'
   | 'ECANCELLED';
 
-export class WorkloadError extends MnnEdgeError {
-  constructor(
-    code: WorkloadErrorCode,
-    message: string,
-    details?: Record<string, unknown>,
-    options?: { cause?: unknown },
-  ) {
-    super(code, message, details, options);
-    this.name = 'WorkloadError';
-  }
-}
+export class WorkloadError extends codedError<WorkloadErrorCode>('WorkloadError') {}
 
 export function isAbort(err: unknown): boolean {
   return (

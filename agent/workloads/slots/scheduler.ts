@@ -1,7 +1,7 @@
 // Sharing one SoC between workloads: each model slot takes a bounded number of concurrent requests with a
 // bounded queue behind them (callers beyond it are refused with a retry hint: HTTP 429 + Retry-After), and a
 // voice turn has priority: while one runs, background vision (watch mode) waits.
-import { WorkloadError } from './errors.js';
+import { WorkloadError } from '../shared/errors.js';
 
 export interface GateOptions {
   concurrency: number;

@@ -1,8 +1,9 @@
 // Voice activity detectors. Both take 32 ms frames (512 samples at 16 kHz) so the segmenter's timing does not
 // depend on which one runs: Silero VAD in an engine host when a model is placed on the voice.vad slot, an energy
-// detector with an adaptive noise floor otherwise (see ../slot-models.ts for the choice).
-import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
-import { WorkloadError } from '../errors.js';
+// detector with an adaptive noise floor otherwise (see ../slots/slot-models.ts for the choice).
+
+import { WorkloadError } from '../shared/errors.js';
+import { dbfs, PIPELINE_RATE, rms } from './pcm.js';
 
 export const VAD_FRAME_SAMPLES = 512;
 export const VAD_FRAME_MS = (VAD_FRAME_SAMPLES / PIPELINE_RATE) * 1000;

@@ -1,0 +1,63 @@
+import type { IClientPublishOptions } from 'mqtt';
+import type { Clock } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import type { AgentConnection } from './agent-connection.js';
+import { CommandServer } from './command-server.js';
+import type { CommandRegistry } from './commands.js';
+import type { BoardInfo } from './protocol.js';
+import type { MessageHandler, SubscriptionRegistry } from './subscriptions.js';
+import { type DeviceTopics, fleetTopics } from './topics.js';
+
+// The fleet agent's command dispatch: requests on this device's and the fleet's command topics go to the
+// CommandServer (selector, validation, timeouts), and its answer goes back on the requester's response topic,
+// with the MQTT 5 correlation data when the connection has it.
+
+export interface CommandDispatchOptions {
+  commands: CommandRegistry;
+  subscriptions: SubscriptionRegistry;
+  connection: AgentConnection;
+  topics: DeviceTopics;
+  self: { deviceId: string; tags: readonly string[]; board: () => BoardInfo | undefined };
+  maxPayloadBytes: number;
+  clock: Clock;
+  logger: Logger;
+  /** Aborted when the agent stops: commands still running are cancelled. */
+  signal: AbortSignal;
+}
+
+export function dispatchCommands(o: CommandDispatchOptions): void {
+  const { self, connection, logger } = o;
+  const server = new CommandServer({
+    registry: o.commands,
+    self: {
+      deviceId: self.deviceId,
+      tags: self.tags,
+      get boardFamily() {
+        return self.board()?.family;
+      },
+    },
+    maxPayloadBytes: o.maxPayloadBytes,
+    clock: o.clock,
+    logger: logger.child('cmd'),
+    signal: o.signal,
+  });
+  const onCommand: MessageHandler = (topic, payload, packet) => {
+    const props = packet.properties ?? {};
+    server
+      .handle({
+        topic,
+        payload,
+        ...(props.responseTopic !== undefined ? { responseTopic: props.responseTopic } : {}),
+        ...(props.correlationData !== undefined ? { correlationData: props.correlationData } : {}),
+      })
+      .then((out) => {
+        if (out === undefined) return;
+        const opts: IClientPublishOptions = { qos: 1 };
+        if (connection.v5 && out.correlationData) opts.properties = { correlationData: out.correlationData };
+        connection.publishSafe(out.topic, out.payload, opts);
+      })
+      .catch((err: unknown) => logger.error('command handling crashed', { topic, error: errorMessage(err) }));
+  };
+  o.subscriptions.add([o.topics.commandFilter, fleetTopics.commandFilter], onCommand);
+}

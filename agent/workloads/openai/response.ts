@@ -1,0 +1,104 @@
+import type { ServerResponse } from 'node:http';
+import { errorMessage } from '../../common/errors.js';
+import type { RequestContext } from '../../http/router.js';
+import type { ChatResult, ChatStream } from '../shared/chat-model.js';
+import { type OpenAiFinish, openAiFinish } from './finish.js';
+
+// The two shapes of a chat completion's answer: one JSON body once the model finished, or server-sent events
+// (chat.completion.chunk) as the tokens come, ending with `[DONE]`.
+
+/** What every answer of one completion carries. */
+export interface CompletionMeta {
+  id: string;
+  /** Unix seconds. */
+  created: number;
+  model: string;
+}
+
+function usage(r: ChatResult) {
+  return {
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.generatedTokens,
+    total_tokens: r.promptTokens + r.generatedTokens,
+  };
+}
+
+function sse(res: ServerResponse, data: unknown): void {
+  res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+}
+
+/** `stream: false`: waits for the whole text, then answers one chat.completion. */
+export async function answerWhole(
+  ctx: RequestContext,
+  stream: ChatStream,
+  meta: CompletionMeta,
+): Promise<void> {
+  for await (const _ of stream) {
+    // collected by the stream's result
+  }
+  const r = await stream.result;
+  ctx.json(200, {
+    id: meta.id,
+    object: 'chat.completion',
+    created: meta.created,
+    model: meta.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: r.text },
+        logprobs: null,
+        ...openAiFinish(r),
+      },
+    ],
+    usage: usage(r),
+  });
+}
+
+/** `stream: true`: server-sent chunks; a failure after the headers went out is reported in-band. */
+export async function answerStreamed(
+  ctx: RequestContext,
+  stream: ChatStream,
+  meta: CompletionMeta,
+  options: { includeUsage: boolean; signal: AbortSignal },
+): Promise<void> {
+  const chunk = (delta: Record<string, string>, finish: OpenAiFinish | null) => ({
+    id: meta.id,
+    object: 'chat.completion.chunk',
+    created: meta.created,
+    model: meta.model,
+    choices: [{ index: 0, delta, logprobs: null, ...(finish ?? { finish_reason: null }) }],
+  });
+  const iterator = stream[Symbol.asyncIterator]();
+  // The first piece is awaited before the headers go out, so a failing prefill still gets a proper error.
+  const first = await iterator.next();
+  ctx.res.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-store',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  });
+  sse(ctx.res, chunk({ role: 'assistant', content: '' }, null));
+  try {
+    for (let step = first; !step.done; step = await iterator.next())
+      sse(ctx.res, chunk({ content: step.value }, null));
+  } catch (err) {
+    // Headers are gone: report in-band, as OpenAI does, and end the stream.
+    if (!options.signal.aborted)
+      sse(ctx.res, { error: { message: errorMessage(err), type: 'server_error', param: null, code: null } });
+    ctx.res.end();
+    return;
+  }
+  const r = await stream.result;
+  sse(ctx.res, chunk({}, openAiFinish(r)));
+  if (options.includeUsage)
+    sse(ctx.res, {
+      id: meta.id,
+      object: 'chat.completion.chunk',
+      created: meta.created,
+      model: meta.model,
+      choices: [],
+      usage: usage(r),
+    });
+  sse(ctx.res, '[DONE]');
+  ctx.res.end();
+}

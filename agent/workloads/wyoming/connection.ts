@@ -1,0 +1,416 @@
+// One Wyoming client connection: its events in order, each role's flow as the protocol's README lays it out.
+//
+//   describe                                   → info (what serves now)
+//   transcribe?, audio-start, audio-chunk…, audio-stop
+//                                              → transcript-start, transcript-chunk…, transcript, transcript-stop
+//   synthesize                                 → audio-start, audio-chunk…, audio-stop (one group per sentence)
+//   synthesize-start, synthesize-chunk…, synthesize (ignored: sent for old servers), synthesize-stop
+//                                              → audio groups as sentences complete, then synthesize-stopped
+//   transcript (to the handle program)         → handled-start, handled-chunk…, handled, handled-stop
+//   ping                                       → pong
+//
+// Audio chunks are converted as they arrive; the model work (ASR, TTS, the reply) runs as jobs one after another,
+// so answers keep the order of the requests while new events are still read. A new `transcribe` or the client
+// closing cancels every job of the connection (the engine stops within a decode step, espeak-ng is killed), as
+// speech over a reply does in a dashboard session. Errors answer with `error` {text, code}; the connection stays.
+// Event types this server does not serve are ignored, as the protocol asks.
+import { randomUUID } from 'node:crypto';
+import { errorMessage } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import type { ChatMessage } from '../shared/chat-model.js';
+import { isAbort, WorkloadError } from '../shared/errors.js';
+import type { VoiceService } from '../voice/service.js';
+import { SentenceChunker } from '../voice/stages.js';
+import { type WyomingAudioFormat, WyomingAudioIn, WyomingAudioOut, wyomingAudioFormat } from './audio.js';
+import type { WyomingEvent } from './codec.js';
+import type { ConversationHistories } from './conversations.js';
+import { buildInfo } from './info.js';
+
+export interface WyomingConnectionDeps {
+  voice: Pick<VoiceService, 'roles' | 'asrStage' | 'replyStage' | 'ttsStage'>;
+  conversations: ConversationHistories;
+  systemPrompt: string;
+  languages: readonly string[];
+  agentVersion: string;
+  maxTextChars: number;
+  maxAudioSeconds: number;
+  asr: { instruction: string; maxNewTokens: number };
+  /** A voice turn is running: vision's watch mode yields the SoC (the dashboard sessions' priority). */
+  priority?: { begin(): void; end(): void };
+  /** Writes one event; resolves when the socket can take more (so audio out is paced by the client). */
+  send(event: WyomingEvent): Promise<void>;
+  logger: Logger;
+}
+
+/** The rate announced for an audio stream that has no chunks (espeak-ng's). */
+const EMPTY_STREAM_RATE = 22050;
+
+/** Jobs waiting behind the running one; beyond this a request is refused instead of queued. */
+const MAX_PENDING_JOBS = 32;
+
+type Capture = { audio: WyomingAudioIn; format: WyomingAudioFormat } | { refused: true };
+
+export class WyomingConnection {
+  readonly #d: WyomingConnectionDeps;
+  readonly #connectionConversation = randomUUID();
+  #controller = new AbortController();
+  #jobs: Promise<void> = Promise.resolve();
+  #pending = 0;
+  #capture: Capture | undefined;
+  #transcribeAsked = false;
+  #synthStream: { chunker: SentenceChunker; chars: number; refused: boolean } | undefined;
+  #closed = false;
+
+  constructor(deps: WyomingConnectionDeps) {
+    this.#d = deps;
+  }
+
+  /** Whether model work is running or queued (the idle timeout does not apply then). */
+  get busy(): boolean {
+    return this.#pending > 0;
+  }
+
+  /** Resolves when every job so far has finished. */
+  async idle(): Promise<void> {
+    for (let jobs = this.#jobs; ; jobs = this.#jobs) {
+      await jobs;
+      if (jobs === this.#jobs) return;
+    }
+  }
+
+  /** The client went away: its work is cancelled. */
+  close(): void {
+    this.#closed = true;
+    this.#controller.abort(new WorkloadError('ECANCELLED', 'the Wyoming client closed the connection'));
+  }
+
+  /** One event from the client, in order. */
+  handle(event: WyomingEvent): void {
+    try {
+      this.#dispatch(event);
+    } catch (err) {
+      void this.#error(err);
+    }
+  }
+
+  #dispatch(e: WyomingEvent): void {
+    switch (e.type) {
+      case 'describe':
+        void this.#d.send({ type: 'info', data: this.#info() });
+        return;
+      case 'ping':
+        void this.#d.send({
+          type: 'pong',
+          data: typeof e.data['text'] === 'string' ? { text: e.data['text'] } : {},
+        });
+        return;
+      case 'transcribe':
+        this.#cancel('a new transcribe request');
+        this.#transcribeAsked = true;
+        this.#capture = undefined;
+        this.#asrOrRefuse();
+        return;
+      case 'audio-start':
+        this.#audioStart(e);
+        return;
+      case 'audio-chunk':
+        this.#audioChunk(e);
+        return;
+      case 'audio-stop':
+        this.#audioStop();
+        return;
+      case 'synthesize':
+        // Streaming clients repeat the whole text as `synthesize` for servers that do not stream: already spoken.
+        if (this.#synthStream) return;
+        this.#synthesize(e);
+        return;
+      case 'synthesize-start':
+        this.#synthStart();
+        return;
+      case 'synthesize-chunk':
+        this.#synthChunk(e);
+        return;
+      case 'synthesize-stop':
+        this.#synthStop();
+        return;
+      case 'transcript':
+        this.#converse(e);
+        return;
+      default:
+        this.#d.logger.debug('ignoring a Wyoming event this server does not serve', { type: e.type });
+    }
+  }
+
+  #info(): Record<string, unknown> {
+    return buildInfo(this.#d.voice.roles(), {
+      languages: this.#d.languages,
+      agentVersion: this.#d.agentVersion,
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------- speech to text
+
+  /** The ASR stage, or an error answered now (no model serving) so the client need not send its audio. */
+  #asrOrRefuse(): boolean {
+    try {
+      this.#d.voice.asrStage(this.#d.asr);
+      return true;
+    } catch (err) {
+      this.#capture = { refused: true };
+      void this.#error(err);
+      return false;
+    }
+  }
+
+  #audioStart(e: WyomingEvent): void {
+    if (this.#capture && 'refused' in this.#capture && this.#transcribeAsked) {
+      this.#transcribeAsked = false;
+      return;
+    }
+    // audio-start without transcribe (optional in the streaming flow) is a transcription all the same; only a
+    // transcribe cancels what runs, as the protocol's barge-in.
+    if (!this.#transcribeAsked && !this.#asrOrRefuse()) return;
+    this.#transcribeAsked = false;
+    let format: WyomingAudioFormat;
+    try {
+      format = wyomingAudioFormat(e.data);
+    } catch (err) {
+      this.#capture = { refused: true };
+      throw err;
+    }
+    this.#capture = { audio: new WyomingAudioIn(format, this.#d.maxAudioSeconds), format };
+  }
+
+  #audioChunk(e: WyomingEvent): void {
+    const c = this.#capture;
+    if (!c) throw new WorkloadError('ESTATE', 'audio-chunk before audio-start');
+    if ('refused' in c) return;
+    // Chunks carry their own format; one that omits it is taken to be in the stream's.
+    const format = e.data['rate'] === undefined ? c.format : wyomingAudioFormat(e.data);
+    try {
+      c.audio.push(e.payload ?? Buffer.alloc(0), format);
+    } catch (err) {
+      this.#capture = { refused: true };
+      throw err;
+    }
+  }
+
+  #audioStop(): void {
+    const c = this.#capture;
+    this.#capture = undefined;
+    if (!c) throw new WorkloadError('ESTATE', 'audio-stop before audio-start');
+    if ('refused' in c) return;
+    const audio = c.audio.finish();
+    this.#enqueue(async (signal) => {
+      const asr = this.#d.voice.asrStage(this.#d.asr);
+      await this.#d.send({ type: 'transcript-start', data: {} });
+      const pieces: Array<Promise<void>> = [];
+      const heard = await asr.transcribe(audio, signal, (text) => {
+        pieces.push(this.#d.send({ type: 'transcript-chunk', data: { text } }));
+      });
+      await Promise.all(pieces);
+      signal.throwIfAborted();
+      await this.#d.send({ type: 'transcript', data: { text: heard.text } });
+      await this.#d.send({ type: 'transcript-stop', data: {} });
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------- text to speech
+
+  #text(e: WyomingEvent, field: string): string {
+    const text = e.data[field];
+    if (typeof text !== 'string') throw new WorkloadError('EFRAME', `${e.type}.${field} must be a string`);
+    return text;
+  }
+
+  #checkLength(chars: number): void {
+    if (chars > this.#d.maxTextChars) {
+      throw new WorkloadError(
+        'ETOOLARGE',
+        `Text of ${chars} characters is over the limit of ${this.#d.maxTextChars} (wyoming.maxTextChars)`,
+      );
+    }
+  }
+
+  #synthesize(e: WyomingEvent): void {
+    const text = this.#text(e, 'text');
+    this.#checkLength(text.length);
+    if (text.trim().length === 0) throw new WorkloadError('EFRAME', 'synthesize.text is empty');
+    const tts = this.#d.voice.ttsStage();
+    const chunker = new SentenceChunker();
+    const sentences = [...chunker.push(text), ...chunker.flush()];
+    // One audio stream for the whole text: the sentences are synthesised one after another, chunks sent as made.
+    this.#enqueue(async (signal) => {
+      const out = new WyomingAudioOut();
+      let started = false;
+      for (const sentence of sentences) {
+        for await (const chunk of tts.synthesize(sentence, signal)) {
+          if (!started) {
+            started = true;
+            await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, chunk.sampleRate) });
+          }
+          await this.#sendAudio(out, out.push(chunk.samples, chunk.sampleRate));
+        }
+      }
+      signal.throwIfAborted();
+      // Text with nothing to say (punctuation only) still gets a well-formed, empty audio stream.
+      if (!started)
+        await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, EMPTY_STREAM_RATE) });
+      await this.#sendAudio(out, out.flush());
+      await this.#d.send({ type: 'audio-stop', data: {} });
+    });
+  }
+
+  #synthStart(): void {
+    // Refused now (no TTS) but the stream is still tracked, so its chunks and `synthesize` are not taken as new.
+    let refused = false;
+    try {
+      this.#d.voice.ttsStage();
+    } catch (err) {
+      refused = true;
+      void this.#error(err);
+    }
+    this.#synthStream = { chunker: new SentenceChunker(), chars: 0, refused };
+  }
+
+  #synthChunk(e: WyomingEvent): void {
+    const s = this.#synthStream;
+    if (!s) throw new WorkloadError('ESTATE', 'synthesize-chunk before synthesize-start');
+    const text = this.#text(e, 'text');
+    if (s.refused) return;
+    s.chars += text.length;
+    try {
+      this.#checkLength(s.chars);
+    } catch (err) {
+      s.refused = true;
+      throw err;
+    }
+    for (const sentence of s.chunker.push(text)) this.#speakSentence(sentence);
+  }
+
+  #synthStop(): void {
+    const s = this.#synthStream;
+    this.#synthStream = undefined;
+    if (!s) throw new WorkloadError('ESTATE', 'synthesize-stop before synthesize-start');
+    if (!s.refused) for (const sentence of s.chunker.flush()) this.#speakSentence(sentence);
+    this.#enqueue(async () => {
+      await this.#d.send({ type: 'synthesize-stopped', data: {} });
+    });
+  }
+
+  /** One sentence of a streamed text as its own audio-start … audio-stop group, as soon as it is complete. */
+  #speakSentence(sentence: string): void {
+    const tts = this.#d.voice.ttsStage();
+    this.#enqueue(async (signal) => {
+      const out = new WyomingAudioOut();
+      let started = false;
+      for await (const chunk of tts.synthesize(sentence, signal)) {
+        if (!started) {
+          started = true;
+          await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, chunk.sampleRate) });
+        }
+        await this.#sendAudio(out, out.push(chunk.samples, chunk.sampleRate));
+      }
+      signal.throwIfAborted();
+      if (!started) return;
+      await this.#sendAudio(out, out.flush());
+      await this.#d.send({ type: 'audio-stop', data: {} });
+    });
+  }
+
+  #outFormat(out: WyomingAudioOut, rate: number): Record<string, number> {
+    out.rate ??= rate;
+    return { rate: out.rate, width: 2, channels: 1 };
+  }
+
+  async #sendAudio(out: WyomingAudioOut, pcm: Buffer): Promise<void> {
+    if (pcm.length === 0) return;
+    await this.#d.send({
+      type: 'audio-chunk',
+      data: { rate: out.rate!, width: 2, channels: 1 },
+      payload: pcm,
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------- conversation
+
+  #converse(e: WyomingEvent): void {
+    const text = this.#text(e, 'text');
+    this.#checkLength(text.length);
+    const context = e.data['context'];
+    const named =
+      typeof context === 'object' && context !== null
+        ? (context as Record<string, unknown>)['conversation_id']
+        : undefined;
+    const conversation =
+      typeof named === 'string' && named.length > 0 && named.length <= 128
+        ? named
+        : this.#connectionConversation;
+    const reply = this.#d.voice.replyStage();
+    this.#enqueue(async (signal) => {
+      const user: ChatMessage = { role: 'user', content: text };
+      // An empty voice.systemPrompt means none, not an empty system turn.
+      const system: ChatMessage[] = this.#d.systemPrompt
+        ? [{ role: 'system', content: this.#d.systemPrompt }]
+        : [];
+      const history: ChatMessage[] = [...system, ...this.#d.conversations.get(conversation), user];
+      const ctx = { conversation_id: conversation };
+      await this.#d.send({ type: 'handled-start', data: { context: ctx } });
+      const stream = reply.reply({ history, signal });
+      let answer = '';
+      for await (const piece of stream) {
+        answer += piece;
+        await this.#d.send({ type: 'handled-chunk', data: { text: piece } });
+      }
+      await stream.result;
+      signal.throwIfAborted();
+      this.#d.conversations.remember(conversation, user, { role: 'assistant', content: answer });
+      await this.#d.send({ type: 'handled', data: { text: answer, context: ctx } });
+      await this.#d.send({ type: 'handled-stop', data: {} });
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------- jobs
+
+  #enqueue(job: (signal: AbortSignal) => Promise<void>): void {
+    if (this.#pending >= MAX_PENDING_JOBS) {
+      throw new WorkloadError(
+        'EBUSY',
+        `Too many requests waiting on this connection (${this.#pending}); wait for the answers before sending more`,
+      );
+    }
+    const signal = this.#controller.signal;
+    this.#pending++;
+    this.#jobs = this.#jobs
+      .then(async () => {
+        if (signal.aborted || this.#closed) return;
+        this.#d.priority?.begin();
+        try {
+          await job(signal);
+        } finally {
+          this.#d.priority?.end();
+        }
+      })
+      .catch((err: unknown) => {
+        if (signal.aborted || isAbort(err)) return;
+        return this.#error(err);
+      })
+      .finally(() => {
+        this.#pending--;
+      });
+  }
+
+  #cancel(why: string): void {
+    if (this.#pending === 0) return;
+    this.#controller.abort(new WorkloadError('ECANCELLED', `cancelled by ${why}`));
+    this.#controller = new AbortController();
+  }
+
+  async #error(err: unknown): Promise<void> {
+    const code = (err as { code?: unknown }).code;
+    await this.#d.send({
+      type: 'error',
+      data: { text: errorMessage(err), code: typeof code === 'string' ? code : 'EINTERNAL' },
+    });
+  }
+}

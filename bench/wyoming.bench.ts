@@ -1,0 +1,219 @@
+// bench/wyoming: what the Wyoming server adds to a voice request, against the same work over the dashboard's
+// voice WebSocket in the same run, on one agent (tiny-omni-audio on voice.asr, tiny-llm on voice.llm, espeak-ng).
+//   ASR: Wyoming `audio-stop` → `transcript`   vs   WebSocket push-to-talk release → `transcript` event
+//        (the fixture speech WAV, the same ASR stage, instruction and token limit on both)
+//   TTS: Wyoming `synthesize` → first `audio-chunk`   vs   WebSocket: the `reply-delta` that completes the
+//        first sentence (or the last one, when the reply has no sentence end) → first `audio` event; Wyoming is
+//        asked for that same sentence, through the same espeak-ng stage
+//   Turn: WebSocket push-to-talk release → first `audio` (ASR, reply, TTS in the session)   vs   the same turn as
+//        Home Assistant runs it over Wyoming: audio-stop → transcript, transcript → handled, synthesize → first
+//        audio-chunk, summed (each start is the client's own send, so no interval is measured from a receipt).
+//        The TTS row's WebSocket start is the receipt of a server event, which understates that side by the
+//        delivery delay of the reply-delta; the turn row has no such asymmetry.
+// Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms to each median.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { createMemoryLogger } from '../agent/common/log.js';
+import { defaultConfig } from '../agent/config/defaults.js';
+import type { AgentConfig } from '../agent/config/schema.js';
+import { createAgent } from '../agent/main.js';
+import { createWorkloadsModule } from '../agent/workloads/module.js';
+import { SentenceChunker } from '../agent/workloads/voice/stages.js';
+import { engineAvailability, unavailableMessage } from '../engine/src/index.js';
+import { slotRuntimeModules } from '../test/engine/_slots.js';
+import { mediaFixturesDir } from '../test/helpers/paths.js';
+import { WyomingTestClient } from '../test/helpers/wyoming-client.js';
+import { check, describe, fmt, summarize } from './stats.js';
+
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 7);
+const TARGET_MS = 5;
+
+const availability = engineAvailability();
+if (!availability.available) {
+  console.log(`SKIP bench/wyoming: ${unavailableMessage(availability.reason)}`);
+  process.exit(0);
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-wyoming-'));
+const base = defaultConfig({});
+const config: AgentConfig = {
+  ...base,
+  dataDir,
+  root: join(dataDir, 'no-root'),
+  http: { ...base.http, bind: '127.0.0.1', port: 0 },
+  slots: { 'voice.asr': { model: 'tiny-omni-audio' }, 'voice.llm': { model: 'tiny-llm' } },
+  voice: { maxNewTokens: 32 },
+  wyoming: { enabled: true, bind: '127.0.0.1', port: 0 },
+};
+const slots = slotRuntimeModules(['tiny-omni-audio', 'tiny-llm']);
+const workloads = createWorkloadsModule({ runtime: slots.runtime, agentVersion: 'bench' });
+const agent = createAgent(config, { logger: createMemoryLogger(), modules: [...slots.modules, workloads] });
+await agent.start();
+await slots.settled();
+const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
+const wyomingPort = workloads.wyomingAnnouncement()!.port;
+
+const pcm = readFileSync(join(mediaFixturesDir, 'speech-hello-16k.wav')).subarray(44);
+const CHUNK = 640; // 20 ms at 16 kHz s16le mono
+const format = { rate: 16000, width: 2, channels: 1 };
+
+type Json = Record<string, unknown>;
+
+/** A dashboard voice session in push-to-talk mode; resolves each event type as it comes. */
+async function openSocket() {
+  const ws = new WebSocket(`ws://127.0.0.1:${agent.http.port}/ws/voice`, {
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  const events: Array<{ m: Json | 'binary'; at: number }> = [];
+  let wake: (() => void) | undefined;
+  ws.on('message', (data, isBinary) => {
+    events.push({ m: isBinary ? 'binary' : (JSON.parse(String(data)) as Json), at: performance.now() });
+    wake?.();
+  });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  const next = async (type: string, from: number) => {
+    for (;;) {
+      const i = events.findIndex((e, k) => k >= from && e.m !== 'binary' && e.m['type'] === type);
+      if (i >= 0) return { index: i, ...events[i]! };
+      await new Promise<void>((r) => {
+        wake = r;
+      });
+    }
+  };
+  ws.send(JSON.stringify({ type: 'start', mode: 'push-to-talk', duplex: 'full' }));
+  await next('ready', 0);
+  return { ws, events, next };
+}
+
+const socket = await openSocket();
+const wy = await WyomingTestClient.connect(wyomingPort);
+
+/** One WebSocket turn: ASR time, TTS time, and the first sentence it spoke (Wyoming is asked for the same). */
+async function socketRound(): Promise<{ asrMs: number; ttsMs: number; turnMs: number; sentence: string }> {
+  const from = socket.events.length;
+  socket.ws.send(JSON.stringify({ type: 'reset' }));
+  socket.ws.send(JSON.stringify({ type: 'ptt', pressed: true }));
+  for (let at = 0; at < pcm.length; at += CHUNK) socket.ws.send(pcm.subarray(at, at + CHUNK));
+  const released = await new Promise<number>((resolve) => {
+    socket.ws.send(JSON.stringify({ type: 'ptt', pressed: false }), () => resolve(performance.now()));
+  });
+  const transcript = await socket.next('transcript', from);
+  const end = await socket.next('turn-end', from);
+  const deltas = socket.events
+    .slice(from, end.index)
+    .filter((e) => e.m !== 'binary' && e.m['type'] === 'reply-delta');
+  // Speech starts when the first sentence is complete (the session cuts the reply as it streams), or at the end.
+  const chunker = new SentenceChunker();
+  let firstSentence: { text: string; at: number } | undefined;
+  for (const d of deltas) {
+    const done = chunker.push(String((d.m as Json)['text']));
+    if (done.length > 0) {
+      firstSentence = { text: done[0]!, at: d.at };
+      break;
+    }
+  }
+  firstSentence ??= { text: chunker.flush()[0] ?? '', at: deltas.at(-1)!.at };
+  const audio = await socket.next('audio', from);
+  return {
+    asrMs: transcript.at - released,
+    ttsMs: audio.at - firstSentence.at,
+    turnMs: audio.at - released,
+    sentence: firstSentence.text,
+  };
+}
+
+async function wyomingAsr(): Promise<{ ms: number; text: string }> {
+  const from = wy.events.length;
+  wy.send('transcribe', { language: 'en' });
+  wy.send('audio-start', format);
+  for (let at = 0; at < pcm.length; at += CHUNK) wy.send('audio-chunk', format, pcm.subarray(at, at + CHUNK));
+  const stopped = await new Promise<number>((resolve) => {
+    wy.socket.write(Buffer.from('{"type":"audio-stop"}\n'), () => resolve(performance.now()));
+  });
+  const transcript = await wy.next('transcript', from);
+  await wy.next('transcript-stop', from);
+  return { ms: transcript.at - stopped, text: String(transcript.data['text']) };
+}
+
+/** Writes one event and resolves with the time it left this process. */
+function sendAt(type: string, data: Json): Promise<number> {
+  const bytes = Buffer.from(JSON.stringify(data));
+  const frame = Buffer.concat([Buffer.from(`{"type":"${type}","data_length":${bytes.length}}\n`), bytes]);
+  return new Promise((resolve) => wy.socket.write(frame, () => resolve(performance.now())));
+}
+
+let conversation = 0;
+/** A whole turn as Home Assistant runs it over Wyoming: speech to text, the conversation, text to speech. */
+async function wyomingTurn(): Promise<number> {
+  const heard = await wyomingAsr();
+  const from = wy.events.length;
+  const asked = await sendAt('transcript', {
+    text: heard.text,
+    context: { conversation_id: `bench-${conversation++}` },
+  });
+  const handled = await wy.next('handled', from);
+  await wy.next('handled-stop', from);
+  const tts = await wyomingTts(String(handled.data['text']));
+  return heard.ms + (handled.at - asked) + tts;
+}
+
+async function wyomingTts(text: string): Promise<number> {
+  const from = wy.events.length;
+  const sent = await sendAt('synthesize', { text });
+  const chunk = await wy.next('audio-chunk', from);
+  await wy.next('audio-stop', from);
+  return chunk.at - sent;
+}
+
+const ws = { asr: [] as number[], tts: [] as number[], turn: [] as number[] };
+const wyo = { asr: [] as number[], tts: [] as number[], turn: [] as number[] };
+// One warm-up round each: the first request loads caches in the engine hosts.
+const warm = await socketRound();
+await wyomingAsr();
+await wyomingTts(warm.sentence);
+for (let round = 0; round < ROUNDS; round++) {
+  const first = round % 2 === 0;
+  if (first) {
+    const s = await socketRound();
+    ws.asr.push(s.asrMs);
+    ws.tts.push(s.ttsMs);
+    ws.turn.push(s.turnMs);
+  }
+  wyo.tts.push(await wyomingTts(warm.sentence));
+  wyo.asr.push((await wyomingAsr()).ms);
+  wyo.turn.push(await wyomingTurn());
+  if (!first) {
+    const s = await socketRound();
+    ws.asr.push(s.asrMs);
+    ws.tts.push(s.ttsMs);
+    ws.turn.push(s.turnMs);
+  }
+}
+socket.ws.close();
+wy.close();
+await agent.stop('bench done');
+rmSync(dataDir, { recursive: true, force: true });
+
+console.log(`Wyoming vs the dashboard's WebSocket, ${ROUNDS} rounds each, same agent and models`);
+console.log(`  spoken sentence (${warm.sentence.length} chars): ${JSON.stringify(warm.sentence)}`);
+const rows: Array<[string, number[], number[]]> = [
+  ['ASR: end of audio → transcript', ws.asr, wyo.asr],
+  ['TTS: text → first audio chunk', ws.tts, wyo.tts],
+  ['Turn: end of speech → first audio', ws.turn, wyo.turn],
+];
+for (const [name, a, b] of rows) {
+  const sa = summarize(a);
+  const sb = summarize(b);
+  const added = sb.median - sa.median;
+  console.log(`  ${name}`);
+  console.log(`    WebSocket: ${describe(sa, 'ms', 1)}`);
+  console.log(`    Wyoming:   ${describe(sb, 'ms', 1)}`);
+  console.log(
+    `    ${check(`${name.split(':')[0]} added by Wyoming (median)`, added, 'ms', `≤ ${TARGET_MS}`, added <= TARGET_MS)} Wyoming adds ${fmt(added, 1)} ms (${fmt(sb.median / sa.median, 2)}x)`,
+  );
+}
