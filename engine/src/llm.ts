@@ -472,7 +472,11 @@ export class Llm {
     }
     const family = talkerFamily(this.config);
     if (family === 'qwen3-tts' && options.text === undefined) {
-      throw invalidParameter('text', 'a non-empty string (a Qwen3-TTS talker only speaks a given text)', undefined);
+      throw invalidParameter(
+        'text',
+        'a non-empty string (a Qwen3-TTS talker only speaks a given text)',
+        undefined,
+      );
     }
     const { signal, ...rest } = options;
     const mode = family === 'qwen3-tts' ? 'tts' : rest.text === undefined ? 'last' : 'text';

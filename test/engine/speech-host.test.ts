@@ -2,7 +2,7 @@
 // on a runtime slot, on the tiny random-weight talker (engine/tools/tiny-talker).
 import test from 'ava';
 import { createMemoryLogger } from '../../agent/common/log.js';
-import { slotModels } from '../../agent/workloads/slot-models.js';
+import { slotModels } from '../../agent/workloads/slots/slot-models.js';
 import { TalkerTts } from '../../agent/workloads/voice/stages.js';
 import { EngineHostClient, SPEECH_SAMPLE_RATE } from '../../engine/src/index.js';
 import {
@@ -48,9 +48,12 @@ if (engineOrSkip(test, 'speech out through hosts')) {
     });
 
     test('the voice TTS stage speaks through the talker serving voice.tts', async (t) => {
-      const slots = await startSlotRuntime([{ path: talker.replace(/\/config\.json$/, ''), id: 'tiny-talker' }], {
-        'voice.tts': { model: 'tiny-talker' },
-      });
+      const slots = await startSlotRuntime(
+        [{ path: talker.replace(/\/config\.json$/, ''), id: 'tiny-talker' }],
+        {
+          'voice.tts': { model: 'tiny-talker' },
+        },
+      );
       t.teardown(() => slots.close());
       const models = slotModels(() => slots.runtime);
       const stage = new TalkerTts(models.chat('voice.tts'));
@@ -60,7 +63,9 @@ if (engineOrSkip(test, 'speech out through hosts')) {
         samples += chunk.samples.length;
       }
       t.is(samples, UTTERANCE);
-      t.is(slots.runtime.state().instances.find((i) => i.modelId === 'tiny-talker')?.pid !== process.pid, true);
+      const served = slots.runtime.state().instances.find((i) => i.modelId === 'tiny-talker');
+      t.truthy(served);
+      t.not(served?.pid, process.pid);
     });
   }
 }

@@ -46,7 +46,10 @@ function toolchain(options: TinyTalkerOptions): Toolchain {
 export function tinyTalkerToolchainMissing(options: TinyTalkerOptions = {}): string | undefined {
   const { mnnRoot, mnnSrc } = toolchain(options);
   const needed: Array<[string, string]> = [
-    [join(mnnRoot, 'include', 'MNN', 'expr', 'Expr.hpp'), 'MNN headers (set MNN_ROOT to an MNN install prefix)'],
+    [
+      join(mnnRoot, 'include', 'MNN', 'expr', 'Expr.hpp'),
+      'MNN headers (set MNN_ROOT to an MNN install prefix)',
+    ],
     [join(mnnRoot, 'lib', 'libMNN.so'), 'libMNN.so (set MNN_ROOT to an MNN install prefix)'],
     [
       join(mnnSrc, 'schema', 'current', 'MNN_generated.h'),
