@@ -1,5 +1,6 @@
 import type { ModelsConfig } from '../../models/config.js';
 import { hubClient, hubSettings } from '../../models/hub/clients.js';
+import type { DescribedRepo } from '../../models/hub/describe.js';
 import { HF_TOKEN_VARIABLE } from '../../models/hub/huggingface.js';
 import { MS_TOKEN_VARIABLE } from '../../models/hub/modelscope.js';
 import type { HubPullJobs } from '../../models/hub/pull-jobs.js';
@@ -19,13 +20,36 @@ export interface HubPortDeps {
   pulls: HubPullJobs;
   /** The board as planned, with policy and probes; undefined while the runtime has not planned. */
   recommendContext: () => RecommendContext | undefined;
+  monotonicMs?: () => number;
 }
 
 const HUB_OF: Record<'hf' | 'ms', HubName> = { hf: 'huggingface', ms: 'modelscope' };
 
+/** How long a hub's described exports are reused for the recommended list (the page asks on every visit). */
+const DESCRIBED_TTL_MS = 5 * 60_000;
+
 export function hubPortFrom(deps: HubPortDeps): HubPort {
   const settings = (hub: HubName) => hubSettings(hub, deps.models, deps.env);
   const client = (hub: HubName) => hubClient(hub, settings(hub));
+  // Describing an organisation's exports costs a few requests per repository: kept a while, dropped on an install.
+  const described = new Map<string, { atMs: number; value: Promise<DescribedRepo[]> }>();
+  deps.pulls.subscribe((p) => {
+    if (p.state === 'installed') described.clear();
+  });
+  // Not tied to one browser's request: others may be waiting for the same answer.
+  const describedFor = (hub: HubName, limit: number): Promise<DescribedRepo[]> => {
+    const key = `${hub} ${limit}`;
+    const now = (deps.monotonicMs ?? (() => performance.now()))();
+    const hit = described.get(key);
+    if (hit && now - hit.atMs < DESCRIBED_TTL_MS) return hit.value;
+    const value = searchHub(client(hub), { words: [], owner: settings(hub).owner, limit }).then(
+      (r) => r.described,
+    );
+    described.set(key, { atMs: now, value });
+    // A failure is not kept: the next visit asks again.
+    value.catch(() => described.delete(key));
+    return value;
+  };
   return {
     sources: () =>
       (['hf', 'ms'] as const).map((source): HubSourceView => {
@@ -52,7 +76,7 @@ export function hubPortFrom(deps: HubPortDeps): HubPort {
       );
       return { owner, listings };
     },
-    async recommend(query, signal) {
+    async recommend(query) {
       const context = deps.recommendContext();
       if (context === undefined)
         throw new MnnEdgeError(
@@ -60,13 +84,7 @@ export function hubPortFrom(deps: HubPortDeps): HubPort {
           'The runtime has not planned for this board yet, so there is no memory budget to rank models by',
         );
       const hub = HUB_OF[query.source];
-      const { described } = await searchHub(
-        client(hub),
-        { words: [], owner: settings(hub).owner, limit: query.limit },
-        undefined,
-        signal,
-      );
-      return recommendFor(described, hub, deps.store(), context);
+      return recommendFor(await describedFor(hub, query.limit), hub, deps.store(), context);
     },
     pulls: deps.pulls,
   };

@@ -268,6 +268,10 @@ test('recommend: per role with the reasons, ranked for the board; 503 with the r
   t.regex(llm!.reasons[0]!, /^fits: [\d.]+ MiB with a 2048-token KV cache, budget \d+ MiB/);
   t.true(llm!.reasons.some((x) => /runs on cpu/.test(x)));
   t.true(recs.some((x) => x.role === 'vision.vlm' && x.source === 'hf://taobao-mnn/tiny-vlm-MNN'));
+  // The described exports are reused by the next visit: no second round of requests to the hub.
+  const asked = r.hf.log.requests.length;
+  t.is((await call(r, 'GET', '/api/hub/recommend?source=hf')).status, 200);
+  t.is(r.hf.log.requests.length, asked);
 
   const early = await rig(t, { context: false });
   const none = await call(early, 'GET', '/api/hub/recommend');
