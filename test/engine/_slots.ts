@@ -85,7 +85,7 @@ export function fixtureModelsModule(fixtures: readonly ModelSource[]): {
  * over it. The slots come from the agent config's `slots` section, as in production.
  */
 export function slotRuntimeModules(
-  fixtures: readonly FixtureModel[],
+  fixtures: readonly ModelSource[],
   options: { hosts?: EngineHostFactory } = {},
 ): SlotModules {
   const { module: models, store: storeOf } = fixtureModelsModule(fixtures);
