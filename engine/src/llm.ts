@@ -59,6 +59,11 @@ export interface GenerateOptions {
   /** Wrap a string prompt in the model's chat template (default: the config's use_template, true). */
   applyTemplate?: boolean;
   /**
+   * Read MNN's inline `<img>PATH</img>` / `<audio>PATH</audio>` tags in the text as files to load. Off by default:
+   * the tags are then made inert, because text that came from a user must not name files on the board.
+   */
+  mediaTags?: boolean;
+  /**
    * Tokens the decode thread may decode ahead of the consumer (default 1: the next token decodes while the
    * consumer handles this one). More lets a bursty consumer take tokens in batches; an abort still stops the
    * decoding within one token, but up to this many decoded tokens may still arrive after it.
@@ -373,6 +378,7 @@ export class Llm {
         input,
         maxNewTokens,
         applyTemplate: options.applyTemplate ?? this.config['use_template'] !== false,
+        ...(options.mediaTags === true ? { mediaTags: true } : {}),
         ...(options.images ? { images: options.images } : {}),
         ...(options.audios ? { audios: options.audios } : {}),
       },
