@@ -201,7 +201,7 @@ Napi::Value LlmHandle::Load(const Napi::CallbackInfo& info) {
   }
   return PromiseWorker<LoadTiming>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.load",
-      [this, llm, path, files]() {
+      [this, llm, path, files, relay = relay_]() {
         LoadTiming t;
         double t0 = MonotonicUs();
         t.readBytes = static_cast<double>(ReadThrough(files));
@@ -213,6 +213,9 @@ Napi::Value LlmHandle::Load(const Napi::CallbackInfo& info) {
         }
         t.loadUs = MonotonicUs() - t1;
         RequireLlmBackend(llm, "the LLM of " + path);
+        // A no-op for models without a talker (only Omni's talker takes it).
+        llm->setWavformCallback(
+            [relay](const float* data, size_t size, bool last) { return relay->Forward(data, size, last); });
         loaded_ = true;
         int64_t grown = ResidentBytes() - before;
         t.grownBytes = grown > 0 ? grown : int64_t{0};
@@ -303,21 +306,26 @@ void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
   int64_t audioBefore = ctx->audio_us;
   std::vector<int> ids = llm->tokenizer_encode(prompt);
   if (ids.empty()) throw EngineError("EINVAL", "Llm.generate: the prompt encodes to no tokens for " + path);
-  llm->generate_init(nullptr, "");
-  if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
-    throw EngineError("EENGINE", "MNN Llm::generate_init left the model of " + path + " in error state " +
-                                     std::to_string(static_cast<int>(ctx->status)));
-  }
-  // max_new_tokens 0: prefill only; the decode loop then advances one token at a time.
-  llm->generate(ids, 0);
-  if (ctx->status == LlmStatus::INTERNAL_ERROR) {
-    throw EngineError("EENGINE", "MNN Llm::generate (prefill of " + std::to_string(ids.size()) + " tokens) failed for " +
-                                     path + "; MNN's reason is in the engine log");
-  }
+  PrefillIds(llm, ids);
   gen_.remaining = req.maxNewTokens;
   gen_.visionUsBefore = visionBefore;
   gen_.audioUsBefore = audioBefore;
   gen_.audioInputSeconds = audioSeconds;
+}
+
+// The prompt's tokens into the KV cache (max_new_tokens 0: prefill only; decoding goes one step at a time after).
+// Through response(), not generate_init() + generate(): Omni's response() also starts its talker's utterance
+// (Talker::generate_init clears the recorded hidden states and draws the DiT noise).
+void LlmHandle::PrefillIds(Llm* llm, const std::vector<int>& ids) {
+  const auto* ctx = llm->getContext();
+  llm->response(ids, nullptr, "", 0);
+  if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
+    throw EngineError("EENGINE", "MNN Llm::response (prefill of " + std::to_string(ids.size()) +
+                                     " tokens) failed for " + configPath_ + " in state " +
+                                     std::to_string(static_cast<int>(ctx->status)) +
+                                     "; MNN's reason is in the engine log");
+  }
+  voiceable_.store(true);
 }
 
 // Decode thread: one token per MNN step, each checked against cancel and the credit window first.
@@ -515,39 +523,92 @@ Napi::Value LlmHandle::Dispose(const Napi::CallbackInfo& info) {
       [](Napi::Env e, bool&) { return e.Undefined(); });
 }
 
-// speak({text?, language, maxNewTokens, refAudio}) → Promise<void>: runs the talker for the last generation (no
-// text) or Qwen3-TTS style generateTTS(text); chunks are pulled with nextSpeechChunk() while it runs.
+// speak({mode, text?, language, maxNewTokens, refAudio}) → Promise<void>; chunks are pulled with nextSpeechChunk()
+// while it runs. mode "tts": Qwen3-TTS generateTTS(text). mode "last": an omni talker voices the last generation
+// (once). mode "text": an omni talker voices `text`, which is fed to the thinker as its answer to a user turn
+// holding the same text (the thinker's hidden states are what the talker speaks from). MNN cannot stop its omni
+// talker from outside (the talker is private to Omni, and the async vocoder ignores the callback's answer), so a
+// cancel ends the PCM at once and the talker runs out its remaining codec tokens before the call settles.
 Napi::Value LlmHandle::Speak(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Llm* llm = Require(env, "Llm.speak");
   if (!loaded_) ThrowJs(env, "ESTATE", "Llm.speak: the model is not loaded");
+  if (info.Length() < 1 || !info[0].IsObject()) ThrowJs(env, "EINVAL", "Llm.speak(request: object)");
   auto o = info[0].As<Napi::Object>();
-  bool tts = o.Get("text").IsString();
+  std::string mode = StringField(o, "mode");
   std::string text = StringField(o, "text");
   std::string language = StringField(o, "language");
   std::string refAudio = StringField(o, "refAudio");
   int maxNewTokens = o.Get("maxNewTokens").IsNumber() ? o.Get("maxNewTokens").As<Napi::Number>().Int32Value() : -1;
+  if (mode != "tts" && mode != "last" && mode != "text") {
+    ThrowJs(env, "EINVAL", "Llm.speak: mode must be \"tts\", \"last\" or \"text\", got \"" + mode + "\"");
+  }
+  if (mode != "last" && text.empty()) ThrowJs(env, "EINVAL", "Llm.speak: mode \"" + mode + "\" needs a text");
+  if (mode == "last" && !voiceable_.load()) {
+    ThrowJs(env, "ESTATE",
+            "Llm.speak: nothing to voice: the talker speaks the last generation once; generate first, or pass a text");
+  }
+  if (busy_.IsBusy()) ThrowJs(env, "EBUSY", "Llm.speak: the object is busy with another call (calls must be sequential)");
+  if (mode != "tts") voiceable_.store(false);
   auto queue = std::make_shared<PcmQueue>(8);
   speech_ = queue;
   cancel_.store(false);
   return PromiseWorker<bool>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.speak",
-      [llm, queue, tts, text, language, refAudio, maxNewTokens, path = configPath_]() {
+      [this, llm, queue, relay = relay_, mode, text, language, refAudio, maxNewTokens]() {
         MNN::Express::ExecutorScope scope(llm->getExecutor());
-        llm->setWavformCallback(
-            [queue](const float* data, size_t size, bool last) { return queue->Push(data, size, last); });
-        bool ok = true;
-        if (tts) {
-          ok = llm->generateTTS(text, language.empty() ? "english" : language, maxNewTokens, refAudio);
-        } else {
-          llm->generateWavform();
+        relay->Attach(queue);
+        struct Detach {
+          SpeechRelay& relay;
+          PcmQueue& queue;
+          ~Detach() {
+            relay.Detach();
+            queue.Close();
+          }
+        } detach{*relay, *queue};
+        if (mode == "tts") {
+          if (!llm->generateTTS(text, language.empty() ? "english" : language, maxNewTokens, refAudio)) {
+            throw EngineError("EENGINE",
+                              "MNN Llm::generateTTS failed for " + configPath_ + "; MNN's reason is in the engine log");
+          }
+          return true;
         }
-        llm->setWavformCallback(nullptr);
-        queue->Close();
-        if (!ok) throw EngineError("EENGINE", "MNN Llm::generateTTS failed for " + path + "; MNN's reason is in the engine log");
+        if (mode == "text") ThinkAloud(llm, text);
+        if (cancel_.load()) return true;
+        llm->generateWavform();
         return true;
       },
       [](Napi::Env e, bool&) { return e.Undefined(); });
+}
+
+// Speak worker: `text` through the thinker as the answer to a user turn with the same text, token by token, so
+// that the talker has the hidden states of exactly these tokens to voice.
+void LlmHandle::ThinkAloud(Llm* llm, const std::string& text) {
+  // The base tokenizer, not Omni's: that one reads <img>/<audio>/<video> tags as media to load, and restarts the
+  // position list the prompt below needs.
+  std::vector<int> answer = llm->Llm::tokenizer_encode(text);
+  if (answer.empty()) throw EngineError("EINVAL", "Llm.speak: the text encodes to no tokens for " + configPath_);
+  // The user turn goes through Omni's tokenizer (its position list must match the prompt), so no "<" in it may
+  // open a media tag.
+  std::string userTurn;
+  for (char c : text) {
+    userTurn += c;
+    if (c == '<') userTurn += ' ';
+  }
+  MNN::Transformer::MultimodalPrompt prompt;
+  prompt.prompt_template = llm->apply_chat_template(userTurn);
+  std::vector<int> ids = llm->tokenizer_encode(prompt);
+  if (ids.empty()) throw EngineError("EINVAL", "Llm.speak: the prompt encodes to no tokens for " + configPath_);
+  PrefillIds(llm, ids);
+  const auto* ctx = llm->getContext();
+  for (int id : answer) {
+    if (cancel_.load()) return;
+    llm->forward(std::vector<int>{id});
+    if (ctx->status == LlmStatus::INTERNAL_ERROR) {
+      throw EngineError("EENGINE", "MNN Llm::forward (the text to speak) failed for " + configPath_ +
+                                       "; MNN's reason is in the engine log");
+    }
+  }
 }
 
 // nextSpeechChunk() → Promise<{samples: Float32Array, last: boolean} | null>; null when speech has ended.

@@ -9,9 +9,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common.h"
 #include "pcm_queue.h"
+#include "speech_relay.h"
 #include "token_channel.h"
 #include "utf8_assembler.h"
 
@@ -57,6 +59,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
     std::thread thread;
   };
   void Prefill(MNN::Transformer::Llm* llm, const PrefillRequest& req);
+  void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids);
+  void ThinkAloud(MNN::Transformer::Llm* llm, const std::string& text);
   void DecodeLoop(MNN::Transformer::Llm* llm, const PrefillRequest& req, const std::shared_ptr<DecodeRun>& run);
   void Deliver(Napi::Env env, Napi::Function onBatch, DecodeRun& run);
 
@@ -77,6 +81,10 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   std::atomic<bool> cancel_{false};
   Generation gen_;
   std::shared_ptr<PcmQueue> speech_;
+  std::shared_ptr<SpeechRelay> relay_ = std::make_shared<SpeechRelay>();
+  // A generation ran since the last speak(): an omni talker has hidden states to voice (once: MNN's talker
+  // consumes them, and a second Talker::generate on none reads past its list).
+  std::atomic<bool> voiceable_{false};
   std::weak_ptr<DecodeRun> run_;
 };
 

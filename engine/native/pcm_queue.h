@@ -19,11 +19,12 @@ class PcmQueue {
  public:
   explicit PcmQueue(size_t capacity) : capacity_(capacity) {}
 
-  // Blocks while full. Returns false once cancelled: MNN's callback passes that on to stop synthesis.
+  // Blocks while full. Returns false once cancelled (MNN's callback passes that on to stop synthesis) or closed
+  // (a chunk MNN delivers after its synthesis call returned, e.g. past its own wait limit, has no reader).
   bool Push(const float* data, size_t size, bool last) {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return cancelled_ || chunks_.size() < capacity_; });
-    if (cancelled_) return false;
+    changed_.wait(lock, [&] { return cancelled_ || closed_ || chunks_.size() < capacity_; });
+    if (cancelled_ || closed_) return false;
     chunks_.push_back(PcmChunk{std::vector<float>(data, data + size), last});
     changed_.notify_all();
     return true;

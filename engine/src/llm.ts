@@ -59,6 +59,11 @@ export interface GenerateOptions {
   /** Wrap a string prompt in the model's chat template (default: the config's use_template, true). */
   applyTemplate?: boolean;
   /**
+   * Read MNN's inline `<img>PATH</img>` / `<audio>PATH</audio>` tags in the text as files to load. Off by default:
+   * the tags are then made inert, because text that came from a user must not name files on the board.
+   */
+  mediaTags?: boolean;
+  /**
    * Tokens the decode thread may decode ahead of the consumer (default 1: the next token decodes while the
    * consumer handles this one). More lets a bursty consumer take tokens in batches; an abort still stops the
    * decoding within one token, but up to this many decoded tokens may still arrive after it.
@@ -128,6 +133,14 @@ class BatchInbox {
 
 export type GenerationStats = NativeLlmStats;
 
+/**
+ * Which of MNN's two talker paths a config takes: Qwen3-TTS (`talker_type` or `model_type` "qwen3_tts") speaks a
+ * given text; the Qwen2.5-Omni one voices what its thinker generates (docs/TALKER.md).
+ */
+export function talkerFamily(config: Readonly<Record<string, unknown>>): 'qwen3-tts' | 'omni' {
+  return config['talker_type'] === 'qwen3_tts' || config['model_type'] === 'qwen3_tts' ? 'qwen3-tts' : 'omni';
+}
+
 /** MNN's talkers (Qwen2.5-Omni token2wav, Qwen3-TTS) produce 24 kHz mono float PCM. */
 export const SPEECH_SAMPLE_RATE = 24000;
 
@@ -139,7 +152,11 @@ export interface SpeechChunk {
 }
 
 export interface SpeakOptions {
-  /** Qwen3-TTS style: synthesise this text. Without it, the talker voices the last generation (Qwen2.5-Omni). */
+  /**
+   * The text to say. A Qwen3-TTS talker synthesises it directly; an omni talker has its thinker take it as its
+   * answer (this replaces the conversation in the KV cache) and voices that. Without it, an omni talker voices
+   * the last generation, once; a Qwen3-TTS talker needs it.
+   */
   text?: string;
   language?: string;
   maxNewTokens?: number;
@@ -172,6 +189,15 @@ export function weightFiles(configPath: string, config: Readonly<Record<string, 
     files.push(name('visual_model', 'visual.mnn'), `${name('visual_model', 'visual.mnn')}.weight`);
   if (config['is_audio'] === true)
     files.push(name('audio_model', 'audio.mnn'), `${name('audio_model', 'audio.mnn')}.weight`);
+  if (config['has_talker'] === true && talkerFamily(config) === 'omni')
+    files.push(
+      name('talker_model', 'talker.mnn'),
+      name('talker_embedding_file', 'talker_embeddings_bf16.bin'),
+      name('predit_model', 'predit.mnn'),
+      name('dit_model', 'dit.mnn'),
+      name('bigvgan_model', 'bigvgan.mnn'),
+      name('spk_dict', 'spk_dict.mnn'),
+    );
   return files.map((f) => (isAbsolute(f) ? f : join(base, f)));
 }
 
@@ -352,6 +378,7 @@ export class Llm {
         input,
         maxNewTokens,
         applyTemplate: options.applyTemplate ?? this.config['use_template'] !== false,
+        ...(options.mediaTags === true ? { mediaTags: true } : {}),
         ...(options.images ? { images: options.images } : {}),
         ...(options.audios ? { audios: options.audios } : {}),
       },
@@ -449,14 +476,31 @@ export class Llm {
     if (options.text !== undefined && (typeof options.text !== 'string' || options.text.length === 0)) {
       throw invalidParameter('text', 'a non-empty string', options.text);
     }
-    const { signal, ...request } = options;
+    const family = talkerFamily(this.config);
+    if (family === 'qwen3-tts' && options.text === undefined) {
+      throw invalidParameter(
+        'text',
+        'a non-empty string (a Qwen3-TTS talker only speaks a given text)',
+        undefined,
+      );
+    }
+    const { signal, ...rest } = options;
+    const mode = family === 'qwen3-tts' ? 'tts' : rest.text === undefined ? 'last' : 'text';
+    const request = { ...rest, mode } as const;
     const handle = this.#handle;
     const queue = this.#queue;
     return (async function* () {
       const release = await queue.acquire();
+      let running: Promise<void>;
+      try {
+        signal?.throwIfAborted();
+        running = handle.speak(request);
+      } catch (err) {
+        release();
+        throw signal?.aborted ? err : fromNative(err);
+      }
       const onAbort = () => handle.cancel();
       signal?.addEventListener('abort', onAbort, { once: true });
-      const running = handle.speak(request);
       let finished = false;
       try {
         for (;;) {

@@ -133,6 +133,8 @@ export interface NativeLlmHandle {
   decode(ids: Int32Array): Promise<string>;
   dispose(): Promise<void>;
   speak(request: {
+    /** tts: Qwen3-TTS generateTTS(text); last: an omni talker voices the last generation; text: it voices text. */
+    mode: 'tts' | 'last' | 'text';
     text?: string;
     language?: string;
     maxNewTokens?: number;

@@ -1,7 +1,9 @@
 // Turns the public generate() input (text or chat messages, images, audios) into the request the addon takes.
 // Media become MNN MultimodalPrompt parts that the addon decodes and checks itself; inline `<img>PATH</img>` and
 // `<audio>PATH</audio>` tags (MNN's own prompt syntax) become checked parts too, so a missing file is an error
-// instead of being dropped from the prompt silently, as MNN would do.
+// instead of being dropped from the prompt silently, as MNN would do. Only a caller that opts in gets that: text
+// from users (the OpenAI API, Wyoming, the dashboard) must not be able to name files, or with MNN's HTTP support
+// URLs, for the engine to open, so by default every media tag in the text is made inert.
 import { invalidParameter } from '../../agent/common/errors.js';
 import { EngineError } from './errors.js';
 import type { NativeAudioPart, NativeImagePart, NativePrefillRequest } from './native.js';
@@ -22,6 +24,8 @@ export interface PromptInput {
   audios?: AudioInput[];
   maxNewTokens: number;
   applyTemplate: boolean;
+  /** Read inline `<img>PATH</img>` / `<audio>PATH</audio>` tags as files to load (default: make them inert). */
+  mediaTags?: boolean;
 }
 
 export interface ModelMedia {
@@ -32,6 +36,14 @@ export interface ModelMedia {
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 const TAG = /<(img|audio)>([\s\S]*?)<\/\1>/g;
+// Every tag MNN's Omni tokenizer reads as media (kOmniMultimodalRegex); video has no checked part here.
+const MNN_MEDIA_TAG = /<(\/?)(img|audio|video)>/g;
+const MNN_VIDEO_TAG = /<(\/?)(video)>/g;
+
+/** `<img>` → `< img>`: the model still sees the words, MNN no longer sees a tag. */
+export function inertMediaTags(text: string, pattern: RegExp = MNN_MEDIA_TAG): string {
+  return text.replace(pattern, '< $1$2>');
+}
 
 function imagePart(key: string, image: ImageInput, index: number): NativeImagePart {
   if (typeof image === 'string') {
@@ -73,10 +85,11 @@ export function buildPrefillRequest(p: PromptInput, model: ModelMedia): NativePr
     images.map((img) => `<img>${img.key}</img>`).join('') +
     audios.map((a) => `<audio>${a.key}</audio>`).join('');
 
+  const inert = (content: string) => inertMediaTags(content, p.mediaTags ? MNN_VIDEO_TAG : MNN_MEDIA_TAG);
   let text: string | undefined;
   let messages: Array<[string, string]> | undefined;
   if (typeof p.input === 'string') {
-    text = prefix + p.input;
+    text = prefix + inert(p.input);
   } else if (Array.isArray(p.input)) {
     if (p.input.length === 0) throw invalidParameter('messages', 'at least one message', p.input);
     const lastUser = p.input.map((m) => m?.role).lastIndexOf('user');
@@ -84,7 +97,7 @@ export function buildPrefillRequest(p: PromptInput, model: ModelMedia): NativePr
       if (m === null || typeof m !== 'object' || !ROLES.has(m.role) || typeof m.content !== 'string') {
         throw invalidParameter(`messages[${i}]`, '{role: system|user|assistant|tool, content: string}', m);
       }
-      return [m.role, i === lastUser ? prefix + m.content : m.content];
+      return [m.role, i === lastUser ? prefix + inert(m.content) : inert(m.content)];
     });
     if (prefix && lastUser < 0)
       throw invalidParameter('messages', 'a user message to attach media to', p.input);

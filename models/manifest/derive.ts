@@ -107,6 +107,11 @@ export function deriveManifest(dir: string, files: DerivedFile[], options: Deriv
       features.add('omni');
       inferred = 'omni';
     }
+    // A talker makes it a speech-out model first: the workloads give the tts slot's stage to such a model.
+    if (llmConfig?.['has_talker'] === true) {
+      features.add('omni');
+      inferred = 'tts';
+    }
   } else {
     const graphs = [...names].filter((n) => n.endsWith('.mnn'));
     if (graphs.length === 0)

@@ -85,7 +85,7 @@ export function fixtureModelsModule(fixtures: readonly ModelSource[]): {
  * over it. The slots come from the agent config's `slots` section, as in production.
  */
 export function slotRuntimeModules(
-  fixtures: readonly FixtureModel[],
+  fixtures: readonly ModelSource[],
   options: { hosts?: EngineHostFactory } = {},
 ): SlotModules {
   const { module: models, store: storeOf } = fixtureModelsModule(fixtures);
@@ -122,14 +122,17 @@ export function assertServed(t: ExecutionContext, runtime: Runtime | undefined, 
 
 /** A runtime without an agent around it (engine tests of the workloads): store, hosts and slots as above. */
 export async function startSlotRuntime(
-  fixtures: readonly FixtureModel[],
+  fixtures: readonly ModelSource[],
   slots: SlotsConfig,
 ): Promise<{ runtime: Runtime; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-slots-'));
   const log = createMemoryLogger(5000);
   const db = openStore(join(dir, 'agent.db'), { migrations: allMigrations });
   const { store } = ModelStore.open({ dataDir: dir, db, log });
-  for (const name of fixtures) await store.import(join(modelFixturesDir, name), { version: '1.0.0' });
+  for (const f of fixtures)
+    await (typeof f === 'string'
+      ? store.import(join(modelFixturesDir, f), { version: '1.0.0' })
+      : store.import(f.path, { id: f.id, version: '1.0.0' }));
   const info = await probeEngineInfo({ logger: log, cwd: dir });
   if (!info.available) throw new Error(`engine not available: ${info.reason}`);
   const runtime = new Runtime({

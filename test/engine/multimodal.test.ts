@@ -26,8 +26,15 @@ if (engineOrSkip(test, 'multimodal')) {
 
   test('tiny-vlm: MNN prompt syntax <img>PATH</img> gives the same output as images[]', async (t) => {
     await using vlm = await Llm.load(models.tinyVlm);
-    const result = await vlm.complete(`<img>${media.red}</img>Hello`);
+    const result = await vlm.complete(`<img>${media.red}</img>Hello`, { mediaTags: true });
     t.is(result.text, expectedOutput('tiny-vlm', 'media/test_red_64x64.png').text);
+  });
+
+  test('tiny-vlm: without mediaTags a tag in the text names no file: nothing is opened, the words are answered', async (t) => {
+    await using vlm = await Llm.load(models.tinyVlm);
+    const result = await vlm.complete('<img>/nonexistent/dog.png</img>Hello');
+    t.is(result.stats.visionUs, 0);
+    t.true(result.text.length > 0);
   });
 
   test('tiny-vlm: decoded RGB pixels equal the same picture read from its file', async (t) => {
@@ -46,7 +53,7 @@ if (engineOrSkip(test, 'multimodal')) {
       instanceOf: EngineError,
       message: 'image file not found: /nonexistent/cat.png',
     });
-    await t.throwsAsync(() => vlm.complete('<img>/nonexistent/dog.png</img>Hello'), {
+    await t.throwsAsync(() => vlm.complete('<img>/nonexistent/dog.png</img>Hello', { mediaTags: true }), {
       message: 'image file not found: /nonexistent/dog.png',
     });
     await t.throwsAsync(() => vlm.complete('Hello', { images: [media.vadWav] }), {

@@ -1,3 +1,5 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import {
@@ -146,4 +148,17 @@ test('derivation refuses what it cannot tell', (t) => {
     task: 'vision',
   });
   t.is(ok.task, 'vision');
+});
+
+test('an export with has_talker is derived as a tts model on the omni engine', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-talker-export-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const tinyLlm = join(modelFixturesDir, 'tiny-llm');
+  for (const f of ['config.json', 'llm.mnn', 'llm.mnn.weight', 'embeddings_bf16.bin', 'tokenizer.txt'])
+    copyFileSync(join(tinyLlm, f), join(dir, f));
+  const llmConfig = JSON.parse(readFileSync(join(tinyLlm, 'llm_config.json'), 'utf8')) as object;
+  writeFileSync(join(dir, 'llm_config.json'), JSON.stringify({ ...llmConfig, has_talker: true }));
+  const m = deriveManifest(dir, await filesOf(dir), { id: 'talker' });
+  t.is(m.task, 'tts');
+  t.deepEqual(m.variants[0]!.requirements.engineFeatures, ['llm', 'omni']);
 });

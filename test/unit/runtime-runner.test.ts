@@ -8,20 +8,24 @@ test('never runs two jobs at once; triggers during a run coalesce into one more 
   let active = 0;
   let maxActive = 0;
   let runs = 0;
+  // Each run waits for the test to release it, so the triggers land inside run 1 however slow the machine is.
+  const gates: (() => void)[] = [];
   const runner = new ExclusiveRunner(
     async () => {
       active++;
       runs++;
       maxActive = Math.max(maxActive, active);
-      await sleep(20);
+      await new Promise<void>((resolve) => gates.push(resolve));
       active--;
     },
     { clock: systemClock, backoff: { baseMs: 10, maxMs: 100 }, stuckAfterMs: 10_000 },
   );
   runner.trigger();
-  await sleep(5);
+  while (gates.length < 1) await sleep(2);
   for (let i = 0; i < 5; i++) runner.trigger();
-  await sleep(5);
+  gates[0]!();
+  while (gates.length < 2) await sleep(2);
+  gates[1]!();
   await runner.settled();
   t.is(maxActive, 1);
   t.is(runs, 2);
@@ -76,7 +80,9 @@ test('a run that takes too long makes the loop unhealthy; cancel aborts its sign
     { clock: systemClock, backoff: { baseMs: 1000, maxMs: 1000 }, stuckAfterMs: 20 },
   );
   runner.trigger();
-  await sleep(40);
+  // Polled rather than slept: on a loaded machine the run may start late, but it must turn unhealthy.
+  const deadline = performance.now() + 10_000;
+  while (runner.health().healthy && performance.now() < deadline) await sleep(5);
   const h = runner.health();
   t.false(h.healthy);
   t.true(h.running);
