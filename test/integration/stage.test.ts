@@ -205,10 +205,11 @@ test.serial(
     t.regex(page.headers.get('content-type') ?? '', /^text\/html/);
     t.regex(await page.text(), /<title>mnn-edge<\/title>/);
     t.is((await fetch(`http://127.0.0.1:${httpPort}/assets/app.js`)).status, 200);
-    t.true(
-      listener.received.some((n) => n.data.split('\n').some((l) => l.startsWith('STATUS='))),
-      'a STATUS= line for systemctl status',
-    );
+    // STATUS= follows once every module has started (the last ones may still be starting when the page answers).
+    const hasStatus = () =>
+      listener.received.some((n) => n.data.split('\n').some((l) => l.startsWith('STATUS=')));
+    for (let tries = 0; !hasStatus() && tries < 300; tries++) await new Promise((r) => setTimeout(r, 100));
+    t.true(hasStatus(), 'a STATUS= line for systemctl status');
     await listener.waitFor('WATCHDOG=1', 5_000);
 
     agent.kill('SIGTERM');
