@@ -60,6 +60,14 @@ test('readable report names board, SoC, features, accelerators and backends with
   t.regex(r.stdout, /^ {2}opencl +unusable +Mali-G610 present .* but no OpenCL library/m);
   t.regex(r.stdout, /^Board support: Rockchip RK3588 \/ RK3588S$/m);
   t.regex(r.stdout, /^ {2}threads +big-cluster-first: Four threads on the A76 cores/m);
+  // A captured tree is another board: nothing about this host may appear in its report.
+  t.false(r.stdout.includes('Host (this running system)'));
+});
+
+test('the live report ends with this host: OS image, kernel, machine', async (t) => {
+  const r = await cli('--no-engine');
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, /^Host \(this running system\)\n {2}os +\S.*\n {2}kernel +\S+ \S+\n {2}machine +\S/m);
 });
 
 test('--json prints the document; --engine-backends narrows the usable set', async (t) => {

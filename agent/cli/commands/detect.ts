@@ -11,6 +11,7 @@ import type { Capabilities } from '../../detect/types.js';
 import { engineCompiledIn, engineProbes } from '../../runtime/backend-health.js';
 import { parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
+import { formatHostFacts, readHostFacts } from './host-facts.js';
 
 function checkRoot(root: string): string {
   const abs = resolve(root);
@@ -74,9 +75,12 @@ export const command: Command = {
         );
       }
     }
-    io.stdout.write(
-      args.flags['json'] ? JSON.stringify(caps, null, 2) + '\n' : formatReport(caps, matchProfile(caps)),
-    );
+    if (args.flags['json']) io.stdout.write(JSON.stringify(caps, null, 2) + '\n');
+    else {
+      io.stdout.write(formatReport(caps, matchProfile(caps)));
+      // Only a live report describes this system; a captured tree or a cache file describes another one.
+      if (!root && !fromCache) io.stdout.write(formatHostFacts(await readHostFacts()) + '\n');
+    }
     return 0;
   },
 };
