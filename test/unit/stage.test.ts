@@ -188,7 +188,9 @@ test('the unit is Type=notify with a watchdog, a privileged detect step and the 
   t.deepEqual(s['ExecStartPre'], [
     '+/usr/bin/mnn-edge detect --write-cache /var/lib/mnn-edge/capabilities.json',
   ]);
-  t.deepEqual(s['ExecStart'], ['/usr/bin/mnn-edge run --config /etc/mnn-edge/agent.json']);
+  const node = '/usr/bin/node --max-semi-space-size=1 --optimize-for-size --no-opt';
+  const cli = '/usr/lib/node_modules/mnn-edge/dist/agent/cli/mnn-edge.js';
+  t.deepEqual(s['ExecStart'], [`${node} ${cli} run --config /etc/mnn-edge/agent.json`]);
   t.deepEqual(s['ProtectSystem'], ['strict']);
   t.deepEqual(s['ReadWritePaths'], ['/var/lib/mnn-edge']);
   for (const key of ['PrivateTmp', 'NoNewPrivileges', 'ProtectHome']) t.deepEqual(s[key], ['yes'], key);
@@ -201,9 +203,12 @@ test('the unit is Type=notify with a watchdog, a privileged detect step and the 
 
 test('the local-broker drop-in points the agent at the mosquitto configuration', (t) => {
   const dropIn = parseUnit(readFileSync(join(files, 'mnn-edge-local-mosquitto.conf'), 'utf8'));
+  // The drop-in replaces the whole command, so it must carry the unit's node and V8 flags too.
+  const unit = parseUnit(readFileSync(join(files, 'mnn-edge.service'), 'utf8'));
+  const main = unit['Service']!['ExecStart']![0]!;
   t.deepEqual(dropIn['Service']!['ExecStart'], [
     '',
-    '/usr/bin/mnn-edge run --config /etc/mnn-edge/agent-mosquitto.json',
+    main.replace('/etc/mnn-edge/agent.json', '/etc/mnn-edge/agent-mosquitto.json'),
   ]);
   const conf = readFileSync(join(files, 'mosquitto.conf'), 'utf8');
   t.regex(conf, /^listener 1883 127\.0\.0\.1$/m);
