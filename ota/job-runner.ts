@@ -198,9 +198,11 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
         if (previous !== undefined && previous !== version && !journal.healthOf(id, previous)) {
           await this.#measureBaseline(id, previous);
         }
+        // Recorded even when it is the version being installed again: a rollback must then bring that version
+        // back, not leave the model with none.
         return journal.update(e.jobId, {
           state: 'activating',
-          ...(previous !== undefined && previous !== version ? { previousVersion: previous } : {}),
+          ...(previous !== undefined ? { previousVersion: previous } : {}),
         });
       }
       case 'activating': {

@@ -195,6 +195,20 @@ test('a model that does not load is rolled back to no version when it was the fi
   t.false(rt.active.has('m'));
 });
 
+test('a job for the version already active that fails its check keeps that version, never none', async (t) => {
+  const { rt, statuses, makeRunner, job } = await setup(t);
+  rt.active.set('m', '2.0.0');
+  rt.probeResults.set('m@2.0.0', new Error('probe timed out'));
+  const runner = makeRunner();
+  runner.start();
+  runner.submit(job('j1'));
+  await runner.idle();
+  const last = statuses.at(-1)!;
+  t.is(last.state, 'rolled-back');
+  t.is(last.message, 'health probe failed: probe timed out; rolled back to 2.0.0');
+  t.is(rt.active.get('m'), '2.0.0');
+});
+
 test('a flipped byte is rejected before install; an unsafe archive is rejected by the installer', async (t) => {
   const { rt, statuses, makeRunner, job } = await setup(t);
   const runner = makeRunner();
