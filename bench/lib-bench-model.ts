@@ -2,8 +2,8 @@
 // outside the repository into $MNN_EDGE_CACHE (default ~/.cache/mnn-edge) on first use. The same directory
 // and sizes as bench/engine, so both benchmarks share one copy; other seeds give same-size models with other
 // weights (a swap needs two). Needs MNN_SRC (default /opt/src/MNN) only to build the generator once.
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { sharedDir } from '../test/helpers/paths.js';
@@ -70,7 +70,9 @@ export function ensureBenchModelInt4(): string {
   for (const f of ['config.json', 'llm_config.json', 'tokenizer.txt', 'embeddings_bf16.bin'])
     copyFileSync(join(fp32Dir, f), join(modelDir, f));
   console.log(`converting the benchmark model to int4 into ${modelDir}`);
-  execFileSync(
+  // A converter that cannot run (a library it needs is not on its path: exit 127) makes no model, which is a
+  // skipped part with the reason, not a failed benchmark; the half-made directory goes so that the next run retries.
+  const r = spawnSync(
     convert,
     [
       '-f',
@@ -86,7 +88,13 @@ export function ensureBenchModelInt4(): string {
       '32',
       '--transformerFuse',
     ],
-    { stdio: 'ignore' },
+    { stdio: ['ignore', 'ignore', 'pipe'] },
   );
+  if (r.status !== 0 || !existsSync(join(modelDir, 'llm.mnn.weight'))) {
+    rmSync(modelDir, { recursive: true, force: true });
+    const why =
+      r.error?.message ?? `exit ${r.status}: ${r.stderr?.toString().trim().split('\n').at(-1) ?? ''}`;
+    throw new BenchModelUnavailable(`${convert} could not make the int4 benchmark model (${why})`);
+  }
   return config;
 }
