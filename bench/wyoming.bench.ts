@@ -2,15 +2,13 @@
 // voice WebSocket in the same run, on one agent (tiny-omni-audio on voice.asr, tiny-llm on voice.llm, espeak-ng).
 //   ASR: Wyoming `audio-stop` → `transcript`   vs   WebSocket push-to-talk release → `transcript` event
 //        (the fixture speech WAV, the same ASR stage, instruction and token limit on both)
-//   TTS: Wyoming `synthesize` → first `audio-chunk`   vs   WebSocket: the `reply-delta` that completes the
-//        first sentence (or the last one, when the reply has no sentence end) → first `audio` event; Wyoming is
-//        asked for that same sentence, through the same espeak-ng stage
+//   TTS: Wyoming `synthesize` → first `audio-chunk`   vs   WebSocket `say` → first `audio` event: the same
+//        sentence (the first one of the session's reply) through the same espeak-ng stage
 //   Turn: WebSocket push-to-talk release → first `audio` (ASR, reply, TTS in the session)   vs   the same turn as
 //        Home Assistant runs it over Wyoming: audio-stop → transcript, transcript → handled, synthesize → first
-//        audio-chunk, summed (each start is the client's own send, so no interval is measured from a receipt).
-//        The TTS row's WebSocket start is the receipt of a server event, which understates that side by the
-//        delivery delay of the reply-delta; the turn row has no such asymmetry.
-// Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms to each median.
+//        audio-chunk, summed.
+// Every interval starts when the client's request has left it (the write callback) and ends at the receipt of
+// the answer, on both paths. Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms per median.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,12 +74,19 @@ async function openSocket() {
     ws.once('open', resolve);
     ws.once('error', reject);
   });
-  const next = async (type: string, from: number) => {
+  // A wait that never ends would hang the whole `npm run bench`: past the deadline it fails with what came.
+  const next = async (type: string, from: number, timeoutMs = 60_000) => {
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       const i = events.findIndex((e, k) => k >= from && e.m !== 'binary' && e.m['type'] === type);
       if (i >= 0) return { index: i, ...events[i]! };
+      if (performance.now() > deadline || ws.readyState !== WebSocket.OPEN) {
+        const seen = events.slice(from).map((e) => (e.m === 'binary' ? 'binary' : String(e.m['type'])));
+        throw new Error(`dashboard socket: no ${type} event within ${timeoutMs} ms; got ${seen.join(', ')}`);
+      }
       await new Promise<void>((r) => {
         wake = r;
+        setTimeout(r, 250).unref();
       });
     }
   };
@@ -93,8 +98,8 @@ async function openSocket() {
 const socket = await openSocket();
 const wy = await WyomingTestClient.connect(wyomingPort);
 
-/** One WebSocket turn: ASR time, TTS time, and the first sentence it spoke (Wyoming is asked for the same). */
-async function socketRound(): Promise<{ asrMs: number; ttsMs: number; turnMs: number; sentence: string }> {
+/** One WebSocket turn: ASR time, turn time, and the first sentence it spoke (both TTS paths are given it). */
+async function socketRound(): Promise<{ asrMs: number; turnMs: number; sentence: string }> {
   const from = socket.events.length;
   socket.ws.send(JSON.stringify({ type: 'reset' }));
   socket.ws.send(JSON.stringify({ type: 'ptt', pressed: true }));
@@ -104,27 +109,26 @@ async function socketRound(): Promise<{ asrMs: number; ttsMs: number; turnMs: nu
   });
   const transcript = await socket.next('transcript', from);
   const end = await socket.next('turn-end', from);
-  const deltas = socket.events
+  const reply = socket.events
     .slice(from, end.index)
-    .filter((e) => e.m !== 'binary' && e.m['type'] === 'reply-delta');
-  // Speech starts when the first sentence is complete (the session cuts the reply as it streams), or at the end.
+    .filter((e) => e.m !== 'binary' && e.m['type'] === 'reply-delta')
+    .map((e) => String((e.m as Json)['text']));
+  // The session speaks the reply sentence by sentence as it streams; both TTS paths are given its first one.
   const chunker = new SentenceChunker();
-  let firstSentence: { text: string; at: number } | undefined;
-  for (const d of deltas) {
-    const done = chunker.push(String((d.m as Json)['text']));
-    if (done.length > 0) {
-      firstSentence = { text: done[0]!, at: d.at };
-      break;
-    }
-  }
-  firstSentence ??= { text: chunker.flush()[0] ?? '', at: deltas.at(-1)!.at };
+  const sentence = reply.flatMap((piece) => chunker.push(piece))[0] ?? chunker.flush()[0] ?? '';
   const audio = await socket.next('audio', from);
-  return {
-    asrMs: transcript.at - released,
-    ttsMs: audio.at - firstSentence.at,
-    turnMs: audio.at - released,
-    sentence: firstSentence.text,
-  };
+  return { asrMs: transcript.at - released, turnMs: audio.at - released, sentence };
+}
+
+/** The dashboard's text-to-speech: `say` → first `audio` event (then waits for the turn to end). */
+async function socketTts(text: string): Promise<number> {
+  const from = socket.events.length;
+  const sent = await new Promise<number>((resolve) => {
+    socket.ws.send(JSON.stringify({ type: 'say', text }), () => resolve(performance.now()));
+  });
+  const audio = await socket.next('audio', from);
+  await socket.next('turn-end', from);
+  return audio.at - sent;
 }
 
 async function wyomingAsr(): Promise<{ ms: number; text: string }> {
@@ -174,6 +178,7 @@ const ws = { asr: [] as number[], tts: [] as number[], turn: [] as number[] };
 const wyo = { asr: [] as number[], tts: [] as number[], turn: [] as number[] };
 // One warm-up round each: the first request loads caches in the engine hosts.
 const warm = await socketRound();
+await socketTts(warm.sentence);
 await wyomingAsr();
 await wyomingTts(warm.sentence);
 for (let round = 0; round < ROUNDS; round++) {
@@ -181,16 +186,16 @@ for (let round = 0; round < ROUNDS; round++) {
   if (first) {
     const s = await socketRound();
     ws.asr.push(s.asrMs);
-    ws.tts.push(s.ttsMs);
     ws.turn.push(s.turnMs);
+    ws.tts.push(await socketTts(warm.sentence));
   }
   wyo.tts.push(await wyomingTts(warm.sentence));
   wyo.asr.push((await wyomingAsr()).ms);
   wyo.turn.push(await wyomingTurn());
   if (!first) {
+    ws.tts.push(await socketTts(warm.sentence));
     const s = await socketRound();
     ws.asr.push(s.asrMs);
-    ws.tts.push(s.ttsMs);
     ws.turn.push(s.turnMs);
   }
 }

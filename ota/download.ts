@@ -19,13 +19,13 @@ import {
   statSync,
 } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { dirname } from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Clock, sleep as defaultSleep, systemClock } from '../agent/common/clock.js';
 import { renameDurable } from '../agent/common/durable-fs.js';
 import { MnnEdgeError } from '../agent/common/errors.js';
+import { httpsRequest } from '../agent/common/lazy-https.js';
 import { TypedEventEmitter } from '../agent/common/typed-events.js';
 import { OtaRejection } from './rejection.js';
 import {

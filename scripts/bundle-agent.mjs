@@ -7,7 +7,7 @@
 // npm packages stay external: better-sqlite3 and the engine addon are native, and the others are CommonJS that
 // Node loads (lazily, after READY) as fast as a bundle would.
 // Usage: node scripts/bundle-agent.mjs [DIST_DIR]  (default ./dist; the stage and the Yocto recipe pass theirs)
-import { chmodSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadEsbuild } from './esbuild.mjs';
@@ -38,6 +38,19 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
+// One character above U+00FF anywhere in a chunk makes V8 hold that chunk's whole source as UTF-16, twice the
+// memory for as long as the daemon runs (bench/idle). esbuild escapes strings but not regular expressions.
+for (const f of readdirSync(stage)) {
+  if (!f.endsWith('.js')) continue;
+  const text = readFileSync(join(stage, f), 'utf8');
+  const at = [...text].findIndex((c) => c.codePointAt(0) > 0xff);
+  if (at >= 0) {
+    const chars = [...text];
+    const line = chars.slice(Math.max(0, at - 60), at + 20).join('');
+    console.error(`bundle-agent: ${f} holds a character above U+00FF (write it as an escape): …${line}…`);
+    process.exit(1);
+  }
+}
 const mode = statSync(entry).mode;
 for (const f of readdirSync(outdir)) if (f.startsWith('chunk-')) rmSync(join(outdir, f));
 let bytes = 0;

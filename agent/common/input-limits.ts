@@ -10,6 +10,8 @@ export const INPUT_LIMITS = Object.freeze({
   metadataMaxBytes: 1024 * 1024,
   /** A package's manifest (mnn-edge.json). */
   manifestMaxBytes: 1024 * 1024,
+  /** Text to be spoken in one request (voice socket `say`, Wyoming `synthesize`): about two minutes of speech. */
+  speechTextMaxChars: 2000,
   /** Attacker-controlled text quoted in an error message is cut to this many characters. */
   quotedTextMaxChars: 200,
 });

@@ -1,9 +1,10 @@
-import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
+import type { IClientPublishOptions, MqttClient } from 'mqtt';
 import { errorMessage } from '../common/errors.js';
 import type { Logger } from '../common/log.js';
 import { TypedEventEmitter } from '../common/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
 import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT, type WillMessage } from './connection.js';
+import { connectMqtt } from './mqtt-transport.js';
 import type { SubscriptionRegistry } from './subscriptions.js';
 
 // The agent's connection to its broker, for as long as the agent runs. `start()` returns at once: the first
@@ -183,7 +184,7 @@ export class BrokerLink {
       this.#o.clientId,
       this.#o.will(version),
     );
-    const client = connect(this.#o.url, options);
+    const client = connectMqtt(this.#o.url, options);
     this.#client = client;
     let refusedLevel = false;
     let closed = false;

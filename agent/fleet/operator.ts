@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { connect, type IClientOptions, type IClientPublishOptions, type MqttClient } from 'mqtt';
+import type { IClientOptions, IClientPublishOptions, MqttClient } from 'mqtt';
 import { MnnEdgeError } from '../common/errors.js';
 import { parseJsonInput } from '../common/json-input.js';
 import { validate } from '../common/schema.js';
+import { connectMqtt } from './mqtt-transport.js';
 import {
   type CommandRequest,
   type CommandResponse,
@@ -73,7 +74,7 @@ export class FleetOperator {
       ...(options.cert ? { cert: options.cert } : {}),
       ...(options.key ? { key: options.key } : {}),
     };
-    const client = connect(options.url, opts);
+    const client = connectMqtt(options.url, opts);
     await new Promise<void>((resolve, reject) => {
       const fail = (err: Error) => {
         client.end(true);

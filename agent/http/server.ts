@@ -5,21 +5,16 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
 import { MnnEdgeError } from '../common/errors.js';
 import { errorBody, HttpError } from '../common/http-error.js';
+import { createHttpsServer } from '../common/lazy-https.js';
 import type { Logger } from '../common/log.js';
 import { type Authenticator, type AuthInfo, refusalFor } from './auth.js';
 import { parseJsonBody, readBody } from './body.js';
 import type { HttpRouter, RequestContext } from './router.js';
-
-// TLS and HTTPS are Node's largest built-ins to load and most boards serve plain HTTP on the LAN: loaded
-// (synchronously, as the server is made) only when the config asks for TLS. bench/startup shows the path to READY.
-const createHttps = (...args: Parameters<typeof import('node:https').createServer>) =>
-  (createRequire(import.meta.url)('node:https') as typeof import('node:https')).createServer(...args);
 
 // One server for everything on the device: dashboard, JSON API, OpenAI-compatible API and websockets share a
 // port, an auth check and a body limit. Routing is delegated to HttpRouter, so modules never touch the server.
@@ -238,7 +233,9 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
   };
   const onUpgrade = upgradeHandler(options, webSockets.get);
 
-  const server: Server = options.tls ? createHttps(readTls(options.tls), onRequest) : createHttp(onRequest);
+  const server: Server = options.tls
+    ? createHttpsServer(readTls(options.tls), onRequest)
+    : createHttp(onRequest);
   server.on('upgrade', onUpgrade);
   server.on('clientError', (err, socket) => {
     logger.debug('malformed request', { err });

@@ -98,6 +98,8 @@ test('voice protocol errors are specific and keep the session', async (t) => {
   t.is((await waitFor((m) => m['type'] === 'error'))['message'], 'Send {"type":"start"} before audio');
   ws.send('{"type":"sing"}');
   await waitFor((m) => String(m['message']).startsWith('Unknown message type'));
+  ws.send('{"type":"say","text":7}');
+  await waitFor((m) => m['message'] === 'say.text must be a string');
   ws.send(JSON.stringify({ type: 'start', format: { sampleRate: 4000, channels: 1, format: 's16le' } }));
   await waitFor(
     (m) => m['message'] === 'Unsupported sample rate 4000: expected an integer from 8000 to 192000 Hz',
@@ -159,6 +161,17 @@ if (!engine.available) {
     t.is(typeof metrics['ttfaMs'], 'number');
     // Silero in its engine host heard the speech: one forward per 32 ms frame.
     t.true(vadRequests() > 50, `voice.vad forwards: ${vadRequests()}`);
+    // `say`: the same TTS stage speaks given text as a turn of its own.
+    const before = messages.length;
+    ws.send(JSON.stringify({ type: 'say', text: 'Testing the speaker.' }));
+    const said = await waitFor((m) => m['type'] === 'turn-end' && m['turn'] === 2);
+    t.is(said['status'], 'completed', JSON.stringify(said));
+    t.is(said['reply'], 'Testing the speaker.');
+    const sayEvents = messages.slice(before).map((m) => (Buffer.isBuffer(m) ? 'binary' : String(m['type'])));
+    t.is(sayEvents[0], 'audio', sayEvents.join(' '));
+    t.false(sayEvents.includes('transcript') || sayEvents.includes('reply-delta'), sayEvents.join(' '));
+    ws.send(JSON.stringify({ type: 'say', text: 'x'.repeat(2001) }));
+    await waitFor((m) => m['code'] === 'ETOOLARGE');
     ws.close();
   });
 

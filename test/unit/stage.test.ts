@@ -188,7 +188,7 @@ test('the unit is Type=notify with a watchdog, a privileged detect step and the 
   t.deepEqual(s['ExecStartPre'], [
     '+/usr/bin/mnn-edge detect --write-cache /var/lib/mnn-edge/capabilities.json',
   ]);
-  const node = '/usr/bin/node --max-semi-space-size=1 --optimize-for-size --no-opt';
+  const node = '/usr/bin/node --max-semi-space-size=1 --optimize-for-size --no-opt --no-short-builtin-calls';
   const cli = '/usr/lib/node_modules/mnn-edge/dist/agent/cli/mnn-edge.js';
   t.deepEqual(s['ExecStart'], [`${node} ${cli} run --config /etc/mnn-edge/agent.json`]);
   t.deepEqual(s['ProtectSystem'], ['strict']);

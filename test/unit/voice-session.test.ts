@@ -418,3 +418,39 @@ test('findExecutable looks in PATH as a shell does, and takes a name with a slas
   chmodSync(join(dir, 'espeak-ng'), 0o755);
   t.is(findExecutable('espeak-ng', { PATH: dir }), join(dir, 'espeak-ng'));
 });
+
+test('say: the text is spoken sentence by sentence as a turn of its own, outside the history and the store', async (t) => {
+  const { s, log, store, tts, reply, asr } = session();
+  s.say('Testing the speaker. One, two.');
+  await s.idle();
+  t.deepEqual(tts.sentences, ['Testing the speaker.', 'One, two.']);
+  t.deepEqual(
+    log.map((e) => e.type),
+    ['audio', 'audio', 'audio', 'audio', 'turn-end'],
+  );
+  t.is(log.at(-1)!.status, 'completed');
+  t.is(reply.requests.length, 0, 'no LLM');
+  t.is(asr.calls, 0, 'no ASR');
+  t.deepEqual(s.history, []);
+  t.deepEqual(store.recent(), []);
+  t.throws(() => s.say('  '), { message: 'say.text is empty' });
+  await s.close();
+});
+
+test('say is interrupted by speech like a reply, and a new say interrupts the one speaking', async (t) => {
+  const { s, log } = session({ tts: new FakeTts(0.1, 2000) });
+  s.say('First. Second. Third.');
+  await new Promise<void>((resolve) => s.once('audio', () => resolve()));
+  s.say('Instead.');
+  await s.idle();
+  const ends = log.filter((e) => e.type === 'turn-end');
+  t.deepEqual(
+    ends.map((e) => [e.turn, e.status]),
+    [
+      [1, 'cancelled'],
+      [2, 'completed'],
+    ],
+  );
+  t.true(log.some((e) => e.type === 'barge-in' && e.turn === 1));
+  await s.close();
+});

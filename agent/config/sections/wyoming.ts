@@ -51,7 +51,7 @@ export const wyomingDefaults: WyomingConfig = {
   maxDataBytes: 256 * 1024,
   maxPayloadBytes: 1024 * 1024,
   maxAudioSeconds: 30,
-  maxTextChars: 2000,
+  maxTextChars: INPUT_LIMITS.speechTextMaxChars,
   languages: ['en'],
   asr: { instruction: 'Transcribe the audio exactly.', maxNewTokens: 128 },
   maxConversations: 16,

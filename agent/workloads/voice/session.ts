@@ -201,6 +201,15 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     this.#startTurn({ startSample: 0, endSample: total, samples, endedBy: 'flush' });
   }
 
+  /**
+   * Speaks `text` as the assistant, without ASR or the LLM: a turn of its own (interrupting a reply, cancelled by
+   * barge-in like one) that ends with `turn-end`. Not part of the conversation history, not stored as a turn.
+   */
+  say(text: string): void {
+    if (text.trim().length === 0) throw new WorkloadError('ESTATE', 'say.text is empty');
+    this.#startTurnWith((active) => this.#runSay(active, text));
+  }
+
   /** The client says its playback queue ran dry (or it dropped it). */
   playbackDone(): void {
     this.#playbackUntil = 0;
@@ -306,6 +315,10 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
   }
 
   #startTurn(utterance: Utterance): void {
+    this.#startTurnWith((active) => this.#runTurn(active, utterance));
+  }
+
+  #startTurnWith(run: (active: ActiveTurn) => Promise<void>): void {
     const previous = this.#active;
     if (previous) {
       this.#bargeIn();
@@ -316,7 +329,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     active.done = (async () => {
       // Turns never overlap: the interrupted one releases the models first.
       await previous?.done;
-      await this.#runTurn(active, utterance);
+      await run(active);
     })();
     this.#active = active;
     void active.done.finally(() => {
@@ -424,6 +437,37 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       reply,
       metrics,
       ...(finishReason !== undefined ? { finishReason } : {}),
+      ...(error !== undefined ? { error } : {}),
+    });
+  }
+
+  async #runSay(active: ActiveTurn, text: string): Promise<void> {
+    const signal = active.controller.signal;
+    const t0 = this.#o.clock.monotonicMs();
+    const metrics: TurnMetrics = { speechMs: 0 };
+    let status: TurnStatus = 'completed';
+    let error: string | undefined;
+    this.#o.priority?.begin();
+    try {
+      signal.throwIfAborted();
+      const speech = this.#speak(active, signal, metrics, t0);
+      const chunker = new SentenceChunker();
+      for (const s of [...chunker.push(text), ...chunker.flush()]) speech.say(s);
+      speech.end();
+      await speech.finished;
+      signal.throwIfAborted();
+    } catch (err) {
+      status = signal.aborted ? 'cancelled' : 'failed';
+      error = errorMessage(signal.aborted ? signal.reason : err);
+    } finally {
+      this.#o.priority?.end();
+    }
+    this.emit('turn-end', {
+      turn: active.turn,
+      status,
+      transcript: undefined,
+      reply: text,
+      metrics,
       ...(error !== undefined ? { error } : {}),
     });
   }

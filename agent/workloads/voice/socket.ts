@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { RawData, WebSocket } from 'ws';
 import type { Clock } from '../../common/clock.js';
 import { errorMessage } from '../../common/errors.js';
+import { INPUT_LIMITS } from '../../common/input-limits.js';
 import type { Logger } from '../../common/log.js';
 import type { HttpRouter } from '../../http/router.js';
 import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from '../../http/session-limits.js';
@@ -30,6 +31,7 @@ type ClientMessage =
   | { type: 'ptt'; pressed: boolean }
   | { type: 'playback-done' }
   | { type: 'reset' }
+  | { type: 'say'; text: string }
   | { type: 'stop' };
 
 function parseClientMessage(text: string): ClientMessage {
@@ -60,6 +62,14 @@ function parseClientMessage(text: string): ClientMessage {
       if (typeof m['pressed'] !== 'boolean')
         throw new WorkloadError('ESTATE', 'ptt.pressed must be a boolean');
       return m as ClientMessage;
+    case 'say':
+      if (typeof m['text'] !== 'string') throw new WorkloadError('ESTATE', 'say.text must be a string');
+      if (m['text'].length > INPUT_LIMITS.speechTextMaxChars)
+        throw new WorkloadError(
+          'ETOOLARGE',
+          `say.text has ${m['text'].length} characters, over the limit of ${INPUT_LIMITS.speechTextMaxChars}`,
+        );
+      return m as ClientMessage;
     case 'playback-done':
     case 'reset':
     case 'stop':
@@ -67,7 +77,7 @@ function parseClientMessage(text: string): ClientMessage {
     default:
       throw new WorkloadError(
         'ESTATE',
-        `Unknown message type ${JSON.stringify(type)} (expected start, ptt, playback-done, reset, stop)`,
+        `Unknown message type ${JSON.stringify(type)} (expected start, ptt, playback-done, reset, say, stop)`,
       );
   }
 }
@@ -172,6 +182,7 @@ export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps): void {
       else session.pushToTalkEnd();
     } else if (m.type === 'playback-done') session.playbackDone();
     else if (m.type === 'reset') session.resetHistory();
+    else if (m.type === 'say') session.say(m.text);
     else if (m.type === 'stop') ws.close(1000, 'stopped');
   };
 

@@ -228,7 +228,8 @@ export class EspeakTts implements TtsStage {
   }
 }
 
-const SENTENCE_END = /[.!?。！？;:\n]["')\]]*\s/u;
+// CJK full stops as escapes: one character above U+00FF makes V8 keep the whole bundled chunk as UTF-16.
+const SENTENCE_END = /[.!?\u3002\uff01\uff1f;:\n]["')\]]*\s/u;
 
 /**
  * Cuts the LLM's token stream into sentences so speech can start after the first one instead of after the

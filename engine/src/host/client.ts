@@ -4,7 +4,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createLogger, type Logger } from '../../../agent/common/log.js';
 import { TypedEventEmitter } from '../../../agent/common/typed-events.js';
@@ -24,6 +23,7 @@ import type { EngineAvailability } from '../loader.js';
 import type { ModuleOutput, Tensor } from '../module.js';
 import { packageRootAbove } from '../package-root.js';
 import type { ChatMessage } from '../prompt.js';
+import { onLines } from './lines.js';
 import {
   type HostModuleOptions,
   type HostRequest,
@@ -379,11 +379,11 @@ export class EngineHostClient {
     });
     this.#child = child;
     // MNN prints diagnostics on stdout: they become log records, never protocol.
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    onLines(child.stdout!, (line) => {
       this.#log.info('mnn', { pid: child.pid, line });
       this.events.emit('log', { stream: 'stdout', line });
     });
-    createInterface({ input: child.stderr! }).on('line', (line) => {
+    onLines(child.stderr!, (line) => {
       this.#recentStderr.push(line);
       if (this.#recentStderr.length > 20) this.#recentStderr.shift();
       this.#log.warn('stderr', { pid: child.pid, line });
