@@ -306,7 +306,7 @@ void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
   int64_t audioBefore = ctx->audio_us;
   std::vector<int> ids = llm->tokenizer_encode(prompt);
   if (ids.empty()) throw EngineError("EINVAL", "Llm.generate: the prompt encodes to no tokens for " + path);
-  PrefillIds(llm, ids);
+  PrefillIds(llm, ids, pieces_.Stream());
   gen_.remaining = req.maxNewTokens;
   gen_.visionUsBefore = visionBefore;
   gen_.audioUsBefore = audioBefore;
@@ -315,10 +315,11 @@ void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
 
 // The prompt's tokens into the KV cache (max_new_tokens 0: prefill only; decoding goes one step at a time after).
 // Through response(), not generate_init() + generate(): Omni's response() also starts its talker's utterance
-// (Talker::generate_init clears the recorded hidden states and draws the DiT noise).
-void LlmHandle::PrefillIds(Llm* llm, const std::vector<int>& ids) {
+// (Talker::generate_init clears the recorded hidden states and draws the DiT noise). `os` is where the decode
+// steps after it write each token's text (nullptr: nowhere).
+void LlmHandle::PrefillIds(Llm* llm, const std::vector<int>& ids, std::ostream* os) {
   const auto* ctx = llm->getContext();
-  llm->response(ids, nullptr, "", 0);
+  llm->response(ids, os, "", 0);
   if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
     throw EngineError("EENGINE", "MNN Llm::response (prefill of " + std::to_string(ids.size()) +
                                      " tokens) failed for " + configPath_ + " in state " +
@@ -337,6 +338,10 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
   std::string reason;
   std::string code;
   std::string message;
+  // Each token's text, as MNN's step writes it before computing the next token's logits.
+  pieces_.SetSink([this, &channel, &wake](const std::string& text) {
+    if (channel.Put(gen_.utf8.Push(text), MonotonicUs())) wake();
+  });
   try {
     MNN::Express::ExecutorScope scope(llm->getExecutor());
     Prefill(llm, req);
@@ -360,7 +365,6 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
         reason = "stop";
         break;
       }
-      if (channel.Put(gen_.utf8.Push(llm->tokenizer_decode(ctx->current_token)), MonotonicUs())) wake();
       if (gen_.remaining <= 0) {
         reason = "length";
         break;
@@ -376,6 +380,7 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
     code = "EENGINE";
     message = "Llm.generate: unknown native exception";
   }
+  pieces_.ClearSink();
   gen_.finishReason = code.empty() ? reason : std::string();
   if (channel.Finish(gen_.utf8.Flush(), reason, code, message)) wake();
   run->toJs.Release();
@@ -599,7 +604,7 @@ void LlmHandle::ThinkAloud(Llm* llm, const std::string& text) {
   prompt.prompt_template = llm->apply_chat_template(userTurn);
   std::vector<int> ids = llm->tokenizer_encode(prompt);
   if (ids.empty()) throw EngineError("EINVAL", "Llm.speak: the prompt encodes to no tokens for " + configPath_);
-  PrefillIds(llm, ids);
+  PrefillIds(llm, ids, nullptr);
   const auto* ctx = llm->getContext();
   for (int id : answer) {
     if (cancel_.load()) return;

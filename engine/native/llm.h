@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "pcm_queue.h"
+#include "piece_stream.h"
 #include "speech_relay.h"
 #include "token_channel.h"
 #include "utf8_assembler.h"
@@ -59,7 +60,7 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
     std::thread thread;
   };
   void Prefill(MNN::Transformer::Llm* llm, const PrefillRequest& req);
-  void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids);
+  void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids, std::ostream* os);
   void ThinkAloud(MNN::Transformer::Llm* llm, const std::string& text);
   void DecodeLoop(MNN::Transformer::Llm* llm, const PrefillRequest& req, const std::shared_ptr<DecodeRun>& run);
   void Deliver(Napi::Env env, Napi::Function onBatch, DecodeRun& run);
@@ -86,6 +87,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   // consumes them, and a second Talker::generate on none reads past its list).
   std::atomic<bool> voiceable_{false};
   std::weak_ptr<DecodeRun> run_;
+  // Lives as long as the Llm, which keeps a pointer to it between generations.
+  PieceStream pieces_;
 };
 
 }  // namespace mnn_edge
