@@ -4,6 +4,7 @@
 #include "backend_probe.h"
 #include "llm.h"
 #include "module.h"
+#include "native_sources.h"
 #include "runtime_info.h"
 
 namespace {
@@ -14,6 +15,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("runtimeInfo", Napi::Function::New<mnn_edge::RuntimeInfo>(env, "runtimeInfo"));
   exports.Set("probeBackend", Napi::Function::New<mnn_edge::ProbeBackend>(env, "probeBackend"));
   exports.Set("checkBackend", Napi::Function::New<mnn_edge::CheckBackend>(env, "checkBackend"));
+  exports.Set("nativeSources", Napi::String::New(env, MNN_EDGE_NATIVE_SOURCES));
   return exports;
 }
 

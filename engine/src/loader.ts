@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineError } from './errors.js';
 import type { BackendProbeResult, EngineAddon, RuntimeInfo } from './native.js';
+import { nativeSourcesDigest } from './native-sources.js';
 import { packageRootAbove } from './package-root.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -51,7 +52,20 @@ export interface AddonLoader {
  * A loader that loads the addon once per loader instance (the composition root creates one; tests may create
  * their own with another path list), so there is no module-level cache to reset.
  */
-export function createAddonLoader(candidates: string[] = addonCandidates()): AddonLoader {
+/** Why an addon built from `built` cannot be driven by this checkout, or undefined when it can (or cannot tell). */
+export function sourcesMismatch(path: string, built: unknown, sourcesDir: string): string | undefined {
+  const here = nativeSourcesDigest(sourcesDir);
+  if (typeof built !== 'string' || here === undefined || built === here) return undefined;
+  return (
+    `the engine addon at ${path} was built from other native sources than ${sourcesDir} ` +
+    `(addon ${built.slice(0, 12)}, sources ${here.slice(0, 12)}): rebuild it with npm run build:engine`
+  );
+}
+
+export function createAddonLoader(
+  candidates: string[] = addonCandidates(),
+  sourcesDir: string = join(engineDir, 'native'),
+): AddonLoader {
   let cached: { addon: EngineAddon } | { reason: string } | undefined;
   const attempt = (): { addon: EngineAddon } | { reason: string } => {
     if (cached) return cached;
@@ -64,7 +78,8 @@ export function createAddonLoader(candidates: string[] = addonCandidates()): Add
     }
     try {
       const addon = createRequire(import.meta.url)(path) as EngineAddon;
-      cached = { addon };
+      const mismatch = sourcesMismatch(path, addon.nativeSources, sourcesDir);
+      cached = mismatch ? { reason: mismatch } : { addon };
     } catch (err) {
       const first = (err instanceof Error ? err.message : String(err)).split('\n')[0];
       cached = {

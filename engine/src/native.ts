@@ -189,4 +189,6 @@ export interface EngineAddon {
   checkBackend(name: string, purpose: string): void;
   /** Every step of the backend's chain: compiled in, loader, devices, a tiny graph on a fresh runtime. */
   probeBackend?(name: string): BackendProbeResult;
+  /** Digest of the C++ sources it was built from (engine/scripts/native-sources.cmake); absent in older builds. */
+  nativeSources?: string;
 }
