@@ -285,6 +285,19 @@ test.serial(
       );
       t.true((await page.locator('.turn').count()) >= 1);
       await screenshot(page, 'voice-ptt');
+      // Say: typed text is spoken through the same session, as a turn without a transcript.
+      const rowsBefore = await page.locator('[data-testid="latencies"] tbody tr').count();
+      await page.getByTestId('voice-say-text').fill('Testing the speaker.');
+      await page.getByTestId('voice-say').click();
+      await page.waitForFunction(
+        (n) => document.querySelectorAll('[data-testid="latencies"] tbody tr').length > n,
+        rowsBefore,
+        { timeout: 60_000 },
+      );
+      t.is(
+        await page.locator('.turn.said [data-testid="reply"]').last().textContent(),
+        'Testing the speaker.',
+      );
       await page.getByTestId('voice-start').click();
       return;
     }

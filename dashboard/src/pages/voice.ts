@@ -55,6 +55,16 @@ export const voicePage: Page = async (ctx) => {
     'Hold to talk',
   );
   const meter = h('meter', { min: 0, max: 1, value: 0, 'aria-label': 'Microphone level' });
+  const sayInput = h('input', {
+    type: 'text',
+    maxlength: 2000,
+    placeholder: 'Text for the device to say',
+    'aria-label': 'Text to say',
+    disabled: true,
+    'data-testid': 'voice-say-text',
+  });
+  const sayBtn = h('button', { type: 'submit', disabled: true, 'data-testid': 'voice-say' }, 'Say');
+  const sayForm = h('form', { class: 'toolbar' }, sayInput, sayBtn);
   const state = h('p', { class: 'sub', 'data-testid': 'voice-state' }, 'Not connected.');
   const problem = h('div', {});
   const conversation = h('div', { class: 'conversation', 'data-testid': 'conversation' });
@@ -127,6 +137,8 @@ export const voicePage: Page = async (ctx) => {
     audio = undefined;
     startBtn.textContent = 'Start';
     pttBtn.disabled = true;
+    sayInput.disabled = true;
+    sayBtn.disabled = true;
     modeSelect.disabled = false;
     meter.value = 0;
   };
@@ -181,6 +193,8 @@ export const voicePage: Page = async (ctx) => {
           ? 'Listening (hands-free): just talk.'
           : 'Connected: hold the button or Space to talk.';
       pttBtn.disabled = mode !== 'push-to-talk';
+      sayInput.disabled = false;
+      sayBtn.disabled = false;
     });
     node.port.onmessage = (e: MessageEvent<{ pcm: ArrayBuffer; level: number }>) => {
       meter.value = Math.min(1, e.data.level * 4);
@@ -223,6 +237,7 @@ export const voicePage: Page = async (ctx) => {
         case 'turn-end': {
           const t = turnView(msg.turn);
           if (msg.transcript !== undefined && !t.you.textContent) t.you.textContent = msg.transcript;
+          else if (msg.transcript === undefined) t.row.classList.add('said');
           if (!t.reply.textContent) t.reply.textContent = msg.reply;
           if (msg.error) t.row.append(h('p', { class: 'form-error' }, msg.error));
           addLatency(msg.turn, msg.status, msg.metrics);
@@ -249,6 +264,13 @@ export const voicePage: Page = async (ctx) => {
     modeSelect.disabled = true;
   };
 
+  sayForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = sayInput.value.trim();
+    if (text.length === 0) return;
+    send({ type: 'say', text });
+    sayInput.value = '';
+  });
   startBtn.addEventListener('click', () => {
     if (ws) stop();
     else void start();
@@ -279,6 +301,7 @@ export const voicePage: Page = async (ctx) => {
       card(
         'Session',
         h('p', { class: 'toolbar' }, modeSelect, startBtn, pttBtn, meter),
+        sayForm,
         state,
         problem,
         playback,

@@ -42,6 +42,8 @@ export type ClientMessage =
   | { type: 'ptt'; pressed: boolean }
   /** Our playback queue ran dry: lets a half-duplex session stop gating the microphone early. */
   | { type: 'playback-done' }
+  /** Speak this text with the session's voice (no ASR, no LLM): tries the speaker and the TTS stage. */
+  | { type: 'say'; text: string }
   | { type: 'stop' };
 
 export function parseServerEvent(text: string): ServerEvent | undefined {
