@@ -9,11 +9,11 @@
 // Targets (issue 18): ≤ 60 MB RSS, ≤ 0.3 % CPU; idle host ≤ 1.3x bare node + libMNN's mapped size.
 // BENCH_IDLE_SECONDS shortens the 60 s window for a quick look.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { agentCli, daemonNodeFlags, ensureBuilt } from './lib-dist.js';
+import { agentCli, daemonNodeFlags, ensureBuilt, writeBenchAgentConfig } from './lib-dist.js';
 import { bar, check, fmt, summarize } from './stats.js';
 
 const TICKS = 100; // USER_HZ on Linux
@@ -207,14 +207,7 @@ async function main(): Promise<void> {
   const seconds = Number(process.env['BENCH_IDLE_SECONDS'] ?? 60);
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-idle-'));
-  const configPath = join(dir, 'agent.json');
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      http: { bind: '127.0.0.1', port: 0 },
-      mqtt: { embeddedBroker: { enabled: true, port: 0, host: '127.0.0.1' } },
-    }),
-  );
+  const configPath = writeBenchAgentConfig(dir);
   const children: ChildProcess[] = [];
   try {
     const log: string[] = [];

@@ -1,7 +1,7 @@
 // The built agent (dist/), as it ships: benchmarks that time or weigh the daemon run it without the TypeScript
 // loader. Built once when any source is newer than the build, so `npm run bench` builds at most once.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -50,4 +50,20 @@ export function daemonNodeFlags(): string[] {
   const argv = line?.slice('ExecStart='.length).trim().split(/\s+/) ?? [];
   const script = argv.findIndex((a) => a.endsWith('/mnn-edge.js'));
   return argv[0]?.endsWith('/node') && script > 0 ? argv.slice(1, script) : [];
+}
+
+/**
+ * The agent configuration the daemon benchmarks (startup, idle) run: loopback HTTP on a free port and the
+ * embedded broker, so that every module starts as on a board with no broker configured. Returns its path.
+ */
+export function writeBenchAgentConfig(dir: string): string {
+  const path = join(dir, 'agent.json');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      http: { bind: '127.0.0.1', port: 0 },
+      mqtt: { embeddedBroker: { enabled: true, port: 0, host: '127.0.0.1' } },
+    }),
+  );
+  return path;
 }

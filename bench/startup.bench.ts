@@ -7,13 +7,13 @@
 // first, untimed start (pairing token, database), as on every boot after the first.
 // Targets (issue 18): READY and /healthz ≤ 500 ms after exec, and ≤ 3x the bare server.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startNotifyListener } from '../test/integration/sdnotify-listener.js';
-import { agentCli, daemonNodeFlags, ensureBuilt, repoRoot } from './lib-dist.js';
+import { agentCli, daemonNodeFlags, ensureBuilt, repoRoot, writeBenchAgentConfig } from './lib-dist.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
@@ -106,14 +106,7 @@ async function stop(child: ChildProcess): Promise<void> {
 async function main(): Promise<void> {
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-startup-'));
-  const configPath = join(dir, 'agent.json');
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      http: { bind: '127.0.0.1', port: 0 },
-      mqtt: { embeddedBroker: { enabled: true, port: 0, host: '127.0.0.1' } },
-    }),
-  );
+  const configPath = writeBenchAgentConfig(dir);
   // As the systemd unit starts it: its node flags, then the bundled CLI.
   const agentArgs = [
     ...daemonNodeFlags(),
