@@ -2,6 +2,7 @@ import { modelsConfigOf, storeLimitsOf } from '../../models/config.js';
 import { hubClient, hubSettings } from '../../models/hub/clients.js';
 import { registerPullModelCommand } from '../../models/hub/pull-command.js';
 import { HubPullJobs, hubDownloadsDir } from '../../models/hub/pull-jobs.js';
+import { removeStalePartials } from '../../models/hub/stale-partials.js';
 import { ModelCatalog, ModelStore } from '../../models/index.js';
 import { resolveOtaConfig } from '../config/sections/ota.js';
 import type { CommandRegistry } from '../fleet/commands.js';
@@ -66,6 +67,8 @@ export function createModelsModule(
         summary: 'installed model packages with their variants and state',
         handler: () => store.list(),
       });
+      for (const p of removeStalePartials(hubDownloadsDir(ctx.config.dataDir)))
+        ctx.logger.info('removed a partial hub download nobody resumed', p);
       const download = resolveOtaConfig(ctx.config['ota']).download;
       pulls = new HubPullJobs({
         store: () => models?.store,
