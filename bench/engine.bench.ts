@@ -20,20 +20,28 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createMemoryLogger } from '../agent/common/log.js';
-import {
-  EngineHostClient,
-  engineAvailability,
-  type GenerationDelivery,
-  type HostDelivery,
-  Llm,
-  unavailableMessage,
-  weightFiles,
-} from '../engine/src/index.js';
+import type * as EngineApi from '../engine/src/index.js';
+import type { GenerationDelivery, HostDelivery, Llm } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
+import { ensureBuilt, repoRoot } from './lib-dist.js';
 import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
 
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
+// The engine as it ships (dist/, no TypeScript loader): the engine host it starts then runs host-main.js as
+// the agent's runtime does, not through tsx.
+ensureBuilt();
+const {
+  EngineHostClient,
+  engineAvailability,
+  Llm: LlmClass,
+  unavailableMessage,
+  weightFiles,
+} = (await import(
+  pathToFileURL(join(repoRoot, 'dist', 'engine', 'src', 'index.js')).href
+)) as typeof EngineApi;
+
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
 const PROMPT_TOKENS = 32;
 const DECODE_TOKENS = 64;
 const DECODE_TARGET = 0.97;
@@ -157,7 +165,7 @@ ${label}: load split (in-process; a host adds its process start, see bench/swap)
     const probe = JSON.parse(readFileSync(config, 'utf8')) as Record<string, unknown>;
     if (cache === 'cold') dropFromPageCache(weightFiles(config, probe));
     const t0 = performance.now();
-    const llm = await Llm.load(config, { overrides });
+    const llm = await LlmClass.load(config, { overrides });
     const loadMs = performance.now() - t0;
     // Cold: the runtime's warm-up, then the first tokens. Warm: no warm-up, to show what it buys.
     let warmUpMs = Number.NaN;
@@ -182,7 +190,7 @@ ${label}: load split (in-process; a host adds its process start, see bench/swap)
 async function benchModel(label: string, config: string, scratch: string): Promise<void> {
   await loadSplit(label, config);
 
-  const llm = await Llm.load(config, { overrides });
+  const llm = await LlmClass.load(config, { overrides });
   const promptTokens = (await llm.encode(prompt)).length;
   if (promptTokens !== PROMPT_TOKENS)
     throw new Error(`prompt is ${promptTokens} tokens, wanted ${PROMPT_TOKENS}`);

@@ -25,7 +25,7 @@ import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { WyomingTestClient } from '../test/helpers/wyoming-client.js';
 import { check, describe, fmt, summarize } from './stats.js';
 
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 7);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 15);
 const TARGET_MS = 5;
 
 const availability = engineAvailability();

@@ -68,7 +68,7 @@ export function createModelsModule(
         handler: () => store.list(),
       });
       for (const p of removeStalePartials(hubDownloadsDir(ctx.config.dataDir)))
-        ctx.logger.info('removed a partial hub download nobody resumed', p);
+        ctx.logger.info('removed a partial hub download nobody resumed', { ...p });
       const download = resolveOtaConfig(ctx.config['ota']).download;
       pulls = new HubPullJobs({
         store: () => models?.store,
