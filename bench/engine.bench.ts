@@ -71,6 +71,8 @@ interface Layers {
   tokensPerBatch: number;
   /** generate() to the first token on the decode thread, in the process that runs the model. */
   nativeTtftMs: number;
+  /** Per token, the time the decode thread waited because the consumer had not taken its read-ahead yet. */
+  creditWaitUs: number;
 }
 
 /** Times one generation from the consumer's side: TTFT to the first piece, decode rate after it. */
@@ -99,6 +101,7 @@ function layersOf(
     hostToAgentUs: ipc ? ipc.ipcUsSum / Math.max(1, ipc.pieces) : 0,
     tokensPerBatch: d.tokens / Math.max(1, ipc ? ipc.messages : d.batches),
     nativeTtftMs: (d.firstTokenUs - d.startUs) / 1000,
+    creditWaitUs: d.creditWaitUs / Math.max(1, d.tokens),
   };
 }
 
@@ -273,7 +276,11 @@ async function benchModel(label: string, config: string, scratch: string): Promi
         ` | native TTFT ${fmt(
           median(l, (x) => x.nativeTtftMs),
           2,
-        )} ms`,
+        )} ms` +
+        ` | decode thread waited for JS ${fmt(
+          median(l, (x) => x.creditWaitUs),
+          1,
+        )} µs/token`,
     );
   }
   console.log(

@@ -400,6 +400,7 @@ void LlmHandle::Deliver(Napi::Env env, Napi::Function onBatch, DecodeRun& run) {
   o.Set("producedUsSum", batch.producedUsSum);
   o.Set("firstUs", batch.firstUs);
   o.Set("lastUs", batch.lastUs);
+  o.Set("creditWaitUs", batch.creditWaitUs);
   o.Set("done", batch.done);
   o.Set("reason", batch.done && batch.errorCode.empty() ? Napi::String::New(env, batch.reason) : env.Null());
   o.Set("error", batch.errorCode.empty() ? env.Null() : MakeJsError(env, batch.errorCode, batch.errorMessage).Value());

@@ -27,6 +27,8 @@ struct TokenBatch {
   double producedUsSum = 0;  // sum of MonotonicUs() at which each token was decoded
   double firstUs = 0;
   double lastUs = 0;
+  // Time the decode thread has spent waiting for the consumer's acknowledgements, this generation so far.
+  double creditWaitUs = 0;
   bool done = false;
   std::string reason;     // stop | length | aborted (when done without error)
   std::string errorCode;  // set when the generation failed
@@ -41,7 +43,12 @@ class TokenChannel {
   // cancel takes effect within the token being decoded).
   bool WaitForCredit(const std::atomic<bool>& cancel) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return cancel.load() || produced_ - acked_ < window_; });
+    auto ready = [&] { return cancel.load() || produced_ - acked_ < window_; };
+    if (!ready()) {
+      double from = MonotonicUs();
+      cv_.wait(lock, ready);
+      creditWaitUs_ += MonotonicUs() - from;
+    }
     return !cancel.load();
   }
 
@@ -73,6 +80,7 @@ class TokenChannel {
     std::lock_guard<std::mutex> lock(mu_);
     TokenBatch out;
     std::swap(out, pending_);
+    out.creditWaitUs = creditWaitUs_;
     scheduled_ = false;
     return out;
   }
@@ -104,6 +112,7 @@ class TokenChannel {
   const int window_;
   long long produced_ = 0;
   long long acked_ = 0;
+  double creditWaitUs_ = 0;
   TokenBatch pending_;
   bool scheduled_ = false;
 };

@@ -88,10 +88,20 @@ export interface GenerationDelivery {
   lastTokenUs: number;
   /** Sum over tokens of the time from decode to the JS callback that received it (addon -> JS). */
   handoffUsSum: number;
+  /** Time the decode thread waited for the consumer (its read-ahead window full); ~0 when JS keeps up. */
+  creditWaitUs: number;
 }
 
 export function emptyDelivery(): GenerationDelivery {
-  return { tokens: 0, batches: 0, startUs: 0, firstTokenUs: 0, lastTokenUs: 0, handoffUsSum: 0 };
+  return {
+    tokens: 0,
+    batches: 0,
+    startUs: 0,
+    firstTokenUs: 0,
+    lastTokenUs: 0,
+    handoffUsSum: 0,
+    creditWaitUs: 0,
+  };
 }
 
 /** CLOCK_MONOTONIC in microseconds, the clock the addon stamps tokens with. */
@@ -100,6 +110,7 @@ export function monotonicUs(): number {
 }
 
 function recordBatch(d: GenerationDelivery, b: NativeTokenBatch): void {
+  d.creditWaitUs = Math.max(d.creditWaitUs, b.creditWaitUs ?? 0);
   if (b.tokens === 0) return;
   const now = monotonicUs();
   if (d.tokens === 0) d.firstTokenUs = b.firstUs;

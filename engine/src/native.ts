@@ -86,6 +86,8 @@ export interface NativeTokenBatch {
   tokens: number;
   /** Sum, over the batch's tokens, of the CLOCK_MONOTONIC microsecond each was decoded at. */
   producedUsSum: number;
+  /** Time the decode thread has waited for acknowledgements so far in this generation (absent in older builds). */
+  creditWaitUs?: number;
   firstUs: number;
   lastUs: number;
   done: boolean;
