@@ -240,15 +240,17 @@ void LlmHandle::Generate(const Napi::CallbackInfo& info) {
   Llm* llm = Require(env, "Llm.generate");
   if (!loaded_) ThrowJs(env, "ESTATE", "Llm.generate: the model is not loaded");
   if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsNumber() || !info[2].IsFunction()) {
-    ThrowJs(env, "EINVAL", "Llm.generate(request: object, window: number, onBatch: function)");
+    ThrowJs(env, "EINVAL", "Llm.generate(request: object, window: number, onBatch: function, holdUs?: number)");
   }
   auto req = std::make_shared<PrefillRequest>(ParsePrefill(env, info[0].As<Napi::Object>()));
   int window = info[1].As<Napi::Number>().Int32Value();
+  // Optional: how long decoded tokens may wait to be handed over together (µs; 0: each as soon as JS is idle).
+  double holdUs = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().DoubleValue() : 0;
   if (!busy_.TryAcquire()) {
     ThrowJs(env, "EBUSY", "Llm.generate: the object is busy with another call (calls must be sequential)");
   }
   cancel_.store(false);
-  auto run = std::make_shared<DecodeRun>(window);
+  auto run = std::make_shared<DecodeRun>(window, holdUs);
   run_ = run;
   // The JS object (and so this handle) lives until the thread is done and the last batch was delivered.
   run->owner = Napi::Persistent(info.This().As<Napi::Object>());

@@ -53,7 +53,7 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
 
   // One generate() call: its thread, the channel to JS, and the references that keep both ends alive.
   struct DecodeRun {
-    explicit DecodeRun(int window) : channel(window) {}
+    DecodeRun(int window, double holdUs) : channel(window, holdUs) {}
     TokenChannel channel;
     Napi::ThreadSafeFunction toJs;
     Napi::ObjectReference owner;

@@ -37,7 +37,9 @@ struct TokenBatch {
 
 class TokenChannel {
  public:
-  explicit TokenChannel(int window) : window_(window < 1 ? 1 : window) {}
+  // holdUs > 0: while JS is busy or not, decoded tokens are held up to that long (and while the window has room)
+  // so that JS is woken once per batch, not per token; the first token of a generation is never held.
+  explicit TokenChannel(int window, double holdUs = 0) : window_(window < 1 ? 1 : window), holdUs_(holdUs) {}
 
   // Decode thread: blocks until a token may be decoded. False when cancelled (checked before every token, so a
   // cancel takes effect within the token being decoded).
@@ -61,6 +63,10 @@ class TokenChannel {
     pending_.producedUsSum += producedUs;
     pending_.lastUs = producedUs;
     ++produced_;
+    if (holdUs_ > 0 && produced_ > 1 && produced_ - acked_ < window_ &&
+        producedUs - pending_.firstUs < holdUs_) {
+      return false;
+    }
     return Schedule();
   }
 
@@ -110,6 +116,7 @@ class TokenChannel {
   std::mutex mu_;
   std::condition_variable cv_;
   const int window_;
+  const double holdUs_;
   long long produced_ = 0;
   long long acked_ = 0;
   double creditWaitUs_ = 0;

@@ -125,7 +125,12 @@ export interface NativeLlmHandle {
    * Prefills and decodes on a native thread that runs at most `window` tokens ahead of ack(); onBatch gets the
    * tokens on the JS thread. Throws EBUSY while another call runs.
    */
-  generate(request: NativePrefillRequest, window: number, onBatch: (batch: NativeTokenBatch) => void): void;
+  generate(
+    request: NativePrefillRequest,
+    window: number,
+    onBatch: (batch: NativeTokenBatch) => void,
+    holdUs?: number,
+  ): void;
   ack(tokens: number): void;
   cancel(): void;
   stats(): NativeLlmStats;
