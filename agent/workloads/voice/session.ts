@@ -1,78 +1,17 @@
-// One voice conversation: 16 kHz mono PCM in → VAD → utterances → ASR → LLM (chat history) → TTS → PCM out,
-// chunk by chunk. Turns run one at a time while the microphone keeps being listened to, so speech during a
-// reply (barge-in) cancels the reply's LLM and TTS work at once.
-//
-// Without echo cancellation the device hears its own speaker. In half duplex (the default) input is ignored
-// while a reply is playing, unless it is clearly louder than what is being played (bargeInMarginDb above the
-// playback level): a person talking over the assistant at arm's length is, the assistant's own echo is not.
-import type { Clock } from '../../common/clock.js';
 import { errorMessage } from '../../common/errors.js';
 import { TypedEventEmitter } from '../../common/typed-events.js';
 import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
-import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from '../audio/vad.js';
+import { VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../audio/vad.js';
 import type { ChatMessage, ChatResult } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
-import {
-  type SegmenterEvent,
-  type SegmenterOptions,
-  type Utterance,
-  UtteranceSegmenter,
-} from './segmenter.js';
-import { type AsrStage, checkUtterance, type ReplyStage, SentenceChunker, type TtsStage } from './stages.js';
-import type { TurnMetrics, TurnSink } from './turn-store.js';
+import { type SegmenterEvent, type Utterance, UtteranceSegmenter } from './segmenter.js';
+import { type SpeechQueue, startSpeechQueue } from './speech-queue.js';
+import { checkUtterance, SentenceChunker } from './stages.js';
+import type { TurnMetrics } from './turn-store.js';
 
-export type TurnStatus = 'completed' | 'cancelled' | 'failed';
+export type { TurnStatus, VoiceEvents, VoiceSessionOptions, VoiceSessionStats } from './session-types.js';
 
-export type VoiceEvents = {
-  'speech-start': { atMs: number };
-  /** The utterance that becomes a turn (or is ignored because it was too short). */
-  'speech-end': { turn: number; speechMs: number; endedBy: Utterance['endedBy'] };
-  'speech-discarded': { reason: 'too-short' };
-  transcript: { turn: number; text: string };
-  'reply-delta': { turn: number; text: string };
-  /** One chunk of speech out; `seq` counts chunks within the turn. */
-  audio: { turn: number; seq: number; sampleRate: number; samples: Float32Array };
-  /** Speech interrupted a turn: the client should drop what it still has queued for playback. */
-  'barge-in': { turn: number };
-  'turn-end': {
-    turn: number;
-    status: TurnStatus;
-    transcript: string | undefined;
-    reply: string;
-    metrics: TurnMetrics;
-    finishReason?: ChatResult['finishReason']; // backend-lost: the host died mid-reply (kept in history)
-    error?: string;
-  };
-};
-
-export interface VoiceSessionOptions {
-  id: string;
-  vad: VoiceActivityDetector;
-  segmenter?: Partial<SegmenterOptions>;
-  /** Absent when the reply stage hears audio itself (omni). */
-  asr?: AsrStage;
-  reply: ReplyStage;
-  tts: TtsStage;
-  systemPrompt: string;
-  /** Messages of history kept besides the system prompt (oldest dropped first). */
-  maxHistoryMessages: number;
-  /** `vad`: hands-free; `push-to-talk`: the client marks the start and end of each request. */
-  mode: 'vad' | 'push-to-talk';
-  duplex: 'half' | 'full';
-  bargeIn: boolean;
-  /** In half duplex, input this many dB above the playback level still counts as the user. */
-  bargeInMarginDb: number;
-  /** Continuous speech needed before a reply is interrupted (a cough should not stop it). */
-  bargeInMinSpeechMs: number;
-  /** Frames waiting for the VAD beyond this are dropped (and counted) instead of piling up; file sources wait
-   *  for `drained()` when pushAudio returns false instead. Default 256 frames (8 s). */
-  maxVadBacklogFrames?: number;
-  clock: Clock;
-  sink?: TurnSink;
-  /** Told when a turn starts and ends, so other workloads (vision watch mode) can yield the SoC. */
-  priority?: { begin(): void; end(): void };
-  onClose?: () => void;
-}
+import type { TurnStatus, VoiceEvents, VoiceSessionOptions, VoiceSessionStats } from './session-types.js';
 
 class NothingHeard extends Error {}
 
@@ -81,13 +20,6 @@ interface ActiveTurn {
   controller: AbortController;
   done: Promise<void>;
   bargeInAt?: number;
-}
-
-export interface VoiceSessionStats {
-  turns: number;
-  framesDropped: number;
-  framesGated: number;
-  utterancesIgnored: number;
 }
 
 export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
@@ -472,69 +404,26 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     });
   }
 
-  /** A sentence queue drained by the TTS stage while the LLM keeps generating. */
-  #speak(active: ActiveTurn, signal: AbortSignal, metrics: TurnMetrics, t0: number) {
-    const { clock, tts } = this.#o;
-    const queue: string[] = [];
-    let ended = false;
-    let wake: (() => void) | undefined;
+  /** The turn's speech out: chunks become `audio` events and move the playback estimate (half duplex). */
+  #speak(active: ActiveTurn, signal: AbortSignal, metrics: TurnMetrics, t0: number): SpeechQueue {
     let seq = 0;
-    let synthMs = 0;
-    let audioMs = 0;
-    const notify = () => {
-      wake?.();
-      wake = undefined;
-    };
-    const onAbort = () => notify();
-    signal.addEventListener('abort', onAbort, { once: true });
-    const finished = (async () => {
-      try {
-        for (;;) {
-          signal.throwIfAborted();
-          const sentence = queue.shift();
-          if (sentence === undefined) {
-            if (ended) break;
-            await new Promise<void>((r) => {
-              wake = r;
-            });
-            continue;
-          }
-          let mark = clock.monotonicMs();
-          for await (const chunk of tts.synthesize(sentence, signal)) {
-            signal.throwIfAborted();
-            const now = clock.monotonicMs();
-            synthMs += now - mark;
-            if (metrics.ttfaMs === undefined) metrics.ttfaMs = now - t0;
-            const chunkMs = (chunk.samples.length / chunk.sampleRate) * 1000;
-            audioMs += chunkMs;
-            this.#playbackUntil = Math.max(now, this.#playbackUntil) + chunkMs;
-            this.#playbackDb = dbfs(rms(chunk.samples));
-            this.emit('audio', {
-              turn: active.turn,
-              seq: seq++,
-              sampleRate: chunk.sampleRate,
-              samples: chunk.samples,
-            });
-            mark = clock.monotonicMs();
-          }
-        }
-        if (audioMs > 0) metrics.ttsRtf = synthMs / audioMs;
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-      }
-    })();
-    finished.catch(() => {});
-    return {
-      say(sentence: string) {
-        queue.push(sentence);
-        notify();
+    return startSpeechQueue({
+      tts: this.#o.tts,
+      clock: this.#o.clock,
+      signal,
+      metrics,
+      t0,
+      onChunk: (chunk, chunkMs, now) => {
+        this.#playbackUntil = Math.max(now, this.#playbackUntil) + chunkMs;
+        this.#playbackDb = dbfs(rms(chunk.samples));
+        this.emit('audio', {
+          turn: active.turn,
+          seq: seq++,
+          sampleRate: chunk.sampleRate,
+          samples: chunk.samples,
+        });
       },
-      end() {
-        ended = true;
-        notify();
-      },
-      finished,
-    };
+    });
   }
 
   #remember(user: ChatMessage, assistant: ChatMessage): void {
