@@ -4,9 +4,9 @@
 //        (the fixture speech WAV, the same ASR stage, instruction and token limit on both)
 //   TTS: Wyoming `synthesize` → first `audio-chunk`   vs   WebSocket `say` → first `audio` event: the same
 //        sentence (the first one of the session's reply) through the same espeak-ng stage
-//   Turn: WebSocket push-to-talk release → first `audio` (ASR, reply, TTS in the session)   vs   the same turn as
-//        Home Assistant runs it over Wyoming: audio-stop → transcript, transcript → handled, synthesize → first
-//        audio-chunk, summed.
+//   Turn (shown, no target): WebSocket push-to-talk release → first `audio` (ASR, reply, TTS in the session)
+//        beside the turn as a client runs it over Wyoming: audio-stop → transcript, transcript → handled,
+//        synthesize → first audio-chunk, summed.
 // Every interval starts when the client's request has left it (the write callback) and ends at the receipt of
 // the answer, on both paths. Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms per median.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -54,7 +54,10 @@ const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
 const wyomingPort = workloads.wyomingAnnouncement()!.port;
 
 const pcm = readFileSync(join(mediaFixturesDir, 'speech-hello-16k.wav')).subarray(44);
-const CHUNK = 640; // 20 ms at 16 kHz s16le mono
+const CHUNK = 640; // 20 ms at 16 kHz s16le mono, as Wyoming clients send it
+// The voice socket limits messages per second (200, twice that in a burst): rounds sent at once in 20 ms
+// frames use that up and the socket is closed (4408), so the bench sends 200 ms frames (same request).
+const WS_CHUNK = 6400;
 const format = { rate: 16000, width: 2, channels: 1 };
 
 type Json = Record<string, unknown>;
@@ -66,6 +69,10 @@ async function openSocket() {
   });
   const events: Array<{ m: Json | 'binary'; at: number }> = [];
   let wake: (() => void) | undefined;
+  let closed = '';
+  ws.on('close', (code, reason) => {
+    closed = ` (socket closed: ${code} ${reason.toString()})`;
+  });
   ws.on('message', (data, isBinary) => {
     events.push({ m: isBinary ? 'binary' : (JSON.parse(String(data)) as Json), at: performance.now() });
     wake?.();
@@ -82,7 +89,9 @@ async function openSocket() {
       if (i >= 0) return { index: i, ...events[i]! };
       if (performance.now() > deadline || ws.readyState !== WebSocket.OPEN) {
         const seen = events.slice(from).map((e) => (e.m === 'binary' ? 'binary' : String(e.m['type'])));
-        throw new Error(`dashboard socket: no ${type} event within ${timeoutMs} ms; got ${seen.join(', ')}`);
+        throw new Error(
+          `dashboard socket: no ${type} event within ${timeoutMs} ms; got ${seen.join(', ')}${closed}`,
+        );
       }
       await new Promise<void>((r) => {
         wake = r;
@@ -103,7 +112,7 @@ async function socketRound(): Promise<{ asrMs: number; turnMs: number; sentence:
   const from = socket.events.length;
   socket.ws.send(JSON.stringify({ type: 'reset' }));
   socket.ws.send(JSON.stringify({ type: 'ptt', pressed: true }));
-  for (let at = 0; at < pcm.length; at += CHUNK) socket.ws.send(pcm.subarray(at, at + CHUNK));
+  for (let at = 0; at < pcm.length; at += WS_CHUNK) socket.ws.send(pcm.subarray(at, at + WS_CHUNK));
   const released = await new Promise<number>((resolve) => {
     socket.ws.send(JSON.stringify({ type: 'ptt', pressed: false }), () => resolve(performance.now()));
   });
@@ -206,10 +215,10 @@ rmSync(dataDir, { recursive: true, force: true });
 
 console.log(`Wyoming vs the dashboard's WebSocket, ${ROUNDS} rounds each, same agent and models`);
 console.log(`  spoken sentence (${warm.sentence.length} chars): ${JSON.stringify(warm.sentence)}`);
+// The two figures issue 21 sets a target for: the same request on both paths.
 const rows: Array<[string, number[], number[]]> = [
   ['ASR: end of audio → transcript', ws.asr, wyo.asr],
   ['TTS: text → first audio chunk', ws.tts, wyo.tts],
-  ['Turn: end of speech → first audio', ws.turn, wyo.turn],
 ];
 for (const [name, a, b] of rows) {
   const sa = summarize(a);
@@ -222,3 +231,12 @@ for (const [name, a, b] of rows) {
     `    ${check(`${name.split(':')[0]} added by Wyoming (median)`, added, 'ms', `≤ ${TARGET_MS}`, added <= TARGET_MS)} Wyoming adds ${fmt(added, 1)} ms (${fmt(sb.median / sa.median, 2)}x)`,
   );
 }
+// A whole turn is shown, not judged: the session speaks its first sentence while the LLM still writes the rest,
+// whereas a client that asks for transcript, then handled, then synthesize (as the turn here does) waits for the
+// whole answer before asking for speech. What that costs is the answer's generation after its first sentence.
+const turnWs = summarize(ws.turn);
+const turnWy = summarize(wyo.turn);
+console.log('  Turn: end of speech → first audio (not a like-for-like pair, see above)');
+console.log(`    WebSocket session (speaks while it generates): ${describe(turnWs, 'ms', 1)}`);
+console.log(`    Wyoming transcript → handled → synthesize:      ${describe(turnWy, 'ms', 1)}`);
+console.log(`    difference ${fmt(turnWy.median - turnWs.median, 1)} ms`);

@@ -204,11 +204,20 @@ export class WyomingConnection {
     this.#enqueue(async (signal) => {
       const asr = this.#d.voice.asrStage(this.#d.asr);
       await this.#d.send({ type: 'transcript-start', data: {} });
-      const pieces: Array<Promise<void>> = [];
+      // Pieces that arrive together (the engine hands tokens over in batches) go out as one transcript-chunk:
+      // an event per token costs the server and the client a frame each for nothing.
+      const sent: Array<Promise<void>> = [];
+      let pending = '';
+      const flush = () => {
+        if (pending.length > 0) sent.push(this.#d.send({ type: 'transcript-chunk', data: { text: pending } }));
+        pending = '';
+      };
       const heard = await asr.transcribe(audio, signal, (text) => {
-        pieces.push(this.#d.send({ type: 'transcript-chunk', data: { text } }));
+        if (pending.length === 0) setImmediate(flush);
+        pending += text;
       });
-      await Promise.all(pieces);
+      flush();
+      await Promise.all(sent);
       signal.throwIfAborted();
       await this.#d.send({ type: 'transcript', data: { text: heard.text } });
       await this.#d.send({ type: 'transcript-stop', data: {} });
