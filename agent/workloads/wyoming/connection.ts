@@ -209,7 +209,8 @@ export class WyomingConnection {
       const sent: Array<Promise<void>> = [];
       let pending = '';
       const flush = () => {
-        if (pending.length > 0) sent.push(this.#d.send({ type: 'transcript-chunk', data: { text: pending } }));
+        if (pending.length > 0)
+          sent.push(this.#d.send({ type: 'transcript-chunk', data: { text: pending } }));
         pending = '';
       };
       const heard = await asr.transcribe(audio, signal, (text) => {
