@@ -342,7 +342,8 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
   std::string message;
   // Each token's text, as MNN's step writes it before computing the next token's logits.
   pieces_.SetSink([this, &channel, &wake](const std::string& text) {
-    if (channel.Put(gen_.utf8.Push(text), MonotonicUs())) wake();
+    // Written during the step that gen_.remaining still counts: 1 means this is the last token.
+    if (channel.Put(gen_.utf8.Push(text), MonotonicUs(), gen_.remaining <= 1)) wake();
   });
   try {
     MNN::Express::ExecutorScope scope(llm->getExecutor());

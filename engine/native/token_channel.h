@@ -55,7 +55,8 @@ class TokenChannel {
   }
 
   // Decode thread: hands one token's text over. True when JS must be woken (no delivery is pending yet).
-  bool Put(std::string piece, double producedUs) {
+  // `last`: no token follows (the length limit), so nothing is gained by holding it.
+  bool Put(std::string piece, double producedUs, bool last = false) {
     std::lock_guard<std::mutex> lock(mu_);
     if (pending_.pieces.empty()) pending_.firstUs = producedUs;
     pending_.pieces.push_back(std::move(piece));
@@ -63,7 +64,7 @@ class TokenChannel {
     pending_.producedUsSum += producedUs;
     pending_.lastUs = producedUs;
     ++produced_;
-    if (holdUs_ > 0 && produced_ > 1 && produced_ - acked_ < window_ &&
+    if (holdUs_ > 0 && !last && produced_ > 1 && produced_ - acked_ < window_ &&
         producedUs - pending_.firstUs < holdUs_) {
       return false;
     }
