@@ -64,8 +64,11 @@ function setup(options: { noAsr?: boolean; replyDelayMs?: number } = {}) {
     async transcribe(audio, signal, onText) {
       heard.push(audio);
       signals.push(signal);
+      // Two pieces in one tick (one batch from the engine), then one more later.
       onText?.('hello ');
-      onText?.('world');
+      onText?.('wor');
+      await new Promise((r) => setTimeout(r, 5));
+      onText?.('ld');
       const result: ChatResult = {
         text: 'hello world',
         finishReason: 'stop',
@@ -147,7 +150,7 @@ test('streamed synthesize: one audio group per sentence, the compatibility synth
   t.false(types.includes('error'));
 });
 
-test('ASR: 44.1 kHz stereo 32-bit chunks arrive as 16 kHz mono; the transcript is streamed then whole', async (t) => {
+test('ASR: 44.1 kHz stereo 32-bit chunks arrive as 16 kHz mono; the transcript is streamed (a chunk per batch) then whole', async (t) => {
   const { connection, ev, sent, heard } = setup();
   const format = { rate: 44100, width: 4, channels: 2 };
   ev('transcribe', { language: 'en' });
@@ -160,8 +163,8 @@ test('ASR: 44.1 kHz stereo 32-bit chunks arrive as 16 kHz mono; the transcript i
     sent.map((e) => [e.type, e.data['text']]),
     [
       ['transcript-start', undefined],
-      ['transcript-chunk', 'hello '],
-      ['transcript-chunk', 'world'],
+      ['transcript-chunk', 'hello wor'],
+      ['transcript-chunk', 'ld'],
       ['transcript', 'hello world'],
       ['transcript-stop', undefined],
     ],
