@@ -9,18 +9,17 @@
 //        synthesize → first audio-chunk, summed.
 // Every interval starts when the client's request has left it (the write callback) and ends at the receipt of
 // the answer, on both paths. Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms per median.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { createMemoryLogger } from '../agent/common/log.js';
-import { defaultConfig } from '../agent/config/defaults.js';
 import type { AgentConfig } from '../agent/config/schema.js';
 import { createAgent } from '../agent/main.js';
 import { createWorkloadsModule } from '../agent/workloads/module.js';
 import { SentenceChunker } from '../agent/workloads/voice/stages.js';
 import { engineAvailability, unavailableMessage } from '../engine/src/index.js';
 import { slotRuntimeModules } from '../test/engine/_slots.js';
+import { loopbackAgentConfig } from '../test/helpers/agent-config.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { WyomingTestClient } from '../test/helpers/wyoming-client.js';
 import { check, describe, fmt, summarize } from './stats.js';
@@ -34,13 +33,9 @@ if (!availability.available) {
   process.exit(0);
 }
 
-const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-wyoming-'));
-const base = defaultConfig({});
+const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-bench-wyoming-');
 const config: AgentConfig = {
   ...base,
-  dataDir,
-  root: join(dataDir, 'no-root'),
-  http: { ...base.http, bind: '127.0.0.1', port: 0 },
   slots: { 'voice.asr': { model: 'tiny-omni-audio' }, 'voice.llm': { model: 'tiny-llm' } },
   voice: { maxNewTokens: 32 },
   wyoming: { enabled: true, bind: '127.0.0.1', port: 0 },

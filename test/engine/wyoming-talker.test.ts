@@ -1,11 +1,9 @@
 // Wyoming `synthesize` answered by MNN's omni talker: the tiny random-weight talker (engine/tools/tiny-talker)
 // serves voice.tts on a running agent, and the PCM reaches a protocol client as 16-bit chunks at 24 kHz.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import test from 'ava';
 import { createMemoryLogger } from '../../agent/common/log.js';
-import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
@@ -14,6 +12,7 @@ import {
   DEFAULT_TALKER_TOKENS,
   tinyTalkerToolchainMissing,
 } from '../../engine/tools/tiny-talker/make-tiny-talker.js';
+import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 import { engineOrSkip } from './_engine.js';
 import { slotRuntimeModules } from './_slots.js';
@@ -29,13 +28,9 @@ if (engineOrSkip(test, 'Wyoming synthesize on the talker')) {
     test.skip(line, () => {});
   } else {
     test('synthesize on the talker slot: audio-start at 24 kHz, the utterance in chunks, audio-stop', async (t) => {
-      const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-wyoming-talker-'));
-      const base = defaultConfig({});
+      const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-wyoming-talker-');
       const config: AgentConfig = {
         ...base,
-        dataDir,
-        root: join(dataDir, 'no-root'),
-        http: { ...base.http, bind: '127.0.0.1', port: 0 },
         slots: { 'voice.tts': { model: 'tiny-talker' } },
         wyoming: { enabled: true, bind: '127.0.0.1', port: 0 },
       };

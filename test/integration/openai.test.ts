@@ -2,14 +2,12 @@
 // The models are the fixture exports imported into the agent's model store and placed on slots by the runtime.
 // Error paths run everywhere (hosts that cannot start stand in for a missing MNN); answers need the engine and
 // run in engine hosts (skipped with one line without).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import OpenAI from 'openai';
 import { createMemoryLogger } from '../../agent/common/log.js';
-import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine-port.js';
@@ -17,18 +15,15 @@ import { unavailableHosts } from '../../agent/runtime/module.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { slotRuntimeModules } from '../engine/_slots.js';
+import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
 
 const framePng = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
 
 async function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-openai-'));
-  const base = defaultConfig({});
+  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-openai-');
   const config: AgentConfig = {
     ...base,
-    dataDir,
-    root: join(dataDir, 'no-root'),
-    http: { ...base.http, bind: '127.0.0.1', port: 0 },
     slots: {
       'voice.llm': { model: 'tiny-llm' },
       'voice.asr': { model: 'tiny-omni-audio' },

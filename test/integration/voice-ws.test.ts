@@ -1,13 +1,11 @@
 // The voice and vision session sockets on a real agent: the documented protocol over a real WebSocket, with the
 // fixture models imported into the agent's model store, placed on the voice.* and vision.vlm slots and run in
 // engine hosts (the error paths also without MNN: hosts that cannot start stand in for it).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { createMemoryLogger } from '../../agent/common/log.js';
-import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine-port.js';
@@ -15,18 +13,15 @@ import { unavailableHosts } from '../../agent/runtime/module.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { slotRuntimeModules, voiceSlots } from '../engine/_slots.js';
+import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 
 const noEngineReason = unavailableMessage('the engine addon is not built');
 
 async function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-ws-'));
-  const base = defaultConfig({});
+  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-ws-');
   const config: AgentConfig = {
     ...base,
-    dataDir,
-    root: join(dataDir, 'no-root'),
-    http: { ...base.http, bind: '127.0.0.1', port: 0 },
     slots: { ...voiceSlots, 'vision.vlm': { model: 'tiny-vlm' } },
     voice: { maxNewTokens: 16 },
     vision: { maxNewTokens: 6 },

@@ -25,6 +25,7 @@ import { wyomingMdnsServices } from '../../agent/workloads/wyoming/start.js';
 import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
 import { expectedOutput } from '../engine/_engine.js';
 import { type FixtureModel, slotRuntimeModules } from '../engine/_slots.js';
+import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import { frame, WyomingTestClient } from '../helpers/wyoming-client.js';
 
@@ -43,18 +44,12 @@ interface StartOptions {
 }
 
 async function startAgent(t: ExecutionContext, o: StartOptions = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'mnn-edge-wyoming-'));
-  const base = defaultConfig({});
+  const { dataDir, config: base } = loopbackAgentConfig(
+    'mnn-edge-wyoming-',
+    o.maxSessions ? { maxSessions: o.maxSessions } : {},
+  );
   const config: AgentConfig = {
     ...base,
-    dataDir,
-    root: join(dataDir, 'no-root'),
-    http: {
-      ...base.http,
-      bind: '127.0.0.1',
-      port: 0,
-      ...(o.maxSessions ? { maxSessions: o.maxSessions } : {}),
-    },
     slots: o.slots ?? { 'voice.asr': { model: 'tiny-omni-audio' }, 'voice.llm': { model: 'tiny-llm' } },
     voice: { maxNewTokens: 32, systemPrompt: '', ...o.voice },
     wyoming: { enabled: true, bind: '127.0.0.1', port: 0, ...o.wyoming },

@@ -13,17 +13,15 @@ import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
 import { FakeWorld } from './runtime-fakes.js';
+import { MiB, testBoard, tinyLlm } from './runtime-parts.js';
 
-const MiB = 1024 * 1024;
 const board: PlanBoard = {
+  ...testBoard,
   boardId: 'gpu-board',
-  ramBytes: 8192 * MiB,
-  cpuClusters: [{ name: 'big', cpus: [0, 1], maxFreqKHz: 2_000_000 }],
   backends: [
     { backend: 'cpu', available: true, reason: 'always' },
     { backend: 'opencl', available: true, reason: 'Mali GPU, libOpenCL.so' },
   ],
-  priors: [],
 };
 const slots: SlotSpec[] = [
   {
@@ -48,25 +46,7 @@ function setup() {
     memory: world,
     sources: {
       board: () => board,
-      catalog: () => ({
-        models: [
-          {
-            id: 'tiny-llm',
-            version: '1',
-            kind: 'llm',
-            variants: [
-              {
-                variantId: 'fp32',
-                quant: 'fp32',
-                weightBytes: 500 * MiB,
-                kvBytesPerToken: 0,
-                backends: ['cpu', 'opencl'],
-                configPath: '/m/tiny-llm/config.json',
-              },
-            ],
-          },
-        ],
-      }),
+      catalog: () => ({ models: [tinyLlm('1')] }),
     },
     policy: defaultPlanPolicy,
     options: {

@@ -14,37 +14,16 @@ import { Runtime, type RuntimeOptions } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
 import { FakeWorld } from './runtime-fakes.js';
+import { MiB, testBoard, tinyLlm } from './runtime-parts.js';
 
-const MiB = 1024 * 1024;
-
+// The shared fixture board, with OpenCL missing: these tests exercise what is left when it is.
 const board: PlanBoard = {
-  boardId: 'test-board',
-  ramBytes: 8192 * MiB,
-  cpuClusters: [{ name: 'big', cpus: [0, 1], maxFreqKHz: 2_000_000 }],
+  ...testBoard,
   backends: [
     { backend: 'cpu', available: true, reason: 'always' },
     { backend: 'opencl', available: false, reason: 'no libOpenCL.so' },
   ],
-  priors: [],
 };
-
-function model(version: string): CatalogModel {
-  return {
-    id: 'tiny-llm',
-    version,
-    kind: 'llm',
-    variants: [
-      {
-        variantId: 'fp32',
-        quant: 'fp32',
-        weightBytes: 500 * MiB,
-        kvBytesPerToken: 0,
-        backends: ['cpu', 'opencl'],
-        configPath: `/m/tiny-llm-${version}/config.json`,
-      },
-    ],
-  };
-}
 
 const slots: SlotSpec[] = [
   { slot: 'voice.vad', use: { builtin: 'energy-vad' }, priority: 100, contextTokens: 0, enabled: true },
@@ -76,7 +55,7 @@ function setup(options: Partial<RuntimeOptions> = {}, extraModels: CatalogModel[
     memory: world,
     sources: {
       board: () => planBoard,
-      catalog: () => ({ models: [model('1'), model('2'), ...extraModels] }),
+      catalog: () => ({ models: [tinyLlm('1'), tinyLlm('2'), ...extraModels] }),
     },
     policy: defaultPlanPolicy,
     options: {
