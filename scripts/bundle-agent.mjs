@@ -43,10 +43,9 @@ await build({
 for (const f of readdirSync(stage)) {
   if (!f.endsWith('.js')) continue;
   const text = readFileSync(join(stage, f), 'utf8');
-  const at = [...text].findIndex((c) => c.codePointAt(0) > 0xff);
+  const at = text.search(/[\u0100-\u{10ffff}]/u);
   if (at >= 0) {
-    const chars = [...text];
-    const line = chars.slice(Math.max(0, at - 60), at + 20).join('');
+    const line = text.slice(Math.max(0, at - 60), at + 20);
     console.error(`bundle-agent: ${f} holds a character above U+00FF (write it as an escape): …${line}…`);
     process.exit(1);
   }
