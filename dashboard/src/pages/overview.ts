@@ -33,17 +33,50 @@ function statusNotices(o: OverviewView): HTMLElement[] {
   return out;
 }
 
-export const overviewPage: Page = async (ctx) => {
-  const o = await ctx.api.get<OverviewView>('/api/overview');
-  const boardName = o.board.model.value ?? 'Unknown board';
-  const socName = [o.soc.vendor.value, o.soc.name.value].filter(Boolean).join(' ') || 'Unknown SoC';
+function deviceFacts(o: OverviewView): HTMLElement {
   const brokerText =
     o.broker.state === 'connected'
       ? `connected to ${o.broker.url}`
       : o.broker.state === 'unreachable'
         ? 'unreachable'
         : 'not used';
+  return h(
+    'dl',
+    { class: 'facts' },
+    h('dt', {}, 'Device id'),
+    h('dd', {}, o.device.deviceId),
+    h('dt', {}, 'Agent'),
+    h('dd', {}, o.device.version),
+    h('dt', {}, 'Uptime'),
+    h('dd', { 'data-testid': 'uptime' }, formatDuration(o.device.uptimeS)),
+    h('dt', {}, 'Health'),
+    h('dd', {}, o.health.healthy ? pill('healthy', 'ok') : pill('unhealthy', 'bad')),
+    h('dt', {}, 'Engine'),
+    h('dd', {}, o.engine.available ? pill(`MNN ${o.engine.version}`, 'ok') : pill('not available', 'warn')),
+    h('dt', {}, 'Fleet broker'),
+    h(
+      'dd',
+      {},
+      pill(
+        brokerText,
+        o.broker.state === 'connected' ? 'ok' : o.broker.state === 'unreachable' ? 'warn' : 'muted',
+      ),
+    ),
+  );
+}
 
+/** How often the open page re-reads health, uptime and the broker: a slot that fails or recovers shows up. */
+const REFRESH_MS = 5000;
+
+export const overviewPage: Page = async (ctx) => {
+  const o = await ctx.api.get<OverviewView>('/api/overview');
+  const boardName = o.board.model.value ?? 'Unknown board';
+  const socName = [o.soc.vendor.value, o.soc.name.value].filter(Boolean).join(' ') || 'Unknown SoC';
+
+  // The facts that change while the page is open (health, uptime, broker) live in holders that a periodic
+  // refresh rebuilds; the rest, with its evidence lists a reader may have opened, is built once.
+  const status = h('div', { class: 'stack', 'data-testid': 'overview-status' }, ...statusNotices(o));
+  const facts = h('div', {}, deviceFacts(o));
   const summary = card(
     'Device',
     h('p', { class: 'headline', 'data-testid': 'board-name' }, boardName),
@@ -54,29 +87,7 @@ export const overviewPage: Page = async (ctx) => {
       o.soc.family.value ? ` · ${o.soc.family.value}` : '',
     ),
     evidence([...o.board.model.evidence, ...o.soc.name.evidence]),
-    h(
-      'dl',
-      { class: 'facts' },
-      h('dt', {}, 'Device id'),
-      h('dd', {}, o.device.deviceId),
-      h('dt', {}, 'Agent'),
-      h('dd', {}, o.device.version),
-      h('dt', {}, 'Uptime'),
-      h('dd', { 'data-testid': 'uptime' }, formatDuration(o.device.uptimeS)),
-      h('dt', {}, 'Health'),
-      h('dd', {}, o.health.healthy ? pill('healthy', 'ok') : pill('unhealthy', 'bad')),
-      h('dt', {}, 'Engine'),
-      h('dd', {}, o.engine.available ? pill(`MNN ${o.engine.version}`, 'ok') : pill('not available', 'warn')),
-      h('dt', {}, 'Fleet broker'),
-      h(
-        'dd',
-        {},
-        pill(
-          brokerText,
-          o.broker.state === 'connected' ? 'ok' : o.broker.state === 'unreachable' ? 'warn' : 'muted',
-        ),
-      ),
-    ),
+    facts,
   );
 
   const cpu = card(
@@ -150,14 +161,29 @@ export const overviewPage: Page = async (ctx) => {
       : null;
 
   const detected = o.detectedAt ? h('p', { class: 'sub' }, `Detected at ${o.detectedAt}`) : null;
+  let busy = false;
+  const refresh = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const now = await ctx.api.get<OverviewView>('/api/overview');
+      status.replaceChildren(...statusNotices(now));
+      facts.replaceChildren(deviceFacts(now));
+    } finally {
+      busy = false;
+    }
+  };
+  // A failed refresh leaves the last view on screen; the next one tries again.
+  const timer = setInterval(() => void refresh().catch(() => undefined), REFRESH_MS);
   return {
     element: h(
       'div',
       { class: 'page' },
       h('h1', {}, 'Overview'),
-      ...statusNotices(o),
+      status,
       h('div', { class: 'grid' }, summary, cpu, accel, backends, thermal),
       detected,
     ),
+    dispose: () => clearInterval(timer),
   };
 };
