@@ -14,6 +14,12 @@
 // same work: from generate() to the first piece in the consumer, which also holds tokenizing the prompt, the
 // sampling of that token and every hand-over.
 //
+// Same core: every round runs llm_bench's thread and our decode thread (GenerateOptions.decodeCpus) on one CPU,
+// taking the CPUs in turn round by round (bench/lib-cpu-pin.ts says why: this machine's vCPUs can differ in
+// speed by 1.6x, and unpinned, the single-threaded llm_bench and our decode thread land on different ones). Our
+// JS threads are not pinned: a generation is a decode thread plus a thread that hands its tokens on, and on a
+// board with several cores that second thread runs beside the first, not in its time.
+//
 // The model is generated outside the repository (tiny-mnn-llm, README "Benchmark-size model") into
 // $MNN_EDGE_CACHE (default ~/.cache/mnn-edge). Needs MNN_SRC (default /opt/src/MNN) only the first time.
 // Targets (issue 18): (b)/(c) >= 0.97 for decode tok/s; TTFT of (b) at most 5 ms above (c).
@@ -26,6 +32,7 @@ import { createMemoryLogger } from '../agent/common/log.js';
 import type * as EngineApi from '../engine/src/index.js';
 import type { GenerationDelivery, HostDelivery, Llm } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
+import { allowedCpus, canPin, onCpu } from './lib-cpu-pin.js';
 import { ensureBuilt, repoRoot } from './lib-dist.js';
 import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
 
@@ -48,6 +55,7 @@ const DECODE_TOKENS = 64;
 const DECODE_TARGET = 0.97;
 const TTFT_TARGET_MS = 5;
 const mnnRoot = process.env['MNN_ROOT'] ?? '/opt/mnn';
+const cpus = canPin() ? allowedCpus() : [];
 
 function skip(reason: string): never {
   console.log(`SKIP bench/engine: ${reason}`);
@@ -111,12 +119,13 @@ function layersOf(
  * decode rate from `-pg 32,64`, the first token from the prefill of `-pg 32,1` (MNN has the first token when the
  * prefill's logits are sampled, before its first decode step).
  */
-function llmBench(config: string, scratch: string): Sample {
+function llmBench(config: string, scratch: string, cpu: number | undefined): Sample {
   const bin = join(mnnRoot, 'bin', 'llm_bench');
   const json = join(scratch, 'llm_bench.json');
   const args = ['-m', config, '-a', 'cpu', '-t', '1', '-c', '0'];
   const pg = ['-pg', `${PROMPT_TOKENS},${DECODE_TOKENS}`, '-pg', `${PROMPT_TOKENS},1`];
-  execFileSync(bin, [...args, ...pg, '-rep', '1', '-j', json], { cwd: scratch, stdio: 'ignore' });
+  const [cmd, argv] = onCpu(cpu, bin, [...args, ...pg, '-rep', '1', '-j', json]);
+  execFileSync(cmd, argv, { cwd: scratch, stdio: 'ignore' });
   const out = JSON.parse(readFileSync(json, 'utf8')) as {
     results: Array<{ type: string; generate_len?: number; prefill_tps?: number; decode_tps?: number }>;
   };
@@ -206,41 +215,46 @@ async function benchModel(label: string, config: string, scratch: string): Promi
   // process's decode speed depends on where its weights landed in memory (one host process ran a whole bench at
   // 200 tok/s while llm_bench beside it ran at 300), so one long-lived process would be one sample of that.
   // As llm_bench also does, each measurement follows a discarded run of the same work, back to back.
-  const measureA = async () => {
+  const measureA = async (cpu: number | undefined) => {
+    const on = { ...opts, ...(cpu === undefined ? {} : { decodeCpus: [cpu] }) };
     const llm = await LlmClass.load(config, { overrides });
     try {
-      await llm.complete(prompt, opts);
-      const inProcess = llm.generate(prompt, opts);
+      await llm.complete(prompt, on);
+      const inProcess = llm.generate(prompt, on);
       samples.a.push(await timed(inProcess, async () => (await inProcess.result).stats.generatedTokens));
       layers.a.push(layersOf(inProcess.delivery, (await inProcess.result).stats));
     } finally {
       await llm.dispose();
     }
   };
-  const measureB = async () => {
+  const measureB = async (cpu: number | undefined) => {
+    const on = { ...opts, ...(cpu === undefined ? {} : { decodeCpus: [cpu] }) };
     const host = await EngineHostClient.start({ name: 'bench', logger: createMemoryLogger(), cwd: scratch });
     try {
       await host.load(config, overrides);
-      await host.complete(prompt, opts);
-      const overIpc = host.generate(prompt, opts);
+      await host.complete(prompt, on);
+      const overIpc = host.generate(prompt, on);
       samples.b.push(await timed(overIpc, async () => (await overIpc.result).stats.generatedTokens));
       layers.b.push(layersOf(overIpc.delivery, (await overIpc.result).stats, overIpc.delivery));
     } finally {
       await host.close();
     }
   };
+  const roundCpus: Array<number | undefined> = [];
   for (let round = 0; round < ROUNDS; round++) {
     // This machine's speed also drifts by ±15 % between runs of llm_bench alone: (b) and (c) run next to each
     // other and swap order every round, and the ratio is the median of the rounds' own ratios.
-    await measureA();
+    const cpu = cpus.length > 0 ? cpus[round % cpus.length] : undefined;
+    roundCpus.push(cpu);
+    await measureA(cpu);
     if (round % 2 === 0) {
-      await measureB();
-      samples.c.push(llmBench(config, scratch));
+      await measureB(cpu);
+      samples.c.push(llmBench(config, scratch, cpu));
     } else {
-      samples.c.push(llmBench(config, scratch));
-      await measureB();
+      samples.c.push(llmBench(config, scratch, cpu));
+      await measureB(cpu);
     }
-    process.stdout.write(`${label}: round ${round + 1}/${ROUNDS} done\n`);
+    process.stdout.write(`${label}: round ${round + 1}/${ROUNDS} done (CPU ${cpu ?? 'any'})\n`);
   }
 
   const labels = { a: '(a) addon in-process', b: '(b) engine host (IPC)', c: '(c) MNN llm_bench' } as const;
@@ -255,8 +269,18 @@ async function benchModel(label: string, config: string, scratch: string): Promi
     c: summarize(samples.c.map((s) => s.ttftMs)),
   };
   console.log(
-    `\n${label}: ${config}, CPU, thread_num 1, prompt ${PROMPT_TOKENS} tokens, decode ${DECODE_TOKENS}, ${ROUNDS} rounds`,
+    `\n${label}: ${config}, CPU, thread_num 1, prompt ${PROMPT_TOKENS} tokens, decode ${DECODE_TOKENS}, ${ROUNDS} rounds, ` +
+      (cpus.length > 0
+        ? `each round's decoding on one CPU (llm_bench and our decode thread), CPUs ${cpus.join(', ')} in turn`
+        : 'unpinned (no taskset: the sides may run on CPUs of different speed)'),
   );
+  if (cpus.length > 1) {
+    console.log("\nllm_bench's decode by CPU (why each round is pinned: the CPUs of this machine differ):");
+    for (const cpu of cpus) {
+      const on = samples.c.filter((_, i) => roundCpus[i] === cpu).map((x) => x.decodeTps);
+      if (on.length > 0) console.log(`  CPU ${cpu}: ${describe(summarize(on), 'tok/s', 1)}`);
+    }
+  }
   console.log('\ndecode tok/s (median, min..max):');
   for (const k of ['a', 'b', 'c'] as const)
     console.log(`  ${labels[k].padEnd(24)} ${describe(decode[k], 'tok/s', 1)}`);
@@ -346,6 +370,7 @@ async function main(): Promise<void> {
     ['int4', () => ensureBenchModelInt4()],
   ];
   const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-'));
+  if (cpus.length === 0) console.log('taskset not found: the rounds run unpinned');
   try {
     for (const [label, make] of models) {
       let config: string;

@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { onCpu } from './lib-cpu-pin.js';
 
 export interface MnnSample {
   decodeTps: number;
@@ -22,7 +23,8 @@ export interface MnnBaseline {
   tool: 'llm_bench' | 'llm_demo';
   /** Why this tool measures this backend. */
   why: string;
-  run(scratch: string): MnnSample;
+  /** One measurement; `cpu`: the one logical CPU to run it on (the CPU backend's decode thread), or anywhere. */
+  run(scratch: string, cpu?: number): MnnSample;
 }
 
 /** The names llm_bench's `-a` understands; anything else silently becomes the CPU. */
@@ -38,9 +40,10 @@ function refuseCpuFallback(tool: string, backend: string, output: string): void 
     );
 }
 
-function run(bin: string, args: string[], cwd: string): string {
+function run(bin: string, args: string[], cwd: string, cpu?: number): string {
+  const [cmd, argv] = onCpu(cpu, bin, args);
   // MNN prints to stdout and stderr; both are needed for the backend check.
-  return execFileSync(bin, args, {
+  return execFileSync(cmd, argv, {
     cwd,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -63,13 +66,14 @@ export function mnnBaseline(
     return {
       tool: 'llm_bench',
       why: `llm_bench -a ${backend}`,
-      run(scratch) {
+      run(scratch, cpu) {
         const json = join(scratch, 'llm_bench.json');
         const args = ['-m', config, '-a', backend, '-t', '1', '-c', '0', '-p', `${promptTokens}`];
         const out = run(
           options.llmBench,
           [...args, '-n', `${decodeTokens}`, '-rep', '1', '-j', json],
           scratch,
+          cpu,
         );
         refuseCpuFallback('llm_bench', backend, out);
         const res = JSON.parse(readFileSync(json, 'utf8')) as {
@@ -98,7 +102,7 @@ export function mnnBaseline(
       `with backend_type "${backend}" in the config. Not quite like for like: after loading, llm_demo also runs ` +
       'Llm::tuning(OP_ENCODER_NUMBER), which picks how many ops go into one GPU command-buffer commit; the ' +
       'engine host does not tune (on lavapipe that tuning took 13 s)',
-    run(scratch) {
+    run(scratch, cpu) {
       // Beside the original: MNN resolves the model's files relative to the config's directory.
       const own = JSON.parse(readFileSync(config, 'utf8')) as Record<string, unknown>;
       const variant = join(dirname(config), `bench-${backend}.json`);
@@ -114,7 +118,7 @@ export function mnnBaseline(
       );
       const prompt = join(scratch, 'prompt.txt');
       writeFileSync(prompt, `${'Hello'.repeat(promptTokens)}\n`);
-      const out = run(demo, [variant, prompt, `${decodeTokens}`], scratch);
+      const out = run(demo, [variant, prompt, `${decodeTokens}`], scratch, cpu);
       refuseCpuFallback('llm_demo', backend, out);
       const num = (re: RegExp) => {
         const m = re.exec(out);

@@ -3,6 +3,10 @@
 #include <MNN/expr/ExecutorScope.hpp>
 #include <llm/llm.hpp>
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
@@ -70,6 +74,25 @@ int64_t ReadThrough(const std::vector<std::string>& files) {
     std::fclose(fp);
   }
   return total;
+}
+
+// Moves the calling thread to `cpus` (a big core, the core a benchmark compares on); an id the process may not
+// use is the caller's error, said with the kernel's reason.
+void RunOnCpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::string list;
+  for (int c : cpus) {
+    if (c < 0 || c >= CPU_SETSIZE) throw EngineError("EINVAL", "Llm.generate: no logical CPU " + std::to_string(c));
+    CPU_SET(c, &set);
+    list += (list.empty() ? "" : ",") + std::to_string(c);
+  }
+  int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (err != 0) {
+    throw EngineError("EINVAL", "Llm.generate: cannot run the decode thread on CPUs " + list + ": " +
+                                    std::strerror(err) + " (CPUs this process may not use, or offline)");
+  }
 }
 
 std::string StringField(const Napi::Object& o, const char* name) {
@@ -240,7 +263,8 @@ void LlmHandle::Generate(const Napi::CallbackInfo& info) {
   Llm* llm = Require(env, "Llm.generate");
   if (!loaded_) ThrowJs(env, "ESTATE", "Llm.generate: the model is not loaded");
   if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsNumber() || !info[2].IsFunction()) {
-    ThrowJs(env, "EINVAL", "Llm.generate(request: object, window: number, onBatch: function, holdUs?: number)");
+    ThrowJs(env, "EINVAL",
+            "Llm.generate(request: object, window: number, onBatch: function, holdUs?: number, cpus?: number[])");
   }
   auto req = std::make_shared<PrefillRequest>(ParsePrefill(env, info[0].As<Napi::Object>()));
   int window = info[1].As<Napi::Number>().Int32Value();
@@ -251,6 +275,10 @@ void LlmHandle::Generate(const Napi::CallbackInfo& info) {
   }
   cancel_.store(false);
   auto run = std::make_shared<DecodeRun>(window, holdUs);
+  if (info.Length() > 4 && info[4].IsArray()) {
+    auto arr = info[4].As<Napi::Array>();
+    for (uint32_t i = 0; i < arr.Length(); ++i) run->cpus.push_back(arr.Get(i).As<Napi::Number>().Int32Value());
+  }
   run_ = run;
   // The JS object (and so this handle) lives until the thread is done and the last batch was delivered.
   run->owner = Napi::Persistent(info.This().As<Napi::Object>());
@@ -346,6 +374,7 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
     if (channel.Put(gen_.utf8.Push(text), MonotonicUs(), gen_.remaining <= 1)) wake();
   });
   try {
+    RunOnCpus(run->cpus);
     MNN::Express::ExecutorScope scope(llm->getExecutor());
     Prefill(llm, req);
     const auto* ctx = llm->getContext();

@@ -55,6 +55,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   struct DecodeRun {
     DecodeRun(int window, double holdUs) : channel(window, holdUs) {}
     TokenChannel channel;
+    // Logical CPUs the decode thread moves itself to before the prefill; empty: wherever the process may run.
+    std::vector<int> cpus;
     Napi::ThreadSafeFunction toJs;
     Napi::ObjectReference owner;
     std::thread thread;

@@ -76,10 +76,18 @@ export interface GenerateOptions {
    * The first token is never held, and nothing is held once the read-ahead is used up.
    */
   handoverHoldMs?: number;
+  /**
+   * Logical CPUs the decode thread runs on (default: wherever the process may run). On a big.LITTLE board, a big
+   * core; in a benchmark, the core the baseline runs on. The rest of the process (its JS thread) is not moved.
+   */
+  decodeCpus?: readonly number[];
 }
 
 /** Upper bound of GenerateOptions.handoverHoldMs. */
 export const MAX_HANDOVER_HOLD_MS = 1000;
+
+/** The highest logical CPU id a CPU list may name (glibc's CPU_SETSIZE - 1). */
+export const MAX_CPU_ID = 1023;
 
 /** Upper bound of GenerateOptions.readAhead: enough to cover any consumer hiccup, small next to a KV cache. */
 export const MAX_READ_AHEAD = 256;
@@ -417,6 +425,16 @@ export class Llm {
         options.handoverHoldMs,
       );
     }
+    const decodeCpus = options.decodeCpus;
+    if (
+      decodeCpus !== undefined &&
+      (!Array.isArray(decodeCpus) ||
+        decodeCpus.length === 0 ||
+        decodeCpus.length > MAX_CPU_ID + 1 ||
+        !decodeCpus.every((c) => Number.isInteger(c) && c >= 0 && c <= MAX_CPU_ID))
+    ) {
+      throw invalidParameter('decodeCpus', `a non-empty list of CPU ids from 0 to ${MAX_CPU_ID}`, decodeCpus);
+    }
     const signal = options.signal;
     const handle = this.#handle;
     const queue = this.#queue;
@@ -437,7 +455,13 @@ export class Llm {
             signal?.addEventListener('abort', onAbort, { once: true });
             delivery.startUs = monotonicUs();
             try {
-              handle.generate(request, readAhead, inbox.put, holdMs * 1000);
+              handle.generate(
+                request,
+                readAhead,
+                inbox.put,
+                holdMs * 1000,
+                decodeCpus ? [...decodeCpus] : undefined,
+              );
             } catch (err) {
               throw fromNative(err);
             }

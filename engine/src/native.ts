@@ -130,6 +130,7 @@ export interface NativeLlmHandle {
     window: number,
     onBatch: (batch: NativeTokenBatch) => void,
     holdUs?: number,
+    cpus?: number[],
   ): void;
   ack(tokens: number): void;
   cancel(): void;

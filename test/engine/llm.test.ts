@@ -1,8 +1,18 @@
 // Text generation on the tiny random-weight LLMs, in-process: equality with llm_demo's recorded output,
 // abort, stats, tokenizer, int4 external weights, lifecycle.
+import { readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
 import { EngineError, Llm } from '../../engine/src/index.js';
 import { engineOrSkip, expectedOutput, llmDemoText, models } from './_engine.js';
+
+/** The Cpus_allowed_list of a /proc status file, expanded. */
+function cpuList(status: string): number[] {
+  const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1] ?? '';
+  return list.split(',').flatMap((part) => {
+    const [a, b] = part.split('-').map(Number);
+    return Array.from({ length: (b ?? a!) - a! + 1 }, (_, i) => a! + i);
+  });
+}
 
 if (engineOrSkip(test, 'llm')) {
   test('tiny-llm greedy output equals llm_demo and is deterministic', async (t) => {
@@ -51,6 +61,41 @@ if (engineOrSkip(test, 'llm')) {
     t.throws(() => llm.generate('Hello', { handoverHoldMs: -1 }), {
       message: 'Expected a number from 0 to 1000 for handoverHoldMs but received number -1',
     });
+  });
+
+  test('decodeCpus: the decode thread runs on the named CPU alone; a CPU it may not use is a specific error', async (t) => {
+    await using llm = await Llm.load(models.tinyLlm);
+    const plain = await llm.complete('Hello');
+    const allowed = cpuList(readFileSync('/proc/self/status', 'utf8'));
+    const cpu = allowed[allowed.length - 1]!;
+    // readAhead 1: after the first token the decode thread waits for this loop, so it can be looked at.
+    const generation = llm.generate('Hello', { decodeCpus: [cpu], readAhead: 1 });
+    let seen: string[] | undefined;
+    for await (const _ of generation) {
+      seen ??= readdirSync('/proc/self/task').map((tid) =>
+        cpuList(readFileSync(`/proc/self/task/${tid}/status`, 'utf8')).join(','),
+      );
+    }
+    t.is((await generation.result).text, plain.text);
+    t.true(seen?.includes(String(cpu)), `a thread on CPU ${cpu} alone among ${seen?.join(' | ')}`);
+    // The JS thread stays where it was.
+    t.deepEqual(cpuList(readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8')), allowed);
+
+    const offline = llm.generate('Hello', { decodeCpus: [1023] });
+    const err = await t.throwsAsync(async () => {
+      for await (const _ of offline);
+    });
+    t.is((err as EngineError).code, 'EINVAL');
+    t.regex(
+      err?.message ?? '',
+      /^Llm\.generate: cannot run the decode thread on CPUs 1023: Invalid argument/,
+    );
+    t.is((await llm.complete('Hello')).text, plain.text, 'the model is usable after the refusal');
+    for (const bad of [[], [-1], [1.5], [1024]]) {
+      t.throws(() => llm.generate('Hello', { decodeCpus: bad }), {
+        message: /^Expected a non-empty list of CPU ids from 0 to 1023 for decodeCpus but received/,
+      });
+    }
   });
 
   test('abort after 3 tokens stops within one more token', async (t) => {
