@@ -16,9 +16,10 @@
 //
 // Same core: every round runs llm_bench's thread and our decode thread (GenerateOptions.decodeCpus) on one CPU,
 // taking the CPUs in turn round by round (bench/lib-cpu-pin.ts says why: this machine's vCPUs can differ in
-// speed by 1.6x, and unpinned, the single-threaded llm_bench and our decode thread land on different ones). Our
-// JS threads are not pinned: a generation is a decode thread plus a thread that hands its tokens on, and on a
-// board with several cores that second thread runs beside the first, not in its time.
+// speed by 1.6x, and unpinned, the single-threaded llm_bench and our decode thread land on different ones).
+// While (a) or (b) runs, our other threads (the host's and this process's JS, the IPC between them) run on the
+// other CPUs: nothing runs beside llm_bench on its CPU, and on a board with several cores the thread that hands
+// tokens on runs beside the decode thread, not in its time (on 2 cores, unpinned, it preempts it).
 //
 // The model is generated outside the repository (tiny-mnn-llm, README "Benchmark-size model") into
 // $MNN_EDGE_CACHE (default ~/.cache/mnn-edge). Needs MNN_SRC (default /opt/src/MNN) only the first time.
@@ -32,7 +33,7 @@ import { createMemoryLogger } from '../agent/common/log.js';
 import type * as EngineApi from '../engine/src/index.js';
 import type { GenerationDelivery, HostDelivery, Llm } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
-import { allowedCpus, canPin, onCpu } from './lib-cpu-pin.js';
+import { allowedCpus, canPin, onCpu, pinProcess, withSelfOn } from './lib-cpu-pin.js';
 import { ensureBuilt, repoRoot } from './lib-dist.js';
 import { ensureLoopWall, type LoopWallSample, loopWall } from './lib-loop-wall.js';
 import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
@@ -218,22 +219,28 @@ async function benchModel(label: string, config: string, scratch: string): Promi
   // process's decode speed depends on where its weights landed in memory (one host process ran a whole bench at
   // 200 tok/s while llm_bench beside it ran at 300), so one long-lived process would be one sample of that.
   // As llm_bench also does, each measurement follows a discarded run of the same work, back to back.
-  const measureA = async (cpu: number | undefined) => {
-    const on = { ...opts, ...(cpu === undefined ? {} : { decodeCpus: [cpu] }) };
-    const llm = await LlmClass.load(config, { overrides });
-    try {
-      await llm.complete(prompt, on);
-      const inProcess = llm.generate(prompt, on);
-      samples.a.push(await timed(inProcess, async () => (await inProcess.result).stats.generatedTokens));
-      layers.a.push(layersOf(inProcess.delivery, (await inProcess.result).stats));
-    } finally {
-      await llm.dispose();
-    }
-  };
-  const measureB = async (cpu: number | undefined) => {
+  // Our other threads (JS, IPC, the consumer) stay off the decode thread's CPU while it decodes, as nothing else
+  // runs beside llm_bench on its CPU; on a 2-core machine they otherwise preempt the decode thread.
+  const others = (cpu: number | undefined) => (cpu === undefined ? [] : cpus.filter((c) => c !== cpu));
+  const measureA = (cpu: number | undefined) =>
+    withSelfOn(others(cpu), cpus, async () => {
+      const on = { ...opts, ...(cpu === undefined ? {} : { decodeCpus: [cpu] }) };
+      const llm = await LlmClass.load(config, { overrides });
+      try {
+        await llm.complete(prompt, on);
+        const inProcess = llm.generate(prompt, on);
+        samples.a.push(await timed(inProcess, async () => (await inProcess.result).stats.generatedTokens));
+        layers.a.push(layersOf(inProcess.delivery, (await inProcess.result).stats));
+      } finally {
+        await llm.dispose();
+      }
+    });
+  const measureB = (cpu: number | undefined) => withSelfOn(others(cpu), cpus, () => measureHost(cpu));
+  const measureHost = async (cpu: number | undefined) => {
     const on = { ...opts, ...(cpu === undefined ? {} : { decodeCpus: [cpu] }) };
     const host = await EngineHostClient.start({ name: 'bench', logger: createMemoryLogger(), cwd: scratch });
     try {
+      if (others(cpu).length > 0 && host.pid !== undefined) pinProcess(host.pid, others(cpu));
       await host.load(config, overrides);
       await host.complete(prompt, on);
       const overIpc = host.generate(prompt, on);

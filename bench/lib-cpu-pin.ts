@@ -5,7 +5,7 @@
 // same CPU by chance, so a ratio between them measured unpinned mostly measures where the scheduler put each.
 // Running both sides' decoding on one CPU per round, and taking the rounds across every CPU in turn, compares
 // the work.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /** The logical CPUs this process may run on (its affinity list), in order. */
@@ -30,4 +30,27 @@ export function canPin(): boolean {
 /** The command line that runs `bin` on one CPU (or as it is, when nothing can be pinned). */
 export function onCpu(cpu: number | undefined, bin: string, args: string[]): [string, string[]] {
   return cpu === undefined ? [bin, args] : ['taskset', ['-c', String(cpu), bin, ...args]];
+}
+
+/** Moves every thread of a running process to the given CPUs. */
+export function pinProcess(pid: number, cpus: readonly number[]): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus.join(','), String(pid)], { stdio: 'ignore' });
+}
+
+/**
+ * Runs `fn` with this process's threads on `cpus`, then gives them the whole affinity list `all` back (nothing
+ * pinned when `cpus` is empty).
+ */
+export async function withSelfOn<T>(
+  cpus: readonly number[],
+  all: readonly number[],
+  fn: () => Promise<T>,
+): Promise<T> {
+  if (cpus.length === 0) return fn();
+  pinProcess(process.pid, cpus);
+  try {
+    return await fn();
+  } finally {
+    pinProcess(process.pid, all);
+  }
 }
