@@ -4,28 +4,52 @@
 // rates for the same runs, so the difference between the two timers is a measured figure, not an assumption.
 //
 // Built at bench time against the installed MNN (bench/lib-loop-wall.ts). Usage:
-//   mnn-loop-wall CONFIG PROMPT_TOKENS DECODE_TOKENS REPS
-// Prints one JSON line: {"wallTps":[...],"timerTps":[...],"sampleUs":[...]} (one entry per measured rep; one
-// discarded rep runs first, as in llm_bench).
+//   mnn-loop-wall CONFIG PROMPT_TOKENS DECODE_TOKENS
+// Loads the model, runs one discarded generation (as llm_bench does), prints "ready", then runs one measured
+// generation per line read from stdin and prints {"prefillMs":…,"wallTps":…,"timerTps":…,"sampleUs":…} for it, so that a
+// benchmark can interleave it run by run with what it compares.
 #include <llm/llm.hpp>
 #include <MNN/expr/ExecutorScope.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
 using MNN::Transformer::Llm;
 
+namespace {
+
+struct Run {
+  double prefillMs;  // wall clock of the prefill call (MNN's per-generation setup included): its first token
+  double wallTps;
+  double timerTps;
+  double sampleUs;
+};
+
+Run Measure(Llm* llm, const std::vector<int>& ids, int decodeTokens) {
+  const auto* ctx = llm->getContext();
+  auto p0 = std::chrono::steady_clock::now();
+  llm->response(ids, nullptr, "", 0);  // prefill only
+  auto t0 = std::chrono::steady_clock::now();
+  double prefillMs = std::chrono::duration<double, std::milli>(t0 - p0).count();
+  llm->generate(decodeTokens);
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  double n = ctx->gen_seq_len;
+  return {prefillMs, n * 1e6 / us, n * 1e6 / static_cast<double>(ctx->decode_us), static_cast<double>(ctx->sample_us) / n};
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s CONFIG PROMPT_TOKENS DECODE_TOKENS REPS\n", argv[0]);
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s CONFIG PROMPT_TOKENS DECODE_TOKENS\n", argv[0]);
     return 2;
   }
   const int promptTokens = std::atoi(argv[2]);
   const int decodeTokens = std::atoi(argv[3]);
-  const int reps = std::atoi(argv[4]);
   Llm* llm = Llm::createLLM(argv[1]);
   if (llm == nullptr) return 1;
   // As llm_bench configures it for `-t 1 -c 0`: one thread, normal precision, a fresh KV cache per run.
@@ -35,27 +59,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   MNN::Express::ExecutorScope scope(llm->getExecutor());
-  const auto* ctx = llm->getContext();
   // llm_bench's prompt: token id 16, promptTokens times.
   std::vector<int> ids(static_cast<size_t>(promptTokens), 16);
-  std::string wall = "[", timer = "[", sample = "[";
-  for (int r = 0; r <= reps; ++r) {
-    llm->response(ids, nullptr, "", 0);  // prefill only
-    auto t0 = std::chrono::steady_clock::now();
-    llm->generate(decodeTokens);
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    if (r == 0) continue;
-    int n = ctx->gen_seq_len;
-    char buf[64];
-    const char* sep = r > 1 ? "," : "";
-    std::snprintf(buf, sizeof buf, "%s%.3f", sep, n * 1e6 / us);
-    wall += buf;
-    std::snprintf(buf, sizeof buf, "%s%.3f", sep, n * 1e6 / static_cast<double>(ctx->decode_us));
-    timer += buf;
-    std::snprintf(buf, sizeof buf, "%s%.3f", sep, static_cast<double>(ctx->sample_us) / n);
-    sample += buf;
+  Measure(llm, ids, decodeTokens);
+  std::printf("ready\n");
+  std::fflush(stdout);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    Run r = Measure(llm, ids, decodeTokens);
+    std::printf("{\"prefillMs\":%.3f,\"wallTps\":%.3f,\"timerTps\":%.3f,\"sampleUs\":%.3f}\n", r.prefillMs, r.wallTps,
+                r.timerTps, r.sampleUs);
+    std::fflush(stdout);
   }
-  std::printf("{\"wallTps\":%s],\"timerTps\":%s],\"sampleUs\":%s]}\n", wall.c_str(), timer.c_str(), sample.c_str());
   Llm::destroy(llm);
   return 0;
 }
