@@ -8,7 +8,9 @@
 //        beside the turn as a client runs it over Wyoming: audio-stop → transcript, transcript → handled,
 //        synthesize → first audio-chunk, summed.
 // Every interval starts when the client's request has left it (the write callback) and ends at the receipt of
-// the answer, on both paths. Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms per median.
+// the answer, on both paths. The speech is sent at once, faster than a microphone would; each path then waits
+// SETTLE_MS before ending it, as a live stream would have been taken in by then, so that neither figure holds
+// the server still working through a backlog of audio (20 ms Wyoming chunks against 200 ms WebSocket frames). Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms per median.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -53,6 +55,9 @@ const CHUNK = 640; // 20 ms at 16 kHz s16le mono, as Wyoming clients send it
 // The voice socket limits messages per second (200, twice that in a burst): rounds sent at once in 20 ms
 // frames use that up and the socket is closed (4408), so the bench sends 200 ms frames (same request).
 const WS_CHUNK = 6400;
+/** Time for the server to take in audio sent faster than real time before the client ends it. */
+const SETTLE_MS = 300;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 const format = { rate: 16000, width: 2, channels: 1 };
 
 type Json = Record<string, unknown>;
@@ -108,6 +113,7 @@ async function socketRound(): Promise<{ asrMs: number; turnMs: number; sentence:
   socket.ws.send(JSON.stringify({ type: 'reset' }));
   socket.ws.send(JSON.stringify({ type: 'ptt', pressed: true }));
   for (let at = 0; at < pcm.length; at += WS_CHUNK) socket.ws.send(pcm.subarray(at, at + WS_CHUNK));
+  await settle();
   const released = await new Promise<number>((resolve) => {
     socket.ws.send(JSON.stringify({ type: 'ptt', pressed: false }), () => resolve(performance.now()));
   });
@@ -140,6 +146,7 @@ async function wyomingAsr(): Promise<{ ms: number; text: string }> {
   wy.send('transcribe', { language: 'en' });
   wy.send('audio-start', format);
   for (let at = 0; at < pcm.length; at += CHUNK) wy.send('audio-chunk', format, pcm.subarray(at, at + CHUNK));
+  await settle();
   const stopped = await new Promise<number>((resolve) => {
     wy.socket.write(Buffer.from('{"type":"audio-stop"}\n'), () => resolve(performance.now()));
   });
