@@ -10,7 +10,7 @@ import {
   unavailableMessage,
 } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
-import { allowedCpus, canPin } from './lib-cpu-pin.js';
+import { allowedCpus, canPin, pinProcess, withSelfOn } from './lib-cpu-pin.js';
 import { BaselineOnWrongBackend, type MnnBaseline, type MnnSample, mnnBaseline } from './lib-mnn-baseline.js';
 import { measureRuntimeFallback } from './lib-runtime-fallback.js';
 import { check, describe, fmt, summarize } from './stats.js';
@@ -155,13 +155,17 @@ async function main(): Promise<void> {
       // a GPU backend's driver threads (lavapipe's) are the driver's own, so those rounds are not pinned.
       for (let round = 0; round < ROUNDS; round++) {
         const cpu = backend === 'cpu' && cpus.length > 0 ? cpus[round % cpus.length] : undefined;
-        const measureHost = async () => {
+        // As in bench/engine: our other threads run on the other CPUs while the decode thread has llm_bench's.
+        const others = cpu === undefined ? [] : cpus.filter((c) => c !== cpu);
+        const measureHost = () => withSelfOn(others, cpus, hostRun);
+        const hostRun = async () => {
           const host = await EngineHostClient.start({
             name: backend,
             logger: createMemoryLogger(),
             cwd: scratch,
           });
           try {
+            if (others.length > 0 && host.pid !== undefined) pinProcess(host.pid, others);
             await host.load(config, overrides);
             await timedHost(host, prompt, cpu === undefined ? undefined : [cpu]); // warm-up, as llm_bench's
             return await timedHost(host, prompt, cpu === undefined ? undefined : [cpu]);
