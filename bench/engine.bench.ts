@@ -33,9 +33,10 @@ import { createMemoryLogger } from '../agent/common/log.js';
 import type * as EngineApi from '../engine/src/index.js';
 import type { GenerationDelivery, HostDelivery, Llm } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
-import { allowedCpus, canPin, onCpu, pinProcess, withSelfOn } from './lib-cpu-pin.js';
+import { allowedCpus, canPin, pinProcess, withSelfOn } from './lib-cpu-pin.js';
 import { ensureBuilt, repoRoot } from './lib-dist.js';
 import { ensureLoopWall, LoopWall, type LoopWallSample } from './lib-loop-wall.js';
+import { llmBenchPg } from './lib-mnn-baseline.js';
 import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
 
 // The engine as it ships (dist/, no TypeScript loader): the engine host it starts then runs host-main.js as
@@ -119,33 +120,19 @@ function layersOf(
   };
 }
 
-/**
- * MNN's llm_bench, one repetition per call (plus its own discarded warm-up), same work as a generation: the
- * decode rate from `-pg 32,64`, the first token from the prefill of `-pg 32,1` (MNN has the first token when the
- * prefill's logits are sampled, before its first decode step).
- */
+/** MNN's llm_bench on the CPU, same work as a generation (bench/lib-mnn-baseline.ts, `-pg 32,64 -pg 32,1`). */
 function llmBench(config: string, scratch: string, cpu: number | undefined): Sample {
   const bin = join(mnnRoot, 'bin', 'llm_bench');
-  const json = join(scratch, 'llm_bench.json');
-  const args = ['-m', config, '-a', 'cpu', '-t', '1', '-c', '0'];
-  const pg = ['-pg', `${PROMPT_TOKENS},${DECODE_TOKENS}`, '-pg', `${PROMPT_TOKENS},1`];
-  const [cmd, argv] = onCpu(cpu, bin, [...args, ...pg, '-rep', '1', '-j', json]);
-  execFileSync(cmd, argv, { cwd: scratch, stdio: 'ignore' });
-  const out = JSON.parse(readFileSync(json, 'utf8')) as {
-    results: Array<{ type: string; generate_len?: number; prefill_tps?: number; decode_tps?: number }>;
-  };
-  const row = (n: number) => {
-    const r = out.results.find((x) => x.type === 'prefill_and_decode' && x.generate_len === n);
-    if (!r?.prefill_tps || !r.decode_tps)
-      throw new Error(`llm_bench wrote no pp+tg${n} row: ${JSON.stringify(out)}`);
-    return { prefillTps: r.prefill_tps, decodeTps: r.decode_tps };
-  };
-  const decode = row(DECODE_TOKENS);
-  const first = row(1);
-  return {
-    decodeTps: decode.decodeTps,
-    ttftMs: (PROMPT_TOKENS / first.prefillTps) * 1000,
-  };
+  const r = llmBenchPg({
+    bin,
+    config,
+    backend: 'cpu',
+    promptTokens: PROMPT_TOKENS,
+    decodeTokens: DECODE_TOKENS,
+    scratch,
+    cpu,
+  });
+  return { decodeTps: r.decodeTps, ttftMs: r.ttftMs };
 }
 
 function median<T>(items: T[], f: (x: T) => number): number {

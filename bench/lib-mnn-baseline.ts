@@ -51,6 +51,40 @@ function run(bin: string, args: string[], cwd: string, cpu?: number): string {
   });
 }
 
+/**
+ * One llm_bench run of `-pg P,N -pg P,1`, one repetition (after its own discarded one): the decode rate of P+N, the
+ * first token from the prefill of P+1 (MNN has the first token once the prompt's prefill is sampled).
+ */
+export function llmBenchPg(o: {
+  bin: string;
+  config: string;
+  backend: string;
+  promptTokens: number;
+  decodeTokens: number;
+  scratch: string;
+  cpu: number | undefined;
+}): MnnSample {
+  const json = join(o.scratch, 'llm_bench.json');
+  const args = ['-m', o.config, '-a', o.backend, '-t', '1', '-c', '0'];
+  const pg = ['-pg', `${o.promptTokens},${o.decodeTokens}`, '-pg', `${o.promptTokens},1`];
+  const out = run(o.bin, [...args, ...pg, '-rep', '1', '-j', json], o.scratch, o.cpu);
+  refuseCpuFallback('llm_bench', o.backend, out);
+  const res = JSON.parse(readFileSync(json, 'utf8')) as {
+    results: Array<{ type: string; generate_len?: number; prefill_tps?: number; decode_tps?: number }>;
+  };
+  const row = (n: number) => {
+    const r = res.results.find((x) => x.type === 'prefill_and_decode' && x.generate_len === n);
+    if (!r?.prefill_tps || !r.decode_tps)
+      throw new Error(`llm_bench wrote no pp+tg${n} row: ${JSON.stringify(res)}`);
+    return { prefillTps: r.prefill_tps, decodeTps: r.decode_tps };
+  };
+  return {
+    decodeTps: row(o.decodeTokens).decodeTps,
+    ttftMs: (o.promptTokens / row(1).prefillTps) * 1000,
+    promptTokens: o.promptTokens,
+  };
+}
+
 export function mnnBaseline(
   backend: string,
   options: {
@@ -69,26 +103,15 @@ export function mnnBaseline(
         `llm_bench -a ${backend} -pg ${promptTokens},${decodeTokens}: the decode continues from the prompt's KV ` +
         "cache, as a generation's does (a standalone -n decode starts from an empty one, less work per token)",
       run(scratch, cpu) {
-        const json = join(scratch, 'llm_bench.json');
-        const args = ['-m', config, '-a', backend, '-t', '1', '-c', '0'];
-        const pg = ['-pg', `${promptTokens},${decodeTokens}`, '-pg', `${promptTokens},1`];
-        const out = run(options.llmBench, [...args, ...pg, '-rep', '1', '-j', json], scratch, cpu);
-        refuseCpuFallback('llm_bench', backend, out);
-        const res = JSON.parse(readFileSync(json, 'utf8')) as {
-          results: Array<{ type: string; generate_len?: number; prefill_tps?: number; decode_tps?: number }>;
-        };
-        const row = (n: number) => {
-          const r = res.results.find((x) => x.type === 'prefill_and_decode' && x.generate_len === n);
-          if (!r?.prefill_tps || !r.decode_tps)
-            throw new Error(`llm_bench wrote no pp+tg${n} row: ${JSON.stringify(res)}`);
-          return { prefillTps: r.prefill_tps, decodeTps: r.decode_tps };
-        };
-        // The first token is MNN's once the prompt's prefill is sampled: the prefill of -pg P,1.
-        return {
-          decodeTps: row(decodeTokens).decodeTps,
-          ttftMs: (promptTokens / row(1).prefillTps) * 1000,
+        return llmBenchPg({
+          bin: options.llmBench,
+          config,
+          backend,
           promptTokens,
-        };
+          decodeTokens,
+          scratch,
+          cpu,
+        });
       },
     };
   const demo = options.llmDemo;
