@@ -10,7 +10,7 @@ import {
   unavailableMessage,
 } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
-import { allowedCpus, canPin, pinProcess, withSelfOn } from './lib-cpu-pin.js';
+import { allowedCpus, canPin, withSelfOn } from './lib-cpu-pin.js';
 import { BaselineOnWrongBackend, type MnnBaseline, type MnnSample, mnnBaseline } from './lib-mnn-baseline.js';
 import { measureRuntimeFallback } from './lib-runtime-fallback.js';
 import { check, describe, fmt, summarize } from './stats.js';
@@ -155,8 +155,10 @@ async function main(): Promise<void> {
       // a GPU backend's driver threads (lavapipe's) are the driver's own, so those rounds are not pinned.
       for (let round = 0; round < ROUNDS; round++) {
         const cpu = backend === 'cpu' && cpus.length > 0 ? cpus[round % cpus.length] : undefined;
-        // As in bench/engine: our other threads run on the other CPUs while the decode thread has llm_bench's.
+        // As in bench/engine: our other threads run on the other CPUs while the decode thread has llm_bench's
+        // (the host inherits this process's affinity when it starts).
         const others = cpu === undefined ? [] : cpus.filter((c) => c !== cpu);
+        const decodeCpus = cpu === undefined ? undefined : [cpu];
         const measureHost = () => withSelfOn(others, cpus, hostRun);
         const hostRun = async () => {
           const host = await EngineHostClient.start({
@@ -165,10 +167,9 @@ async function main(): Promise<void> {
             cwd: scratch,
           });
           try {
-            if (others.length > 0 && host.pid !== undefined) pinProcess(host.pid, others);
             await host.load(config, overrides);
-            await timedHost(host, prompt, cpu === undefined ? undefined : [cpu]); // warm-up, as llm_bench's
-            return await timedHost(host, prompt, cpu === undefined ? undefined : [cpu]);
+            await timedHost(host, prompt, decodeCpus); // warm-up, as llm_bench's
+            return await timedHost(host, prompt, decodeCpus);
           } finally {
             await host.close();
           }

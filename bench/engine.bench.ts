@@ -33,7 +33,7 @@ import { createMemoryLogger } from '../agent/common/log.js';
 import type * as EngineApi from '../engine/src/index.js';
 import type { GenerationDelivery, HostDelivery, Llm } from '../engine/src/index.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
-import { allowedCpus, canPin, pinProcess, withSelfOn } from './lib-cpu-pin.js';
+import { allowedCpus, canPin, withSelfOn } from './lib-cpu-pin.js';
 import { ensureBuilt, repoRoot } from './lib-dist.js';
 import { ensureLoopWall, LoopWall, type LoopWallSample } from './lib-loop-wall.js';
 import { llmBenchPg } from './lib-mnn-baseline.js';
@@ -135,6 +135,11 @@ function llmBench(config: string, scratch: string, cpu: number | undefined): Sam
   return { decodeTps: r.decodeTps, ttftMs: r.ttftMs };
 }
 
+/** The item at the median of `f` (the upper middle one of an even count). */
+function middleBy<T>(items: readonly T[], f: (x: T) => number): T | undefined {
+  return [...items].sort((x, y) => f(x) - f(y))[items.length >> 1];
+}
+
 function median<T>(items: T[], f: (x: T) => number): number {
   return summarize(items.map(f)).median;
 }
@@ -205,16 +210,18 @@ async function benchModel(label: string, config: string, scratch: string): Promi
   const loop: LoopWallSample[] = [];
   const pairRatios: number[] = [];
   const layers: Record<'a' | 'b', Layers[]> = { a: [], b: [] };
-  // Each side loads the model afresh every round, as llm_bench (a new process per round) does: on this VM a
-  // process's decode speed depends on where its weights landed in memory (one host process ran a whole bench at
-  // 200 tok/s while llm_bench beside it ran at 300), so one long-lived process would be one sample of that.
-  // As llm_bench also does, each measurement follows a discarded run of the same work, back to back.
+  // Each side loads the model afresh every round, as llm_bench (a new process per round) does, and, as llm_bench
+  // also does, each measurement follows a discarded run of the same work, back to back.
   // Our other threads (JS, IPC, the consumer) stay off the decode thread's CPU while it decodes, as nothing else
   // runs beside llm_bench on its CPU; on a 2-core machine they otherwise preempt the decode thread.
   const others = (cpu: number | undefined) => (cpu === undefined ? [] : cpus.filter((c) => c !== cpu));
+  const optsOn = (cpu: number | undefined) => ({
+    ...opts,
+    ...(cpu === undefined ? {} : { decodeCpus: [cpu] }),
+  });
   const measureA = (cpu: number | undefined) =>
     withSelfOn(others(cpu), cpus, async () => {
-      const on = { ...opts, ...(cpu === undefined ? {} : { decodeCpus: [cpu] }) };
+      const on = optsOn(cpu);
       const llm = await LlmClass.load(config, { overrides });
       try {
         await llm.complete(prompt, on);
@@ -225,15 +232,15 @@ async function benchModel(label: string, config: string, scratch: string): Promi
         await llm.dispose();
       }
     });
+  // The host inherits this process's affinity (the other CPUs) when it starts.
   const measureB = (cpu: number | undefined) => withSelfOn(others(cpu), cpus, () => measureHost(cpu));
   // (b) and (d) side by side: both loaded, then PAIRS generations each, alternating, a fraction of a second
   // apart; the machine's speed drifts over seconds, so these pairs compare the two far more closely than rounds.
   const measureHost = async (cpu: number | undefined) => {
-    const on = { ...opts, ...(cpu === undefined ? {} : { decodeCpus: [cpu] }) };
+    const on = optsOn(cpu);
     const host = await EngineHostClient.start({ name: 'bench', logger: createMemoryLogger(), cwd: scratch });
     let tool: LoopWall | undefined;
     try {
-      if (others(cpu).length > 0 && host.pid !== undefined) pinProcess(host.pid, others(cpu));
       await host.load(config, overrides);
       await host.complete(prompt, on);
       if ('bin' in wallTool)
@@ -255,10 +262,10 @@ async function benchModel(label: string, config: string, scratch: string): Promi
         const [b, d] = [ours[ours.length - 1], theirs[theirs.length - 1]];
         if (b && d) pairRatios.push(b.sample.decodeTps / d.wallTps);
       }
-      const mid = [...ours].sort((x, y) => x.sample.decodeTps - y.sample.decodeTps)[ours.length >> 1]!;
+      const mid = middleBy(ours, (x) => x.sample.decodeTps)!;
       samples.b.push(mid.sample);
       layers.b.push(mid.layers);
-      const midD = [...theirs].sort((x, y) => x.wallTps - y.wallTps)[theirs.length >> 1];
+      const midD = middleBy(theirs, (x) => x.wallTps);
       if (midD) loop.push(midD);
     } finally {
       await tool?.close();

@@ -18,6 +18,22 @@ const DEFAULT_SEED = 20260101;
 
 export class BenchModelUnavailable extends Error {}
 
+/** g++'s arguments for a benchmark tool of ours linked against the installed MNN (found at run time by rpath). */
+export function mnnToolBuildArgs(source: string, out: string, includeDirs: readonly string[] = []): string[] {
+  return [
+    '-O2',
+    '-std=c++17',
+    source,
+    `-I${mnnRoot}/include`,
+    ...includeDirs.map((d) => `-I${d}`),
+    `-L${mnnRoot}/lib`,
+    '-lMNN',
+    `-Wl,-rpath,${mnnRoot}/lib`,
+    '-o',
+    out,
+  ];
+}
+
 /** config.json of the benchmark model with this seed (the default seed is bench/engine's `bench-llm`). */
 export function ensureBenchModel(seed = DEFAULT_SEED): string {
   const modelDir = join(benchCacheDir, seed === DEFAULT_SEED ? 'bench-llm' : `bench-llm-seed${seed}`);
@@ -31,19 +47,13 @@ export function ensureBenchModel(seed = DEFAULT_SEED): string {
       );
     mkdirSync(benchCacheDir, { recursive: true });
     console.log(`building the tiny-mnn-llm generator into ${generator}`);
-    execFileSync('g++', [
-      '-O2',
-      '-std=c++17',
-      join(generatorDir, 'gen_tiny_llm.cpp'),
-      `-I${mnnRoot}/include`,
-      `-I${mnnSrc}/schema/current`,
-      `-I${mnnSrc}/3rd_party/flatbuffers/include`,
-      `-L${mnnRoot}/lib`,
-      '-lMNN',
-      `-Wl,-rpath,${mnnRoot}/lib`,
-      '-o',
-      generator,
-    ]);
+    execFileSync(
+      'g++',
+      mnnToolBuildArgs(join(generatorDir, 'gen_tiny_llm.cpp'), generator, [
+        `${mnnSrc}/schema/current`,
+        `${mnnSrc}/3rd_party/flatbuffers/include`,
+      ]),
+    );
   }
   console.log(`generating the benchmark model (seed ${seed}) into ${modelDir}`);
   execFileSync('python3', [join(generatorDir, 'gen_tiny_assets.py'), modelDir, ...SIZE], { stdio: 'ignore' });

@@ -7,19 +7,11 @@
 // the work.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { cpusAllowed } from '../test/helpers/cpu-list.js';
 
 /** The logical CPUs this process may run on (its affinity list), in order. */
 export function allowedCpus(): number[] {
-  const status = readFileSync('/proc/self/status', 'utf8');
-  const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1];
-  if (!list) return [];
-  const cpus: number[] = [];
-  for (const part of list.split(',')) {
-    const [a, b] = part.split('-').map(Number);
-    if (a === undefined || Number.isNaN(a)) continue;
-    for (let c = a; c <= (b ?? a); c++) cpus.push(c);
-  }
-  return cpus;
+  return cpusAllowed(readFileSync('/proc/self/status', 'utf8'));
 }
 
 /** Whether `taskset` (util-linux) is here: without it nothing is pinned and the report says so. */
@@ -33,13 +25,13 @@ export function onCpu(cpu: number | undefined, bin: string, args: string[]): [st
 }
 
 /** Moves every thread of a running process to the given CPUs. */
-export function pinProcess(pid: number, cpus: readonly number[]): void {
+function pinProcess(pid: number, cpus: readonly number[]): void {
   execFileSync('taskset', ['-a', '-p', '-c', cpus.join(','), String(pid)], { stdio: 'ignore' });
 }
 
 /**
  * Runs `fn` with this process's threads on `cpus`, then gives them the whole affinity list `all` back (nothing
- * pinned when `cpus` is empty).
+ * pinned when `cpus` is empty). Processes it starts meanwhile inherit the affinity.
  */
 export async function withSelfOn<T>(
   cpus: readonly number[],

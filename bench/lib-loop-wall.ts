@@ -5,7 +5,7 @@ import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:chil
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchCacheDir } from './lib-bench-model.js';
+import { benchCacheDir, mnnToolBuildArgs } from './lib-bench-model.js';
 import { onCpu } from './lib-cpu-pin.js';
 import { repoRoot } from './lib-dist.js';
 
@@ -32,21 +32,7 @@ export function ensureLoopWall(): { bin: string } | { unavailable: string } {
   if (!existsSync(join(mnnRoot, 'include', 'llm', 'llm.hpp')))
     return { unavailable: `no MNN LLM headers in ${mnnRoot}/include (set MNN_ROOT)` };
   mkdirSync(benchCacheDir, { recursive: true });
-  const r = spawnSync(
-    'g++',
-    [
-      '-O2',
-      '-std=c++17',
-      source,
-      `-I${mnnRoot}/include`,
-      `-L${mnnRoot}/lib`,
-      '-lMNN',
-      `-Wl,-rpath,${mnnRoot}/lib`,
-      '-o',
-      bin,
-    ],
-    { encoding: 'utf8' },
-  );
+  const r = spawnSync('g++', mnnToolBuildArgs(source, bin), { encoding: 'utf8' });
   if (r.status !== 0)
     return { unavailable: `building mnn-loop-wall failed: ${(r.stderr ?? '').slice(-500)}` };
   return { bin };

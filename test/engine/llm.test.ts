@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import test from 'ava';
 import { EngineError, Llm } from '../../engine/src/index.js';
+import { cpusAllowed } from '../helpers/cpu-list.js';
 import { engineOrSkip, expectedOutput, llmDemoText, models } from './_engine.js';
 
 function readIfThere(path: string): string | undefined {
@@ -12,15 +13,6 @@ function readIfThere(path: string): string | undefined {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
-}
-
-/** The Cpus_allowed_list of a /proc status file, expanded. */
-function cpuList(status: string): number[] {
-  const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1] ?? '';
-  return list.split(',').flatMap((part) => {
-    const [a, b] = part.split('-').map(Number);
-    return Array.from({ length: (b ?? a!) - a! + 1 }, (_, i) => a! + i);
-  });
 }
 
 if (engineOrSkip(test, 'llm')) {
@@ -75,7 +67,7 @@ if (engineOrSkip(test, 'llm')) {
   test('decodeCpus: the decode thread runs on the named CPU alone; a CPU it may not use is a specific error', async (t) => {
     await using llm = await Llm.load(models.tinyLlm);
     const plain = await llm.complete('Hello');
-    const allowed = cpuList(readFileSync('/proc/self/status', 'utf8'));
+    const allowed = cpusAllowed(readFileSync('/proc/self/status', 'utf8'));
     const cpu = allowed[allowed.length - 1]!;
     // readAhead 1: after the first token the decode thread waits for this loop, so it can be looked at.
     const generation = llm.generate('Hello', { decodeCpus: [cpu], readAhead: 1 });
@@ -84,13 +76,13 @@ if (engineOrSkip(test, 'llm')) {
       seen ??= readdirSync('/proc/self/task').flatMap((tid) => {
         // Another thread of this worker (the last generation's decode thread) may end between the two reads.
         const status = readIfThere(`/proc/self/task/${tid}/status`);
-        return status === undefined ? [] : [cpuList(status).join(',')];
+        return status === undefined ? [] : [cpusAllowed(status).join(',')];
       });
     }
     t.is((await generation.result).text, plain.text);
     t.true(seen?.includes(String(cpu)), `a thread on CPU ${cpu} alone among ${seen?.join(' | ')}`);
     // The JS thread stays where it was.
-    t.deepEqual(cpuList(readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8')), allowed);
+    t.deepEqual(cpusAllowed(readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8')), allowed);
 
     const offline = llm.generate('Hello', { decodeCpus: [1023] });
     const err = await t.throwsAsync(async () => {
