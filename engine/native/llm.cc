@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
