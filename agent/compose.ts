@@ -1,24 +1,36 @@
-import { createOtaModule } from '../ota/device.js';
-import { ModelStoreInstaller } from '../ota/store-adapter.js';
-import { LogTail } from './common/log-tail.js';
+import type { Capabilities } from '../lib/capabilities.js';
+import { errorMessage } from '../lib/errors.js';
+import { EventBus } from '../lib/event-bus.js';
+import type { Logger } from '../lib/log.js';
+import { LogTail } from '../lib/log-tail.js';
+import { resolveOtaConfig } from '../ota/config.js';
+import { JobJournal } from '../ota/jobs/journal.js';
+import { ModelStoreInstaller } from '../ota/jobs/store-adapter.js';
+import { createOtaModule } from '../ota/module.js';
+import type { ConfigSource } from './config/layers.js';
+import type { ConfigLayers } from './config/load.js';
+import { OverlayStore } from './config/overlay-store.js';
 import type { AgentConfig } from './config/schema.js';
-import { type SlotsConfig, slotSpecsFromConfig } from './config/sections/slots.js';
-import { createDashboardModule } from './dashboard/routes.js';
-import { dashboardSourcesFrom } from './dashboard/sources.js';
+import { createDashboardModule } from './dashboard-api/routes.js';
+import { dashboardSourcesFrom } from './dashboard-api/sources.js';
 import { createDetectModule } from './detect/module.js';
-import type { Capabilities } from './detect/types.js';
-import { createDocumentsModule, type DocumentsModule } from './documents/module.js';
+import { createDocumentsModule } from './documents/module.js';
 import { CommandRegistry } from './fleet/commands.js';
 import { createFleetModule, type FleetModule } from './fleet/module.js';
 import type { BoardInfo } from './fleet/protocol.js';
 import { createSessionLimiter, type SessionLimiter } from './http/session-limits.js';
+import { createModelsModule, type InstalledModels } from './installed-models/module.js';
 import { createMdnsModule } from './mdns/module.js';
-import { createModelsModule, type InstalledModels } from './models/module.js';
-import type { AgentModule, PublishEvent } from './module.js';
+import { createMetricsModule } from './metrics/module.js';
+import type { AgentBus, AgentContext, AgentModule, PublishEvent } from './module.js';
+import { createReloader } from './reload.js';
+import { runtimeSlotStates } from './runtime/measuring/slot-states.js';
 import { createRuntimeModule, type RuntimeModule } from './runtime/module.js';
 import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.js';
 import type { Runtime } from './runtime/runtime.js';
-import { runtimeSlotStates } from './runtime/slot-states.js';
+import { createSettingsModule, type SettingsModule } from './settings/module.js';
+import { checkSlots } from './settings/slot-check.js';
+import { slotChoiceSource } from './settings/slot-select.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
 import { wyomingMdnsServices } from './workloads/wyoming/start.js';
 
@@ -38,8 +50,108 @@ export interface AgentServices {
   fleet(): FleetModule;
   workloads(): WorkloadsModule;
   runtime(): Runtime | undefined;
-  /** What SIGHUP and the fleet's `reload` command do; `next` is the re-read configuration, if any. */
+  settings(): SettingsModule;
+  /** The reload path every run-time change takes; `next` is the configuration to apply, if any. */
   reload(next: AgentConfig | undefined, reason: string): Promise<Record<string, unknown>>;
+  /** SIGHUP and the fleet's `reload`: re-read the file and the overlay, then the reload path. */
+  reloadFromDisk(reason: string): Promise<Record<string, unknown>>;
+}
+
+/** GET /metrics over what the runtime, the fleet, the workloads and the OTA journal keep anyway. */
+function metricsModule(
+  platform: Platform,
+  fleet: FleetModule,
+  workloads: WorkloadsModule,
+  more: { version: string; settings: SettingsModule },
+): AgentModule {
+  const { runtime } = platform;
+  return createMetricsModule({
+    snapshot: (ctx) => {
+      const rt = runtime.runtime();
+      const agent = fleet.agent;
+      return {
+        version: more.version,
+        slots: rt?.slotStats() ?? [],
+        distributions: rt?.slotMetrics() ?? [],
+        queueDepths: workloads.queueDepths(),
+        hosts: rt?.state().instances ?? [],
+        ...(agent ? { outbox: agent.outbox.stats(), mqtt: { connected: agent.connected } } : {}),
+        otaJobs: otaJobStates(ctx.db),
+        ...(agent?.telemetry?.latest() ? { telemetry: agent.telemetry.latest()!.metrics } : {}),
+        ...(more.settings.service() ? { settingsRevision: more.settings.service()!.revision } : {}),
+      };
+    },
+    watch: (count) => {
+      const out: Array<() => void> = [];
+      const rt = runtime.runtime();
+      if (rt) {
+        out.push(rt.events.on('fallback', () => count('fallbacks')));
+        out.push(rt.events.on('switch', () => count('swaps')));
+      }
+      let connections = 0;
+      const agent = fleet.agent;
+      if (agent) out.push(agent.events.on('connected', () => connections++ > 0 && count('reconnects')));
+      return out;
+    },
+  });
+}
+
+/** Jobs in the OTA journal by state; none when the journal table is not there (OTA off). */
+function otaJobStates(db: AgentContext['db']): Record<string, number> {
+  try {
+    const rows = db.prepare('SELECT state, COUNT(*) AS n FROM ota_jobs GROUP BY state').all() as Array<{
+      state: string;
+      n: number;
+    }>;
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  } catch {
+    return {};
+  }
+}
+
+/** Composed without `run` (tests): the configuration given is the file layer, the overlay its data dir's. */
+function givenLayers(config: AgentConfig): LoadedLayers {
+  const store = new OverlayStore(config.dataDir);
+  const layers: ConfigLayers = {
+    source: 'the configuration given',
+    file: { ...config },
+    flags: {},
+    store,
+    overlay: store.load(),
+  };
+  return { config, layers, sources: new Map() };
+}
+
+/** The run-time settings over the layers `run` read; a slot change is checked against the installed models and
+ *  the planner before anything is written. */
+function settingsModule(
+  config: AgentConfig,
+  options: ComposeOptions,
+  parts: {
+    platform: Platform;
+    fleet: FleetModule;
+    commands: CommandRegistry;
+    reload: ReturnType<typeof createReloader>;
+    bus: AgentBus;
+  },
+): SettingsModule {
+  const loaded = options.loaded ?? givenLayers(config);
+  const { models, runtime } = parts.platform;
+  return createSettingsModule({
+    layers: loaded.layers,
+    sources: loaded.sources,
+    commands: parts.commands,
+    apply: (next, reason) => parts.reload(next, reason, { detect: false }),
+    check: async (next, changes) => {
+      const rt = runtime.runtime();
+      await checkSlots(next, changes, {
+        catalog: () => models.planCatalog(),
+        ...(rt ? { preview: (slots) => rt.preview(slots) } : {}),
+      });
+    },
+    publish: (doc) => parts.fleet.agent?.setDocument('config', doc),
+    bus: parts.bus,
+  });
 }
 
 export interface ComposeOptions {
@@ -47,7 +159,15 @@ export interface ComposeOptions {
   /** The agent's recent log lines (the dashboard's Logs page, the fleet's `logs` command). */
   logs?: LogTail;
   /** Re-reads the configuration from where `run` got it, for `reload`; throws with the reason when invalid. */
-  reloadConfig?: () => AgentConfig;
+  reloadConfig?: () => LoadedLayers;
+  /** The layers `run` composed the configuration from (file, overlay, flags); default: the config alone. */
+  loaded?: LoadedLayers;
+}
+
+export interface LoadedLayers {
+  config: AgentConfig;
+  layers: ConfigLayers;
+  sources: Map<string, ConfigSource>;
 }
 
 export function boardInfoOf(caps: Capabilities | undefined): BoardInfo | undefined {
@@ -83,16 +203,15 @@ function otaModule(runtime: RuntimeModule, models: () => InstalledModels | undef
   });
 }
 
-/** Handles a module needs from one composed after it (the fleet, the documents); filled in before any start. */
-interface Later {
-  fleet?: FleetModule;
-  documents?: DocumentsModule;
-}
-
 /** What the board can do, which models it holds, what runs where: the modules every other one reads. */
-function platformModules(commands: CommandRegistry, publishEvent: PublishEvent, later: Later) {
+function platformModules(commands: CommandRegistry, publishEvent: PublishEvent, bus: AgentBus) {
   const detect = createDetectModule({ commands });
-  const models = createModelsModule({ commands, publishEvent });
+  const models = createModelsModule({
+    commands,
+    publishEvent,
+    // Hub pulls download under the limits of the `ota` section, as OTA's jobs do.
+    downloadPolicy: (config) => resolveOtaConfig(config['ota']).download,
+  });
   const runtime = createRuntimeModule({
     detected: detect,
     catalog: () => models.planCatalog(),
@@ -100,8 +219,7 @@ function platformModules(commands: CommandRegistry, publishEvent: PublishEvent, 
     installs: models.installs,
     commands,
     publishEvent,
-    onPlacement: () => later.documents?.publishPlacement(),
-    onSlotChange: () => later.documents?.publishPlacement(),
+    bus,
   });
   const slotStates = () => {
     const rt = runtime.runtime();
@@ -116,13 +234,19 @@ type Platform = ReturnType<typeof platformModules>;
 function fleetModules(
   platform: Platform,
   workloads: WorkloadsModule,
-  shared: { agentVersion: string; commands: CommandRegistry; logs: LogTail },
+  shared: {
+    agentVersion: string;
+    commands: CommandRegistry;
+    logs: LogTail;
+    bus: AgentBus;
+  },
 ) {
   const { detect, models, runtime } = platform;
   const fleet = createFleetModule({
     agentVersion: shared.agentVersion,
     commands: shared.commands,
     logs: shared.logs,
+    bus: shared.bus,
     board: () => boardInfoOf(detect.capabilities()),
     workloads,
     runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
@@ -135,6 +259,12 @@ function fleetModules(
           .map((b) => b.backend) ?? [];
       return (runtime.runtime()?.slotStats() ?? []).map((s) => ({ name: s.slot, backends }));
     },
+    // …and a model select per slot: the installed models whose task fits, for the slots as the settings run them
+    // (the fleet hears them on the bus: the settings module is composed after it and publishes through it).
+    haModelSlots: slotChoiceSource({
+      catalog: () => models.planCatalog(),
+      store: () => models.models()?.store,
+    }),
   });
   const documents = createDocumentsModule({
     agentVersion: shared.agentVersion,
@@ -144,6 +274,7 @@ function fleetModules(
     placement: () => runtime.runtime()?.desired.placement(),
     slotStates: platform.slotStates,
     engine: platform.engine,
+    bus: shared.bus,
   });
   const ota = otaModule(runtime, () => models.models(), fleet);
   return { fleet, documents, ota };
@@ -168,6 +299,7 @@ function localModules(
     hubPulls: () => models.pulls(),
     planBoard: () => runtime.board(),
     workloads,
+    otaJournal: (db) => new JobJournal(db),
   });
   const dashboard = createDashboardModule({
     version: shared.agentVersion,
@@ -185,56 +317,83 @@ function localModules(
   return { dashboard, dashboardFeeds: dashboardParts.feeds, mdns };
 }
 
-/** Re-read what can change without a restart: the board (live detection), slots, placement, documents. */
-function reloader(config: AgentConfig, platform: Platform, documents: DocumentsModule) {
-  return async (next: AgentConfig | undefined, reason: string): Promise<Record<string, unknown>> => {
-    const { detect, runtime } = platform;
-    const rt = runtime.runtime();
-    const source = detect.reload(next ?? config);
-    if (rt && next) await rt.configure(slotSpecsFromConfig(next['slots'] as SlotsConfig | undefined));
-    const placement = rt ? await rt.replan(reason) : undefined;
-    documents.publishAll();
-    return {
-      reloaded: true,
-      config: next ? 'slots re-read' : 'unchanged',
-      capabilities: source,
-      ...(placement ? { revision: runtime.runtime()?.desired.revision().revision } : {}),
-    };
-  };
+/** Each module owns the bus listeners it registered under its name: they go when it stops, whatever it did. */
+function ownedBy(bus: AgentBus, modules: AgentModule[]): AgentModule[] {
+  return modules.map((m) => {
+    const stop = m.stop?.bind(m);
+    return Object.assign(m, {
+      async stop() {
+        try {
+          await stop?.();
+        } finally {
+          bus.removeOwner(m.name);
+        }
+      },
+    });
+  });
 }
 
 export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const commands = new CommandRegistry();
   const logs = options.logs ?? new LogTail();
-  const later: Later = {};
+  // Events between modules; a module's listeners are removed when it stops (ownedBy below).
+  let busLog: Logger | undefined;
+  const bus: AgentBus = new EventBus((event, owner, err) =>
+    busLog?.warn('event listener failed', { event, owner, error: errorMessage(err) }),
+  );
   // Watch-mode answers, placement changes and fallbacks go out on MQTT `events` once the fleet is connected.
-  const publishEvent: PublishEvent = (type, data) => later.fleet?.agent?.publishEvent(type, data);
+  const publishEvent: PublishEvent = (type, data) => bus.emit('device.event', { type, data });
   // One limit for every live session: the dashboard's telemetry stream and the voice and vision sockets.
   const sessions = createSessionLimiter(config.http.maxSessions);
   const shared = { agentVersion: options.agentVersion, commands, logs, sessions };
 
-  const platform = platformModules(commands, publishEvent, later);
+  const platform = platformModules(commands, publishEvent, bus);
   const { detect, models, runtime } = platform;
   const workloads = createWorkloadsModule({
     runtime: () => runtime.runtime(),
     slotStates: platform.slotStates,
     control: () => runtime.runtime(),
+    // A wake-word package's keywords are read from its installed files.
+    packageDir: (ref) => {
+      const store = platform.models.models()?.store;
+      return store?.get(ref) ? store.packageDir(ref) : undefined;
+    },
     sessions,
     publishEvent,
     commands,
     agentVersion: options.agentVersion,
   });
-  const { fleet, documents, ota } = fleetModules(platform, workloads, shared);
-  Object.assign(later, { fleet, documents });
+  const { fleet, documents, ota } = fleetModules(platform, workloads, { ...shared, bus });
   const { dashboard, dashboardFeeds, mdns } = localModules(platform, fleet, workloads, shared);
 
-  const reload = reloader(config, platform, documents);
+  let identity: AgentContext['identity'] | undefined;
+  const reload = createReloader(config, {
+    ...platform,
+    documents,
+    fleet,
+    workloads,
+    identity: () => identity,
+  });
+  const settings = settingsModule(config, options, { platform, fleet, commands, reload, bus });
+  // The file (or overlay) re-read: the settings service runs on what was read, the reload path applies it.
+  const reloadFromDisk = async (reason: string) => {
+    const loaded = options.reloadConfig?.();
+    if (loaded) settings.service()?.reloaded(loaded);
+    return reload(loaded?.config, reason);
+  };
   commands.register({
     name: 'reload',
-    summary: 're-read the configuration (slots), detect the board again and replan',
+    summary: 're-read the configuration (file and run-time settings), detect the board again and replan',
     timeoutMs: 60_000,
-    handler: async () => reload(options.reloadConfig?.(), 'reload requested over MQTT'),
+    handler: async () => reloadFromDisk('reload requested over MQTT'),
   });
+  const identityTap: AgentModule = {
+    name: 'identity',
+    start(ctx) {
+      identity = ctx.identity;
+      busLog = ctx.logger;
+    },
+  };
 
   const services: AgentServices = {
     commands,
@@ -244,9 +403,13 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     fleet: () => fleet,
     workloads: () => workloads,
     runtime: () => runtime.runtime(),
+    settings: () => settings,
     reload,
+    reloadFromDisk,
   };
-  const modules: AgentModule[] = [
+  const metrics = metricsModule(platform, fleet, workloads, { version: options.agentVersion, settings });
+  const modules: AgentModule[] = ownedBy(bus, [
+    identityTap,
     detect,
     models,
     runtime,
@@ -257,6 +420,8 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     dashboard,
     dashboardFeeds,
     mdns,
-  ];
+    settings,
+    metrics,
+  ]);
   return { modules, services };
 }

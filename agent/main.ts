@@ -1,9 +1,9 @@
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Clock, systemClock } from './common/clock.js';
-import { MnnEdgeError } from './common/errors.js';
-import { createLogger, type Logger } from './common/log.js';
-import { TypedEventEmitter } from './common/typed-events.js';
+import { type Clock, systemClock } from '../lib/clock.js';
+import { MnnEdgeError } from '../lib/errors.js';
+import { createLogger, type Logger } from '../lib/log.js';
+import { TypedEventEmitter } from '../lib/typed-events.js';
 import type { AgentConfig } from './config/schema.js';
 import { createAuthenticator } from './http/auth.js';
 import { registerCoreRoutes } from './http/core-routes.js';
@@ -42,6 +42,8 @@ export interface AgentDeps {
   generateId?: () => string;
   /** How often an unsynchronised clock is re-checked for NTP sync (default 60 s). */
   clockSyncPollMs?: number;
+  /** More for /healthz (the run-time settings' state). */
+  healthDetails?: () => Record<string, unknown>;
 }
 
 /** Where a module's start stands; `/healthz` shows it while the agent serves. */
@@ -273,6 +275,7 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
     identity: () => identity,
     clockStatus: () => time.clockStatus(),
     modules: () => Object.fromEntries(ledger.states),
+    ...(deps.healthDetails ? { details: deps.healthDetails } : {}),
     logger: logger.child('auth'),
   });
 

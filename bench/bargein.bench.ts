@@ -8,7 +8,6 @@
 // Target (issue 8): end to end <= 200 ms.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { systemClock } from '../agent/common/clock.js';
 import { EnergyVad, VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../agent/workloads/audio/vad.js';
 import { parseWav } from '../agent/workloads/audio/wav.js';
 import { resolveVoiceConfig } from '../agent/workloads/config.js';
@@ -17,7 +16,8 @@ import { slotModels } from '../agent/workloads/slots/slot-models.js';
 import { VoiceService } from '../agent/workloads/voice/service.js';
 import { VoiceSession } from '../agent/workloads/voice/session.js';
 import { EspeakTts } from '../agent/workloads/voice/stages.js';
-import { engineAvailability, unavailableMessage } from '../engine/src/index.js';
+import { engineAvailability, unavailableMessage } from '../engine/index.js';
+import { systemClock } from '../lib/clock.js';
 import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';

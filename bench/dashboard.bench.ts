@@ -9,10 +9,10 @@ import { createServer, get, Agent as HttpAgent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
-import { createMemoryLogger } from '../agent/common/log.js';
 import { defaultConfig } from '../agent/config/defaults.js';
-import { createDashboardModule } from '../agent/dashboard/routes.js';
+import { createDashboardModule } from '../agent/dashboard-api/routes.js';
 import { createAgent } from '../agent/main.js';
+import { createMemoryLogger } from '../lib/log.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const LOADS = Number(process.env['BENCH_DASHBOARD_LOADS'] ?? 300);

@@ -29,14 +29,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createMemoryLogger } from '../agent/common/log.js';
-import type * as EngineApi from '../engine/src/index.js';
-import type { GenerationDelivery, HostDelivery, Llm } from '../engine/src/index.js';
+import type * as EngineApi from '../engine/index.js';
+import type { Llm } from '../engine/index.js';
+import { createMemoryLogger } from '../lib/log.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
 import { allowedCpus, canPin, withSelfOn } from './lib-cpu-pin.js';
 import { ensureBuilt, repoRoot } from './lib-dist.js';
 import { ensureLoopWall, LoopWall, type LoopWallSample } from './lib-loop-wall.js';
 import { llmBenchPg } from './lib-mnn-baseline.js';
+import { type Layers, layersOf, printLayerCosts } from './lib-token-layers.js';
 import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
 
 // The engine as it ships (dist/, no TypeScript loader): the engine host it starts then runs host-main.js as
@@ -73,23 +74,6 @@ interface Sample {
   ttftMs: number;
 }
 
-interface Layers {
-  /** Native time per decoded token on the decode thread (MNN step + our hand-over). */
-  nativeStepUs: number;
-  /** MNN's own decode time per token (forward + detokenize), and its sampling time per token. */
-  mnnDecodeUs: number;
-  mnnSampleUs: number;
-  /** Mean wait of a token from its decode to the JS callback that receives it. */
-  addonToJsUs: number;
-  /** Mean wait of a piece from the host's send to the agent's receipt. */
-  hostToAgentUs: number;
-  tokensPerBatch: number;
-  /** generate() to the first token on the decode thread, in the process that runs the model. */
-  nativeTtftMs: number;
-  /** Per token, the time the decode thread waited because the consumer had not taken its read-ahead yet. */
-  creditWaitUs: number;
-}
-
 /** Times one generation from the consumer's side: TTFT to the first piece, decode rate after it. */
 async function timed(pieces: AsyncIterable<string>, tokens: () => Promise<number>): Promise<Sample> {
   const start = performance.now();
@@ -101,23 +85,6 @@ async function timed(pieces: AsyncIterable<string>, tokens: () => Promise<number
   const generated = await tokens();
   if (generated < DECODE_TOKENS) throw new Error(`the model stopped after ${generated} tokens`);
   return { ttftMs: first - start, decodeTps: ((generated - 1) * 1000) / (end - first) };
-}
-
-function layersOf(
-  d: GenerationDelivery,
-  stats: { decodeUs: number; sampleUs: number; generatedTokens: number },
-  ipc?: HostDelivery,
-): Layers {
-  return {
-    nativeStepUs: (d.lastTokenUs - d.firstTokenUs) / Math.max(1, d.tokens - 1),
-    mnnDecodeUs: stats.decodeUs / Math.max(1, stats.generatedTokens),
-    mnnSampleUs: stats.sampleUs / Math.max(1, stats.generatedTokens),
-    addonToJsUs: d.handoffUsSum / Math.max(1, d.tokens),
-    hostToAgentUs: ipc ? ipc.ipcUsSum / Math.max(1, ipc.pieces) : 0,
-    tokensPerBatch: d.tokens / Math.max(1, ipc ? ipc.messages : d.batches),
-    nativeTtftMs: (d.firstTokenUs - d.startUs) / 1000,
-    creditWaitUs: d.creditWaitUs / Math.max(1, d.tokens),
-  };
 }
 
 /** MNN's llm_bench on the CPU, same work as a generation (bench/lib-mnn-baseline.ts, `-pg 32,64 -pg 32,1`). */
@@ -138,10 +105,6 @@ function llmBench(config: string, scratch: string, cpu: number | undefined): Sam
 /** The item at the median of `f` (the upper middle one of an even count). */
 function middleBy<T>(items: readonly T[], f: (x: T) => number): T | undefined {
   return [...items].sort((x, y) => f(x) - f(y))[items.length >> 1];
-}
-
-function median<T>(items: T[], f: (x: T) => number): number {
-  return summarize(items.map(f)).median;
 }
 
 const overrides = { thread_num: 1, precision: 'normal' as const, max_new_tokens: DECODE_TOKENS };
@@ -197,99 +160,131 @@ ${label}: load split (in-process; a host adds its process start, see bench/swap)
   }
 }
 
-async function benchModel(label: string, config: string, scratch: string): Promise<void> {
-  await loadSplit(label, config);
+/** What the rounds of one model measured: each side's samples, (d)'s, the (b)/(d) pairs, the costs by layer. */
+interface Rounds {
+  samples: Record<'a' | 'b' | 'c', Sample[]>;
+  loop: LoopWallSample[];
+  pairRatios: number[];
+  layers: Record<'a' | 'b', Layers[]>;
+  /** The CPU each round ran on (undefined: unpinned). */
+  roundCpus: Array<number | undefined>;
+}
 
+const labels = { a: '(a) addon in-process', b: '(b) engine host (IPC)', c: '(c) MNN llm_bench' } as const;
+
+// Our other threads (JS, IPC, the consumer) stay off the decode thread's CPU while it decodes, as nothing else
+// runs beside llm_bench on its CPU; on a 2-core machine they otherwise preempt the decode thread.
+const others = (cpu: number | undefined) => (cpu === undefined ? [] : cpus.filter((c) => c !== cpu));
+const optsOn = (cpu: number | undefined) => ({
+  ...opts,
+  ...(cpu === undefined ? {} : { decodeCpus: [cpu] }),
+});
+
+/** The prompt must be exactly PROMPT_TOKENS tokens, as llm_bench's pp32. */
+async function checkPromptLength(config: string): Promise<void> {
   const probe = await LlmClass.load(config, { overrides });
   const promptTokens = (await probe.encode(prompt)).length;
   await probe.dispose();
   if (promptTokens !== PROMPT_TOKENS)
     throw new Error(`prompt is ${promptTokens} tokens, wanted ${PROMPT_TOKENS}`);
+}
 
-  const samples: Record<'a' | 'b' | 'c', Sample[]> = { a: [], b: [], c: [] };
-  const loop: LoopWallSample[] = [];
-  const pairRatios: number[] = [];
-  const layers: Record<'a' | 'b', Layers[]> = { a: [], b: [] };
+/** (a): the addon in this process, loaded afresh, one discarded generation, then the measured one. */
+function measureA(config: string, cpu: number | undefined, r: Rounds): Promise<void> {
+  return withSelfOn(others(cpu), cpus, async () => {
+    const on = optsOn(cpu);
+    const llm = await LlmClass.load(config, { overrides });
+    try {
+      await llm.complete(prompt, on);
+      const inProcess = llm.generate(prompt, on);
+      r.samples.a.push(await timed(inProcess, async () => (await inProcess.result).stats.generatedTokens));
+      r.layers.a.push(layersOf(inProcess.delivery, (await inProcess.result).stats));
+    } finally {
+      await llm.dispose();
+    }
+  });
+}
+
+/** (b): an engine host; it inherits this process's affinity (the other CPUs) when it starts. */
+function measureB(config: string, scratch: string, cpu: number | undefined, r: Rounds): Promise<void> {
+  return withSelfOn(others(cpu), cpus, () => measureHost(config, scratch, cpu, r));
+}
+
+// (b) and (d) side by side: both loaded, then PAIRS generations each, alternating, a fraction of a second
+// apart; the machine's speed drifts over seconds, so these pairs compare the two far more closely than rounds.
+async function measureHost(
+  config: string,
+  scratch: string,
+  cpu: number | undefined,
+  r: Rounds,
+): Promise<void> {
+  const on = optsOn(cpu);
+  const host = await EngineHostClient.start({ name: 'bench', logger: createMemoryLogger(), cwd: scratch });
+  let tool: LoopWall | undefined;
+  try {
+    await host.load(config, overrides);
+    await host.complete(prompt, on);
+    if ('bin' in wallTool)
+      tool = await LoopWall.start(wallTool.bin, config, PROMPT_TOKENS, DECODE_TOKENS, cpu);
+    const ours: Array<{ sample: Sample; layers: Layers }> = [];
+    const theirs: LoopWallSample[] = [];
+    const runOurs = async () => {
+      const overIpc = host.generate(prompt, on);
+      const sample = await timed(overIpc, async () => (await overIpc.result).stats.generatedTokens);
+      ours.push({
+        sample,
+        layers: layersOf(overIpc.delivery, (await overIpc.result).stats, overIpc.delivery),
+      });
+    };
+    for (let k = 0; k < (tool ? PAIRS : 1); k++) {
+      if (k % 2 === 0) await runOurs();
+      if (tool) theirs.push(await tool.run());
+      if (k % 2 === 1) await runOurs();
+      const [b, d] = [ours[ours.length - 1], theirs[theirs.length - 1]];
+      if (b && d) r.pairRatios.push(b.sample.decodeTps / d.wallTps);
+    }
+    const mid = middleBy(ours, (x) => x.sample.decodeTps)!;
+    r.samples.b.push(mid.sample);
+    r.layers.b.push(mid.layers);
+    const midD = middleBy(theirs, (x) => x.wallTps);
+    if (midD) r.loop.push(midD);
+  } finally {
+    await tool?.close();
+    await host.close();
+  }
+}
+
+async function runRounds(label: string, config: string, scratch: string): Promise<Rounds> {
+  const r: Rounds = {
+    samples: { a: [], b: [], c: [] },
+    loop: [],
+    pairRatios: [],
+    layers: { a: [], b: [] },
+    roundCpus: [],
+  };
   // Each side loads the model afresh every round, as llm_bench (a new process per round) does, and, as llm_bench
   // also does, each measurement follows a discarded run of the same work, back to back.
-  // Our other threads (JS, IPC, the consumer) stay off the decode thread's CPU while it decodes, as nothing else
-  // runs beside llm_bench on its CPU; on a 2-core machine they otherwise preempt the decode thread.
-  const others = (cpu: number | undefined) => (cpu === undefined ? [] : cpus.filter((c) => c !== cpu));
-  const optsOn = (cpu: number | undefined) => ({
-    ...opts,
-    ...(cpu === undefined ? {} : { decodeCpus: [cpu] }),
-  });
-  const measureA = (cpu: number | undefined) =>
-    withSelfOn(others(cpu), cpus, async () => {
-      const on = optsOn(cpu);
-      const llm = await LlmClass.load(config, { overrides });
-      try {
-        await llm.complete(prompt, on);
-        const inProcess = llm.generate(prompt, on);
-        samples.a.push(await timed(inProcess, async () => (await inProcess.result).stats.generatedTokens));
-        layers.a.push(layersOf(inProcess.delivery, (await inProcess.result).stats));
-      } finally {
-        await llm.dispose();
-      }
-    });
-  // The host inherits this process's affinity (the other CPUs) when it starts.
-  const measureB = (cpu: number | undefined) => withSelfOn(others(cpu), cpus, () => measureHost(cpu));
-  // (b) and (d) side by side: both loaded, then PAIRS generations each, alternating, a fraction of a second
-  // apart; the machine's speed drifts over seconds, so these pairs compare the two far more closely than rounds.
-  const measureHost = async (cpu: number | undefined) => {
-    const on = optsOn(cpu);
-    const host = await EngineHostClient.start({ name: 'bench', logger: createMemoryLogger(), cwd: scratch });
-    let tool: LoopWall | undefined;
-    try {
-      await host.load(config, overrides);
-      await host.complete(prompt, on);
-      if ('bin' in wallTool)
-        tool = await LoopWall.start(wallTool.bin, config, PROMPT_TOKENS, DECODE_TOKENS, cpu);
-      const ours: Array<{ sample: Sample; layers: Layers }> = [];
-      const theirs: LoopWallSample[] = [];
-      const runOurs = async () => {
-        const overIpc = host.generate(prompt, on);
-        const sample = await timed(overIpc, async () => (await overIpc.result).stats.generatedTokens);
-        ours.push({
-          sample,
-          layers: layersOf(overIpc.delivery, (await overIpc.result).stats, overIpc.delivery),
-        });
-      };
-      for (let k = 0; k < (tool ? PAIRS : 1); k++) {
-        if (k % 2 === 0) await runOurs();
-        if (tool) theirs.push(await tool.run());
-        if (k % 2 === 1) await runOurs();
-        const [b, d] = [ours[ours.length - 1], theirs[theirs.length - 1]];
-        if (b && d) pairRatios.push(b.sample.decodeTps / d.wallTps);
-      }
-      const mid = middleBy(ours, (x) => x.sample.decodeTps)!;
-      samples.b.push(mid.sample);
-      layers.b.push(mid.layers);
-      const midD = middleBy(theirs, (x) => x.wallTps);
-      if (midD) loop.push(midD);
-    } finally {
-      await tool?.close();
-      await host.close();
-    }
-  };
-  const roundCpus: Array<number | undefined> = [];
   for (let round = 0; round < ROUNDS; round++) {
     // This machine's speed also drifts by ±15 % between runs of llm_bench alone: (b) and (c) run next to each
     // other and swap order every round, and the ratio is the median of the rounds' own ratios.
     const cpu = cpus.length > 0 ? cpus[round % cpus.length] : undefined;
-    roundCpus.push(cpu);
-    await measureA(cpu);
+    r.roundCpus.push(cpu);
+    await measureA(config, cpu, r);
     if (round % 2 === 0) {
-      await measureB(cpu);
-      samples.c.push(llmBench(config, scratch, cpu));
+      await measureB(config, scratch, cpu, r);
+      r.samples.c.push(llmBench(config, scratch, cpu));
     } else {
-      samples.c.push(llmBench(config, scratch, cpu));
-      await measureB(cpu);
+      r.samples.c.push(llmBench(config, scratch, cpu));
+      await measureB(config, scratch, cpu, r);
     }
     process.stdout.write(`${label}: round ${round + 1}/${ROUNDS} done (CPU ${cpu ?? 'any'})\n`);
   }
+  return r;
+}
 
-  const labels = { a: '(a) addon in-process', b: '(b) engine host (IPC)', c: '(c) MNN llm_bench' } as const;
+/** Prints each side's decode rate and time to first token; returns the time-to-first-token summaries. */
+function printRates(label: string, config: string, r: Rounds): Record<'a' | 'b' | 'c', Summary> {
+  const { samples, loop, roundCpus } = r;
   const decode: Record<'a' | 'b' | 'c', Summary> = {
     a: summarize(samples.a.map((s) => s.decodeTps)),
     b: summarize(samples.b.map((s) => s.decodeTps)),
@@ -327,50 +322,41 @@ async function benchModel(label: string, config: string, scratch: string): Promi
   console.log('\ntime to first token (for (c): prefill of the prompt, after which MNN has the first token):');
   for (const k of ['a', 'b', 'c'] as const)
     console.log(`  ${labels[k].padEnd(24)} ${describe(ttft[k], 'ms', 2)}`);
+  return ttft;
+}
 
-  console.log('\ncost per token by layer (medians over rounds):');
-  for (const k of ['a', 'b'] as const) {
-    const l = layers[k];
-    console.log(
-      `  ${labels[k].padEnd(24)} native step ${fmt(
-        median(l, (x) => x.nativeStepUs),
-        0,
-      )} µs ` +
-        `(MNN decode ${fmt(
-          median(l, (x) => x.mnnDecodeUs),
-          0,
-        )} µs + sample ${fmt(
-          median(l, (x) => x.mnnSampleUs),
-          1,
-        )} µs)` +
-        ` | ${k === 'b' ? "addon→JS incl. the host's 10 ms hold" : 'addon→JS'} ${fmt(
-          median(l, (x) => x.addonToJsUs),
-          1,
-        )} µs` +
-        (k === 'b'
-          ? ` | host→agent ${fmt(
-              median(l, (x) => x.hostToAgentUs),
-              1,
-            )} µs`
-          : '') +
-        ` | ${fmt(
-          median(l, (x) => x.tokensPerBatch),
-          2,
-        )} tokens/${k === 'b' ? 'message' : 'batch'}` +
-        ` | native TTFT ${fmt(
-          median(l, (x) => x.nativeTtftMs),
-          2,
-        )} ms` +
-        ` | decode thread waited for JS ${fmt(
-          median(l, (x) => x.creditWaitUs),
-          1,
-        )} µs/token`,
-    );
-  }
+/** Against (d), MNN's own loop by the wall clock: decode rate (pairs) and time to first token. */
+function printAgainstLoop(label: string, r: Rounds, scale: number, ttftB: number): void {
+  const { samples, loop, pairRatios } = r;
+  if (loop.length === 0) return;
+  // (d) runs the same generation loop as llm_bench, timed by the wall clock: what MNN's decode timer leaves
+  // out (each step's sampling and bookkeeping) is the gap between its two rates, and no program that takes
+  // MNN's tokens as they come can be faster than (d).
+  const timerShare = summarize(loop.map((x) => x.wallTps / x.timerTps)).median;
+  const rd = summarize(pairRatios).median;
+  const rdc = summarize(loop.map((x, i) => x.wallTps / samples.c[i]!.decodeTps)).median;
+  console.log(bar("(d)/(c) MNN's loop, wall", rdc, scale, `${fmt(rdc, 3)}x`));
   console.log(
-    '  (hand-over latencies overlap the next decode step: they add to TTFT once, not to the decode rate)',
+    `\nllm_bench's rate divides by MNN's decode timer, which leaves out each step's sampling ` +
+      `(${fmt(summarize(loop.map((x) => x.sampleUs)).median, 1)} µs) and bookkeeping: MNN's own loop by the wall ` +
+      `clock runs at ${fmt(timerShare, 3)}x the rate its timer gives. Against that loop, same work on both sides ` +
+      `(${pairRatios.length} generations of each, alternating, a pair at a time), the engine host is at (b)/(d) ` +
+      `${fmt(rd, 3)}x (median pair; min ${fmt(Math.min(...pairRatios), 3)}, max ${fmt(Math.max(...pairRatios), 3)}) ` +
+      check(`${label} decode host/MNN's loop (wall)`, rd, 'x', `≥ ${DECODE_TARGET}`, rd >= DECODE_TARGET) +
+      '.',
   );
+  const dd = ttftB - summarize(loop.map((x) => x.prefillMs)).median;
+  console.log(
+    `\nTTFT: llm_bench's prefill timer leaves out MNN's per-generation setup around it; (d)'s prefill call by ` +
+      `the wall clock takes ${describe(summarize(loop.map((x) => x.prefillMs)), 'ms', 2)}. (b) is ` +
+      `${fmt(dd, 2)} ms above it (ours also tokenizes the prompt and hands the token over) ` +
+      check(`${label} TTFT host − MNN's loop (wall)`, dd, 'ms', `≤ +${TTFT_TARGET_MS}`, dd <= TTFT_TARGET_MS),
+  );
+}
 
+/** The ratios against llm_bench, the comparison with (d), and the two targets' verdicts. */
+function printVerdicts(label: string, r: Rounds, ttft: Record<'a' | 'b' | 'c', Summary>): void {
+  const { samples } = r;
   const pairedRatio = (k: 'a' | 'b') =>
     summarize(samples[k].map((x, i) => x.decodeTps / samples.c[i]!.decodeTps)).median;
   const ra = pairedRatio('a');
@@ -380,39 +366,7 @@ async function benchModel(label: string, config: string, scratch: string): Promi
   console.log(bar('(a)/(c) in-process', ra, scale, `${fmt(ra, 3)}x`));
   console.log(bar('(b)/(c) engine host', rb, scale, `${fmt(rb, 3)}x`));
   console.log(bar('(c)/(c) llm_bench', 1, scale, '1.000x'));
-  if (loop.length > 0) {
-    // (d) runs the same generation loop as llm_bench, timed by the wall clock: what MNN's decode timer leaves
-    // out (each step's sampling and bookkeeping) is the gap between its two rates, and no program that takes
-    // MNN's tokens as they come can be faster than (d).
-    const timerShare = summarize(loop.map((x) => x.wallTps / x.timerTps)).median;
-    const rd = summarize(pairRatios).median;
-    const rdc = summarize(loop.map((x, i) => x.wallTps / samples.c[i]!.decodeTps)).median;
-    console.log(bar("(d)/(c) MNN's loop, wall", rdc, scale, `${fmt(rdc, 3)}x`));
-    console.log(
-      `\nllm_bench's rate divides by MNN's decode timer, which leaves out each step's sampling ` +
-        `(${fmt(summarize(loop.map((x) => x.sampleUs)).median, 1)} µs) and bookkeeping: MNN's own loop by the wall ` +
-        `clock runs at ${fmt(timerShare, 3)}x the rate its timer gives. Against that loop, same work on both sides ` +
-        `(${pairRatios.length} generations of each, alternating, a pair at a time), the engine host is at (b)/(d) ` +
-        `${fmt(rd, 3)}x (median pair; min ${fmt(Math.min(...pairRatios), 3)}, max ${fmt(Math.max(...pairRatios), 3)}) ` +
-        check(`${label} decode host/MNN's loop (wall)`, rd, 'x', `≥ ${DECODE_TARGET}`, rd >= DECODE_TARGET) +
-        '.',
-    );
-  }
-  if (loop.length > 0) {
-    const dd = ttft.b.median - summarize(loop.map((x) => x.prefillMs)).median;
-    console.log(
-      `\nTTFT: llm_bench's prefill timer leaves out MNN's per-generation setup around it; (d)'s prefill call by ` +
-        `the wall clock takes ${describe(summarize(loop.map((x) => x.prefillMs)), 'ms', 2)}. (b) is ` +
-        `${fmt(dd, 2)} ms above it (ours also tokenizes the prompt and hands the token over) ` +
-        check(
-          `${label} TTFT host − MNN's loop (wall)`,
-          dd,
-          'ms',
-          `≤ +${TTFT_TARGET_MS}`,
-          dd <= TTFT_TARGET_MS,
-        ),
-    );
-  }
+  printAgainstLoop(label, r, scale, ttft.b.median);
   const da = ttft.a.median - ttft.c.median;
   const db = ttft.b.median - ttft.c.median;
   console.log(`\nTTFT above llm_bench: (a) ${fmt(da, 2)} ms, (b) ${fmt(db, 2)} ms`);
@@ -432,6 +386,15 @@ async function benchModel(label: string, config: string, scratch: string): Promi
     db <= TTFT_TARGET_MS,
   );
   console.log(`target TTFT (b) - (c) <= ${TTFT_TARGET_MS} ms: ${fmt(db, 2)} ms ${ttftVerdict}`);
+}
+
+async function benchModel(label: string, config: string, scratch: string): Promise<void> {
+  await loadSplit(label, config);
+  await checkPromptLength(config);
+  const r = await runRounds(label, config, scratch);
+  const ttft = printRates(label, config, r);
+  printLayerCosts(r.layers, labels);
+  printVerdicts(label, r, ttft);
 }
 
 async function main(): Promise<void> {

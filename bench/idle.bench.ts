@@ -9,61 +9,19 @@
 // Targets (issue 18): ≤ 60 MB RSS, ≤ 0.3 % CPU; idle host ≤ 1.3x bare node + libMNN's mapped size.
 // BENCH_IDLE_SECONDS shortens the 60 s window for a quick look.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentCli, daemonNodeFlags, ensureBuilt, writeBenchAgentConfig } from './lib-dist.js';
+import { cpuTicks, rssBytes, sumOver as sum, TICKS, treePids } from './lib-proc.js';
 import { bar, check, fmt, summarize } from './stats.js';
 
-const TICKS = 100; // USER_HZ on Linux
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-
-function treePids(root: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const list = parents.get(ppid) ?? [];
-      list.push(Number(e));
-      parents.set(ppid, list);
-    } catch {
-      // exited while we looked
-    }
-  }
-  const out = [root];
-  for (let i = 0; i < out.length; i++) out.push(...(parents.get(out[i]!) ?? []));
-  return out;
-}
-
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]); // utime + stime
-}
-
-function rssBytes(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-}
 
 interface Measured {
   cpuPct: number;
   rssMb: { median: number; max: number };
-}
-
-function sum(pids: number[], f: (pid: number) => number): number {
-  let total = 0;
-  for (const p of pids) {
-    try {
-      total += f(p);
-    } catch {
-      // gone
-    }
-  }
-  return total;
 }
 
 async function startChild(
@@ -165,7 +123,7 @@ async function settledRss(pid: number): Promise<number> {
  * Engine hosts beside bare node. A slot's host loads the addon (libMNN) with its model; idle, with no model, it
  * is measured after unloading the smallest fixture model, so the addon and libMNN stay mapped. The backend
  * probe (runtime-info: a tiny graph on every GPU backend, which maps the GPU drivers) runs in a host of its own
- * that exits once it has answered (engine/src/engine-info.ts), so its size is shown but never stays resident.
+ * that exits once it has answered (engine/src/host/engine-info.ts), so its size is shown but never stays resident.
  */
 async function weighEngineHosts(bareMb: number): Promise<void> {
   const { EngineHostClient } = (await import(

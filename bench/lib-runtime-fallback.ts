@@ -5,15 +5,15 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../agent/common/clock.js';
-import { createMemoryLogger } from '../agent/common/log.js';
 import type { BackendType, PlanBoard, PlanCatalog, SlotSpec } from '../agent/plan/types.js';
-import { engineHostFactory } from '../agent/runtime/engine-host-adapter.js';
+import { engineHostFactory } from '../agent/runtime/engine/engine-host-adapter.js';
+import { procSystemMemory } from '../agent/runtime/engine/proc-memory.js';
 import { runtimeMigrations } from '../agent/runtime/migrations.js';
-import { procSystemMemory } from '../agent/runtime/proc-memory.js';
 import { Runtime } from '../agent/runtime/runtime.js';
 import { openStore } from '../agent/store/database.js';
 import { coreMigration } from '../agent/store/migrations/001-core.js';
+import { systemClock } from '../lib/clock.js';
+import { createMemoryLogger } from '../lib/log.js';
 
 export interface FallbackTiming {
   fromKey: string;

@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Downloader } from '../ota/download.js';
-import { servePackages } from '../ota/serve.js';
+import { Downloader } from '../lib/download/downloader.js';
+import { servePackages } from '../ota/tools/serve.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const SIZE = Number(process.env['OTA_BENCH_BYTES'] ?? 1024 ** 3);

@@ -7,12 +7,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'mqtt';
-import { systemClock } from '../agent/common/clock.js';
-import { createLogger } from '../agent/common/log.js';
 import { defaultTelemetryConfig } from '../agent/config/sections/telemetry.js';
 import { openStore } from '../agent/store/database.js';
 import { OutboxDrainer, type QosPublisher } from '../agent/telemetry/drain.js';
 import { Outbox } from '../agent/telemetry/outbox.js';
+import { systemClock } from '../lib/clock.js';
+import { createLogger } from '../lib/log.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 

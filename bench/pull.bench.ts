@@ -19,11 +19,11 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../agent/store/database.js';
+import { Downloader } from '../lib/download/downloader.js';
 import { defaultHubHttpPolicy } from '../models/hub/http.js';
 import { HuggingFaceClient } from '../models/hub/huggingface.js';
 import { pullFromHub } from '../models/hub/pull.js';
 import { ModelStore } from '../models/index.js';
-import { Downloader } from '../ota/download.js';
 import { gitBlobOid, type StandinFile } from '../test/helpers/hub-standins.js';
 import { modelFixturesDir } from '../test/helpers/paths.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';

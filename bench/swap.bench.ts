@@ -10,16 +10,17 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
-import { systemClock } from '../agent/common/clock.js';
-import { createMemoryLogger } from '../agent/common/log.js';
 import type { PlanBoard, PlanCatalog, SlotSpec } from '../agent/plan/types.js';
-import { engineHostFactory } from '../agent/runtime/engine-host-adapter.js';
+import { engineHostFactory } from '../agent/runtime/engine/engine-host-adapter.js';
+import type { EngineHostFactory } from '../agent/runtime/engine/engine-port.js';
+import { procSystemMemory } from '../agent/runtime/engine/proc-memory.js';
 import { runtimeMigrations } from '../agent/runtime/migrations.js';
-import { procSystemMemory } from '../agent/runtime/proc-memory.js';
 import { Runtime } from '../agent/runtime/runtime.js';
 import { openStore } from '../agent/store/database.js';
 import { coreMigration } from '../agent/store/migrations/001-core.js';
-import { engineAvailability, runtimeInfo, unavailableMessage } from '../engine/src/index.js';
+import { engineAvailability, runtimeInfo, unavailableMessage } from '../engine/index.js';
+import { systemClock } from '../lib/clock.js';
+import { createMemoryLogger } from '../lib/log.js';
 import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
@@ -32,9 +33,10 @@ function skip(reason: string): never {
   process.exit(0);
 }
 
-async function main(): Promise<void> {
-  const availability = engineAvailability();
-  if (!availability.available) skip(unavailableMessage(availability.reason));
+const keyOf = (v: string) => `bench-llm@${v}/fp32|cpu t1 p:low m:low cpus:any`;
+
+/** The two versions of the model (different seeds), or skip; and the size of their weights. */
+function benchModels(): { configs: [string, string]; weightBytes: number } {
   let configs: [string, string];
   try {
     configs = [ensureBenchModel(), ensureBenchModel(7)];
@@ -42,7 +44,14 @@ async function main(): Promise<void> {
     if (err instanceof BenchModelUnavailable) skip(err.message);
     throw err;
   }
-  const weightBytes = statSync(join(dirname(configs[0]), 'llm.mnn')).size;
+  return { configs, weightBytes: statSync(join(dirname(configs[0]), 'llm.mnn')).size };
+}
+
+/** One model in two versions, a CPU-only board, one LLM slot on version a. */
+function benchPlan(
+  configs: [string, string],
+  weightBytes: number,
+): { catalog: PlanCatalog; board: PlanBoard; slots: SlotSpec[] } {
   const catalog: PlanCatalog = {
     models: (['a', 'b'] as const).map((version, i) => ({
       id: 'bench-llm',
@@ -77,64 +86,64 @@ async function main(): Promise<void> {
       enabled: true,
     },
   ];
-  const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-swap-'));
-  const log = createMemoryLogger(2000);
-  const hosts = engineHostFactory({ engineVersion: runtimeInfo().mnnVersion, log, cwd: scratch });
-  const runtime = new Runtime({
-    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
-    clock: systemClock,
-    log,
-    hosts,
-    memory: procSystemMemory('/'),
-    sources: { board: () => board, catalog: () => catalog },
-    options: { memoryReserveBytes: 128 * 1024 * 1024, drainTimeoutMs: 10_000 },
-  });
-  const keyOf = (v: string) => `bench-llm@${v}/fp32|cpu t1 p:low m:low cpus:any`;
-  const switchedAt = new Map<string, number[]>();
-  runtime.events.on('switch', (s) => {
-    if (s.to) switchedAt.set(s.to, [...(switchedAt.get(s.to) ?? []), performance.now()]);
-  });
-  let releasedOk = 0;
-  let releasedTotal = 0;
-  const unverified: string[] = [];
+  return { catalog, board, slots };
+}
+
+/** Whether each stopped host's memory was seen released (the runtime's memory-released events). */
+function watchReleases(runtime: Runtime): { ok: number; total: number; unverified: string[] } {
+  const seen = { ok: 0, total: 0, unverified: [] as string[] };
   runtime.events.on('memory-released', (m) => {
-    releasedTotal++;
-    if (m.ok) releasedOk++;
+    seen.total++;
+    if (m.ok) seen.ok++;
     else
-      unverified.push(
+      seen.unverified.push(
         `pid ${m.pid}: gone ${m.processGone}, MemAvailable +${fmt((m.memAvailableAfterBytes - m.memAvailableBeforeBytes) / 1048576, 1)} MiB ` +
           `(our other hosts grew ${fmt(m.otherHostsGrowthBytes / 1048576, 1)} MiB) ` +
           `for ${fmt(m.anonAtStopBytes / 1048576, 1)} MiB private (peak RSS ${fmt(m.peakRssBytes / 1048576, 1)} MiB)`,
       );
   });
-  const waitSwitch = (key: string, after: number) =>
-    new Promise<number>((resolve) => {
-      const off = runtime.events.on('switch', (s) => {
-        if (s.to === key && performance.now() >= after) {
-          off();
-          resolve(performance.now());
-        }
-      });
+  return seen;
+}
+
+/** When the slot next switches to `key` at or after `after`. */
+function waitSwitch(runtime: Runtime, key: string, after: number): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const off = runtime.events.on('switch', (s) => {
+      if (s.to === key && performance.now() >= after) {
+        off();
+        resolve(performance.now());
+      }
     });
+  });
+}
 
-  await runtime.configure(slots);
-  await runtime.settled();
-
-  let phase: 'swap' | 'crash' = 'swap';
-  const failed = { swap: [] as string[], crash: [] as string[] };
-  let served = 0;
-  let running = true;
+/** WORKERS request loops on the slot until stopped; failures are counted by the phase they fell in. */
+function startWorkers(runtime: Runtime) {
+  const load = {
+    phase: 'swap' as 'swap' | 'crash',
+    failed: { swap: [] as string[], crash: [] as string[] },
+    served: 0,
+    running: true,
+  };
   const workers = Array.from({ length: WORKERS }, async () => {
-    while (running) {
+    while (load.running) {
       try {
         await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: TOKENS_PER_REQUEST });
-        served++;
+        load.served++;
       } catch (err) {
-        failed[phase].push((err as Error).message);
+        load.failed[load.phase].push((err as Error).message);
       }
     }
   });
+  const stop = async () => {
+    load.running = false;
+    await Promise.all(workers);
+  };
+  return { load, stop };
+}
 
+/** ROUNDS swaps between the two versions, each beside a baseline (a host started, loaded, warmed up). */
+async function measureSwaps(runtime: Runtime, hosts: EngineHostFactory, configs: [string, string]) {
   // Where a swap's time goes: the host start, load and warm-up steps (the same work as the baseline) versus
   // the runtime's own part (command → planned steps, ready → switch), from the transition events.
   const readyAt = new Map<string, number>();
@@ -167,7 +176,7 @@ async function main(): Promise<void> {
     if (round % 2 === 0) await measureBaseline(next);
     readyAt.delete(keyOf(next));
     const s0 = performance.now();
-    const switched = waitSwitch(keyOf(next), s0);
+    const switched = waitSwitch(runtime, keyOf(next), s0);
     await runtime.setModelVersion('bench-llm', next, `bench-${round}`);
     const s1 = await switched;
     swap.push(s1 - s0);
@@ -177,29 +186,44 @@ async function main(): Promise<void> {
     if (round % 2 === 1) await measureBaseline(current);
     current = next;
   }
+  return { baseline, swap, machinery, current };
+}
 
-  phase = 'crash';
+/** ROUNDS kills of the serving host, each timed until the slot serves `current` again. */
+async function measureRecovery(runtime: Runtime, current: string): Promise<number[]> {
   const recovery: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const pid = runtime.state().instances[0]!.pid;
     const k0 = performance.now();
-    const back = waitSwitch(keyOf(current), k0);
+    const back = waitSwitch(runtime, keyOf(current), k0);
     process.kill(pid, 'SIGKILL');
     recovery.push((await back) - k0);
     await runtime.settled();
   }
-  running = false;
-  await Promise.all(workers);
-  await runtime.stop();
-  rmSync(scratch, { recursive: true, force: true });
+  return recovery;
+}
 
-  const b = summarize(baseline);
-  const s = summarize(swap);
-  const r = summarize(recovery);
+interface SwapFigures {
+  weightBytes: number;
+  baseline: number[];
+  swap: number[];
+  machinery: number[];
+  recovery: number[];
+  served: number;
+  failed: { swap: string[]; crash: string[] };
+  released: { ok: number; total: number; unverified: string[] };
+  switches: number;
+}
+
+function report(f: SwapFigures): void {
+  const { failed } = f;
+  const b = summarize(f.baseline);
+  const s = summarize(f.swap);
+  const r = summarize(f.recovery);
   const overhead = s.median - b.median;
-  const own = summarize(machinery);
+  const own = summarize(f.machinery);
   console.log(
-    `model: benchmark-size LLM (${fmt(weightBytes / 1048576, 1)} MiB llm.mnn), thread_num 1, ${WORKERS} request workers × ${TOKENS_PER_REQUEST} tokens`,
+    `model: benchmark-size LLM (${fmt(f.weightBytes / 1048576, 1)} MiB llm.mnn), thread_num 1, ${WORKERS} request workers × ${TOKENS_PER_REQUEST} tokens`,
   );
   console.log(`(a) start host + load + warm-up: ${describe(b, 'ms', 1)}`);
   console.log(`(b) swap command → new model serving: ${describe(s, 'ms', 1)}`);
@@ -213,8 +237,10 @@ async function main(): Promise<void> {
   console.log(
     `    of which the runtime's own part (command → steps planned, ready → switch): ${describe(own, 'ms', 1)}`,
   );
-  console.log(`requests served: ${served}; old hosts verified released: ${releasedOk}/${releasedTotal}`);
-  for (const u of unverified) console.log(`  not verified: ${u}`);
+  console.log(
+    `requests served: ${f.served}; old hosts verified released: ${f.released.ok}/${f.released.total}`,
+  );
+  for (const u of f.released.unverified) console.log(`  not verified: ${u}`);
   console.log(
     `swap overhead (b) − (a): ${fmt(overhead, 1)} ms (target ≤ +100 ms)  ${check('swap overhead', overhead, 'ms', '≤ +100', overhead <= 100)}`,
   );
@@ -225,7 +251,54 @@ async function main(): Promise<void> {
   console.log(
     `crash recovery median: ${fmt(r.median, 1)} ms (target ≤ one load (a) + 100 ms = ${fmt(b.median + 100, 1)} ms)  ${check('crash recovery − one load', r.median - b.median, 'ms', '≤ +100', r.median <= b.median + 100)}; requests cut by the kills: ${failed.crash.length}`,
   );
-  console.log(`switch events seen: ${[...switchedAt.values()].reduce((n, v) => n + v.length, 0)}`);
+  console.log(`switch events seen: ${f.switches}`);
+}
+
+async function main(): Promise<void> {
+  const availability = engineAvailability();
+  if (!availability.available) skip(unavailableMessage(availability.reason));
+  const { configs, weightBytes } = benchModels();
+  const { catalog, board, slots } = benchPlan(configs, weightBytes);
+  const scratch = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-swap-'));
+  const log = createMemoryLogger(2000);
+  const hosts = engineHostFactory({ engineVersion: runtimeInfo().mnnVersion, log, cwd: scratch });
+  const runtime = new Runtime({
+    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+    clock: systemClock,
+    log,
+    hosts,
+    memory: procSystemMemory('/'),
+    sources: { board: () => board, catalog: () => catalog },
+    options: { memoryReserveBytes: 128 * 1024 * 1024, drainTimeoutMs: 10_000 },
+  });
+  const switchedAt = new Map<string, number[]>();
+  runtime.events.on('switch', (s) => {
+    if (s.to) switchedAt.set(s.to, [...(switchedAt.get(s.to) ?? []), performance.now()]);
+  });
+  const released = watchReleases(runtime);
+
+  await runtime.configure(slots);
+  await runtime.settled();
+
+  const workers = startWorkers(runtime);
+  const { baseline, swap, machinery, current } = await measureSwaps(runtime, hosts, configs);
+  workers.load.phase = 'crash';
+  const recovery = await measureRecovery(runtime, current);
+  await workers.stop();
+  await runtime.stop();
+  rmSync(scratch, { recursive: true, force: true });
+
+  report({
+    weightBytes,
+    baseline,
+    swap,
+    machinery,
+    recovery,
+    served: workers.load.served,
+    failed: workers.load.failed,
+    released,
+    switches: [...switchedAt.values()].reduce((n, v) => n + v.length, 0),
+  });
 }
 
 await main();

@@ -14,12 +14,12 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { createMemoryLogger } from '../agent/common/log.js';
 import type { AgentConfig } from '../agent/config/schema.js';
 import { createAgent } from '../agent/main.js';
 import { createWorkloadsModule } from '../agent/workloads/module.js';
 import { SentenceChunker } from '../agent/workloads/voice/stages.js';
-import { engineAvailability, unavailableMessage } from '../engine/src/index.js';
+import { engineAvailability, unavailableMessage } from '../engine/index.js';
+import { createMemoryLogger } from '../lib/log.js';
 import { slotRuntimeModules } from '../test/engine/_slots.js';
 import { loopbackAgentConfig } from '../test/helpers/agent-config.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';

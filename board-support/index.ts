@@ -1,4 +1,4 @@
-import type { Capabilities } from '../agent/detect/types.js';
+import type { Capabilities } from '../lib/capabilities.js';
 import { arm64Generic, riscvGeneric, x86Host } from './profiles/generic.js';
 import { jetsonOrin } from './profiles/jetson.js';
 import { qcs6490, qcs9075 } from './profiles/qualcomm.js';

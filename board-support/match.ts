@@ -1,4 +1,4 @@
-import type { Claim, Evidence } from '../agent/detect/types.js';
+import type { Claim, Evidence } from '../lib/capabilities.js';
 import type { Fact, IdentityFacts } from './types.js';
 
 // Small pure helpers shared by the profiles' matchers.

@@ -5,7 +5,7 @@ import type {
   GpuVendor,
   MnnBackend,
   SocFamily,
-} from '../agent/detect/types.js';
+} from '../lib/capabilities.js';
 
 // A board-support profile is data plus small pure matchers: how to recognise a family, the values only a table
 // can give, which MNN backends it can use and under which conditions, how to place threads, and measured priors.

@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../agent/common/schema.js';
+import type { JsonSchema } from '../lib/schema.js';
 import type { StageLimits } from './archive/stage-package.js';
 
 /** One model hub: where its API lives (a mirror, an air-gapped copy) and whose exports `search` lists. */

@@ -1,38 +1,90 @@
-// `tsx scripts/check-layers.ts [--check]`: the shape of agent/ drawn from its imports. A part is a folder (the
-// files directly at agent/ are one part each: the composition root). Parts are ordered so that each sits above
-// what it imports; an import that has to run back up that order is a place where two parts lean on each other.
-// With --features a top folder and its subfolders count as one part. Prints the parts, their layers, the imports
-// running back up, file-level import cycles, the longest files and functions. With --cycles it exits 1 when files
-// import each other in a circle; with --check (npm run check:layers, check:generated) also when a figure passes
-// its limit (LIMITS): more than 3 imports running back up, a hand-written file over 500 lines, a function over 120.
-// test/unit/layers.test.ts holds the tree to the same limits, so `npm test` fails on a regression too.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+// `tsx scripts/check-layers.ts [--check] [--features]`: the shape of the repository drawn from its imports. Every
+// top-level folder with code is read (agent/, lib/, engine/ with its tools, models/, ota/, dashboard/, scripts/,
+// bench/, ...); test/ is the tool over it and stays out (TOOLS). A part is a folder up to three levels deep
+// (agent/workloads/voice, ota/trust, engine/src/host); a file directly in a top-level folder is a part of its own
+// (agent/compose.ts, ota/module.ts: a feature's root). With --features each top-level folder is one part.
+// Parts are ordered so that each sits above what it imports; an import that has to run back up that order is a
+// place where two parts lean on each other. Prints the parts, their layers, the imports running back up,
+// file-level import cycles, the longest files and functions. With --cycles it exits 1 when files import each
+// other in a circle; with --check (npm run check:layers, check:generated) also when a figure passes its limit
+// (LIMITS): more than 3 imports running back up, a hand-written file over 500 lines, a function over 120, or a file
+// of agent/ other than compose.ts that imports a feature (FEATURES: ota/) and is not named in FEATURE_IMPORT_EXEMPT
+// with its reason. Generated files and migrations are exempt from the file length by the list EXEMPT, nothing by
+// its location.
+// test/unit/layers.test.ts holds the tree to the same limits and compares the table with docs/ARCHITECTURE.md.
+// --scope agent,lib reads only those top-level folders (default: all but TOOLS). --write-docs puts the figures and
+// the table into docs/ARCHITECTURE.md between its markers. --walk a,b,c prints how many parts a path through those files visits and how often it returns to one it left.
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const AGENT = join(ROOT, 'agent');
 
 export const LIMITS = { backImports: 3, fileLines: 500, functionLines: 120 } as const;
 
-function listTs(dir: string): string[] {
+/** Top-level folders left out of the check: the tests, a tool over the product that may import any part (a test
+ *  reaches into what it tests). The benchmarks are read and held to the limits like the rest. Only at the top:
+ *  engine/tools is read. */
+export const TOOLS = ['test'] as const;
+/** Never code of ours, wherever it sits. */
+const SKIP = new Set(['node_modules', 'dist', '.git', '.ci', 'docs', 'yocto', 'build']);
+
+/**
+ * Files exempt from the length limits (file and function), each named: generated tables, and schema migrations
+ * (append-only: a version applied on devices is never edited or split). Named here, never by where they sit;
+ * layers.test.ts fails on a name that no longer exists.
+ */
+export const EXEMPT = [
+  'models/inspect/op-coverage.generated.ts',
+  'agent/store/migrations/001-core.ts',
+  'agent/store/migrations/002-http-sessions.ts',
+  'agent/store/migrations/030-telemetry-outbox.ts',
+  'agent/store/migrations/031-telemetry-history.ts',
+  'agent/runtime/migrations.ts',
+  'agent/workloads/voice/migration.ts',
+  'models/store/migration.ts',
+  'ota/migrations.ts',
+] as const;
+
+/**
+ * Features beside the agent, composed into it in one place: of agent/'s files only the composition root imports
+ * them, and those named in FEATURE_IMPORT_EXEMPT, each with why. models/ and engine/ are libraries the agent
+ * builds on (as lib/ is) and not in this list.
+ */
+export const FEATURES = ['ota'] as const;
+export const COMPOSITION_ROOT = 'agent/compose.ts';
+/** Files (or folders, ending in /) of agent/ that import a feature themselves, each with the reason. */
+export const FEATURE_IMPORT_EXEMPT: Readonly<Record<string, string>> = {
+  'agent/cli/commands/':
+    "OTA's operator tools (keygen, sign, pack, publish, rollout, serve, root rotation) and `models pull`/`hub`: the CLI bodies issue 30 moved out of ota/; a command runs without the agent's modules, so it wires its own",
+  'agent/config/schema.ts':
+    "the configuration file's schema names every section, OTA's own (ota/config.ts) among them; a configuration is read before anything is composed",
+  'agent/store/migrations/index.ts':
+    "the agent database's migrations, every feature's in the order devices applied them (OTA's 040-043 among them); every command opens the file, before anything is composed",
+};
+
+const CODE = /\.(ts|mts|mjs)$/;
+
+function listCode(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
+    if (SKIP.has(name) || (dir === ROOT && (TOOLS as readonly string[]).includes(name))) continue;
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...listTs(path));
-    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(path);
+    if (statSync(path).isDirectory()) out.push(...listCode(path));
+    else if (CODE.test(name) && !name.endsWith('.d.ts') && dir !== ROOT) out.push(path);
   }
   return out.sort();
 }
 
-/** Folder depth of a part: 1 = a feature (agent/workloads with its subfolders), 2 = every subfolder alone. */
-let depth = 2;
+/** Folder depth of a part: 1 = each top-level folder is one part, 3 = every subfolder (down to three levels). */
+let depth = 3;
 
 export function partOf(file: string): string {
-  const rel = relative(AGENT, file);
-  if (!rel.includes('/')) return rel;
-  return dirname(rel).split('/').slice(0, depth).join('/');
+  const rel = relative(ROOT, file);
+  const dirs = dirname(rel).split('/');
+  if (depth > 1 && dirs.length === 1) return rel;
+  return dirs.slice(0, depth).join('/');
 }
 
 interface FileImport {
@@ -41,7 +93,14 @@ interface FileImport {
   typeOnly: boolean;
 }
 
-function importsOf(file: string, source: ts.SourceFile): FileImport[] {
+function resolveSpec(file: string, spec: string, known: Set<string>): string | undefined {
+  const base = resolve(dirname(file), spec);
+  for (const candidate of [base.replace(/\.js$/, '.ts'), base.replace(/\.mjs$/, '.mts'), base, `${base}.ts`])
+    if (known.has(candidate)) return candidate;
+  return undefined;
+}
+
+function importsOf(file: string, source: ts.SourceFile, known: Set<string>): FileImport[] {
   const out: FileImport[] = [];
   for (const stmt of source.statements) {
     let spec: ts.Expression | undefined;
@@ -54,8 +113,8 @@ function importsOf(file: string, source: ts.SourceFile): FileImport[] {
       typeOnly = stmt.isTypeOnly;
     }
     if (!spec || !ts.isStringLiteral(spec) || !spec.text.startsWith('.')) continue;
-    const target = resolve(dirname(file), spec.text.replace(/\.js$/, '.ts'));
-    if (target.startsWith(AGENT + '/')) out.push({ from: file, to: target, typeOnly });
+    const target = resolveSpec(file, spec.text, known);
+    if (target) out.push({ from: file, to: target, typeOnly });
   }
   return out;
 }
@@ -156,26 +215,25 @@ export function orderParts(parts: string[], weight: Map<string, Map<string, numb
     rest.delete(best);
   }
   const order = [...low, ...high];
-  const cost = (o: string[]) => {
-    let c = 0;
-    for (let i = 0; i < o.length; i++) for (let j = i + 1; j < o.length; j++) c += w(o[i]!, o[j]!);
-    return c;
-  };
-  let current = cost(order);
+  // Moving one part from i to j changes only its pairs with the parts it passes: O(n) per move, not a recount.
   for (let improved = true; improved; ) {
     improved = false;
     for (let i = 0; i < order.length; i++) {
-      for (let j = 0; j < order.length; j++) {
-        if (i === j) continue;
-        const next = [...order];
-        const [p] = next.splice(i, 1);
-        next.splice(j, 0, p!);
-        const c = cost(next);
-        if (c < current) {
-          order.splice(0, order.length, ...next);
-          current = c;
-          improved = true;
-        }
+      const p = order[i]!;
+      let [bestJ, bestDelta, delta] = [i, 0, 0];
+      for (let j = i + 1; j < order.length; j++) {
+        delta += w(order[j]!, p) - w(p, order[j]!);
+        if (delta < bestDelta) [bestJ, bestDelta] = [j, delta];
+      }
+      delta = 0;
+      for (let j = i - 1; j >= 0; j--) {
+        delta += w(p, order[j]!) - w(order[j]!, p);
+        if (delta < bestDelta) [bestJ, bestDelta] = [j, delta];
+      }
+      if (bestJ !== i) {
+        order.splice(i, 1);
+        order.splice(bestJ, 0, p);
+        improved = true;
       }
     }
   }
@@ -185,25 +243,31 @@ export function orderParts(parts: string[], weight: Map<string, Map<string, numb
 export interface LayerReport {
   parts: { part: string; layer: number }[];
   backImports: FileImport[];
+  /** Imports of a feature (FEATURES) from agent/ outside the composition root, not exempt. */
+  featureImports: FileImport[];
+  /** The exempt ones (FEATURE_IMPORT_EXEMPT), by the entry that allows them. */
+  exemptFeatureImports: Map<string, FileImport[]>;
   fileCycles: string[][];
   longFiles: { file: string; lines: number }[];
   longFunctions: FunctionSpan[];
 }
 
-const GENERATED = /\/(generated|.*-table)\.ts$|\.generated\.ts$/;
-
-export function analyse(): LayerReport {
-  const files = listTs(AGENT);
+export function analyse(options: { features?: boolean; scope?: readonly string[] } = {}): LayerReport {
+  depth = options.features ? 1 : 3;
+  const scope = options.scope;
+  const files = listCode(ROOT).filter((f) => !scope || scope.includes(relative(ROOT, f).split('/')[0]!));
+  const known = new Set(files);
+  const exempt = new Set(EXEMPT.map((f) => join(ROOT, f)));
   const imports: FileImport[] = [];
   const functions: FunctionSpan[] = [];
   const longFiles: { file: string; lines: number }[] = [];
   for (const file of files) {
     const text = readFileSync(file, 'utf8');
     const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
-    imports.push(...importsOf(file, source));
-    functions.push(...functionsOf(file, source));
+    imports.push(...importsOf(file, source, known));
+    if (!exempt.has(file)) functions.push(...functionsOf(file, source));
     const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
-    if (lines > LIMITS.fileLines && !GENERATED.test(file)) longFiles.push({ file, lines });
+    if (lines > LIMITS.fileLines && !exempt.has(file)) longFiles.push({ file, lines });
   }
   const parts = [...new Set(files.map(partOf))].sort();
   const weight = new Map<string, Map<string, number>>();
@@ -234,40 +298,145 @@ export function analyse(): LayerReport {
     s.add(i.to);
     edges.set(i.from, s);
   }
+  const { featureImports, exemptFeatureImports } = featureImportsOf(imports);
   return {
     parts: order.map((part) => ({ part, layer: layer.get(part)! })),
     backImports,
+    featureImports,
+    exemptFeatureImports,
     fileCycles: cycles(files, edges),
     longFiles,
     longFunctions: functions.filter((f) => f.lines > LIMITS.functionLines).sort((a, b) => b.lines - a.lines),
   };
 }
 
-function main(argv: string[]): number {
-  // --features: a feature folder and its subfolders are one part (imports inside a feature are its own affair).
-  if (argv.includes('--features')) depth = 1;
-  const report = analyse();
-  const rel = (f: string) => relative(ROOT, f);
+/** agent/'s imports of a feature, but the composition root's: the exempt ones by their entry, and the rest. */
+function featureImportsOf(imports: FileImport[]) {
+  const featureImports: FileImport[] = [];
+  const exemptFeatureImports = new Map<string, FileImport[]>();
+  for (const i of imports) {
+    const [from, to] = [relative(ROOT, i.from), relative(ROOT, i.to)];
+    if (!from.startsWith('agent/') || from === COMPOSITION_ROOT) continue;
+    if (!(FEATURES as readonly string[]).includes(to.split('/')[0]!)) continue;
+    const entry = Object.keys(FEATURE_IMPORT_EXEMPT).find((e) =>
+      e.endsWith('/') ? from.startsWith(e) : from === e,
+    );
+    if (entry) exemptFeatureImports.set(entry, [...(exemptFeatureImports.get(entry) ?? []), i]);
+    else featureImports.push(i);
+  }
+  return { featureImports, exemptFeatureImports };
+}
+
+/** The parts by layer, lowest first: the lines docs/ARCHITECTURE.md shows (layers.test.ts compares the two). */
+export function layerTable(report: LayerReport): string[] {
   const layers = Math.max(...report.parts.map((p) => p.layer)) + 1;
-  console.log(`${report.parts.length} parts on ${layers} layers (lowest first):`);
+  const out: string[] = [];
   for (let l = 0; l < layers; l++) {
     const names = report.parts.filter((p) => p.layer === l).map((p) => p.part);
-    console.log(`  ${String(l).padStart(2)}  ${names.join('  ')}`);
+    out.push(`${String(l).padStart(2)}  ${names.join('  ')}`);
   }
+  return out;
+}
+
+export const DOCS = join(ROOT, 'docs', 'ARCHITECTURE.md');
+const BEGIN = '<!-- check-layers:begin (npx tsx scripts/check-layers.ts --write-docs) -->';
+const END = '<!-- check-layers:end -->';
+
+/** The section of docs/ARCHITECTURE.md the check writes: its figures and its table, as a list item's block. */
+export function docsSection(report: LayerReport): string[] {
+  const table = layerTable(report);
+  return [
+    BEGIN,
+    `  ${report.parts.length} parts on ${table.length} layers, lowest first; ${report.backImports.length} imports running back up, ${report.fileCycles.length} import cycles:`,
+    '  ```',
+    ...table.map((line) => `  ${line}`),
+    '  ```',
+    END,
+  ];
+}
+
+/** The lines between (and with) the markers as docs/ARCHITECTURE.md has them now; [] when it has none. */
+export function docsSectionInFile(text = readFileSync(DOCS, 'utf8')): string[] {
+  const lines = text.split('\n');
+  const from = lines.indexOf(BEGIN);
+  const to = lines.indexOf(END);
+  return from >= 0 && to > from ? lines.slice(from, to + 1) : [];
+}
+
+function writeDocs(report: LayerReport): void {
+  const text = readFileSync(DOCS, 'utf8');
+  const lines = text.split('\n');
+  const from = lines.indexOf(BEGIN);
+  const to = lines.indexOf(END);
+  if (from < 0 || to < from) throw new Error(`${DOCS} has no ${BEGIN} … ${END} section to write`);
+  lines.splice(from, to - from + 1, ...docsSection(report));
+  writeFileSync(DOCS, lines.join('\n'));
+}
+
+/** A path through files (a job's walk): the parts it visits, and how often it comes back to a part it had left. */
+export function walk(files: string[]): { parts: string[]; visited: number; returns: number } {
+  const parts: string[] = [];
+  for (const f of files) {
+    const part = partOf(resolve(ROOT, f));
+    if (parts.at(-1) !== part) parts.push(part);
+  }
+  const visited = new Set(parts).size;
+  return { parts, visited, returns: parts.length - visited };
+}
+
+function main(argv: string[]): number {
+  // --features: a top-level folder and its subfolders are one part (imports inside a feature are its own affair).
+  const at = argv.indexOf('--scope');
+  const scope = at >= 0 ? (argv[at + 1] ?? '').split(',') : undefined;
+  const report = analyse({ features: argv.includes('--features'), ...(scope ? { scope } : {}) });
+  const rel = (f: string) => relative(ROOT, f);
+  const table = layerTable(report);
+  console.log(`${report.parts.length} parts on ${table.length} layers (lowest first):`);
+  for (const line of table) console.log(`  ${line}`);
   console.log(`imports running back up: ${report.backImports.length} (limit ${LIMITS.backImports})`);
   for (const i of report.backImports)
     console.log(`  ${rel(i.from)} -> ${rel(i.to)}${i.typeOnly ? ' (type)' : ''}`);
+  console.log(
+    `imports of ${FEATURES.join(', ')}/ from agent/ outside ${COMPOSITION_ROOT}: ${report.featureImports.length} ` +
+      `(exempt by FEATURE_IMPORT_EXEMPT: ${[...report.exemptFeatureImports].map(([e, l]) => `${e} ${l.length}`).join(', ') || 'none'})`,
+  );
+  for (const i of report.featureImports) console.log(`  ${rel(i.from)} -> ${rel(i.to)}`);
   console.log(`import cycles between files: ${report.fileCycles.length}`);
   for (const c of report.fileCycles) console.log(`  ${c.map(rel).join(' <-> ')}`);
   console.log(`files over ${LIMITS.fileLines} lines: ${report.longFiles.length}`);
   for (const f of report.longFiles) console.log(`  ${rel(f.file)} ${f.lines}`);
   console.log(`functions over ${LIMITS.functionLines} lines: ${report.longFunctions.length}`);
   for (const f of report.longFunctions) console.log(`  ${rel(f.file)}:${f.line} ${f.name} ${f.lines}`);
+  const along = argv.indexOf('--walk');
+  if (along >= 0) {
+    const w = walk((argv[along + 1] ?? '').split(',').filter(Boolean));
+    console.log(
+      `walk: ${w.parts.length} steps, ${w.visited} parts visited, ${w.returns} returns to a part left`,
+    );
+    console.log(`  ${w.parts.join(' > ')}`);
+  }
+  if (argv.includes('--write-docs')) {
+    if (scope || argv.includes('--features'))
+      throw new Error('--write-docs writes the whole-repository table');
+    writeDocs(report);
+    console.log(`wrote the table into ${relative(ROOT, DOCS)}`);
+  }
   if (argv.includes('--cycles')) return report.fileCycles.length > 0 ? 1 : 0;
   if (!argv.includes('--check')) return 0;
+  // The whole-repository table is also the one in docs/ARCHITECTURE.md (check:generated keeps the two equal).
+  const docsStale =
+    !scope &&
+    !argv.includes('--features') &&
+    docsSection(report).join('\n') !== docsSectionInFile().join('\n');
+  if (docsStale)
+    console.log(
+      `${relative(ROOT, DOCS)}: the table differs; run npx tsx scripts/check-layers.ts --write-docs`,
+    );
   const failed =
+    docsStale ||
     report.fileCycles.length > 0 ||
     report.backImports.length > LIMITS.backImports ||
+    report.featureImports.length > 0 ||
     report.longFiles.length > 0 ||
     report.longFunctions.length > 0;
   return failed ? 1 : 0;

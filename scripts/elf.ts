@@ -2,26 +2,9 @@
 // target only (an npm tree easily picks up prebuilt binaries for other platforms).
 import { closeSync, lstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { type ElfMachine, elfMachine } from '../lib/elf.js';
 
-export type ElfMachine = 'x86_64' | 'aarch64' | 'riscv64' | 'riscv32' | 'arm' | 'i386' | `machine-${number}`;
-
-const MACHINES: Record<number, (elf64: boolean) => ElfMachine> = {
-  3: () => 'i386',
-  40: () => 'arm',
-  62: () => 'x86_64',
-  183: () => 'aarch64',
-  243: (elf64) => (elf64 ? 'riscv64' : 'riscv32'),
-};
-
-/** The machine of an ELF header, or null when the bytes are not one. */
-export function elfMachine(header: Uint8Array): ElfMachine | null {
-  if (header.length < 20) return null;
-  if (header[0] !== 0x7f || header[1] !== 0x45 || header[2] !== 0x4c || header[3] !== 0x46) return null;
-  const elf64 = header[4] === 2;
-  const little = header[5] === 1;
-  const machine = little ? header[18]! | (header[19]! << 8) : (header[18]! << 8) | header[19]!;
-  return MACHINES[machine]?.(elf64) ?? `machine-${machine}`;
-}
+export { type ElfMachine, elfMachine, machineOfNodeArch } from '../lib/elf.js';
 
 export interface ElfFile {
   /** Relative to the scanned directory. */
@@ -52,14 +35,6 @@ export function listElfFiles(dir: string): ElfFile[] {
   };
   walk(dir);
   return found.sort((a, b) => a.path.localeCompare(b.path));
-}
-
-/** Node's name for a CPU (`process.arch`) as an ELF machine. */
-export function machineOfNodeArch(arch: string): ElfMachine {
-  const map: Record<string, ElfMachine> = { x64: 'x86_64', arm64: 'aarch64', riscv64: 'riscv64', arm: 'arm' };
-  const m = map[arch];
-  if (m === undefined) throw new Error(`no ELF machine known for Node architecture ${arch}`);
-  return m;
 }
 
 /** Apparent size of a tree in bytes (files and link targets' names, as du --apparent-size counts). */

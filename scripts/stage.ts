@@ -19,7 +19,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildShrinkwrap, licenseInclude } from './build-shrinkwrap.js';
 import { type ElfFile, type ElfMachine, listElfFiles, machineOfNodeArch, treeBytes } from './elf.js';
@@ -60,6 +60,14 @@ export interface StageOptions {
   manifest?: StageManifest;
   /** The CPU every ELF file in the tree must be for; default: this host's. */
   arch?: ElfMachine;
+  /**
+   * Native files built for the target on this machine (a cross build), by their path in the app directory:
+   * `node_modules/better-sqlite3/build/Release/better_sqlite3.node`, `engine/build/Release/mnn_edge_engine.node`.
+   * They replace what the host's install holds, as the recipe's own compile for the target does.
+   */
+  natives?: Record<string, string>;
+  /** An MNN install prefix whose lib/*.so files are staged into /usr/lib (the mnn recipe's package). */
+  mnnPrefix?: string;
   log?: (line: string) => void;
 }
 
@@ -208,6 +216,24 @@ export function stage(options: StageOptions): StageResult {
       installed.push(entry.dest);
     }
   }
+  for (const [rel, from] of Object.entries(options.natives ?? {})) {
+    if (!existsSync(from)) throw new Error(`--native ${rel}=${from}: no such file`);
+    const to = join(appDir, rel);
+    if (!to.startsWith(appDir + sep)) throw new Error(`--native ${rel}: the path leaves the app directory`);
+    mkdirSync(dirname(to), { recursive: true });
+    cpSync(from, to);
+    installed.push(join(manifest.app, rel));
+  }
+  if (options.mnnPrefix !== undefined) {
+    const libDir = join(options.mnnPrefix, 'lib');
+    const libs = existsSync(libDir) ? readdirSync(libDir).filter((f) => /\.so(\.|$)/.test(f)) : [];
+    if (libs.length === 0) throw new Error(`--mnn-prefix ${options.mnnPrefix}: no lib/*.so files`);
+    mkdirSync(join(destdir, 'usr', 'lib'), { recursive: true });
+    for (const f of libs) {
+      cpSync(join(libDir, f), join(destdir, 'usr', 'lib', f));
+      installed.push(join('usr', 'lib', f));
+    }
+  }
   // npm makes a package's bin targets executable when it installs them; so does the stage.
   const pkg = JSON.parse(readFileSync(join(appDir, 'package.json'), 'utf8')) as {
     bin?: Record<string, string>;
@@ -238,7 +264,8 @@ export const shrinkwrapFromLock = buildShrinkwrap;
 
 function usage(): never {
   console.error(
-    'Usage: npm run stage -- --destdir DIR [--build] [--arch x86_64|aarch64|riscv64]\n' +
+    'Usage: npm run stage -- --destdir DIR [--build] [--arch x86_64|aarch64|riscv64] [--native APP_PATH=FILE …]\n' +
+      '                        [--mnn-prefix DIR]\n' +
       '       npm run stage -- --write-shrinkwrap FILE\n       npm run stage -- --fetch-size',
   );
   process.exit(2);
@@ -252,13 +279,24 @@ async function main(argv: string[]): Promise<void> {
   let build = false;
   let fetchSize = false;
   let arch: ElfMachine | undefined;
+  let mnnPrefix: string | undefined;
+  const natives: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--destdir') destdir = argv[++i];
     else if (a === '--write-shrinkwrap') shrinkwrap = argv[++i];
     else if (a === '--build') build = true;
     else if (a === '--fetch-size') fetchSize = true;
-    else if (a === '--arch') {
+    else if (a === '--mnn-prefix') mnnPrefix = argv[++i];
+    else if (a === '--native') {
+      const value = argv[++i] ?? '';
+      const eq = value.indexOf('=');
+      if (eq <= 0 || eq === value.length - 1) {
+        console.error(`stage: --native takes APP_PATH=FILE, got ${JSON.stringify(value)}`);
+        usage();
+      }
+      natives[value.slice(0, eq)] = resolve(value.slice(eq + 1));
+    } else if (a === '--arch') {
       const value = argv[++i] as ElfMachine;
       if (!ARCHES.includes(value)) {
         console.error(`stage: --arch must be one of ${ARCHES.join(', ')}, got ${JSON.stringify(value)}`);
@@ -289,7 +327,15 @@ async function main(argv: string[]): Promise<void> {
       `npm fetch, build shrinkwrap: ${trimmed.packages} tarballs, ${mb(trimmed.bytes)} (${((100 * trimmed.bytes) / full.bytes).toFixed(1)} %)`,
     );
   }
-  if (destdir !== undefined) stage({ destdir, build, arch, log: (l) => console.log(l) });
+  if (destdir !== undefined)
+    stage({
+      destdir,
+      build,
+      arch,
+      natives,
+      ...(mnnPrefix !== undefined ? { mnnPrefix: resolve(mnnPrefix) } : {}),
+      log: (l) => console.log(l),
+    });
   if (destdir === undefined && shrinkwrap === undefined && !fetchSize) usage();
 }
 

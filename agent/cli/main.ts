@@ -1,5 +1,5 @@
-import { asMnnEdgeError } from '../common/errors.js';
-import { escapeControl } from '../common/sanitize.js';
+import { asMnnEdgeError } from '../../lib/errors.js';
+import { escapeControl } from '../../lib/sanitize.js';
 import { commandEntries } from './commands/index.js';
 import { UsageError } from './common/args.js';
 import type { CliIo } from './common/command.js';

@@ -1,13 +1,11 @@
 import { existsSync } from 'node:fs';
-import { MnnEdgeError } from '../common/errors.js';
-import { readJsonFile } from '../common/json-input.js';
-import { formatSchemaErrors, validate } from '../common/schema.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { readJsonFile } from '../../lib/json-input.js';
+import { formatSchemaErrors, validate } from '../../lib/schema.js';
 import { defaultConfig, SYSTEM_CONFIG_PATH } from './defaults.js';
+import { type ConfigSource, isPlainObject, type JsonObject, sourcesOf } from './layers.js';
+import { type OverlayState, OverlayStore } from './overlay-store.js';
 import { type AgentConfig, agentConfigSchema } from './schema.js';
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function describeJson(v: unknown): string {
   if (v === null) return 'null';
@@ -42,24 +40,111 @@ export function parseConfig(raw: unknown, source: string, env?: NodeJS.ProcessEn
   return deepMerge(defaultConfig(env), raw);
 }
 
+/** What `loadConfig` read, layer by layer: enough to compose the configuration again with another overlay. */
+export interface ConfigLayers {
+  /** The file's path, or 'built-in defaults'. */
+  source: string;
+  file: JsonObject;
+  flags: JsonObject;
+  env?: NodeJS.ProcessEnv;
+  store: OverlayStore;
+  overlay: OverlayState;
+}
+
+/**
+ * The overlay over the file: a slot the overlay names replaces the file's entry for that slot whole (a slot is
+ * either a model or a built-in; merging `{builtin}` into `{model, variant}` would be neither).
+ */
+export function overlayOnFile(file: JsonObject, overlay: JsonObject): JsonObject {
+  const merged = deepMerge(file, overlay);
+  const slots = overlay['slots'];
+  if (isPlainObject(slots) && isPlainObject(file['slots'])) {
+    merged['slots'] = { ...file['slots'], ...slots };
+  }
+  return merged;
+}
+
+/** The effective configuration from its layers, validated, and the layer each leaf came from. */
+export function composeLayers(
+  layers: Omit<ConfigLayers, 'overlay' | 'store'>,
+  overlay: JsonObject,
+): { config: AgentConfig; sources: Map<string, ConfigSource> } {
+  const raw = deepMerge(overlayOnFile(layers.file, overlay), layers.flags);
+  const where =
+    Object.keys(overlay).length > 0 ? `${layers.source} with the run-time settings` : layers.source;
+  const config = parseConfig(raw, where, layers.env);
+  // The file's entries for slots the overlay replaces are gone from the result: they are no one's source.
+  const file = { ...layers.file };
+  if (isPlainObject(file['slots']) && isPlainObject(overlay['slots'])) {
+    file['slots'] = Object.fromEntries(
+      Object.entries(file['slots']).filter(([slot]) => !Object.hasOwn(overlay['slots'] as JsonObject, slot)),
+    );
+  }
+  const sources = sourcesOf([
+    { source: 'default', value: defaultConfig(layers.env) },
+    { source: 'file', value: file },
+    { source: 'overlay', value: overlay },
+    { source: 'flag', value: layers.flags },
+  ]);
+  return { config, sources };
+}
+
+function readFileLayer(path: string | undefined): JsonObject {
+  if (path === undefined) return {};
+  let raw: unknown;
+  try {
+    raw = readJsonFile(path, 'configuration file');
+  } catch (err) {
+    throw new MnnEdgeError('ECONFIG', (err as Error).message);
+  }
+  if (!isPlainObject(raw)) {
+    throw new MnnEdgeError(
+      'ECONFIG',
+      `Configuration file ${path} must hold a JSON object ({ ... }) at the top level, found ${describeJson(raw)}`,
+    );
+  }
+  return raw;
+}
+
+/**
+ * Defaults < file < run-time overlay (<dataDir>/config-overlay.json) < flags. A file or flags that are invalid
+ * fail the load; an overlay that cannot be used is left out (the last good revision from its log is used) and
+ * `layers.overlay.problem` says why.
+ */
+export function loadLayeredConfig(options: LoadConfigOptions = {}): {
+  config: AgentConfig;
+  source: string;
+  layers: ConfigLayers;
+  sources: Map<string, ConfigSource>;
+} {
+  const path = options.path ?? (existsSync(SYSTEM_CONFIG_PATH) ? SYSTEM_CONFIG_PATH : undefined);
+  const file = readFileLayer(path);
+  const source = path ?? 'built-in defaults';
+  const flags = (options.overrides ?? {}) as JsonObject;
+  const base = { source, file, flags, ...(options.env ? { env: options.env } : {}) };
+  // The data directory (where the overlay lives) is never in the overlay: file and flags decide it.
+  const dataDir = parseConfig(deepMerge(file, flags), source, options.env).dataDir;
+  const store = new OverlayStore(dataDir);
+  let overlay = store.load();
+  let composed: ReturnType<typeof composeLayers>;
+  try {
+    composed = composeLayers(base, overlay.overlay);
+  } catch (err) {
+    // Valid alone, invalid over this file (voice.tts in the overlay, voice.omni added to the file): the file wins.
+    overlay = {
+      revision: overlay.revision,
+      overlay: {},
+      problem: `The run-time settings (revision ${overlay.revision}) do not fit the configuration file and were left out: ${(err as Error).message}`,
+    };
+    composed = composeLayers(base, {});
+  }
+  return { ...composed, source, layers: { ...base, store, overlay } };
+}
+
 export function loadConfig(options: LoadConfigOptions = {}): { config: AgentConfig; source: string } {
   const path = options.path ?? (existsSync(SYSTEM_CONFIG_PATH) ? SYSTEM_CONFIG_PATH : undefined);
-  let raw: unknown = {};
-  let source = 'built-in defaults';
-  if (path !== undefined) {
-    try {
-      raw = readJsonFile(path, 'configuration file');
-    } catch (err) {
-      throw new MnnEdgeError('ECONFIG', (err as Error).message);
-    }
-    if (!isPlainObject(raw)) {
-      throw new MnnEdgeError(
-        'ECONFIG',
-        `Configuration file ${path} must hold a JSON object ({ ... }) at the top level, found ${describeJson(raw)}`,
-      );
-    }
-    source = path;
-  }
+  const raw = readFileLayer(path);
+  const source = path ?? 'built-in defaults';
   const merged = options.overrides ? deepMerge(raw, options.overrides) : raw;
   return { config: parseConfig(merged, source, options.env), source };
 }

@@ -1,8 +1,8 @@
+import type { JsonSchema } from '../../lib/schema.js';
 import { modelsConfigSchema } from '../../models/config.js';
-import type { JsonSchema } from '../common/schema.js';
+import { otaSchema } from '../../ota/config.js';
 import { type HttpConfig, httpSchema, type LogConfig, logSchema } from './sections/core.js';
 import { type MqttConfig, mqttSchema } from './sections/mqtt.js';
-import { otaSchema } from './sections/ota.js';
 import { runtimeSchema, slotsSchema } from './sections/slots.js';
 import { telemetrySchema } from './sections/telemetry.js';
 import { visionSchema } from './sections/vision.js';

@@ -1,7 +1,5 @@
 import { jetpackForL4t } from '../../board-support/profiles/jetson.js';
 import type { BoardProfile, Fact } from '../../board-support/types.js';
-import type { LibraryFinder } from './libraries.js';
-import type { RootFs } from './root-fs.js';
 import type {
   AcceleratorInfo,
   Claim,
@@ -12,7 +10,9 @@ import type {
   NvidiaGpuInfo,
   RknpuInfo,
   SpacemitAiInfo,
-} from './types.js';
+} from '../../lib/capabilities.js';
+import type { LibraryFinder } from './libraries.js';
+import type { RootFs } from './root-fs.js';
 
 // Accelerator probes. Each returns null when the board shows no sign of the device; otherwise every field is a
 // claim, so "the NPU is there but its driver version is root-only" reads as exactly that.

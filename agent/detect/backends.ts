@@ -1,6 +1,3 @@
-import { type GpuLoaderEnv, gpuBackendChain, summarise } from './gpu-chain.js';
-import type { LibraryFinder } from './libraries.js';
-import type { RootFs } from './root-fs.js';
 import type {
   AcceleratorInfo,
   BackendAvailability,
@@ -11,8 +8,11 @@ import type {
   MnnBackend,
   NvidiaGpuInfo,
   RknpuInfo,
-} from './types.js';
-import { MNN_BACKENDS } from './types.js';
+} from '../../lib/capabilities.js';
+import { MNN_BACKENDS } from '../../lib/capabilities.js';
+import { type GpuLoaderEnv, gpuBackendChain, summarise } from './gpu-chain.js';
+import type { LibraryFinder } from './libraries.js';
+import type { RootFs } from './root-fs.js';
 
 // A backend is usable when the board has the hardware and its driver, the userspace libraries are present, and
 // (when the caller knows it) the installed engine was compiled with it. Each reason names what decided it.

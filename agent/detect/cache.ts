@@ -1,10 +1,10 @@
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { writeFileDurable } from '../common/durable-fs.js';
-import { errorMessage, MnnEdgeError } from '../common/errors.js';
-import { formatSchemaErrors, validate } from '../common/schema.js';
+import type { Capabilities } from '../../lib/capabilities.js';
+import { writeFileDurable } from '../../lib/durable-fs.js';
+import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
+import { formatSchemaErrors, validate } from '../../lib/schema.js';
 import { capabilitiesSchema } from './schema.js';
-import type { Capabilities } from './types.js';
 
 // A privileged ExecStartPre runs `mnn-edge detect --write-cache FILE` so that root-only facts (debugfs NPU
 // version, soc0 serial) reach the unprivileged agent, which reads the file back with readCapabilitiesCache.

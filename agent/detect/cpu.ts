@@ -6,7 +6,15 @@ import {
   arm64HasHwcap,
   hex,
   riscvHasLetter,
-} from './auxv.js';
+} from '../../lib/auxv.js';
+import type {
+  Claim,
+  CpuCluster,
+  CpuFeatureName,
+  CpuFeatures,
+  CpuInfo,
+  Evidence,
+} from '../../lib/capabilities.js';
 import {
   type ArchitectureGuess,
   commonWords,
@@ -16,7 +24,6 @@ import {
   riscvMultiLetter,
 } from './cpuinfo.js';
 import type { RootFs } from './root-fs.js';
-import type { Claim, CpuCluster, CpuFeatureName, CpuFeatures, CpuInfo, Evidence } from './types.js';
 
 // CPU claims: architecture, clusters (core type × max clock, fastest first) and normalised ISA features. cpuinfo
 // is the primary source; auxv confirms it on arm64 and stands in when cpuinfo has no Features line.
@@ -31,6 +38,8 @@ export interface CpuSources {
   auxv: Auxv | null;
   auxvEvidence: Evidence;
   profile: BoardProfile | null;
+  /** /proc/cpuinfo is another CPU's (this process is emulated): features come from auxv alone. */
+  cpuinfoForeign?: boolean;
 }
 
 /** Every feature but the numeric VLEN. */
@@ -101,7 +110,15 @@ function armFeatures(src: CpuSources, features: CpuFeatures): void {
       const bits = rule.hwcaps.map((h) => arm64HasHwcap(src.auxv!, h));
       if (bits.every((b) => b !== null)) {
         const fromAuxv = bits.every(Boolean);
-        value ??= fromAuxv;
+        // The kernel's HWCAP bits are what MNN and every other program act on; cpuinfo is printed from them, so
+        // a difference means the file is stale or another CPU's: say so and follow auxv.
+        if (value !== null && value !== fromAuxv) {
+          evidence.unshift({
+            kind: 'inferred',
+            rule: `sources disagree: /proc/cpuinfo says ${value ? 'present' : 'absent'}, AT_HWCAP says ${fromAuxv ? 'present' : 'absent'}; the auxiliary vector wins (it is what MNN reads)`,
+          });
+        }
+        value = fromAuxv;
         const inHwcap2 = rule.hwcaps.some((h) => ARM64_HWCAP_BITS[h].reg === 'hwcap2');
         const word = inHwcap2
           ? `AT_HWCAP2=${hex(src.auxv.hwcap2 ?? 0n)}`
@@ -324,12 +341,17 @@ export function cpuClusters(fs: RootFs, cpuinfo: ParsedCpuinfo | null): CpuClust
 }
 
 export function cpuInfoClaims(fs: RootFs, src: CpuSources): CpuInfo {
-  const first = src.cpuinfo?.processors[0];
+  const first = src.cpuinfoForeign ? undefined : src.cpuinfo?.processors[0];
   const modelValue =
     first?.get('isa') ?? first?.get('model name') ?? (first ? coreName(first) : null) ?? null;
   return {
     architecture: src.arch
-      ? { value: src.arch.value, evidence: [{ kind: 'file', path: CPUINFO, value: src.arch.because }] }
+      ? {
+          value: src.arch.value,
+          evidence: src.cpuinfoForeign
+            ? [{ kind: 'inferred', rule: src.arch.because }, src.auxvEvidence]
+            : [{ kind: 'file', path: CPUINFO, value: src.arch.because }],
+        }
       : { value: null, evidence: [src.cpuinfoEvidence] },
     logicalCpus:
       src.cpuinfo && src.cpuinfo.processors.length > 0
@@ -344,6 +366,17 @@ export function cpuInfoClaims(fs: RootFs, src: CpuSources): CpuInfo {
     model: modelValue
       ? { value: modelValue, evidence: [{ kind: 'file', path: CPUINFO, value: modelValue }] }
       : { value: null, evidence: [src.cpuinfoEvidence] },
-    features: cpuFeatures(src),
+    features: cpuFeatures(
+      src.cpuinfoForeign
+        ? {
+            ...src,
+            cpuinfo: null,
+            cpuinfoEvidence: {
+              kind: 'inferred',
+              rule: '/proc/cpuinfo is another CPU’s: not used for features',
+            },
+          }
+        : src,
+    ),
   };
 }

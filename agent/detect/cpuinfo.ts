@@ -1,4 +1,4 @@
-import type { CpuArchitecture } from './types.js';
+import type { CpuArchitecture } from '../../lib/capabilities.js';
 
 // /proc/cpuinfo differs per architecture and per kernel (tabs or spaces, `uarch` present or not, trailer blocks
 // such as the Raspberry Pi's Hardware/Model). These helpers only parse; evidence is attached by the caller.

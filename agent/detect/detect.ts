@@ -1,10 +1,12 @@
 import { profiles as allProfiles, identifySoc } from '../../board-support/index.js';
 import type { BoardProfile } from '../../board-support/types.js';
+import { type Auxv, parseAuxv } from '../../lib/auxv.js';
+import type { Capabilities, Claim, Evidence, SocFamily } from '../../lib/capabilities.js';
 import { probeAccelerators } from './accelerators.js';
-import { type Auxv, parseAuxv } from './auxv.js';
 import { backendAvailability, type EngineBackendProbe, withEngineBackends } from './backends.js';
 import { cpuInfoClaims } from './cpu.js';
-import { architectureOf, type ParsedCpuinfo, parseCpuinfo } from './cpuinfo.js';
+import { type ArchitectureGuess, architectureOf, type ParsedCpuinfo, parseCpuinfo } from './cpuinfo.js';
+import { foreignCpuinfoRule } from './emulation.js';
 import type { GpuLoaderEnv } from './gpu-chain.js';
 import {
   boardVendor,
@@ -17,8 +19,7 @@ import {
 } from './identity.js';
 import { createLibraryFinder } from './libraries.js';
 import { memoryClaims, thermalZones } from './memory.js';
-import { createRootFs, type FileAccess } from './root-fs.js';
-import type { Capabilities, Claim, Evidence, SocFamily } from './types.js';
+import { createRootFs, type FileAccess, type RootFs } from './root-fs.js';
 
 export interface DetectOptions {
   /** Directory to probe: `/` on a board, a fixture tree in tests. */
@@ -36,6 +37,64 @@ export interface DetectOptions {
   /** Board-support profiles to match against (default: all of board-support). */
   profiles?: readonly BoardProfile[];
   now?: () => Date;
+  /** The CPU this process runs on (`process.arch`); default: this process's when root is `/`, else none. When
+   *  /proc/cpuinfo names another architecture (QEMU user mode shows the host's file), this one wins and the CPU
+   *  features come from the auxiliary vector, which is the emulated CPU's. */
+  processArch?: string;
+}
+
+const NODE_ARCHES: Record<string, ArchitectureGuess['value']> = {
+  arm64: 'aarch64',
+  x64: 'x86_64',
+  riscv64: 'riscv64',
+  arm: 'armv7',
+};
+
+/** The architecture of this process when /proc/cpuinfo describes another one, with both in the reason. */
+function foreignCpuinfo(guess: ArchitectureGuess | null, processArch: string | undefined) {
+  const mine = processArch === undefined ? undefined : NODE_ARCHES[processArch];
+  if (mine === undefined || guess === null || guess.value === mine) return null;
+  return {
+    value: mine,
+    because: foreignCpuinfoRule(mine, processArch ?? '', guess.value, guess.because),
+  };
+}
+
+/** /proc/cpuinfo parsed, or null with the reason (absent, unreadable, or no processor entries). */
+function readCpuinfo(fs: RootFs): { cpuinfo: ParsedCpuinfo | null; cpuinfoEvidence: Evidence } {
+  const read = fs.read('/proc/cpuinfo');
+  if (!read.ok) return { cpuinfo: null, cpuinfoEvidence: read.evidence };
+  const cpuinfo = parseCpuinfo(read.text);
+  if (cpuinfo.processors.length === 0)
+    return {
+      cpuinfo: null,
+      cpuinfoEvidence: {
+        kind: 'missing',
+        path: '/proc/cpuinfo',
+        detail: 'no "processor : N" entries (empty or not cpuinfo)',
+      },
+    };
+  return {
+    cpuinfo,
+    cpuinfoEvidence: {
+      kind: 'file',
+      path: read.path,
+      value: `${cpuinfo.processors.length} processor entries`,
+    },
+  };
+}
+
+/** The auxiliary vector of this process (the emulated CPU's under QEMU user mode), or null with the reason. */
+function readAuxv(fs: RootFs): { auxv: Auxv | null; auxvEvidence: Evidence } {
+  const read = fs.readBytes('/proc/self/auxv');
+  if (!read.ok) return { auxv: null, auxvEvidence: read.evidence };
+  const auxv = parseAuxv(read.bytes);
+  return {
+    auxv,
+    auxvEvidence: auxv
+      ? { kind: 'file', path: '/proc/self/auxv', value: `${read.bytes.length} bytes` }
+      : { kind: 'missing', path: '/proc/self/auxv', detail: 'not a 64-bit auxv vector' },
+  };
 }
 
 /**
@@ -48,34 +107,15 @@ export function detect(options: DetectOptions = {}): Capabilities {
   if (options.readFile) access.readFile = options.readFile;
   const fs = createRootFs({ root, presentPaths: options.presentPaths, access });
 
-  const cpuRead = fs.read('/proc/cpuinfo');
-  let cpuinfo: ParsedCpuinfo | null = cpuRead.ok ? parseCpuinfo(cpuRead.text) : null;
-  let cpuinfoEvidence: Evidence = cpuRead.evidence;
-  if (cpuRead.ok)
-    cpuinfoEvidence = {
-      kind: 'file',
-      path: cpuRead.path,
-      value: `${cpuinfo!.processors.length} processor entries`,
-    };
-  if (cpuinfo && cpuinfo.processors.length === 0) {
-    cpuinfoEvidence = {
-      kind: 'missing',
-      path: '/proc/cpuinfo',
-      detail: 'no "processor : N" entries (empty or not cpuinfo)',
-    };
-    cpuinfo = null;
-  }
-  const arch = cpuinfo ? architectureOf(cpuinfo) : null;
+  const { cpuinfo, cpuinfoEvidence } = readCpuinfo(fs);
+  const cpuinfoArch = cpuinfo ? architectureOf(cpuinfo) : null;
+  const foreign = foreignCpuinfo(
+    cpuinfoArch,
+    options.processArch ?? (root === '/' ? process.arch : undefined),
+  );
+  const arch = foreign ?? cpuinfoArch;
 
-  const auxvRead = fs.readBytes('/proc/self/auxv');
-  let auxv: Auxv | null = null;
-  let auxvEvidence: Evidence;
-  if (auxvRead.ok) {
-    auxv = parseAuxv(auxvRead.bytes);
-    auxvEvidence = auxv
-      ? { kind: 'file', path: '/proc/self/auxv', value: `${auxvRead.bytes.length} bytes` }
-      : { kind: 'missing', path: '/proc/self/auxv', detail: 'not a 64-bit auxv vector' };
-  } else auxvEvidence = auxvRead.evidence;
+  const { auxv, auxvEvidence } = readAuxv(fs);
 
   const dt = readDeviceTree(fs);
   const soc0 = readSoc0(fs);
@@ -92,7 +132,15 @@ export function detect(options: DetectOptions = {}): Capabilities {
     ...(arch ? [] : [cpuinfoEvidence]),
   ];
 
-  const cpu = cpuInfoClaims(fs, { cpuinfo, cpuinfoEvidence, arch, auxv, auxvEvidence, profile });
+  const cpu = cpuInfoClaims(fs, {
+    cpuinfo,
+    cpuinfoEvidence,
+    arch,
+    auxv,
+    auxvEvidence,
+    profile,
+    cpuinfoForeign: foreign !== null,
+  });
   const libs = createLibraryFinder(fs);
   const accelerators = probeAccelerators({
     fs,

@@ -1,5 +1,3 @@
-import type { LibraryFinder } from './libraries.js';
-import type { RootFs } from './root-fs.js';
 import type {
   BackendAvailability,
   BackendStep,
@@ -8,7 +6,9 @@ import type {
   GpuInfo,
   NvidiaGpuInfo,
   StepStatus,
-} from './types.js';
+} from '../../lib/capabilities.js';
+import type { LibraryFinder } from './libraries.js';
+import type { RootFs } from './root-fs.js';
 
 // The evidence chain for MNN's Vulkan and OpenCL backends, as far as files can tell: a device node, a driver
 // registration (ICD), the loader under the exact name MNN dlopens, and whether the registered driver is a GPU or

@@ -1,7 +1,7 @@
 import type { Fact, IdentityFacts } from '../../board-support/types.js';
+import type { Claim, Evidence } from '../../lib/capabilities.js';
 import { type ArchitectureGuess, coreName, type ParsedCpuinfo } from './cpuinfo.js';
 import { isPrintable, type RootFs } from './root-fs.js';
-import type { Claim, Evidence } from './types.js';
 
 // Identity strings as the board reports them. The device tree lives at /sys/firmware/devicetree/base; the
 // /proc/device-tree symlink to it is only tried when the former is absent (older kernels, some fixtures).

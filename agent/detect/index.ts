@@ -1,5 +1,6 @@
 // Public surface of agent/detect.
 
+export * from '../../lib/capabilities.js';
 export type { EngineBackendProbe } from './backends.js';
 export { readCapabilitiesCache, writeCapabilitiesCache } from './cache.js';
 export { applyEngineBackends, type DetectOptions, detect } from './detect.js';
@@ -7,4 +8,3 @@ export type { GpuLoaderEnv } from './gpu-chain.js';
 export { formatReport } from './report.js';
 export type { FileAccess } from './root-fs.js';
 export { capabilitiesSchema } from './schema.js';
-export * from './types.js';

@@ -1,6 +1,6 @@
-import type { Auxv } from './auxv.js';
+import type { Auxv } from '../../lib/auxv.js';
+import type { Claim, Evidence, MemoryInfo, ThermalZone } from '../../lib/capabilities.js';
 import type { RootFs } from './root-fs.js';
-import type { Claim, Evidence, MemoryInfo, ThermalZone } from './types.js';
 
 const MEMINFO = '/proc/meminfo';
 

@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Capabilities } from '../../lib/capabilities.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { CommandRegistry } from '../fleet/commands.js';
 import type { AgentContext, AgentModule } from '../module.js';
 import { readCapabilitiesCache } from './cache.js';
 import { detect } from './detect.js';
-import type { Capabilities } from './types.js';
 
 // Detection as an agent module: the capability document at start (from the privileged cache or a live probe),
 // the fleet's `detect` command, and a handle the other modules read (and the runtime refines with the engine's

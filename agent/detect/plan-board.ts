@@ -1,7 +1,9 @@
 import type { BoardProfile, MeasuredPrior } from '../../board-support/types.js';
-import { MnnEdgeError } from '../common/errors.js';
+import type { Capabilities, MnnBackend } from '../../lib/capabilities.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import type { BackendAvailability, BackendPrior, BackendType, CpuCluster, PlanBoard } from '../plan/types.js';
-import type { Capabilities, MnnBackend } from './types.js';
+import { emulationReason } from './emulation.js';
+import { describeEvidence } from './report.js';
 
 // Capabilities (agent/detect) + the matched board-support profile → the planner's PlanBoard.
 
@@ -100,6 +102,34 @@ function failedStep(b: Capabilities['backends'][number]): { failedStep?: { step:
   return f && !b.usable ? { failedStep: { step: f.step, detail: b.reasons[0] ?? f.detail } } : {};
 }
 
+/** Whether MNN's precision 'low' means fp16 on this CPU. MNN creates its fp16 (Arm82) CPU backend only when the
+ *  CPU has fp16 arithmetic and the build has MNN_ARM82, which exists for arm64 alone (CPUBackend::onCreate); on
+ *  x86 (even with AVX512-FP16) and RISC-V (even with Zvfh) 'low' runs the fp32 kernels. */
+export function cpuFp16(caps: Capabilities): NonNullable<PlanBoard['cpuFp16']> {
+  const arch = caps.cpu.architecture.value ?? 'unknown';
+  const claim = caps.cpu.features.fp16;
+  const why = claim.evidence.slice(0, 2).map(describeEvidence).join('; ');
+  if (arch !== 'aarch64')
+    return {
+      available: false,
+      reason:
+        `${arch}${claim.value === true ? ` (fp16 present: ${why})` : ''}: MNN's fp16 CPU backend (Arm82) exists ` +
+        `for arm64 only, so precision low runs the fp32 kernels here`,
+    };
+  if (claim.value === true)
+    return {
+      available: true,
+      reason: `aarch64 with fp16 arithmetic (${why}): precision low runs MNN's Arm82 fp16 kernels`,
+    };
+  return {
+    available: false,
+    reason:
+      claim.value === false
+        ? `aarch64 without fp16 arithmetic (${why}): precision low runs the fp32 NEON kernels`
+        : `fp16 arithmetic of this aarch64 CPU is unknown (${why}): no fp16 candidate`,
+  };
+}
+
 export function boardFromCapabilities(
   caps: Capabilities,
   profile: BoardProfile | null,
@@ -135,12 +165,16 @@ export function boardFromCapabilities(
   const family = caps.soc.family.value ?? caps.cpu.architecture.value ?? 'unknown';
   const soc = caps.soc.name.value;
   const advice = threadAdvice(caps, profile, clusters);
+  const emulated = emulationReason(caps);
   return {
-    boardId: soc ? `${family}/${soc}` : family,
+    // Probes are keyed by board id: an emulated run's timings never count as the board's.
+    boardId: (soc ? `${family}/${soc}` : family) + (emulated ? '+emulated' : ''),
     ramBytes,
     cpuClusters: clusters,
     backends: [...backends.values()],
     priors: profile ? priorsFromProfile(profile.priors) : [],
     ...(advice ? { threadAdvice: advice } : {}),
+    cpuFp16: cpuFp16(caps),
+    ...(emulated ? { emulated } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import type { BoardProfile } from '../../board-support/types.js';
-import type { Capabilities, Claim, Evidence, StepStatus } from './types.js';
+import type { Capabilities, Claim, Evidence, StepStatus } from '../../lib/capabilities.js';
 
 // The human-readable `mnn-edge detect` report: one line per fact, the evidence in brackets, unknowns spelled out.
 

@@ -10,7 +10,7 @@ import {
   statSync,
 } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
-import type { Evidence } from './types.js';
+import type { Evidence } from '../../lib/capabilities.js';
 
 // Every probe reads through this module so that (a) nothing outside the root is ever touched, (b) a fixture's
 // present.txt stands in for device nodes and libraries that cannot be created in a tree, and (c) tests can inject

@@ -1,5 +1,5 @@
-import type { JsonSchema } from '../common/schema.js';
-import { MNN_BACKENDS } from './types.js';
+import { MNN_BACKENDS } from '../../lib/capabilities.js';
+import type { JsonSchema } from '../../lib/schema.js';
 
 // JSON Schema of the Capabilities document (exported to docs/schemas/capabilities.schema.json by
 // scripts/export-schemas/capabilities.ts). Kept beside types.ts: change both together.

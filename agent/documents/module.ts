@@ -1,10 +1,10 @@
 import type { EngineAvailability } from '../../engine/src/loader.js';
+import type { Capabilities } from '../../lib/capabilities.js';
 import type { InstalledPackage, ModelStore } from '../../models/index.js';
-import type { Capabilities } from '../detect/types.js';
 import type { FleetAgent } from '../fleet/agent.js';
-import type { AgentModule, Handle } from '../module.js';
+import type { AgentBus, AgentModule, Handle } from '../module.js';
 import type { Placement } from '../plan/types.js';
-import type { SlotState } from '../runtime/slot-states.js';
+import type { SlotState } from '../runtime/measuring/slot-states.js';
 
 // The retained documents operators and Home Assistant read (capabilities, models, placement). Set once the
 // fleet exists (the fleet republishes them on every reconnect) and again whenever they change.
@@ -17,6 +17,8 @@ export interface DocumentSources {
   placement: Handle<Placement>;
   /** Each configured slot's state, published with the placement: operators read the dashboard's verdict. */
   slotStates?: () => readonly SlotState[];
+  /** The agent's bus: a new placement or a slot change republishes the placement document. */
+  bus?: AgentBus;
   /** The engine as the runtime probed it; undefined while the runtime is not running. */
   engine: Handle<EngineAvailability>;
 }
@@ -97,11 +99,14 @@ export function createDocumentsModule(sources: DocumentSources): DocumentsModule
     publishAll,
     start() {
       publishAll();
+      sources.bus?.on('documents', 'runtime.placement', publishPlacement);
+      sources.bus?.on('documents', 'runtime.slot-change', publishPlacement);
       watched = sources.store();
       watched?.on('installed', publishModels);
       watched?.on('removed', publishModels);
     },
     stop() {
+      sources.bus?.removeOwner('documents');
       watched?.off('installed', publishModels);
       watched?.off('removed', publishModels);
       watched = undefined;

@@ -1,5 +1,6 @@
-import { MnnEdgeError } from '../common/errors.js';
-import type { Capabilities, GpuInfo, HexagonInfo, NvidiaGpuInfo, RknpuInfo } from '../detect/types.js';
+import type { Capabilities, GpuInfo, HexagonInfo, NvidiaGpuInfo, RknpuInfo } from '../../lib/capabilities.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { type CrossTarget, type CrossToolchain, crossToolchain } from './cross.js';
 
 // Which MNN CMake options a board gets when `mnn-edge engine build` compiles MNN on the board itself (Debian on
 // a Rock 5B, JetPack on a Jetson, Bianbu on a K1): a pure function of the detected capabilities and the vendor
@@ -18,6 +19,8 @@ export interface BuildHost {
   hexagonSdkRoot?: string;
   /** CUDA toolkit: the directory with bin/nvcc. */
   cudaRoot?: string;
+  /** KleidiAI source tree (the directory with kai/): MNN's CMake would download it otherwise. */
+  kleidiaiSrc?: string;
   /** Where each looked, for the message when one is missing. */
   searched?: { qnn: string[]; hexagon: string[]; cuda: string[] };
 }
@@ -40,6 +43,8 @@ export interface EngineBuildPlan {
   reasons: string[];
   /** What the board still needs at run time, or a backend left out for a missing toolkit. */
   warnings: string[];
+  /** Set when the build machine is not the board: the compilers that build for it. Nothing else differs. */
+  toolchain: CrossToolchain | null;
 }
 
 /** Options every build has: one libMNN.so with Express, the LLM engine (omni, audio, image codecs), quantised
@@ -219,15 +224,40 @@ export function planEngineBuild(
   caps: Capabilities,
   host: BuildHost,
   choice: BackendChoice = {},
+  target?: CrossTarget,
 ): EngineBuildPlan {
+  const toolchain = target === undefined ? null : crossToolchain(target, caps);
   const d: Decisions = { cmake: new Map<string, string>(BASE), backends: [], reasons: [], warnings: [] };
   decideCpu(caps, d);
+  if (caps.cpu.architecture.value === 'aarch64') decideKleidiai(host, d);
   decideGpuApis(caps, d);
   decideCuda(caps, host, d);
   decideNpus(caps, host, d);
   applyChoice(choice, host, d.cmake, d.backends, d.reasons);
   // Keys a backend added go after the base ones, in the order they were decided.
-  return { cmake: [...d.cmake.entries()], backends: d.backends, reasons: d.reasons, warnings: d.warnings };
+  if (toolchain !== null) d.reasons.push(toolchain.reason);
+  return {
+    cmake: [...d.cmake.entries()],
+    backends: d.backends,
+    reasons: d.reasons,
+    warnings: d.warnings,
+    toolchain,
+  };
+}
+
+/** KleidiAI (Arm's micro-kernels): MNN's CMake downloads a release archive unless given a local tree, and a
+ *  build machine or board without network must not depend on that. */
+function decideKleidiai(host: BuildHost, d: Decisions): void {
+  if (host.kleidiaiSrc !== undefined) {
+    d.cmake.set('MNN_KLEIDIAI', 'ON');
+    d.cmake.set('KLEIDIAI_SRC_DIR', host.kleidiaiSrc);
+    d.reasons.push(`KleidiAI: on, from the local source tree ${host.kleidiaiSrc} (nothing is downloaded)`);
+  } else {
+    d.cmake.set('MNN_KLEIDIAI', 'OFF');
+    d.reasons.push(
+      "KleidiAI: off (MNN's CMake would download it; give a local source tree with --kleidiai DIR or KLEIDIAI_SRC_DIR to build it in)",
+    );
+  }
 }
 
 /** --with / --without: the user's word over detection; a backend that needs a toolkit still needs it found. */
@@ -262,12 +292,13 @@ function applyChoice(
   }
 }
 
-/** `cmake -S SRC -B BUILD` arguments of a plan. */
+/** `cmake -S SRC -B BUILD` arguments of a plan; a cross plan also names its toolchain file. */
 export function cmakeConfigureArgs(
   plan: EngineBuildPlan,
   src: string,
   build: string,
   prefix: string,
+  toolchainFile?: string,
 ): string[] {
   return [
     '-S',
@@ -275,6 +306,9 @@ export function cmakeConfigureArgs(
     '-B',
     build,
     `-DCMAKE_INSTALL_PREFIX=${prefix}`,
+    ...(plan.toolchain !== null && toolchainFile !== undefined
+      ? [`-DCMAKE_TOOLCHAIN_FILE=${toolchainFile}`]
+      : []),
     ...plan.cmake.map(([k, v]) => `-D${k}=${v}`),
   ];
 }

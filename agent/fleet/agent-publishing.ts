@@ -1,8 +1,10 @@
-import type { Clock } from '../common/clock.js';
+import type { Clock } from '../../lib/clock.js';
+import type { DeviceTopics, DocumentKind } from '../../lib/topics.js';
 import type { AgentConnection } from './agent-connection.js';
 import {
   buildHaDiscovery,
   type HaDeviceConfig,
+  type HaModelSlot,
   type HaSlot,
   haDiscoveryTopic,
   haRemovals,
@@ -14,7 +16,6 @@ import {
   encode,
   PROTOCOL_VERSION,
 } from './protocol.js';
-import type { DeviceTopics, DocumentKind } from './topics.js';
 
 // What the fleet agent publishes besides telemetry: the retained state documents, events (kept in memory while
 // offline), and the Home Assistant discovery config. Each is republished on every (re)connection.
@@ -102,6 +103,8 @@ export interface HomeAssistantSources {
   board: () => BoardInfo | undefined;
   /** Slots and their `variant@backend` choices, for Home Assistant selects. */
   slots?: () => readonly HaSlot[];
+  /** The model select's choices per slot (installed models whose task fits, `none`). */
+  modelSlots?: () => readonly HaModelSlot[];
   /** The metric names of the latest telemetry snapshot (thermal zones become sensors). */
   metricNames: () => readonly string[];
 }
@@ -121,7 +124,7 @@ export class HomeAssistantAnnouncer {
     if (!this.connection.connected) return;
     const { deviceId, agentVersion } = this.sources;
     const board = this.sources.board();
-    const { tempMetrics, slots, shape } = this.#input();
+    const { tempMetrics, slots, modelSlots, shape } = this.#input();
     const discovery = buildHaDiscovery({
       deviceId,
       agentVersion,
@@ -129,6 +132,7 @@ export class HomeAssistantAnnouncer {
       ...(board?.soc ? { hwVersion: board.soc } : {}),
       temperatureMetrics: tempMetrics,
       slots,
+      modelSlots,
     });
     const payload = { ...discovery, cmps: { ...discovery.cmps, ...haRemovals(this.#announced, discovery) } };
     this.#announced = discovery;
@@ -147,7 +151,13 @@ export class HomeAssistantAnnouncer {
   #input() {
     const tempMetrics = this.sources.metricNames().filter((m) => m.startsWith('temp.'));
     const slots = this.sources.slots?.() ?? [];
-    const shape = `${tempMetrics.join(',')}|${slots.map((x) => `${x.name}:${x.backends.join('/')}`).join(',')}`;
-    return { tempMetrics, slots, shape };
+    // Installed and removed models change the selects' options: part of the shape, announced again.
+    const modelSlots = this.sources.modelSlots?.() ?? [];
+    const shape = [
+      tempMetrics.join(','),
+      slots.map((x) => `${x.name}:${x.backends.join('/')}`).join(','),
+      modelSlots.map((m) => `${m.slot}:${m.options.join('/')}`).join(','),
+    ].join('|');
+    return { tempMetrics, slots, modelSlots, shape };
   }
 }

@@ -1,8 +1,8 @@
 import type { IClientPublishOptions } from 'mqtt';
-import type { Clock } from '../common/clock.js';
-import type { Logger } from '../common/log.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
+import type { Db } from '../../lib/sqlite/database.js';
 import type { TelemetryConfig } from '../config/sections/telemetry.js';
-import type { Db } from '../store/sqlite/database.js';
 import { OutboxDrainer, type QosPublisher } from '../telemetry/drain.js';
 import { TelemetryHistory } from '../telemetry/history.js';
 import { Outbox } from '../telemetry/outbox.js';

@@ -1,14 +1,15 @@
-import type { Clock } from '../common/clock.js';
-import type { Logger } from '../common/log.js';
-import { LogTail } from '../common/log-tail.js';
-import { TypedEventEmitter } from '../common/typed-events.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
+import { LogTail } from '../../lib/log-tail.js';
+import type { Db } from '../../lib/sqlite/database.js';
+import { type DocumentKind, deviceTopics } from '../../lib/topics.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
 import {
   defaultTelemetryConfig,
   type TelemetryConfig,
   type TelemetryConfigInput,
 } from '../config/sections/telemetry.js';
-import type { Db } from '../store/sqlite/database.js';
 import type { TelemetryHistory } from '../telemetry/history.js';
 import type { Outbox } from '../telemetry/outbox.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
@@ -21,10 +22,9 @@ import { createTelemetryPipeline } from './agent-telemetry.js';
 import type { BrokerLinkStatus } from './broker-link.js';
 import { registerBuiltinCommands } from './builtin-commands.js';
 import { CommandRegistry } from './commands.js';
-import { HA_STATUS_TOPIC, type HaSlot } from './ha-discovery.js';
+import { HA_STATUS_TOPIC, type HaModelSlot, type HaSlot } from './ha-discovery.js';
 import { type BoardInfo, encode } from './protocol.js';
 import { type MessageHandler, SubscriptionRegistry } from './subscriptions.js';
-import { type DocumentKind, deviceTopics } from './topics.js';
 
 // The agent's side of the MQTT contract: presence (status + Last Will), retained documents, commands with
 // request/response, durable telemetry from the outbox, and Home Assistant discovery. Everything it needs is
@@ -65,6 +65,8 @@ export interface FleetAgentDeps {
   logs?: LogTail;
   /** Slots and their `variant@backend` choices, for Home Assistant selects. */
   haSlots?: () => readonly HaSlot[];
+  /** Home Assistant's model select per slot: its choices. */
+  haModelSlots?: () => readonly HaModelSlot[];
   random?: () => number;
 }
 
@@ -99,6 +101,8 @@ export interface FleetAgent {
   /** QoS 1 event; while offline the last 100 are kept in memory. */
   publishEvent(type: string, data?: Record<string, unknown>): void;
   announceHomeAssistant(): void;
+  /** Publishes the retained online status again (its tags changed at run time). */
+  refreshPresence(): void;
 }
 
 const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
@@ -135,6 +139,7 @@ function buildParts(deps: FleetAgentDeps) {
       agentVersion: deps.agentVersion,
       board: deps.board,
       ...(deps.haSlots ? { slots: deps.haSlots } : {}),
+      ...(deps.haModelSlots ? { modelSlots: deps.haModelSlots } : {}),
       metricNames: () => Object.keys(pipeline.telemetry?.latest()?.metrics ?? {}),
     },
     connection,
@@ -262,5 +267,10 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     setDocument: (kind, data) => parts.documents.set(kind, data),
     publishEvent: (type, data) => parts.eventPublisher.publish(type, data),
     announceHomeAssistant: () => parts.homeAssistant.announce(),
+    refreshPresence: () => {
+      if (!parts.connection.connected) return;
+      const online = encode('status', parts.connection.statusMessage('online', true));
+      parts.connection.publishSafe(parts.topics.status, online, { qos: 1, retain: true });
+    },
   };
 }

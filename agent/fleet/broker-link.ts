@@ -1,10 +1,10 @@
 import type { IClientPublishOptions, MqttClient } from 'mqtt';
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
-import { TypedEventEmitter } from '../common/typed-events.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import { connectMqtt } from '../../lib/mqtt/transport.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
 import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT, type WillMessage } from './connection.js';
-import { connectMqtt } from './mqtt-transport.js';
 import type { SubscriptionRegistry } from './subscriptions.js';
 
 // The agent's connection to its broker, for as long as the agent runs. `start()` returns at once: the first
@@ -12,11 +12,16 @@ import type { SubscriptionRegistry } from './subscriptions.js';
 // backoff (a board often boots before its network or broker). Each attempt is a fresh client, so the protocol
 // level can change between attempts: with `protocolVersion: "auto"` MQTT 5 is tried first and 3.1.1 right
 // after a broker refuses 5, and the level that worked is kept until a broker refuses it.
+//
+// A cluster is a list of URLs: an attempt goes to one node, and a failed attempt or a lost connection moves the
+// next attempt to the next node. The wait before it is jittered within mqtt.reconnect and grows only once a
+// whole round of nodes has failed, so the devices of a lost node spread over the others within a few minMs.
 
 export type ProtocolChoice = 4 | 5 | 'auto';
 
 export interface BrokerLinkOptions {
-  url: string;
+  /** One broker, or the nodes of a cluster in the order they are tried. */
+  urls: readonly string[];
   config: MqttConfig;
   protocol: ProtocolChoice;
   clientId: string;
@@ -74,15 +79,23 @@ export class BrokerLink {
   /** The level that last connected (auto mode keeps it); undefined until then. */
   #negotiated: 4 | 5 | undefined;
   #attemptVersion: 4 | 5;
+  /** Which of `urls` the current or next attempt goes to. */
+  #node = 0;
 
   constructor(options: BrokerLinkOptions) {
+    if (options.urls.length === 0) throw new Error('BrokerLink needs at least one broker URL');
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#attemptVersion = options.protocol === 'auto' ? 5 : options.protocol;
   }
 
+  /** The node in use now, or the one the next attempt goes to. */
   get url(): string {
-    return this.#o.url;
+    return this.#o.urls[this.#node]!;
+  }
+
+  get urls(): readonly string[] {
+    return this.#o.urls;
   }
 
   get connected(): boolean {
@@ -104,7 +117,7 @@ export class BrokerLink {
   }
 
   status(): BrokerLinkStatus {
-    const url = this.#o.url;
+    const url = this.url;
     if (this.#stopped) return { state: 'stopped', url };
     if (this.#connected)
       return {
@@ -178,13 +191,14 @@ export class BrokerLink {
     if (this.#stopped) return;
     const version = this.protocolVersion;
     const log = this.#o.logger;
+    const url = this.url;
     const options = buildClientOptions(
       this.#o.config,
-      { url: this.#o.url, protocolVersion: version },
+      { url, protocolVersion: version },
       this.#o.clientId,
       this.#o.will(version),
     );
-    const client = connectMqtt(this.#o.url, options);
+    const client = connectMqtt(url, options);
     this.#client = client;
     let refusedLevel = false;
     let closed = false;
@@ -201,7 +215,7 @@ export class BrokerLink {
         if (client !== this.#client || closed) return;
         this.#connected = true;
         this.#connectedSince = this.#now();
-        this.events.emit('connected', { url: this.#o.url, protocolVersion: version });
+        this.events.emit('connected', { url, protocolVersion: version });
       });
     });
     client.on('message', (topic, payload, packet) => {
@@ -227,26 +241,37 @@ export class BrokerLink {
       const reason = attemptError ?? 'connection closed';
       this.#lastError = reason;
       this.events.emit('disconnected', { reason });
-      this.#scheduleNext(version, refusedLevel, reason);
+      this.#scheduleNext(version, refusedLevel, reason, wasConnected);
     });
   }
 
-  #scheduleNext(version: 4 | 5, refusedLevel: boolean, reason: string): void {
+  #scheduleNext(version: 4 | 5, refusedLevel: boolean, reason: string, wasConnected: boolean): void {
+    const lostUrl = this.url;
     let delay: number;
-    if (refusedLevel && this.#o.protocol === 'auto') {
-      // This broker does not speak that level: try the other one now, and learn again from scratch.
+    if (refusedLevel && this.#o.protocol === 'auto' && version === 5) {
+      // This broker does not speak that level: try the other one on the same node now, and learn again.
       this.#negotiated = undefined;
-      this.#attemptVersion = version === 5 ? 4 : 5;
-      if (version === 5) {
-        this.#o.logger.info('the broker refused MQTT 5; trying MQTT 3.1.1', { url: this.#o.url });
-        delay = 0;
-      } else delay = backoffDelay(this.#failures++, this.#range(), this.#o.random);
+      this.#attemptVersion = 4;
+      this.#o.logger.info('the broker refused MQTT 5; trying MQTT 3.1.1', { url: lostUrl });
+      delay = 0;
     } else {
-      delay = backoffDelay(this.#failures++, this.#range(), this.#o.random);
+      if (refusedLevel && this.#o.protocol === 'auto') {
+        this.#negotiated = undefined;
+        this.#attemptVersion = 5;
+      }
+      // The next node; the backoff exponent counts whole rounds over the nodes, and starts at 1 after a lost
+      // connection so that even the first retry is spread over [minMs, 2·minMs] rather than all at minMs.
+      const nodes = this.#o.urls.length;
+      this.#node = (this.#node + 1) % nodes;
+      const round = Math.floor(this.#failures / nodes);
+      this.#failures++;
+      delay = backoffDelay(round + 1, this.#range(), this.#o.random);
     }
     this.#retryAt = this.#now() + delay;
     this.#o.logger.info('broker connection down; retrying', {
-      url: this.#o.url,
+      wasConnected,
+      url: lostUrl,
+      next: this.url,
       reason,
       inMs: delay,
       failedAttempts: this.#failures,

@@ -1,5 +1,5 @@
-import type { Clock } from '../common/clock.js';
-import type { LogTail } from '../common/log-tail.js';
+import type { Clock } from '../../lib/clock.js';
+import type { LogTail } from '../../lib/log-tail.js';
 import type { CommandRegistry } from './commands.js';
 
 // The commands the fleet module answers itself. The rest (detect, list-models, set-placement, reload, bench,

@@ -1,8 +1,14 @@
-import type { Clock } from '../common/clock.js';
-import { asMnnEdgeError } from '../common/errors.js';
-import { parseJsonInput } from '../common/json-input.js';
-import type { Logger } from '../common/log.js';
-import { formatSchemaErrors, validate } from '../common/schema.js';
+import type { Clock } from '../../lib/clock.js';
+import { asMnnEdgeError } from '../../lib/errors.js';
+import { parseJsonInput } from '../../lib/json-input.js';
+import type { Logger } from '../../lib/log.js';
+import { formatSchemaErrors, validate } from '../../lib/schema.js';
+import {
+  type CommandTarget,
+  deviceTopics,
+  parseCommandTopic,
+  resolveResponseTopic,
+} from '../../lib/topics.js';
 import type { CommandOutcome, CommandRegistry } from './commands.js';
 import {
   type CommandErrorCode,
@@ -14,7 +20,6 @@ import {
   type FleetSelector,
   PROTOCOL_VERSION,
 } from './protocol.js';
-import { type CommandTarget, deviceTopics, parseCommandTopic, resolveResponseTopic } from './topics.js';
 
 // Turns one MQTT message on a command topic into exactly one response (or none, for a fleet command that
 // selects other devices). Whatever arrives, the outcome is a response naming the problem, never a throw:

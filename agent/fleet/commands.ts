@@ -1,8 +1,8 @@
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
-import { formatSchemaErrors, type JsonSchema, validate } from '../common/schema.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import { formatSchemaErrors, type JsonSchema, validate } from '../../lib/schema.js';
+import { COMMAND_NAME } from '../../lib/topics.js';
 import type { CommandErrorCode } from './protocol.js';
-import { COMMAND_NAME } from './topics.js';
 
 // Commands are registered by name with a schema for their params; the registry validates before a handler
 // runs, bounds its run time, and turns every failure into a response. Other modules (detect, models, plan,

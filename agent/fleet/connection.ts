@@ -1,25 +1,18 @@
 import { readFileSync } from 'node:fs';
 import type { IClientOptions } from 'mqtt';
-import { MnnEdgeError } from '../common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { backoffDelay } from '../../lib/mqtt/backoff.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
 
 // How the agent reaches its broker: URL scheme picks the transport (mqtt, mqtts, ws, wss), credentials are
 // per device, TLS may verify the broker against a CA and present a client certificate (mTLS). Reconnects use
 // full-jitter exponential backoff so a fleet that lost its broker does not come back in lockstep.
 
+export { backoffDelay };
+
 export const DEFAULT_RECONNECT = { minMs: 1_000, maxMs: 60_000 };
 export const DEFAULT_KEEPALIVE_SEC = 30;
 export const DEFAULT_SESSION_EXPIRY_SEC = 3600;
-
-/** Full jitter: a uniform delay in [min, min(max, min·2^attempt)]. */
-export function backoffDelay(
-  attempt: number,
-  range: { minMs: number; maxMs: number },
-  random: () => number = Math.random,
-): number {
-  const ceiling = Math.min(range.maxMs, range.minMs * 2 ** Math.min(attempt, 30));
-  return Math.round(range.minMs + random() * Math.max(0, ceiling - range.minMs));
-}
 
 export interface ConnectionTarget {
   url: string;

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:net';
 import { Aedes } from 'aedes';
-import { errorMessage, MnnEdgeError } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
+import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
 
 // With no broker configured, the agent brings its own (aedes, MQTT 3.1.1) on localhost, so that the agent and
 // the fleet CLI work on one machine out of the box. Real deployments point mqtt.url at mosquitto or EMQX.

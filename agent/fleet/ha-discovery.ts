@@ -1,4 +1,4 @@
-import { deviceTopics, topicSegment } from './topics.js';
+import { deviceTopics, topicSegment } from '../../lib/topics.js';
 
 // Home Assistant MQTT discovery, device-based form: one retained config message at
 // `homeassistant/device/<segment>/config` describing the device (`dev`), who made the integration (`o`, origin) and
@@ -20,6 +20,15 @@ export interface HaSlot {
 /** The select's choice that clears the operator's pin (the planner decides again). */
 export const HA_AUTO_BACKEND = 'auto';
 
+/** A slot's model select: the choices (`none`, built-ins, the installed models whose task fits). */
+export interface HaModelSlot {
+  slot: string;
+  options: readonly string[];
+}
+
+/** The command Home Assistant's model select sends; the change log records it as made by "home assistant". */
+export const HA_SLOT_MODEL_COMMAND = 'select-slot-model';
+
 export interface HaDiscoveryInput {
   deviceId: string;
   deviceName?: string;
@@ -30,6 +39,8 @@ export interface HaDiscoveryInput {
   /** Metric names of thermal zones, e.g. `temp.cpu-0-0-0_c`. */
   temperatureMetrics: readonly string[];
   slots: readonly HaSlot[];
+  /** One model select per slot that has a choice (reads the retained `config` document). */
+  modelSlots?: readonly HaModelSlot[];
 }
 
 export type HaComponent = Record<string, unknown> & { p: string; unique_id: string };
@@ -111,7 +122,10 @@ export function buildHaDiscovery(input: HaDiscoveryInput): HaDeviceConfig {
       name: `${slot.name} tokens/s`,
       unit_of_measurement: 'tokens/s',
       state_class: 'measurement',
-      value_template: metricMean(`slot.${slot.name}.tokens_per_sec`),
+      // The slot's last rate, 0 before its first generation; the attribute says whether one ran in the interval.
+      value_template: `{{ value_json.slots[${s}].tokensPerSec | default(0) }}`,
+      json_attributes_topic: t.telemetry,
+      json_attributes_template: `{{ {'generation_in_interval': (value_json.slots[${s}].intervalRequests | default(0)) > 0} | tojson }}`,
     });
     sensor(`slot_${slot.name}_model`, {
       name: `${slot.name} active model`,
@@ -138,6 +152,25 @@ export function buildHaDiscovery(input: HaDiscoveryInput): HaDeviceConfig {
         command_template: `{% if value == '${HA_AUTO_BACKEND}' %}{"params":{"slot":${slotJson},"pin":null}}{% else %}{"params":{"slot":${slotJson},"pin":{"backend":"{{ value }}"}}}{% endif %}`,
       };
     }
+  }
+  for (const m of input.modelSlots ?? []) {
+    const unique_id = `mnn_edge_${oid}_slot_${haObjectId(m.slot)}_model_select`;
+    const s = jinjaString(m.slot);
+    cmps[unique_id] = {
+      p: 'select',
+      unique_id,
+      name: `${m.slot} model`,
+      icon: 'mdi:brain',
+      options: [...m.options],
+      // The slot as configured (the `config` document): what the select sets, shown as slotChoiceOf() does.
+      state_topic: t.document('config'),
+      value_template:
+        `{% set c = (value_json.data.effective.slots | default({}))[${s}] | default({}) %}` +
+        '{% if c.enabled is defined and not c.enabled %}none{% elif c.builtin is defined %}{{ c.builtin }} (built-in)' +
+        '{% elif c.model is defined %}{{ c.model }}{% else %}none{% endif %}',
+      command_topic: t.command(HA_SLOT_MODEL_COMMAND),
+      command_template: `{"params":{"slot":${JSON.stringify(m.slot)},"model":{{ value | tojson }}}}`,
+    };
   }
   const modelsUid = `mnn_edge_${oid}_models`;
   cmps[modelsUid] = {

@@ -1,10 +1,12 @@
-import type { LogTail } from '../common/log-tail.js';
+import type { LogTail } from '../../lib/log-tail.js';
+import { brokerUrls } from '../config/sections/mqtt.js';
+import type { SlotsConfig } from '../config/sections/slots.js';
 import type { TelemetryConfigInput } from '../config/sections/telemetry.js';
-import type { AgentContext, AgentModule } from '../module.js';
+import type { AgentBus, AgentContext, AgentModule } from '../module.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
 import { createFleetAgent, type FleetAgent } from './agent.js';
 import { CommandRegistry } from './commands.js';
-import type { HaSlot } from './ha-discovery.js';
+import type { HaModelSlot, HaSlot } from './ha-discovery.js';
 import type { BoardInfo } from './protocol.js';
 
 // The fleet as an AgentModule for the composition root: identity, store, clock and config come from the
@@ -18,8 +20,14 @@ export interface FleetModuleOptions {
   runtime?: RuntimeStatsProvider;
   workloads?: WorkloadMetricsProvider;
   haSlots?: () => readonly HaSlot[];
+  /** Home Assistant's model select per slot, for the slots as the settings run them (`settings.config` on the
+   *  bus; the configuration the agent started with until the settings say). */
+  haModelSlots?: (slots: SlotsConfig | undefined) => readonly HaModelSlot[];
   logs?: LogTail;
   state?: () => Record<string, unknown>;
+  /** The agent's bus: the device events other modules emit go out on MQTT `events` while connected; the
+   *  settings' configuration comes in. */
+  bus?: AgentBus;
 }
 
 export interface FleetModule extends AgentModule {
@@ -47,12 +55,14 @@ export function createFleetModule(options: FleetModuleOptions): FleetModule {
       return offReason;
     },
     async start(ctx: AgentContext) {
+      const { haModelSlots } = options;
       const { config } = ctx;
-      if (!config.mqtt.url && !config.mqtt.embeddedBroker.enabled) {
+      if (brokerUrls(config.mqtt).length === 0 && !config.mqtt.embeddedBroker.enabled) {
         offReason = FLEET_OFF_REASON;
         ctx.logger.warn(`${FLEET_OFF_REASON} (no telemetry, fleet commands or OTA jobs over MQTT)`);
         return;
       }
+      let slots = config['slots'] as SlotsConfig | undefined;
       agent = createFleetAgent({
         config: {
           mqtt: config.mqtt,
@@ -73,12 +83,19 @@ export function createFleetModule(options: FleetModuleOptions): FleetModule {
         ...(options.runtime ? { runtime: options.runtime } : {}),
         ...(options.workloads ? { workloads: options.workloads } : {}),
         ...(options.haSlots ? { haSlots: options.haSlots } : {}),
+        ...(haModelSlots ? { haModelSlots: () => haModelSlots(slots) } : {}),
         ...(options.logs ? { logs: options.logs } : {}),
         ...(options.state ? { state: options.state } : {}),
+      });
+      // From here on, as the agent's own publisher does (it keeps events while the link is down).
+      options.bus?.on('fleet', 'device.event', (e) => agent?.publishEvent(e.type, e.data));
+      options.bus?.on('fleet', 'settings.config', (e) => {
+        slots = e.config['slots'] as SlotsConfig | undefined;
       });
       await agent.start();
     },
     async stop() {
+      options.bus?.removeOwner('fleet');
       await agent?.stop();
       agent = undefined;
     },

@@ -1,9 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import type { IClientOptions, IClientPublishOptions, MqttClient } from 'mqtt';
-import { MnnEdgeError } from '../common/errors.js';
-import { parseJsonInput } from '../common/json-input.js';
-import { validate } from '../common/schema.js';
-import { connectMqtt } from './mqtt-transport.js';
+import type { IClientPublishOptions } from 'mqtt';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { parseJsonInput } from '../../lib/json-input.js';
+import { OperatorLink } from '../../lib/mqtt/operator-link.js';
+import { validate } from '../../lib/schema.js';
+import {
+  DOCUMENT_KINDS,
+  type DocumentKind,
+  deviceIdOf,
+  deviceTopics,
+  fleetTopics,
+  TOPIC_PREFIX,
+} from '../../lib/topics.js';
 import {
   type CommandRequest,
   type CommandResponse,
@@ -17,21 +25,14 @@ import {
   type TelemetryMessage,
   telemetrySchema,
 } from './protocol.js';
-import {
-  DOCUMENT_KINDS,
-  type DocumentKind,
-  deviceIdOf,
-  deviceTopics,
-  fleetTopics,
-  TOPIC_PREFIX,
-} from './topics.js';
 
 // The operator's side of the contract, used by `mnn-edge fleet` and by the tests: read the fleet from
 // retained messages, send commands and collect responses, follow telemetry. Incoming messages are validated
 // like the agent validates its input; invalid ones are reported, not trusted.
 
 export interface OperatorOptions {
-  url: string;
+  /** One broker, or the nodes of a cluster: a lost node moves the tool to the next one (OperatorLink). */
+  url: string | readonly string[];
   protocolVersion?: 4 | 5;
   username?: string;
   password?: string;
@@ -40,6 +41,8 @@ export interface OperatorOptions {
   key?: Buffer;
   clientId?: string;
   connectTimeoutMs?: number;
+  /** Lines about moving between broker nodes, for stderr. */
+  onNotice?: (line: string) => void;
 }
 
 export interface DeviceSummary {
@@ -52,44 +55,23 @@ export interface DeviceSummary {
 }
 
 export class FleetOperator {
-  readonly #client: MqttClient;
+  readonly #link: OperatorLink;
   readonly #v5: boolean;
 
-  private constructor(client: MqttClient, v5: boolean) {
-    this.#client = client;
-    this.#v5 = v5;
+  private constructor(link: OperatorLink) {
+    this.#link = link;
+    this.#v5 = link.protocolVersion === 5;
   }
 
   static async connect(options: OperatorOptions): Promise<FleetOperator> {
-    const protocolVersion = options.protocolVersion ?? 5;
-    const opts: IClientOptions = {
-      clientId: options.clientId ?? `mnn-edge-operator-${randomUUID().slice(0, 8)}`,
-      protocolVersion,
-      clean: true,
-      reconnectPeriod: 0,
-      connectTimeout: options.connectTimeoutMs ?? 5_000,
-      ...(options.username !== undefined ? { username: options.username } : {}),
-      ...(options.password !== undefined ? { password: options.password } : {}),
-      ...(options.ca ? { ca: options.ca } : {}),
-      ...(options.cert ? { cert: options.cert } : {}),
-      ...(options.key ? { key: options.key } : {}),
-    };
-    const client = connectMqtt(options.url, opts);
-    await new Promise<void>((resolve, reject) => {
-      const fail = (err: Error) => {
-        client.end(true);
-        reject(new MnnEdgeError('ECONNECT', `Cannot connect to ${options.url}: ${err.message}`));
-      };
-      client.once('connect', () => {
-        client.off('error', fail);
-        resolve();
-      });
-      client.once('error', fail);
-      client.once('close', () => fail(new Error('connection closed')));
-    });
-    client.removeAllListeners('close');
-    client.on('error', () => undefined);
-    return new FleetOperator(client, protocolVersion === 5);
+    const { url, ...rest } = options;
+    const link = await OperatorLink.connect({ ...rest, urls: typeof url === 'string' ? [url] : url });
+    return new FleetOperator(link);
+  }
+
+  /** The broker node in use now. */
+  get url(): string {
+    return this.#link.url;
   }
 
   /** Collects retained status and documents; telemetry seen within `waitMs` adds its age. */
@@ -102,7 +84,9 @@ export class FleetOperator {
       devices.set(id, d);
       return d;
     };
-    const onMessage = (topic: string, payload: Buffer) => {
+    let lastRetained = Date.now();
+    const onMessage = (topic: string, payload: Buffer, packet: { retain?: boolean }) => {
+      if (packet.retain) lastRetained = Date.now();
       const id = deviceIdOf(topic);
       if (id === undefined) return;
       // The topic names the device by its segment (`edge-7_2Elab`), the summary by its id (`edge-7.lab`).
@@ -118,17 +102,21 @@ export class FleetOperator {
       else if (leaf === 'telemetry' && validate(telemetrySchema, value).length === 0) {
         const d = entry(id);
         d.lastTelemetry = value as TelemetryMessage;
-        d.lastTelemetryAt = Date.now();
+        d.lastTelemetryAt = packet.retain ? (value as TelemetryMessage).ts : Date.now();
       }
     };
     const filters = [fleetTopics.allStatus, fleetTopics.allTelemetry, ...fleetTopics.allDocuments];
-    this.#client.on('message', onMessage);
+    const off = this.#link.onMessage(onMessage);
     try {
-      await this.#client.subscribeAsync(filters, { qos: 1 });
-      await new Promise((r) => setTimeout(r, waitMs));
-      await this.#client.unsubscribeAsync(filters);
+      await this.#link.subscribe(filters, 1);
+      // Retained messages arrive right after the SUBACK, a thousand devices' worth in a burst: the snapshot is
+      // complete once none has come for `waitMs` (live telemetry, not retained, does not hold it open).
+      lastRetained = Date.now();
+      while (Date.now() - lastRetained < waitMs)
+        await new Promise((r) => setTimeout(r, Math.max(10, waitMs - (Date.now() - lastRetained))));
+      await this.#link.unsubscribe(filters);
     } finally {
-      this.#client.off('message', onMessage);
+      off();
     }
     return [...devices.values()].sort((a, b) => a.deviceId.localeCompare(b.deviceId));
   }
@@ -142,6 +130,9 @@ export class FleetOperator {
     name: string,
     params: Record<string, unknown> = {},
     timeoutMs = 10_000,
+    onResponse?: (r: CommandResponse) => void,
+    /** Fleet-wide: stop waiting before `timeoutMs` once this says the responses are complete. */
+    doneWhen?: (responses: readonly CommandResponse[]) => boolean,
   ): Promise<CommandResponse[]> {
     const id = randomUUID();
     const single = 'deviceId' in target;
@@ -160,7 +151,7 @@ export class FleetOperator {
     };
     const topic = single ? deviceTopics(target.deviceId).command(name) : fleetTopics.command(name);
     const responses: CommandResponse[] = [];
-    await this.#client.subscribeAsync(responseTopic, { qos: 1 });
+    await this.#link.subscribe([responseTopic], 1);
     let finish: () => void = () => undefined;
     const done = new Promise<void>((resolve) => {
       finish = resolve;
@@ -172,9 +163,10 @@ export class FleetOperator {
       const r = value as CommandResponse;
       if (r.id !== id) return;
       responses.push(r);
-      if (single) finish();
+      onResponse?.(r);
+      if (single || doneWhen?.(responses)) finish();
     };
-    this.#client.on('message', onMessage);
+    const off = this.#link.onMessage(onMessage);
     const timer = setTimeout(finish, timeoutMs);
     try {
       const opts: IClientPublishOptions = { qos: 1 };
@@ -184,12 +176,12 @@ export class FleetOperator {
           correlationData: Buffer.from(id),
           messageExpiryInterval: Math.ceil(timeoutMs / 1000),
         };
-      await this.#client.publishAsync(topic, encode('command-request', request), opts);
+      await this.#link.publish(topic, encode('command-request', request), opts);
       await done;
     } finally {
       clearTimeout(timer);
-      this.#client.off('message', onMessage);
-      await this.#client.unsubscribeAsync(responseTopic).catch(() => undefined);
+      off();
+      await this.#link.unsubscribe([responseTopic]);
     }
     if (single && responses.length === 0)
       throw new MnnEdgeError(
@@ -211,16 +203,16 @@ export class FleetOperator {
       if (errors.length === 0) onTelemetry(value as TelemetryMessage);
       else onInvalid?.(topic, errors.map((e) => `${e.path}: ${e.message}`).join('; '));
     };
-    this.#client.on('message', onMessage);
-    await this.#client.subscribeAsync(fleetTopics.allTelemetry, { qos: 1 });
+    const off = this.#link.onMessage(onMessage);
+    await this.#link.subscribe([fleetTopics.allTelemetry], 1);
     return async () => {
-      this.#client.off('message', onMessage);
-      await this.#client.unsubscribeAsync(fleetTopics.allTelemetry).catch(() => undefined);
+      off();
+      await this.#link.unsubscribe([fleetTopics.allTelemetry]);
     };
   }
 
   async close(): Promise<void> {
-    await this.#client.endAsync();
+    await this.#link.close();
   }
 }
 

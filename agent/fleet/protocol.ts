@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../common/schema.js';
+import type { JsonSchema } from '../../lib/schema.js';
 import {
   decodeWire,
   deviceIdSchema as deviceId,
@@ -7,14 +7,14 @@ import {
   SCHEMA_BASE,
   tagSchema as tag,
   versionSchema as version,
-} from '../common/wire.js';
+} from '../../lib/wire.js';
 import { telemetrySchema } from '../telemetry/message.js';
 
 // The payload schemas of the MQTT contract. Messages are validated before they are sent and when they are
 // received; the same objects are exported to docs/schemas/protocol/ for consumers in other languages. The
-// telemetry message is the telemetry module's own (telemetry/message.ts); the shared shapes are common/wire.ts.
+// telemetry message is the telemetry module's own (telemetry/message.ts); the shared shapes are lib/wire.ts.
 
-export { PROTOCOL_VERSION, ProtocolViolation } from '../common/wire.js';
+export { PROTOCOL_VERSION, ProtocolViolation } from '../../lib/wire.js';
 export {
   type MetricSummary,
   type SlotTelemetry,
@@ -162,6 +162,8 @@ export const ERROR_CODES = [
   'ERESPONSETOPIC',
   'EHANDLER',
   'ETIMEOUT',
+  'ECONFLICT',
+  'EREFUSED',
 ] as const;
 export type CommandErrorCode = (typeof ERROR_CODES)[number];
 

@@ -1,10 +1,14 @@
-import type { Logger } from '../common/log.js';
+import type { Logger } from '../../lib/log.js';
 
 // The one owner of the agent's MQTT subscriptions. Modules add topic filters with a handler at any time —
 // before the first connection, while offline, while connected — and the registry subscribes every filter
 // after each CONNACK, whether or not the broker says it kept the session: a broker restarted without
 // persistence, an expired session or a clean start all forget subscriptions, and re-subscribing an existing
 // one is harmless. Incoming messages are routed here by filter, so no module listens on the client itself.
+// A filter the broker refuses is asked for again on the same connection, with a growing wait: a NATS node
+// answers SUBACK 0x80 while JetStream cannot create the subscription's consumer (a leader election, an
+// overloaded cluster) and grants the same filter later; a refusal that stays (an ACL) costs one SUBSCRIBE
+// a minute.
 
 export interface MessagePacket {
   retain?: boolean;
@@ -50,13 +54,23 @@ export function topicMatches(filter: string, topic: string): boolean {
   return f.length === t.length;
 }
 
+export interface RefusalRetry {
+  /** The first wait after a refusal; doubled after every refusal in a row, up to `maxMs`. */
+  minMs: number;
+  maxMs: number;
+}
+
 export class SubscriptionRegistry {
   readonly #entries = new Map<string, Entry>();
   readonly #log: Logger;
+  readonly #retry: RefusalRetry;
   #client: SubscribingClient | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #refusedInARow = 0;
 
-  constructor(logger: Logger) {
+  constructor(logger: Logger, retry: RefusalRetry = { minMs: 2_000, maxMs: 60_000 }) {
     this.#log = logger;
+    this.#retry = retry;
   }
 
   /**
@@ -102,6 +116,8 @@ export class SubscriptionRegistry {
    */
   connected(client: SubscribingClient): Promise<void> {
     this.#client = client;
+    this.#cancelRetry();
+    this.#refusedInARow = 0;
     for (const entry of this.#entries.values()) {
       entry.state = 'pending';
       delete entry.error;
@@ -113,6 +129,7 @@ export class SubscriptionRegistry {
   /** Called when the connection is lost: nothing is subscribed until the next `connected`. */
   disconnected(): void {
     this.#client = undefined;
+    this.#cancelRetry();
     for (const entry of this.#entries.values()) entry.state = 'pending';
   }
 
@@ -150,16 +167,39 @@ export class SubscriptionRegistry {
         this.#log.debug('subscribe interrupted', { filters, error: err.message });
         return;
       }
+      let refused = false;
       for (const g of granted ?? []) {
         const entry = this.#entries.get(g.topic);
         if (!entry) continue;
-        // SUBACK codes of 0x80 and above refuse the filter (an ACL, a broker limit).
+        // SUBACK codes of 0x80 and above refuse the filter (an ACL, a broker limit, a busy cluster).
         if (g.qos >= 0x80) {
+          refused = true;
           entry.state = 'denied';
           entry.error = `the broker refused the subscription (SUBACK 0x${g.qos.toString(16)})`;
           this.#log.warn('subscription refused by the broker', { filter: g.topic, code: g.qos });
         } else entry.state = 'active';
       }
+      if (refused) this.#retryRefused(client);
+      else if (!this.#retryTimer) this.#refusedInARow = 0;
     });
+  }
+
+  /** Asks again for every refused filter after the wait; the connection must still be the same. */
+  #retryRefused(client: SubscribingClient): void {
+    if (this.#retryTimer) return;
+    const wait = Math.min(this.#retry.maxMs, this.#retry.minMs * 2 ** this.#refusedInARow);
+    this.#refusedInARow++;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (client !== this.#client) return;
+      const refused = [...this.#entries.values()].filter((e) => e.state === 'denied').map((e) => e.filter);
+      if (refused.length > 0) this.#subscribe(client, refused);
+    }, wait);
+    this.#retryTimer.unref?.();
+  }
+
+  #cancelRetry(): void {
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
   }
 }

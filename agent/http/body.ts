@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import { errorMessage } from '../common/errors.js';
-import { HttpError } from '../common/http-error.js';
-import { parseJsonInput } from '../common/json-input.js';
+import { errorMessage } from '../../lib/errors.js';
+import { HttpError } from '../../lib/http-error.js';
+import { parseJsonInput } from '../../lib/json-input.js';
 
 // Bodies are buffered, so a client must not be able to make the agent buffer more than the configured limit:
 // a declared Content-Length over it is refused before reading, and a chunked body is cut off as it crosses it.

@@ -1,6 +1,6 @@
-import type { Clock } from '../common/clock.js';
-import { HttpError } from '../common/http-error.js';
-import type { Logger } from '../common/log.js';
+import type { Clock } from '../../lib/clock.js';
+import { HttpError } from '../../lib/http-error.js';
+import type { Logger } from '../../lib/log.js';
 import type { DeviceIdentity } from '../identity/device-identity.js';
 import type { ClockStatus } from '../time/trusted-time.js';
 import { type Authenticator, sessionCookie } from './auth.js';
@@ -22,6 +22,8 @@ export interface CoreRoutesOptions {
   clockStatus: () => ClockStatus;
   /** Each module's start state (the agent answers before its modules have started). */
   modules?: () => Record<string, string>;
+  /** More for /healthz (a run-time settings file that was not used, say); no secrets. */
+  details?: () => Record<string, unknown>;
   logger: Logger;
 }
 
@@ -39,6 +41,7 @@ export function registerCoreRoutes(options: CoreRoutesOptions): void {
         version: options.version,
         uptimeS: Math.round((options.clock.monotonicMs() - startedMono) / 1000),
         ...(options.modules ? { modules: options.modules() } : {}),
+        ...(options.details?.() ?? {}),
       });
     },
     { auth: false },

@@ -1,4 +1,4 @@
-import type { Clock } from '../common/clock.js';
+import type { Clock } from '../../lib/clock.js';
 
 // Failed logins per client address in a sliding window on the monotonic clock (a wall-clock jump at NTP sync
 // must neither lock everyone out nor reset the count). Successes do not clear the count: an attacker who also

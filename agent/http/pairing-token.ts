@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileDurable } from '../common/durable-fs.js';
-import { MnnEdgeError } from '../common/errors.js';
+import { writeFileDurable } from '../../lib/durable-fs.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 
 // The pairing token is the device's one shared secret with its owner: printed by `mnn-edge token` (root on the
 // board), typed once into the dashboard's login or used as a bearer token by API clients. 32 random bytes give

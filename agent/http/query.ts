@@ -1,4 +1,4 @@
-import { HttpError } from '../common/http-error.js';
+import { HttpError } from '../../lib/http-error.js';
 
 // Query-string parameters, validated with messages that name the parameter and the accepted range.
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebSocket } from 'ws';
-import type { Logger } from '../common/log.js';
+import type { Logger } from '../../lib/log.js';
 import type { AuthInfo } from './auth.js';
 
 // The one place every module hangs its endpoints: the dashboard, the OpenAI-compatible API and the voice/vision

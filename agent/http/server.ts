@@ -8,10 +8,10 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
-import { MnnEdgeError } from '../common/errors.js';
-import { errorBody, HttpError } from '../common/http-error.js';
-import { createHttpsServer } from '../common/lazy-https.js';
-import type { Logger } from '../common/log.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { errorBody, HttpError } from '../../lib/http-error.js';
+import { createHttpsServer } from '../../lib/lazy-https.js';
+import type { Logger } from '../../lib/log.js';
 import { type Authenticator, type AuthInfo, refusalFor } from './auth.js';
 import { parseJsonBody, readBody } from './body.js';
 import type { HttpRouter, RequestContext } from './router.js';

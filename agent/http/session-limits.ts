@@ -1,4 +1,4 @@
-import type { Clock } from '../common/clock.js';
+import type { Clock } from '../../lib/clock.js';
 
 // Live sessions (telemetry streams, voice and vision sockets) hold memory and, for voice and vision, an engine.
 // Both limits here are per agent: a count of concurrent sessions and a message rate per connection. They are
@@ -11,36 +11,60 @@ export const WS_CLOSE = {
   messageTooBig: 1009,
 } as const;
 
+/** Who holds a session slot: the kind of session (`dashboard voice`, `wyoming transcribe`) and the client. */
+export interface SessionHolder {
+  kind: string;
+  who?: string;
+}
+
+export interface HeldSession extends SessionHolder {
+  /** Wall-clock epoch ms when the slot was taken. */
+  sinceMs: number;
+}
+
 export interface SessionLimiter {
   readonly limit: number;
   readonly active: number;
+  /** Requests for a slot refused because all were taken, since the agent started. */
+  readonly refused: number;
   /** A release function when a slot is free, else undefined (the caller refuses with 429 / close 4429). */
-  tryAcquire(): (() => void) | undefined;
+  tryAcquire(holder?: SessionHolder): (() => void) | undefined;
   /** The refusal, in words: how many are open and which setting raises the limit. */
   refusal(): string;
+  /** Who holds the slots now, oldest first (the dashboard shows them). */
+  holders(): HeldSession[];
 }
 
-export function createSessionLimiter(limit: number): SessionLimiter {
+export function createSessionLimiter(limit: number, nowMs: () => number = Date.now): SessionLimiter {
   if (!Number.isInteger(limit) || limit < 1)
     throw new RangeError(`Session limit must be a positive integer, got ${limit}`);
-  let active = 0;
+  const held = new Set<HeldSession>();
+  let refused = 0;
   return {
     limit,
     get active() {
-      return active;
+      return held.size;
     },
-    tryAcquire() {
-      if (active >= limit) return undefined;
-      active++;
-      let released = false;
+    get refused() {
+      return refused;
+    },
+    tryAcquire(holder = { kind: 'session' }) {
+      if (held.size >= limit) {
+        refused++;
+        return undefined;
+      }
+      const entry: HeldSession = { ...holder, sinceMs: nowMs() };
+      held.add(entry);
+      // Idempotent: every path that ends a session may call it (end, close, error, timeout).
       return () => {
-        if (released) return;
-        released = true;
-        active--;
+        held.delete(entry);
       };
     },
     refusal() {
-      return `Too many concurrent sessions: ${active} of ${limit} are open (http.maxSessions); close one and retry`;
+      return `Too many concurrent sessions: ${held.size} of ${limit} are open (http.maxSessions); close one and retry`;
+    },
+    holders() {
+      return [...held].map((h) => ({ ...h }));
     },
   };
 }
@@ -82,5 +106,7 @@ export interface LimitsView {
   maxWsMessageBytes: number;
   maxSessions: number;
   activeSessions: number;
+  /** Who holds each session slot now. */
+  sessionHolders: HeldSession[];
   wsMessagesPerSecond: number;
 }

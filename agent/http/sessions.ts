@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Db } from '../store/sqlite/database.js';
+import type { Db } from '../../lib/sqlite/database.js';
 
 // A session cookie is `<id>.<signature>`: 32 random bytes and their HMAC under a key derived from the pairing
 // token. The signature lets the server drop forged cookies without a database read, and deriving the key from

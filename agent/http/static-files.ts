@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { HttpError } from '../common/http-error.js';
+import { HttpError } from '../../lib/http-error.js';
 import type { RequestContext } from './router.js';
 
 // The built dashboard is a few files (≤ 300 KB gzipped), so they are read and gzipped once at start and served

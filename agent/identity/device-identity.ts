@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileDurable } from '../common/durable-fs.js';
-import { MnnEdgeError } from '../common/errors.js';
+import { writeFileDurable } from '../../lib/durable-fs.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 
 // A device id must be stable for the life of the board and unique across a fleet. Images are flashed by the
 // thousand, so anything baked into the image (/etc/machine-id, hostnames) collides; the SoC's fused serial does

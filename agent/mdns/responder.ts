@@ -1,6 +1,6 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { networkInterfaces } from 'node:os';
-import type { Logger } from '../common/log.js';
+import type { Logger } from '../../lib/log.js';
 import {
   DnsFormatError,
   decodeMessage,

@@ -1,5 +1,6 @@
 import { candidateKey, configKey } from './config-key.js';
 import { estimateInstanceBytes } from './memory.js';
+import { decidePrecision, FP16, fp32Precision, precisionLabel } from './precision.js';
 import { chooseThreads } from './threads.js';
 import type {
   BackendType,
@@ -24,6 +25,7 @@ export const REFERENCE_REQUEST: Record<ModelKind, { prefill: number; decode: num
   asr: { prefill: 200, decode: 32 },
   tts: { prefill: 32, decode: 200 },
   vad: { prefill: 1, decode: 1 },
+  wake: { prefill: 1, decode: 1 },
 };
 
 /** thread_num is a mode word, not a thread count, on GPU backends: for OpenCL 68 = buffer memory + wide tuning
@@ -36,6 +38,8 @@ export interface CandidateContext {
   probes: readonly ProbeResult[];
   engineVersion: string;
   contextTokens: number;
+  /** Probing: on a CPU with fp16 arithmetic, both the fp16 and the fp32 config, not the one a decision keeps. */
+  everyPrecision?: boolean;
 }
 
 export interface Rejected {
@@ -87,14 +91,39 @@ function latestProbe(
   return best;
 }
 
+type EvidenceResult =
+  | { evidence: Evidence; refSeconds: number | undefined; summary: string }
+  | { rejected: string };
+
 function evidenceFor(
   model: CatalogModel,
   variant: CatalogVariant,
   config: MnnConfig,
   ctx: CandidateContext,
-): { evidence: Evidence; refSeconds: number | undefined; summary: string } | { rejected: string } {
-  const ref = REFERENCE_REQUEST[model.kind];
+): EvidenceResult {
   const probe = latestProbe(ctx.probes, model, variant, configKey(config), ctx);
+  if (probe?.ok && ctx.board.emulated !== undefined) {
+    // It loaded and generated, which is worth knowing; its speed is the emulator's, so the candidate is ranked
+    // as if unmeasured.
+    const rest = unmeasuredEvidence(variant, config, ctx, REFERENCE_REQUEST[model.kind]);
+    return {
+      ...rest,
+      summary:
+        `probe ok under emulation (decode ${tps(probe.decodeTokPerSec)} tok/s, prefill ` +
+        `${tps(probe.prefillTokPerSec)} tok/s: the emulator's speed, not used); ${rest.summary}`,
+    };
+  }
+  return probedEvidence(model, variant, config, ctx, probe);
+}
+
+function probedEvidence(
+  model: CatalogModel,
+  variant: CatalogVariant,
+  config: MnnConfig,
+  ctx: CandidateContext,
+  probe: ProbeResult | undefined,
+): EvidenceResult {
+  const ref = REFERENCE_REQUEST[model.kind];
   if (probe && !probe.ok) {
     const why = `probe failed on this board: ${probe.error ?? 'unknown error'}`;
     // The CPU is the floor of every chain: a failed CPU probe (often a transient out-of-memory) is reported
@@ -117,6 +146,16 @@ function evidenceFor(
         `load ${Math.round(probe.loadMs)} ms, peak RSS ${Math.round(probe.peakRssBytes / 1048576)} MiB`,
     };
   }
+  return unmeasuredEvidence(variant, config, ctx, ref);
+}
+
+/** A scaled prior of the board profile, else the static order. */
+function unmeasuredEvidence(
+  variant: CatalogVariant,
+  config: MnnConfig,
+  ctx: CandidateContext,
+  ref: { prefill: number; decode: number },
+): { evidence: Evidence; refSeconds: number | undefined; summary: string } {
   const prior = ctx.board.priors.find((p) => p.backend === config.backend_type);
   if (prior && variant.weightBytes > 0) {
     const scale = prior.refWeightBytes / variant.weightBytes;
@@ -151,14 +190,68 @@ function evidenceFor(
   };
 }
 
+/**
+ * The config(s) a (variant, backend) runs with. Only the CPU of a board with fp16 arithmetic has a precision to
+ * choose (agent/plan/precision.ts has the rule); a board without the detection's fp16 claim (hand-made test
+ * boards) keeps the policy's precision and no precision reason.
+ */
+function configsFor(
+  model: CatalogModel,
+  variant: CatalogVariant,
+  backend: BackendType,
+  constraints: SlotConstraints,
+  ctx: CandidateContext,
+): Array<{ config: MnnConfig; precisionReason?: string; alternate?: true }> {
+  const base = configFor(backend, ctx.board, ctx.policy, constraints);
+  const fp16 = ctx.board.cpuFp16;
+  if (backend !== 'cpu' || fp16 === undefined) return [{ config: base }];
+  if (constraints.precision !== undefined)
+    return [
+      {
+        config: base,
+        precisionReason: fp16.available
+          ? `${precisionLabel(base.precision)} pinned: not chosen by measurement`
+          : `${base.precision} pinned; ${fp16.reason}`,
+      },
+    ];
+  if (!fp16.available)
+    return [{ config: base, precisionReason: `${base.precision}, no fp16 candidate: ${fp16.reason}` }];
+  const c16: MnnConfig = { ...base, precision: FP16 };
+  const c32: MnnConfig = { ...base, precision: fp32Precision(ctx.policy) };
+  if (ctx.everyPrecision) return [{ config: c16 }, { config: c32 }];
+  const decision = decidePrecision(
+    { precision: c16.precision, probe: latestProbe(ctx.probes, model, variant, configKey(c16), ctx) },
+    { precision: c32.precision, probe: latestProbe(ctx.probes, model, variant, configKey(c32), ctx) },
+    {
+      policy: ctx.policy,
+      kind: model.kind,
+      reference: REFERENCE_REQUEST[model.kind],
+      emulated: ctx.board.emulated,
+    },
+  );
+  const [kept, other] = decision.precision === c16.precision ? [c16, c32] : [c32, c16];
+  // The precision not kept is no rival, but the last resort if the kept one fails on this board at run time.
+  return [
+    { config: kept, precisionReason: decision.reason },
+    {
+      config: other,
+      precisionReason: `${precisionLabel(other.precision)}: the last fallback if ${precisionLabel(kept.precision)} fails`,
+      alternate: true,
+    },
+  ];
+}
+
 /** Every (variant, backend) way to run a model on this board, with what is known about each. Candidates a
- *  failed probe ruled out, or whose backend the board lacks, come back in `rejected` with the reason. */
+ *  failed probe ruled out, or whose backend the board lacks, come back in `rejected` with the reason; on a CPU
+ *  with fp16 arithmetic, the CPU at the precision the rule did not keep comes back in `alternates` (unranked: a
+ *  fallback chain may end on it, nothing chooses it). */
 export function enumerateCandidates(
   model: CatalogModel,
   constraints: SlotConstraints,
   ctx: CandidateContext,
-): { candidates: Candidate[]; rejected: Rejected[] } {
+): { candidates: Candidate[]; rejected: Rejected[]; alternates: Candidate[] } {
   const candidates: Candidate[] = [];
+  const alternates: Candidate[] = [];
   const rejected: Rejected[] = [];
   const variants = constraints.variant
     ? model.variants.filter((v) => v.variantId === constraints.variant)
@@ -179,29 +272,37 @@ export function enumerateCandidates(
         rejected.push({ what, reason: `backend unavailable: ${availability?.reason ?? 'not detected'}` });
         continue;
       }
-      const config = configFor(backend, ctx.board, ctx.policy, constraints);
-      const ev = evidenceFor(model, variant, config, ctx);
-      if ('rejected' in ev) {
-        rejected.push({ what, reason: ev.rejected });
-        continue;
+      for (const { config, precisionReason, alternate } of configsFor(
+        model,
+        variant,
+        backend,
+        constraints,
+        ctx,
+      )) {
+        const ev = evidenceFor(model, variant, config, ctx);
+        if ('rejected' in ev) {
+          rejected.push({ what, reason: ev.rejected });
+          continue;
+        }
+        (alternate ? alternates : candidates).push({
+          key: candidateKey(model.id, model.version, variant.variantId, config),
+          modelId: model.id,
+          version: model.version,
+          variantId: variant.variantId,
+          quant: variant.quant,
+          configPath: variant.configPath,
+          ...(variant.configOverrides ? { configOverrides: variant.configOverrides } : {}),
+          config,
+          memoryBytes: estimateInstanceBytes(variant, ctx.contextTokens, ctx.policy),
+          evidence: ev.evidence,
+          refSeconds: ev.refSeconds,
+          summary: ev.summary,
+          ...(precisionReason !== undefined ? { precisionReason } : {}),
+        });
       }
-      candidates.push({
-        key: candidateKey(model.id, model.version, variant.variantId, config),
-        modelId: model.id,
-        version: model.version,
-        variantId: variant.variantId,
-        quant: variant.quant,
-        configPath: variant.configPath,
-        ...(variant.configOverrides ? { configOverrides: variant.configOverrides } : {}),
-        config,
-        memoryBytes: estimateInstanceBytes(variant, ctx.contextTokens, ctx.policy),
-        evidence: ev.evidence,
-        refSeconds: ev.refSeconds,
-        summary: ev.summary,
-      });
     }
   }
-  return { candidates: rankCandidates(candidates, constraints), rejected };
+  return { candidates: rankCandidates(candidates, constraints), rejected, alternates };
 }
 
 const EVIDENCE_ORDER: Record<Evidence['kind'], number> = { measured: 0, prior: 1, static: 2 };

@@ -4,7 +4,7 @@ import type { BackendType, CatalogModel, CatalogVariant, ModelKind, PlanCatalog 
 
 // The models store's catalog (one manifest variant per backend build) → the planner's PlanCatalog.
 
-const KINDS: readonly string[] = ['llm', 'vlm', 'omni', 'asr', 'tts', 'vad'];
+const KINDS: readonly string[] = ['llm', 'vlm', 'omni', 'asr', 'tts', 'vad', 'wake'];
 
 /** A .mnn graph built for the CPU is backend-neutral: MNN's GPU backends run it too, with per-op CPU fallback
  *  inside MNN where they lack an op (Metal is left out: the agent runs on Linux boards). Accelerator builds

@@ -84,13 +84,23 @@ function measuredComparison(chosen: Candidate, candidates: readonly Candidate[])
   );
 }
 
-function fallbackChain(ranked: readonly Candidate[], chosen: Candidate, maxChain: number): Candidate[] {
+function fallbackChain(
+  ranked: readonly Candidate[],
+  chosen: Candidate,
+  maxChain: number,
+  alternates: readonly Candidate[],
+): Candidate[] {
   const fits = ranked.filter((c) => c !== chosen && c.memoryBytes <= chosen.memoryBytes);
   const chain = fits.slice(0, maxChain);
   // The CPU is the floor every chain ends on: keep one CPU candidate even when the chain was cut short.
   const hasCpu = chosen.config.backend_type === 'cpu' || chain.some((c) => c.config.backend_type === 'cpu');
   const cpu = fits.find((c) => c.config.backend_type === 'cpu');
   if (!hasCpu && cpu) chain.splice(Math.min(chain.length, maxChain - 1), 1, cpu);
+  // On a CPU with fp16 arithmetic the floor's other precision comes after it (beyond maxChain): an fp16 (Arm82)
+  // failure then ends on the fp32 kernels instead of retrying fp16 forever.
+  const floor = [chosen, ...chain].reverse().find((c) => c.config.backend_type === 'cpu');
+  const other = floor && alternates.find((a) => a.variantId === floor.variantId);
+  if (other && other.memoryBytes <= chosen.memoryBytes) chain.push(other);
   return chain;
 }
 
@@ -155,6 +165,7 @@ function instanceReasons(
   context: { input: PlanInput; remaining: number; threadsReason: string; rejectedText: string[] },
 ): string[] {
   const reasons: string[] = [`${chosen.variantId} on ${chosen.config.backend_type}: ${chosen.summary}`];
+  if (chosen.precisionReason !== undefined) reasons.push(`precision: ${chosen.precisionReason}`);
   const byNumbers = measuredComparison(chosen, candidates);
   if (byNumbers) reasons.push(byNumbers);
   for (const other of candidates.slice(0, 4)) {
@@ -188,7 +199,7 @@ interface PlacingState {
 function placeGroup(group: Group, state: PlacingState): void {
   const { input, instances, slotPlacements } = state;
   const slotNames = group.slots.map((s) => s.slot);
-  const { candidates, rejected } = enumerateCandidates(group.model, group.constraints, {
+  const { candidates, rejected, alternates } = enumerateCandidates(group.model, group.constraints, {
     board: input.board,
     policy: input.policy,
     probes: input.probes,
@@ -243,7 +254,7 @@ function placeGroup(group: Group, state: PlacingState): void {
   instances.push({
     key: chosen.key,
     chosen,
-    fallback: fallbackChain(candidates, chosen, input.policy.maxChain),
+    fallback: fallbackChain(candidates, chosen, input.policy.maxChain, alternates),
     slots: slotNames,
     priority: group.priority,
     reasons,

@@ -3,6 +3,7 @@
 
 export const SLOT_NAMES = [
   'voice.vad',
+  'voice.wake',
   'voice.asr',
   'voice.llm',
   'voice.tts',
@@ -103,11 +104,18 @@ export interface PlanBoard {
   priors: BackendPrior[];
   /** Thread advice from the board profile; when absent the fastest cluster's core count is used. */
   threadAdvice?: { threads: number; cpus: number[]; reason: string };
+  /** Whether precision 'low' means fp16 on this CPU: MNN runs its Arm82 fp16 kernels only when the CPU has fp16
+   *  arithmetic (CPUBackend: supportFp16arith && Precision_Low); elsewhere 'low' runs the fp32 kernels. When
+   *  available, fp16 and fp32 are both CPU candidates and measurements decide. Absent: no fp16 candidate. */
+  cpuFp16?: { available: boolean; reason: string };
+  /** Set when this process runs under emulation (QEMU user mode): probes here say whether a candidate works,
+   *  but their speeds are the emulator's, so they are shown and not used to choose. */
+  emulated?: string;
 }
 
 // ---- catalog (adapted from models/ ModelCatalog) ----
 
-export type ModelKind = 'llm' | 'vlm' | 'omni' | 'asr' | 'tts' | 'vad';
+export type ModelKind = 'llm' | 'vlm' | 'omni' | 'asr' | 'tts' | 'vad' | 'wake';
 
 export interface CatalogVariant {
   variantId: string;
@@ -166,7 +174,12 @@ export interface PlanPolicy {
   reserveBytes: number;
   /** Per loaded instance: activations, engine buffers, host process. */
   instanceOverheadBytes: number;
+  /** Precision of GPU backends and of CPUs without fp16 arithmetic, and the default on a CPU with it until fp16
+   *  and fp32 are both measured ('low': MNN's own LLM default). */
   precision: Precision;
+  /** On a CPU with fp16 arithmetic, fp16 replaces fp32 only when measured at least this many times faster on the
+   *  slot kind's reference request: fp16 changes the numbers, so it has to earn its place beyond probe noise. */
+  fp16MinSpeedup: number;
   memory: MemoryMode;
   /** Order used when nothing is known about speed (like MNN's AUTO: accelerators first). */
   staticOrder: BackendType[];
@@ -179,6 +192,7 @@ export const defaultPlanPolicy: PlanPolicy = {
   reserveBytes: 192 * 1024 * 1024,
   instanceOverheadBytes: 48 * 1024 * 1024,
   precision: 'low',
+  fp16MinSpeedup: 1.1,
   memory: 'low',
   staticOrder: ['npu', 'hexagon', 'cuda', 'opencl', 'vulkan', 'metal', 'cpu'],
   maxChain: 3,
@@ -218,6 +232,9 @@ export interface Candidate {
   refSeconds: number | undefined;
   /** "measured: decode 41.2 tok/s, prefill 310.5 tok/s, load 820 ms (engine 3.6.1)". */
   summary: string;
+  /** On the CPU of a board whose detection was adapted: which precision and why ("fp16 1.70× faster than fp32
+   *  …", "fp32: fp16 not faster (0.96×) …", "precision low pinned", "no fp16 arithmetic on this CPU …"). */
+  precisionReason?: string;
 }
 
 export type SlotStatus = 'placed' | 'degraded' | 'unloaded' | 'builtin' | 'disabled';

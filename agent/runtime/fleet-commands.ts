@@ -1,9 +1,9 @@
-import { MnnEdgeError } from '../common/errors.js';
-import type { JsonSchema } from '../common/schema.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import type { JsonSchema } from '../../lib/schema.js';
 import type { CommandDefinition } from '../fleet/commands.js';
 import { explainPlacement } from '../plan/explain.js';
 import { SLOT_NAMES, type SlotConstraints, type SlotName } from '../plan/types.js';
-import { slotConstraintsSchema } from './desired-state.js';
+import { slotConstraintsSchema } from './desired/desired-state.js';
 import type { Runtime } from './runtime.js';
 
 // The runtime's fleet commands (MQTT cmd/<name>): the operator's way to see and override placement and to

@@ -1,4 +1,4 @@
-import type { Migration } from '../store/sqlite/migration.js';
+import type { Migration } from '../../lib/sqlite/migration.js';
 
 // The desired-state document: one row per (layer, subject). Subjects are slot names, `model:<id>` for the OTA
 // layer (a job sets the version of a model, whichever slots use it) and `placement` for the planner's output.

@@ -3,8 +3,13 @@ import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { matchProfile } from '../../board-support/index.js';
 import type { BoardProfile } from '../../board-support/types.js';
-import { probeEngineInfo } from '../../engine/src/engine-info.js';
-import { createEngineInfo, type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import {
+  createEngineInfo,
+  type EngineAvailability,
+  probeEngineInfo,
+  unavailableMessage,
+} from '../../engine/index.js';
+import type { Capabilities } from '../../lib/capabilities.js';
 import {
   planPolicyFromConfig,
   type RuntimeConfig,
@@ -13,17 +18,16 @@ import {
 } from '../config/sections/slots.js';
 import { applyEngineBackends, detect, type EngineBackendProbe } from '../detect/index.js';
 import { boardFromCapabilities } from '../detect/plan-board.js';
-import type { Capabilities } from '../detect/types.js';
-import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
+import type { AgentBus, AgentContext, AgentModule, PublishEvent } from '../module.js';
 import type { PlanBoard, PlanCatalog } from '../plan/types.js';
-import { engineBackendProbe, engineCompiledIn, engineProbes } from './backend-health.js';
-import { engineHostFactory } from './engine-host-adapter.js';
-import { EngineFailure, type EngineHostFactory } from './engine-port.js';
+import { engineHostFactory } from './engine/engine-host-adapter.js';
+import { EngineFailure, type EngineHostFactory } from './engine/engine-port.js';
+import { GpuCacheStore } from './engine/gpu-cache.js';
+import { procSystemMemory, type SystemMemory } from './engine/proc-memory.js';
 import { type CommandSink, registerRuntimeCommands } from './fleet-commands.js';
-import { GpuCacheStore } from './gpu-cache.js';
-import { procSystemMemory, type SystemMemory } from './proc-memory.js';
 import { registerRuntimeRoutes } from './routes.js';
 import { type PlanSources, Runtime } from './runtime.js';
+import { engineBackendProbe, engineCompiledIn, engineProbes } from './serving/backend-health.js';
 
 // The runtime as an agent module: built from the agent's config, store and logger at start, with the planner's
 // sources (board, catalog) and the engine hosts injected or defaulted here, and its HTTP routes registered.
@@ -52,10 +56,8 @@ export interface RuntimeModuleDeps {
   commands?: CommandSink;
   /** Placement changes, fallbacks and host exits as device events (MQTT `events`). */
   publishEvent?: PublishEvent;
-  /** Told of every new placement before its event goes out (the retained placement document). */
-  onPlacement?: () => void;
-  /** Told when what serves a slot may have changed without a new placement (loaded, failed, fell back). */
-  onSlotChange?: () => void;
+  /** Where new placements and slot changes go (`runtime.placement`, `runtime.slot-change`). */
+  bus?: AgentBus;
   /** Receives the runtime once started (workloads, fleet and OTA take it from here). */
   onStarted?: (runtime: Runtime) => void;
 }
@@ -82,13 +84,13 @@ function boardFromDetected(
 /** The runtime's events the fleet hears about, in the order the composition root always sent them. */
 function relayEvents(rt: Runtime, deps: RuntimeModuleDeps): void {
   const publish = deps.publishEvent;
-  const onSlotChange = deps.onSlotChange;
-  if (onSlotChange)
+  const bus = deps.bus;
+  if (bus)
     for (const ev of ['switch', 'step-failed', 'runner-error', 'fallback', 'recovered', 'host-exit'] as const)
-      rt.events.on(ev, () => onSlotChange());
-  if (!publish && !deps.onPlacement) return;
+      rt.events.on(ev, () => bus.emit('runtime.slot-change', { event: ev }));
+  if (!publish && !bus) return;
   rt.events.on('placement', (e) => {
-    deps.onPlacement?.();
+    bus?.emit('runtime.placement', { revision: e.revision, reason: e.reason });
     publish?.('runtime.placement', { revision: e.revision, reason: e.reason });
   });
   if (!publish) return;

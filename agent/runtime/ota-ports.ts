@@ -1,17 +1,49 @@
-import type {
-  ActivationOutcome,
-  ActivationPort,
-  HealthProbe,
-  ProbeRequest,
-  ProbeResult,
-} from '../../ota/ports.js';
-import { MnnEdgeError } from '../common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import type { SlotName } from '../plan/types.js';
-import { EngineFailure } from './engine-port.js';
+import { EngineFailure } from './engine/engine-port.js';
 import type { Runtime } from './runtime.js';
 
 // OTA's activation and health-probe ports over the runtime: an OTA job activates a model version through the
-// desired state's OTA layer (hot-swapped like any other change) and probes what actually serves.
+// desired state's OTA layer (hot-swapped like any other change) and probes what actually serves. The shapes are
+// written here in the runtime's own words; OTA's ports (ota/jobs/ports.ts) are the same, and compose.ts hands
+// these over where OTA asks for them (the compiler checks there that the two agree), so the runtime imports
+// nothing from ota/.
+
+/** What an activation achieved: `serving: false` (with why) when no slot runs the model yet. */
+export type ActivationOutcome = { serving: true } | { serving: false; why: string };
+
+/** Activating, rolling back and committing a model version on the runtime. */
+export interface ActivationPort {
+  /** The version serving now, if any. */
+  activeVersion(modelId: string): Promise<string | undefined>;
+  /** Hot-swaps the model to `version` (already installed). */
+  activate(modelId: string, version: string): Promise<ActivationOutcome>;
+  /** Back to `version`, or no version of this model when undefined. */
+  rollback(modelId: string, version: string | undefined): Promise<void>;
+  /** `version` stays; the one before it becomes an ordinary old version. */
+  commit(modelId: string, version: string, previous: string | undefined): Promise<void>;
+}
+
+export interface ProbeRequest {
+  modelId: string;
+  version: string;
+  prompt: string;
+  maxNewTokens: number;
+  /** For vision models: a reference image the probe prompt refers to. */
+  image?: string;
+  timeoutMs: number;
+}
+
+export interface ProbeResult {
+  ttftMs: number;
+  decodeTokensPerSecond: number;
+  text: string;
+}
+
+/** One probe prompt on what serves the model now. */
+export interface HealthProbe {
+  measure(request: ProbeRequest): Promise<ProbeResult>;
+}
 
 /** Slots the planner gave to this model, and the version serving each now. */
 function servingVersions(runtime: Runtime, modelId: string): Map<SlotName, string | undefined> {

@@ -1,9 +1,10 @@
 import { type PinOption, pinOptions } from '../plan/pin-options.js';
 import type { Placement, PlanBoard, SlotConstraints, SlotName } from '../plan/types.js';
-import type { LoadSplit } from './load-split.js';
-import type { InstanceLoad, LoadTimeRecord } from './load-times.js';
+import type { LoadTimeRecord, SlotStats } from './desired/types.js';
+import type { LoadSplit } from './engine/load-split.js';
+import { runtimeSlotStates, type SlotState } from './measuring/slot-states.js';
+import type { InstanceLoad } from './reconciling/load-times.js';
 import type { Runtime } from './runtime.js';
-import { runtimeSlotStates, type SlotState } from './slot-states.js';
 
 // The runtime as the dashboard's placement page sees it: a small port (a view, pin, unpin, replan), so the
 // routes can be tested with plain values, and the adapter from the real Runtime.
@@ -35,6 +36,8 @@ export interface PlacementView {
   pinOptions: PinOption[];
   /** The latest cold and warm load per model variant and backend since the agent started. */
   loadTimes?: LoadTimeRecord[];
+  /** Per slot: requests, TTFT, decode rate and the KV reuse of its generations (hit / partial / miss). */
+  slotStats?: SlotStats[];
   /** GPU backends held down after a live failure, until probes in fresh hosts pass. */
   backends?: Array<{
     backend: string;
@@ -84,6 +87,7 @@ export function placementPortFrom(
         slotStates: runtimeSlotStates(runtime),
         pinOptions: pinOptions(board()),
         loadTimes: s.loadTimes,
+        slotStats: runtime.slotStats(),
         backends: s.backends.map((b) => ({
           backend: b.backend,
           status: b.status,

@@ -1,5 +1,5 @@
-import { errorMessage } from '../common/errors.js';
-import { TypedEventEmitter } from '../common/typed-events.js';
+import { errorMessage } from '../../lib/errors.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import {
   defaultPlanPolicy,
   type Placement,
@@ -8,8 +8,20 @@ import {
   type SlotName,
   type SlotSpec,
 } from '../plan/types.js';
-import { attachBackendHealth, type BackendHealth, backendOfKey } from './backend-health.js';
-import { assertSlot, type DesiredStateDocument, DesiredStateStore } from './desired-state.js';
+import { assertSlot, type DesiredStateDocument, DesiredStateStore } from './desired/desired-state.js';
+import { FailureBook } from './desired/failures.js';
+import { assertPinBackend } from './desired/pin-check.js';
+import { ProbeStore } from './desired/probe-store.js';
+import {
+  defaultRuntimeOptions,
+  type GenerateResult,
+  type RunnerHealth,
+  type RuntimeDeps,
+  type RuntimeState,
+  type SlotInfo,
+  type SlotLease,
+  type SlotStats,
+} from './desired/types.js';
 import {
   EngineFailure,
   type GenerateEvent,
@@ -18,29 +30,18 @@ import {
   type SpeechOut,
   type TensorIn,
   type TensorOut,
-} from './engine-port.js';
-import type { RuntimeEvents } from './events.js';
-import { Failover } from './failover.js';
-import { FailureBook } from './failures.js';
-import { InstanceTable, type RuntimeCore } from './instance-table.js';
-import { Measurement, type ProbeFilter, type ProbeOptions } from './measurement.js';
-import { assertPinBackend } from './pin-check.js';
-import { Planning } from './planning.js';
-import { ProbeStore } from './probe-store.js';
-import { Reconciler } from './reconciler.js';
-import { ExclusiveRunner, type RunnerHealth } from './runner.js';
-import {
-  defaultRuntimeOptions,
-  type GenerateResult,
-  type RuntimeDeps,
-  type RuntimeState,
-  type SlotInfo,
-  type SlotLease,
-  type SlotStats,
-} from './runtime-types.js';
-import { Serving } from './serving.js';
+} from './engine/engine-port.js';
+import { Measurement, type ProbeFilter, type ProbeOptions } from './measuring/measurement.js';
+import type { RuntimeEvents } from './reconciling/events.js';
+import { Failover } from './reconciling/failover.js';
+import { InstanceTable, type RuntimeCore } from './reconciling/instance-table.js';
+import { Planning } from './reconciling/planning.js';
+import { Reconciler } from './reconciling/reconciler.js';
+import { ExclusiveRunner } from './reconciling/runner.js';
+import { attachBackendHealth, type BackendHealth, backendOfKey } from './serving/backend-health.js';
+import { Serving, type SlotMetrics } from './serving/serving.js';
 
-export * from './runtime-types.js';
+export * from './desired/types.js';
 
 /**
  * The runtime: owns the desired-state document, the engine hosts and which instance serves each slot.
@@ -160,6 +161,11 @@ export class Runtime {
     return this.#failover.restart(slots, reason);
   }
 
+  /** The placement these config slots would get, changing nothing. */
+  preview(slots: SlotSpec[]): Promise<Placement> {
+    return this.#planning.preview(slots);
+  }
+
   /** Plan again from the stored layers, the board, the catalog and the measurements; then reconcile. */
   replan(reason: string): Promise<Placement> {
     return this.#planning.replan(reason);
@@ -193,6 +199,11 @@ export class Runtime {
   }
 
   /** Per slot: what serves it and how the last requests went (telemetry's RuntimeStatsProvider shape). */
+  /** Request, error and latency distributions per slot, for /metrics. */
+  slotMetrics(): SlotMetrics[] {
+    return this.#serving.slotMetrics();
+  }
+
   slotStats(): SlotStats[] {
     return this.#serving.slotStats();
   }

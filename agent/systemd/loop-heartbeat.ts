@@ -1,5 +1,5 @@
-import type { Clock } from '../common/clock.js';
-import { invalidParameter } from '../common/errors.js';
+import type { Clock } from '../../lib/clock.js';
+import { invalidParameter } from '../../lib/errors.js';
 
 // The main loop calls beat() each time it completes a pass; the watchdog asks healthy(). A loop that is
 // wedged on an await (a hung engine host, a stuck SQLite lock) keeps the event loop alive, so timers alone

@@ -1,5 +1,5 @@
-import { errorMessage, invalidParameter, MnnEdgeError } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
+import { errorMessage, invalidParameter, MnnEdgeError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
 import { notifyAssignment, parseNotifyEnvironment } from './notify-env.js';
 import { createSystemdNotifyTransport, type NotifyTransport } from './notify-transport.js';
 

@@ -1,4 +1,4 @@
-import { MnnEdgeError } from '../common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 
 // What systemd tells a Type=notify service through its environment (sd_notify(3), sd_watchdog_enabled(3)).
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { MnnEdgeError } from '../common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 
 // Node cannot send an AF_UNIX datagram, and NOTIFY_SOCKET is a SOCK_DGRAM socket, so each notification is
 // handed to systemd-notify(1), which ships with systemd itself (no extra package in the image). The unit

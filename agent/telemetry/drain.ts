@@ -1,6 +1,6 @@
-import type { Clock } from '../common/clock.js';
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
+import type { Clock } from '../../lib/clock.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
 import type { Outbox, OutboxMessage } from './outbox.js';
 
 // Moves committed outbox messages to the broker in sequence order, with a bounded number in flight and an

@@ -1,7 +1,7 @@
-import type { Clock } from '../common/clock.js';
-import { invalidParameter } from '../common/errors.js';
+import type { Clock } from '../../lib/clock.js';
+import { invalidParameter } from '../../lib/errors.js';
+import type { Db } from '../../lib/sqlite/database.js';
 import type { HistoryConfig } from '../config/sections/telemetry.js';
-import type { Db } from '../store/sqlite/database.js';
 import type { Summary } from './aggregate.js';
 
 // The dashboard's charts read the last hours from here instead of from the outbox, which empties as messages

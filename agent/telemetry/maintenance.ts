@@ -1,4 +1,4 @@
-import type { Db } from '../store/sqlite/database.js';
+import type { Db } from '../../lib/sqlite/database.js';
 
 // VACUUM rewrites the whole database (flash wear, seconds of I/O), so it runs only when enough pages are free
 // to be worth it, and only from the maintenance schedule, never on the telemetry path.

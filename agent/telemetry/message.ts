@@ -1,5 +1,5 @@
-import type { JsonSchema } from '../common/schema.js';
-import { deviceIdSchema, encodeWire, epochMsSchema, SCHEMA_BASE, versionSchema } from '../common/wire.js';
+import type { JsonSchema } from '../../lib/schema.js';
+import { deviceIdSchema, encodeWire, epochMsSchema, SCHEMA_BASE, versionSchema } from '../../lib/wire.js';
 
 // The telemetry message (topic telemetry, QoS 1, from the outbox): owned here, collected with the other messages
 // of the MQTT contract in fleet/protocol.ts.
@@ -17,6 +17,11 @@ export interface SlotTelemetry {
   backend?: string;
   requests: number;
   errors: number;
+  /** The last decode speed the slot had, tokens/s (0 before its first generation): never absent, so a gauge
+   *  reading it (Home Assistant's `<slot> tokens/s`) always has a value. */
+  tokensPerSec?: number;
+  /** Requests the slot served in this message's interval (0: the rate above is from an earlier one). */
+  intervalRequests?: number;
 }
 
 export interface TelemetryMessage {
@@ -75,6 +80,8 @@ export const telemetrySchema: JsonSchema = {
           backend: { type: 'string' },
           requests: count,
           errors: count,
+          tokensPerSec: { type: 'number', minimum: 0 },
+          intervalRequests: count,
         },
       },
     },

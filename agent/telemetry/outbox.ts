@@ -1,9 +1,9 @@
-import type { Clock } from '../common/clock.js';
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
-import { TypedEventEmitter } from '../common/typed-events.js';
+import type { Clock } from '../../lib/clock.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { Db } from '../../lib/sqlite/database.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import type { OutboxConfig } from '../config/sections/telemetry.js';
-import type { Db } from '../store/sqlite/database.js';
 
 // Store-and-forward for telemetry. A message is written here before it is ever published and leaves only when
 // the broker acknowledges it (PUBACK), expires, or is pushed out by the size bound. Flash wears and fsyncs are

@@ -16,6 +16,30 @@ export interface SlotRuntimeStats {
   errors: number;
   /** Resident memory of the slot's engine host process. */
   hostRssBytes?: number;
+  /** Conversation KV reuse across the slot's generations (engine hosts keep the KV of a common prefix). */
+  kv?: KvReuseCounters;
+}
+
+/** One generation's use of the KV its engine host held (engine's PrefixReuse). */
+export interface KvReuseOutcome {
+  outcome: 'hit' | 'partial' | 'miss';
+  /** Why not all of it: cold (a new, restarted or failed-over host), disabled, diverged, media, regenerate. */
+  reason: string | null;
+  reusedTokens: number;
+  prefilledTokens: number;
+}
+
+export interface KvReuseCounters {
+  hits: number;
+  partials: number;
+  misses: number;
+  /** Prompt tokens whose KV was kept, and prompt tokens prefilled, summed over the generations. */
+  reusedTokens: number;
+  prefilledTokens: number;
+  last?: KvReuseOutcome & {
+    /** The instance that served it differs from the one before: its KV started cold (failover, restart). */
+    newHost: boolean;
+  };
 }
 
 export interface RuntimeStatsProvider {
@@ -39,6 +63,10 @@ export function slotGauges(stats: readonly SlotRuntimeStats[]): MetricSample {
     if (s.tokensPerSec !== undefined) out[`${p}.tokens_per_sec`] = s.tokensPerSec;
     if (s.ttftMs !== undefined) out[`${p}.ttft_ms`] = s.ttftMs;
     if (s.hostRssBytes !== undefined) out[`${p}.rss_bytes`] = s.hostRssBytes;
+    if (s.kv && s.kv.reusedTokens + s.kv.prefilledTokens > 0) {
+      out[`${p}.kv_reuse_ratio`] = s.kv.reusedTokens / (s.kv.reusedTokens + s.kv.prefilledTokens);
+      out[`${p}.kv_misses`] = s.kv.misses;
+    }
   }
   return out;
 }

@@ -159,6 +159,32 @@ export function diskSampler(path: string): Sampler {
   };
 }
 
+/**
+ * The agent process itself: memory, open descriptors and what keeps its event loop alive (handles, and timers
+ * among them). Growth in any of these over days is a leak; the soak benchmark fits slopes to them.
+ */
+export function processSampler(): Sampler {
+  return {
+    name: 'agent',
+    async sample() {
+      const mem = process.memoryUsage();
+      const resources = process.getActiveResourcesInfo();
+      const fds = await readdir('/proc/self/fd').then(
+        (e) => e.length,
+        () => undefined,
+      );
+      return {
+        'agent.rss_bytes': mem.rss,
+        'agent.heap_used_bytes': mem.heapUsed,
+        'agent.external_bytes': mem.external,
+        'agent.handles': resources.length,
+        'agent.timers': resources.filter((r) => r === 'Timeout').length,
+        ...(fds !== undefined ? { 'agent.fds': fds } : {}),
+      };
+    },
+  };
+}
+
 export function defaultSamplers(options: {
   root: string;
   dataDir: string;
@@ -170,5 +196,6 @@ export function defaultSamplers(options: {
     thermalSampler(options.root),
     networkSampler(options.root, options.monotonicMs),
     diskSampler(options.dataDir),
+    processSampler(),
   ];
 }

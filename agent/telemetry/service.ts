@@ -1,9 +1,9 @@
-import type { Clock } from '../common/clock.js';
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
-import { PROTOCOL_VERSION } from '../common/wire.js';
+import type { Clock } from '../../lib/clock.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { Db } from '../../lib/sqlite/database.js';
+import { PROTOCOL_VERSION } from '../../lib/wire.js';
 import type { TelemetryConfig } from '../config/sections/telemetry.js';
-import type { Db } from '../store/sqlite/database.js';
 import { MetricAggregator, type Summary } from './aggregate.js';
 import type { TelemetryHistory } from './history.js';
 import { vacuumIfWorthIt } from './maintenance.js';
@@ -46,6 +46,8 @@ export class TelemetryService {
   readonly #o: TelemetryServiceOptions;
   readonly #agg = new MetricAggregator();
   #slots: readonly SlotRuntimeStats[] = [];
+  /** Each slot's request count at the last message, for its requests in the interval. */
+  readonly #requestsAt = new Map<string, number>();
   #intervalStart: number;
   #latest: TelemetrySnapshot | undefined;
   readonly #timers: NodeJS.Timeout[] = [];
@@ -76,6 +78,21 @@ export class TelemetryService {
 
   stop(): void {
     for (const t of this.#timers.splice(0)) clearInterval(t);
+  }
+
+  /** A run-time settings change: the timers restart on the new intervals (when running). */
+  setIntervals(intervals: { sampleIntervalMs: number; publishIntervalMs: number }): boolean {
+    const c = this.#o.config;
+    if (
+      c.sampleIntervalMs === intervals.sampleIntervalMs &&
+      c.publishIntervalMs === intervals.publishIntervalMs
+    )
+      return false;
+    this.#o.config = { ...c, ...intervals };
+    if (this.#timers.length === 0) return true;
+    this.stop();
+    this.start();
+    return true;
   }
 
   /** One round of every sampler; a failing sampler is logged and skipped, the others still count. */
@@ -118,9 +135,13 @@ export class TelemetryService {
     if (Object.keys(metrics).length === 0) return undefined;
     const slots: Record<string, SlotTelemetry> = {};
     for (const s of this.#slots) {
+      const before = this.#requestsAt.get(s.slot) ?? 0;
+      this.#requestsAt.set(s.slot, s.requests);
       slots[s.slot] = {
         requests: s.requests,
         errors: s.errors,
+        tokensPerSec: s.tokensPerSec ?? 0,
+        intervalRequests: Math.max(0, s.requests - before),
         ...(s.model !== undefined ? { model: s.model } : {}),
         ...(s.variant !== undefined ? { variant: s.variant } : {}),
         ...(s.backend !== undefined ? { backend: s.backend } : {}),

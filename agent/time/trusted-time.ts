@@ -1,5 +1,5 @@
-import type { Clock } from '../common/clock.js';
-import type { Logger } from '../common/log.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/log.js';
 import type { SyncProbe } from './sync-probe.js';
 
 // Boards without a battery-backed RTC boot at 1970 or at the image's build date, and keep that wrong time until

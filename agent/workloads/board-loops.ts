@@ -1,5 +1,5 @@
-import { errorMessage } from '../common/errors.js';
-import type { Logger } from '../common/log.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
 import type { VisionConfig } from '../config/sections/vision.js';
 import type { VoiceConfig } from '../config/sections/voice.js';
 import type { PublishEvent } from '../module.js';
@@ -15,6 +15,7 @@ import { ffmpegFrames } from './vision/frame-sources.js';
 import type { VisionService } from './vision/service.js';
 import { runVoiceLoop } from './voice/loop.js';
 import type { VoiceService } from './voice/service.js';
+import { runGatedVoiceLoop } from './wake/loop.js';
 
 // The board's own microphone and camera, when the configuration names them: a voice loop from the microphone
 // (ALSA or a WAV file) to the speaker, and a camera watch whose answers go out as device events. Both stop
@@ -23,7 +24,7 @@ import type { VoiceService } from './voice/service.js';
 export function startBoardVoiceLoop(
   vc: VoiceConfig,
   voice: VoiceService,
-  env: { dataDir: string; signal: AbortSignal; logger: Logger },
+  env: { dataDir: string; signal: AbortSignal; logger: Logger; publishEvent?: PublishEvent },
 ): Promise<void> {
   return (async () => {
     const session = await voice.open('board');
@@ -36,7 +37,18 @@ export function startBoardVoiceLoop(
         ? new AplaySink(vc.output.device)
         : new WavFileSink(vc.output.wavPath ?? `${env.dataDir}/voice-reply.wav`);
     try {
-      await runVoiceLoop(session, source, sink);
+      if (vc.wake.enabled)
+        await runGatedVoiceLoop(session, source, sink, {
+          config: vc.wake,
+          wakeStream: () => voice.wakeStream('board'),
+          ...(env.publishEvent ? { publishEvent: env.publishEvent } : {}),
+          onEvent: (event, payload) => {
+            if (event === 'scores') return;
+            const level = event === 'wake-error' ? 'warn' : 'info';
+            env.logger[level](`wake gate: ${event}`, payload as Record<string, unknown>);
+          },
+        });
+      else await runVoiceLoop(session, source, sink);
     } finally {
       await session.close();
     }
@@ -56,11 +68,8 @@ export function startCameraWatch(
       env.signal,
       env.monotonicMs,
     ),
-    {
-      prompt: vic.watch.prompt,
-      intervalS: vic.watch.intervalS,
-      onSceneChange: vic.watch.onSceneChange,
-    },
+    // The config's own object, read on every frame: a run-time settings change reaches a running watch.
+    vic.watch,
     env.signal,
   );
   runner.on('answer', (a) =>

@@ -2,13 +2,16 @@
 // sockets on the agent's router, the board's own microphone/camera loops when configured, and the turn store's
 // retention sweep. The models are the runtime's slots (voice.*, vision.vlm): this module never loads MNN, so a
 // native fault costs an engine host, never the agent.
+import { join } from 'node:path';
+import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
+import type { AgentConfig } from '../config/schema.js';
 import type { VisionConfig } from '../config/sections/vision.js';
 import type { VoiceConfig } from '../config/sections/voice.js';
 import type { CommandRegistry } from '../fleet/commands.js';
 import { createSessionLimiter, type SessionLimiter } from '../http/session-limits.js';
 import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
-import type { SlotName } from '../plan/types.js';
-import type { SlotState } from '../runtime/slot-states.js';
+import { SLOT_NAMES, type SlotName } from '../plan/types.js';
+import type { SlotState } from '../runtime/measuring/slot-states.js';
 import type { MetricSample } from '../telemetry/samplers.js';
 import { startBoardVoiceLoop, startCameraWatch } from './board-loops.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
@@ -21,14 +24,18 @@ import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
 import { VoiceService } from './voice/service.js';
 import { registerVoiceSocket, VOICE_WS_PATH } from './voice/socket.js';
 import { VoiceTurnStore } from './voice/turn-store.js';
+import { WakeClipStore } from './wake/clips.js';
+import type { PackageDirOf } from './wake/model.js';
+import { WakeMonitor } from './wake/monitor.js';
+import { registerWakeRoutes } from './wake/routes.js';
 import type { WyomingServer } from './wyoming/server.js';
-import { startWyoming, wyomingAnnounced } from './wyoming/start.js';
+import { resolveWyomingConfig, startWyoming, wyomingAnnounced, wyomingGauges } from './wyoming/start.js';
 
 export type WorkloadStatus = { available: true; path: string } | { available: false; reason: string };
 
 /** The runtime slots each workload uses (a model shared with another workload restarts there too). */
 export const WORKLOAD_SLOTS: Record<'voice' | 'vision', SlotName[]> = {
-  voice: ['voice.vad', 'voice.asr', 'voice.llm', 'voice.omni', 'voice.tts'],
+  voice: ['voice.vad', 'voice.wake', 'voice.asr', 'voice.llm', 'voice.omni', 'voice.tts'],
   vision: ['vision.vlm'],
 };
 
@@ -48,6 +55,8 @@ export interface WorkloadsModuleDeps {
   control?: () => { restart(slots: readonly SlotName[], reason: string): string[] } | undefined;
   /** Announced in Wyoming's info. */
   agentVersion?: string;
+  /** Where an installed package's files are (the wake-word package's keywords are read there). */
+  packageDir?: PackageDirOf;
 }
 
 export interface WorkloadsModule extends AgentModule {
@@ -58,6 +67,47 @@ export interface WorkloadsModule extends AgentModule {
   metrics(): MetricSample;
   /** The Wyoming server's port while it listens and is to be announced over mDNS (`wyoming.mdns`). */
   wyomingAnnouncement(): { port: number } | undefined;
+  /**
+   * The reload path's part for the workloads: the voice and vision keys that may change at run time take effect
+   * for the next session, turn or watch frame; the Wyoming server restarts when its settings changed.
+   */
+  applySettings(config: AgentConfig): Promise<{ wyoming: number | 'off' | 'unchanged' }>;
+  /** Requests waiting at each slot's admission gate (for /metrics). */
+  queueDepths(): Record<string, number>;
+}
+
+/** What the Wyoming server is started from: a change to any of it restarts the server. */
+function wyomingKey(config: AgentConfig): string {
+  const v = resolveVoiceConfig(config['voice']);
+  return JSON.stringify([config['wyoming'] ?? {}, v.systemPrompt, v.maxHistoryMessages]);
+}
+
+function queueDepthsOf(gates: ((slot: SlotName) => SlotGate) | undefined): Record<string, number> {
+  return gates ? Object.fromEntries(SLOT_NAMES.map((s) => [s, gates(s).queued])) : {};
+}
+
+/** A settings change that turns Wyoming on (or moves it) fails whole when the server cannot listen. */
+function assertWyomingListens(config: AgentConfig, server: WyomingServer | undefined): void {
+  const w = resolveWyomingConfig(config['wyoming']);
+  if (w.enabled && server === undefined)
+    throw new MnnEdgeError(
+      'EWYOMING',
+      `The Wyoming server cannot listen on ${w.bind}:${w.port} (the port is in use or not allowed)`,
+    );
+}
+
+/** Copies the run-time keys into the objects the services hold (they read them per session, turn or frame). */
+function assignLive(vc: VoiceConfig, vic: VisionConfig, config: AgentConfig): void {
+  const v = resolveVoiceConfig(config['voice']);
+  const vi = resolveVisionConfig(config['vision']);
+  vc.systemPrompt = v.systemPrompt;
+  vc.maxNewTokens = v.maxNewTokens;
+  vc.maxHistoryMessages = v.maxHistoryMessages;
+  vc.wake.keywords = v.wake.keywords;
+  vic.maxNewTokens = vi.maxNewTokens;
+  vic.watch.prompt = vi.watch.prompt;
+  vic.watch.intervalS = vi.watch.intervalS;
+  vic.watch.onSceneChange = vi.watch.onSceneChange;
 }
 
 /** The slots the OpenAI-compatible API offers, each under the id of the model placed on it. */
@@ -108,6 +158,19 @@ interface Services {
   voice: VoiceService;
   vision: VisionService;
   gateFor: (slot: SlotName) => SlotGate;
+  wakeMonitor: WakeMonitor;
+  clips: WakeClipStore | undefined;
+}
+
+/** The detection clips' store when voice.wake.clips is on; a directory that cannot be made costs only the clips. */
+function wakeClips(ctx: AgentContext, vc: VoiceConfig): WakeClipStore | undefined {
+  if (!vc.wake.clips.enabled) return undefined;
+  try {
+    return new WakeClipStore(join(ctx.config.dataDir, 'wake-clips'), vc.wake.clips);
+  } catch (err) {
+    ctx.logger.warn('wake clips off: their directory cannot be used', { error: errorMessage(err) });
+    return undefined;
+  }
 }
 
 /** The workloads' edges on the agent's router: the OpenAI-compatible API and the voice and vision sockets. */
@@ -149,6 +212,15 @@ function registerEdges(
       ...(deps.publishEvent
         ? { publish: (e: Record<string, unknown>) => deps.publishEvent!('vision.watch', e) }
         : {}),
+    }),
+    ...registerWakeRoutes({
+      router: ctx.router,
+      monitor: services.wakeMonitor,
+      keywords: () => voice.wakeKeywords(),
+      sessions,
+      messagesPerSecond,
+      clock: ctx.clock,
+      ...(services.clips ? { clips: services.clips } : {}),
     }),
   ];
 }
@@ -204,7 +276,13 @@ function startBoardLoops(
   const { voice: vc, vision: vic } = config;
   const env = { signal, logger: ctx.logger };
   if (vc.input.source !== 'none')
-    loops.push(startBoardVoiceLoop(vc, services.voice, { ...env, dataDir: ctx.config.dataDir }));
+    loops.push(
+      startBoardVoiceLoop(vc, services.voice, {
+        ...env,
+        dataDir: ctx.config.dataDir,
+        ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
+      }),
+    );
   if (vic.watch.enabled && vic.camera) {
     const watch = { ...env, monotonicMs: () => ctx.clock.monotonicMs() };
     loops.push(
@@ -234,11 +312,14 @@ function createServices(
 ) {
   const priority = new VoicePriority();
   const gateFor = slotGates(config.vision);
+  const clips = wakeClips(ctx, config.voice);
+  const wakeMonitor = new WakeMonitor({ nowMs: () => ctx.clock.nowMs(), ...(clips ? { clips } : {}) });
   const voice = new VoiceService(config.voice, {
     models,
     clock: ctx.clock,
     sink: turnStore,
     priority,
+    wakeMonitor,
     log: (msg, fields) => ctx.logger.info(msg, fields),
   });
   const vision = new VisionService(config.vision, {
@@ -247,7 +328,7 @@ function createServices(
     clock: ctx.clock,
     priority,
   });
-  return { priority, gateFor, voice, vision };
+  return { priority, gateFor, voice, vision, wakeMonitor, clips };
 }
 
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
@@ -257,13 +338,17 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
   let voice: VoiceService | undefined;
   let wyoming: WyomingServer | undefined;
   let announceWyoming = false;
+  let startedCtx: AgentContext | undefined;
+  let gates: ((slot: SlotName) => SlotGate) | undefined;
+  let restartWyoming: ((config: AgentConfig) => Promise<void>) | undefined;
+  let wyomingFrom = '';
   const removers: Array<() => void> = [];
   const background = new AbortController();
   const loops: Array<Promise<void>> = [];
   let sweep: NodeJS.Timeout | undefined;
 
   let log: AgentContext['logger'] | undefined;
-  const models = slotModels(deps.runtime, (msg, fields) => log?.warn(msg, fields));
+  const models = slotModels(deps.runtime, (msg, fields) => log?.warn(msg, fields), deps.packageDir);
 
   return {
     name: 'workloads',
@@ -287,7 +372,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
     },
 
     metrics() {
-      return store?.metrics() ?? {};
+      return { ...(store?.metrics() ?? {}), ...wyomingGauges(wyoming?.stats()) };
     },
 
     wyomingAnnouncement() {
@@ -295,8 +380,21 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       return announceWyoming && port !== undefined ? { port } : undefined;
     },
 
+    queueDepths: () => queueDepthsOf(gates),
+
+    async applySettings(config) {
+      if (!voiceConfig || !visionConfig || !startedCtx) return { wyoming: 'unchanged' };
+      assignLive(voiceConfig, visionConfig, config);
+      voice?.applyWakeRules();
+      if (wyomingKey(config) === wyomingFrom || !restartWyoming) return { wyoming: 'unchanged' };
+      await restartWyoming(config);
+      assertWyomingListens(config, wyoming);
+      return { wyoming: wyoming?.port ?? 'off' };
+    },
+
     async start(ctx: AgentContext) {
       log = ctx.logger;
+      startedCtx = ctx;
       voiceConfig = resolveVoiceConfig(ctx.config['voice']);
       visionConfig = resolveVisionConfig(ctx.config['vision']);
       const vc = voiceConfig;
@@ -306,20 +404,28 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       sweep = sweepTurns(turnStore, deps.retentionSweepMs ?? 3_600_000);
       const services = createServices(ctx, { voice: vc, vision: vic }, models, turnStore);
       const { priority, gateFor, vision } = services;
+      gates = gateFor;
       voice = services.voice;
 
       const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
-      removers.push(...registerEdges(ctx, { ...deps, sessions }, { voice, vision, gateFor }, apiModels, vic));
-      wyoming = await startWyoming({
-        ctx,
-        voice,
-        voiceConfig: vc,
-        sessions,
-        priority,
-        agentVersion: deps.agentVersion ?? '0.0.0',
-      });
-      announceWyoming = wyoming !== undefined && wyomingAnnounced(ctx);
+      removers.push(...registerEdges(ctx, { ...deps, sessions }, services, apiModels, vic));
+      const voiceService = voice;
+      restartWyoming = async (config) => {
+        await wyoming?.close();
+        const at = { ...ctx, config };
+        wyoming = await startWyoming({
+          ctx: at,
+          voice: voiceService,
+          voiceConfig: resolveVoiceConfig(config['voice']),
+          sessions,
+          priority,
+          agentVersion: deps.agentVersion ?? '0.0.0',
+        });
+        wyomingFrom = wyomingKey(config);
+        announceWyoming = wyoming !== undefined && wyomingAnnounced(at);
+      };
+      await restartWyoming(ctx.config);
       registerRestartCommand(deps);
 
       loops.push(

@@ -1,14 +1,15 @@
-import { ApiError, createApi } from './api.js';
-import { clear, h, notice } from './dom.js';
-import type { Page, PageContext, PageView } from './page.js';
 import { loginPage } from './pages/login.js';
 import { logsPage } from './pages/logs.js';
 import { modelsPage } from './pages/models.js';
 import { otaPage } from './pages/ota.js';
 import { overviewPage } from './pages/overview.js';
+import { settingsPage } from './pages/settings.js';
 import { telemetryPage } from './pages/telemetry.js';
 import { visionPage } from './pages/vision.js';
 import { voicePage } from './pages/voice.js';
+import { ApiError, createApi } from './ui/api.js';
+import { clear, h, notice } from './ui/dom.js';
+import type { Page, PageContext, PageView } from './ui/page.js';
 
 // The shell: a navigation bar and one page at a time, chosen by the URL hash (so the agent serves a single
 // index.html and a reload keeps the page). An unauthenticated API answer anywhere sends the user to login.
@@ -19,6 +20,7 @@ const ROUTES: Array<{ route: string; title: string; page: Page }> = [
   { route: 'telemetry', title: 'Telemetry', page: telemetryPage },
   { route: 'voice', title: 'Voice', page: voicePage },
   { route: 'vision', title: 'Vision', page: visionPage },
+  { route: 'settings', title: 'Settings', page: settingsPage },
   { route: 'ota', title: 'OTA', page: otaPage },
   { route: 'logs', title: 'Logs', page: logsPage },
 ];

@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
@@ -47,6 +49,12 @@ struct PrefillRequest {
   bool useMessages = false;
   bool applyTemplate = true;
   int maxNewTokens = 0;
+  // Keep the KV of the prompt's common prefix with what the Llm holds (false: prefill all of it).
+  bool reuse = true;
+  // Multimodal RoPE: positions after a media part are not token indices, so no prefix is kept with media.
+  bool mrope = false;
+  // The model's context in tokens (0: unknown); a longer prompt is refused the same way with or without reuse.
+  int contextTokens = 0;
   std::vector<ImageRequest> images;
   std::vector<AudioRequest> audios;
 };
@@ -115,6 +123,9 @@ PrefillRequest ParsePrefill(Napi::Env env, const Napi::Object& req) {
   }
   r.applyTemplate = req.Get("applyTemplate").ToBoolean().Value();
   r.maxNewTokens = req.Get("maxNewTokens").As<Napi::Number>().Int32Value();
+  r.reuse = !req.Get("reuse").IsBoolean() || req.Get("reuse").As<Napi::Boolean>().Value();
+  r.mrope = req.Get("mrope").ToBoolean().Value();
+  r.contextTokens = req.Get("contextTokens").IsNumber() ? req.Get("contextTokens").As<Napi::Number>().Int32Value() : 0;
   Napi::Value images = req.Get("images");
   if (images.IsArray()) {
     auto arr = images.As<Napi::Array>();
@@ -153,6 +164,18 @@ PrefillRequest ParsePrefill(Napi::Env env, const Napi::Object& req) {
   }
   (void)env;
   return r;
+}
+
+// How many of `ids` precede the prompt's first media part (ids.size() without media): the tokens of the text
+// before the first media tag, as far as they agree with the prompt's own.
+size_t TokensBeforeMedia(Llm* llm, const std::string& text, const std::vector<int>& ids) {
+  size_t pos = std::string::npos;
+  for (const char* tag : {"<img>", "<audio>", "<video>"}) pos = std::min(pos, text.find(tag));
+  if (pos == std::string::npos) return ids.size();
+  std::vector<int> before = llm->Llm::tokenizer_encode(text.substr(0, pos));
+  size_t n = 0;
+  while (n < before.size() && n < ids.size() && before[n] == ids[n]) ++n;
+  return n;
 }
 
 }  // namespace
@@ -335,7 +358,27 @@ void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
   int64_t audioBefore = ctx->audio_us;
   std::vector<int> ids = llm->tokenizer_encode(prompt);
   if (ids.empty()) throw EngineError("EINVAL", "Llm.generate: the prompt encodes to no tokens for " + path);
-  PrefillIds(llm, ids, pieces_.Stream());
+  // Checked on the whole prompt, kept prefix included, so a reused KV never hides an overflow.
+  if (req.contextTokens > 0 && ids.size() >= static_cast<size_t>(req.contextTokens)) {
+    throw EngineError("ECONTEXT", "Llm.generate: the prompt is " + std::to_string(ids.size()) +
+                                      " tokens, which leaves no room to answer in the " +
+                                      std::to_string(req.contextTokens) + "-token context of " + path +
+                                      "; drop earlier turns or start a new conversation");
+  }
+  size_t beforeMedia = TokensBeforeMedia(llm, prompt.prompt_template, ids);
+  size_t cap = ids.size();
+  std::string capReason;
+  if (!req.reuse || !llm->reuse_kv()) {
+    cap = 0;
+    capReason = "disabled";
+  } else if (beforeMedia < ids.size()) {
+    cap = req.mrope ? 0 : beforeMedia;
+    capReason = "media";
+  }
+  gen_.reuse = held_.Plan(ids, cap, capReason);
+  PrefillIds(llm, ids, gen_.reuse.keep, pieces_.Stream());
+  gen_.promptIds = std::move(ids);
+  gen_.matchable = beforeMedia;
   gen_.remaining = req.maxNewTokens;
   gen_.visionUsBefore = visionBefore;
   gen_.audioUsBefore = audioBefore;
@@ -346,16 +389,41 @@ void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
 // Through response(), not generate_init() + generate(): Omni's response() also starts its talker's utterance
 // (Talker::generate_init clears the recorded hidden states and draws the DiT noise). `os` is where the decode
 // steps after it write each token's text (nullptr: nowhere).
-void LlmHandle::PrefillIds(Llm* llm, const std::vector<int>& ids, std::ostream* os) {
+// With reuse_kv (set at load) MNN keeps the KV between calls; the KV beyond the first `keep` tokens is erased
+// here and only ids[keep..] are prefilled, at positions from `keep` on.
+void LlmHandle::PrefillIds(Llm* llm, const std::vector<int>& ids, size_t keep, std::ostream* os) {
   const auto* ctx = llm->getContext();
-  llm->response(ids, os, "", 0);
+  size_t history = llm->getCurrentHistory();
+  if (keep > history || !llm->reuse_kv()) keep = 0;
+  if (llm->reuse_kv() && history > keep) llm->eraseHistory(keep, 0);
+  std::vector<int> rest(ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end());
+  // Until the prefill has finished, what the KV holds beyond `keep` is unknown.
+  held_.Clear();
+  llm->response(rest, os, "", 0);
   if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
-    throw EngineError("EENGINE", "MNN Llm::response (prefill of " + std::to_string(ids.size()) +
+    throw EngineError("EENGINE", "MNN Llm::response (prefill of " + std::to_string(rest.size()) +
                                      " tokens) failed for " + configPath_ + " in state " +
                                      std::to_string(static_cast<int>(ctx->status)) +
                                      "; MNN's reason is in the engine log");
   }
   voiceable_.store(true);
+}
+
+// Decode thread, after a generation: the KV holds the prompt and every generated token that was forwarded (all
+// but a final stop token); anything else is not trusted and the next prompt is prefilled whole. Only the prompt's
+// part before its first media token may match a later prompt: the answer's KV was computed one token at a time,
+// and on quantized weights (tiny-llm-int4) that differs in the last bits from the same tokens prefilled together,
+// enough to change a greedy answer; so the answer is prefilled again with the next turn, as a full prefill would.
+void LlmHandle::KeepHeld(Llm* llm) {
+  std::vector<int> all = std::move(gen_.promptIds);
+  all.insert(all.end(), llm->getContext()->output_tokens.begin(), llm->getContext()->output_tokens.end());
+  size_t kv = llm->getCurrentHistory();
+  if (!llm->reuse_kv() || all.size() < kv) {
+    held_.Clear();
+    return;
+  }
+  all.resize(kv);
+  held_.Set(std::move(all), gen_.matchable);
 }
 
 // Decode thread: one token per MNN step, each checked against cancel and the credit window first.
@@ -412,6 +480,11 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
     message = "Llm.generate: unknown native exception";
   }
   pieces_.ClearSink();
+  if (code.empty()) {
+    KeepHeld(llm);
+  } else {
+    held_.Clear();
+  }
   gen_.finishReason = code.empty() ? reason : std::string();
   if (channel.Finish(gen_.utf8.Flush(), reason, code, message)) wake();
   run->toJs.Release();
@@ -456,7 +529,20 @@ Napi::Value LlmHandle::Stats(const Napi::CallbackInfo& info) {
   if (busy_.IsBusy()) ThrowJs(env, "EBUSY", "Llm.stats: the model is busy");
   const auto* ctx = llm->getContext();
   Napi::Object o = Napi::Object::New(env);
-  o.Set("promptTokens", ctx->prompt_len);
+  // MNN's prompt_len counts what was prefilled; the prompt also has the tokens whose KV was kept.
+  o.Set("promptTokens", static_cast<double>(gen_.reuse.keep) + ctx->prompt_len);
+  Napi::Object reuse = Napi::Object::New(env);
+  reuse.Set("outcome", gen_.reuse.outcome);
+  reuse.Set("reason", gen_.reuse.reason.empty() ? env.Null() : Napi::String::New(env, gen_.reuse.reason));
+  reuse.Set("reusedTokens", static_cast<double>(gen_.reuse.keep));
+  reuse.Set("prefilledTokens", static_cast<double>(ctx->prompt_len));
+  reuse.Set("heldTokens", static_cast<double>(gen_.reuse.held));
+  o.Set("reuse", reuse);
+  // The generated token ids (a stop token included): lets a caller compare outputs token for token.
+  const auto& out = ctx->output_tokens;
+  auto outputIds = Napi::Int32Array::New(env, out.size());
+  if (!out.empty()) std::memcpy(outputIds.Data(), out.data(), out.size() * sizeof(int));
+  o.Set("outputIds", outputIds);
   o.Set("generatedTokens", ctx->gen_seq_len);
   o.Set("historyTokens", static_cast<double>(ctx->all_seq_len));
   o.Set("prefillUs", static_cast<double>(ctx->prefill_us));
@@ -479,6 +565,7 @@ Napi::Value LlmHandle::Reset(const Napi::CallbackInfo& info) {
         MNN::Express::ExecutorScope scope(llm->getExecutor());
         llm->reset();
         gen_ = Generation();
+        held_.Clear();
         return true;
       },
       [](Napi::Env e, bool&) { return e.Undefined(); });
@@ -491,7 +578,7 @@ Napi::Value LlmHandle::EraseHistory(const Napi::CallbackInfo& info) {
   size_t end = info[1].As<Napi::Number>().Int64Value();
   return PromiseWorker<bool>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.eraseHistory",
-      [llm, begin, end]() {
+      [this, llm, begin, end]() {
         MNN::Express::ExecutorScope scope(llm->getExecutor());
         size_t current = llm->getCurrentHistory();
         size_t last = end == 0 ? current : end;
@@ -501,6 +588,12 @@ Napi::Value LlmHandle::EraseHistory(const Napi::CallbackInfo& info) {
                                           std::to_string(current) + " tokens");
         }
         llm->eraseHistory(begin, end);
+        // Erasing a middle range shifts what follows it: the held tokens no longer say what the KV holds.
+        if (end == 0) {
+          held_.Truncate(begin);
+        } else {
+          held_.Clear();
+        }
         return true;
       },
       [](Napi::Env e, bool&) { return e.Undefined(); });
@@ -636,7 +729,7 @@ void LlmHandle::ThinkAloud(Llm* llm, const std::string& text) {
   prompt.prompt_template = llm->apply_chat_template(userTurn);
   std::vector<int> ids = llm->tokenizer_encode(prompt);
   if (ids.empty()) throw EngineError("EINVAL", "Llm.speak: the prompt encodes to no tokens for " + configPath_);
-  PrefillIds(llm, ids, nullptr);
+  PrefillIds(llm, ids, 0, nullptr);
   const auto* ctx = llm->getContext();
   for (int id : answer) {
     if (cancel_.load()) return;
@@ -646,6 +739,8 @@ void LlmHandle::ThinkAloud(Llm* llm, const std::string& text) {
                                        "; MNN's reason is in the engine log");
     }
   }
+  // The KV now holds the spoken answer, not a prompt of a conversation.
+  held_.Clear();
 }
 
 // nextSpeechChunk() → Promise<{samples: Float32Array, last: boolean} | null>; null when speech has ended.

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "pcm_queue.h"
+#include "prefix_reuse.h"
 #include "piece_stream.h"
 #include "speech_relay.h"
 #include "token_channel.h"
@@ -62,7 +63,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
     std::thread thread;
   };
   void Prefill(MNN::Transformer::Llm* llm, const PrefillRequest& req);
-  void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids, std::ostream* os);
+  void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids, size_t keep, std::ostream* os);
+  void KeepHeld(MNN::Transformer::Llm* llm);
   void ThinkAloud(MNN::Transformer::Llm* llm, const std::string& text);
   void DecodeLoop(MNN::Transformer::Llm* llm, const PrefillRequest& req, const std::shared_ptr<DecodeRun>& run);
   void Deliver(Napi::Env env, Napi::Function onBatch, DecodeRun& run);
@@ -74,6 +76,10 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
     int64_t audioUsBefore = 0;
     double audioInputSeconds = 0;
     Utf8Assembler utf8;
+    // The prompt's tokens (all of them, kept or prefilled) and how many precede its first media token.
+    std::vector<int> promptIds;
+    size_t matchable = 0;
+    ReusePlan reuse;
   };
 
   std::string configPath_;
@@ -89,6 +95,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   // consumes them, and a second Talker::generate on none reads past its list).
   std::atomic<bool> voiceable_{false};
   std::weak_ptr<DecodeRun> run_;
+  // The tokens whose KV the Llm holds: a new prompt keeps the KV of its common prefix with them.
+  HeldPrefix held_;
   // Lives as long as the Llm, which keeps a pointer to it between generations.
   PieceStream pieces_;
 };

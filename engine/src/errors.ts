@@ -1,5 +1,5 @@
 // Errors from the engine carry a stable `code`; messages name the MNN call and the file involved.
-import { codedError } from '../../agent/common/errors.js';
+import { codedError } from '../../lib/errors.js';
 
 export type EngineErrorCode =
   | 'ENOENGINE'

@@ -3,164 +3,50 @@
 // for a round trip through JS, an AbortSignal stops generation within one token, and a slow consumer slows the
 // model instead of growing a buffer.
 import { dirname, isAbsolute, join } from 'node:path';
-import { invalidParameter } from '../../agent/common/errors.js';
+import { invalidParameter } from '../../lib/errors.js';
 import { EngineError, fromNative } from './errors.js';
+import {
+  BatchInbox,
+  type GenerationResult,
+  type GenerationStats,
+  LlmGeneration,
+  monotonicUs,
+  recordBatch,
+} from './generation.js';
 import { createAddonLoader } from './loader.js';
-import type {
-  BackendName,
-  EngineAddon,
-  FinishReason,
-  NativeLlmHandle,
-  NativeLlmStats,
-  NativeTokenBatch,
-} from './native.js';
-import { type AudioInput, buildPrefillRequest, type ChatMessage, type ImageInput } from './prompt.js';
+import type { EngineAddon, FinishReason, NativeLlmHandle } from './native.js';
+import { buildPrefillRequest, type ChatMessage } from './prompt.js';
 import { SerialQueue } from './serial-queue.js';
 
-type Level = 'low' | 'normal' | 'high';
+export {
+  emptyDelivery,
+  type GenerationDelivery,
+  type GenerationResult,
+  type GenerationStats,
+  LlmGeneration,
+  monotonicUs,
+} from './generation.js';
 
-/** MNN's own config keys (config.json / llm_config.json), applied over the model's files with set_config. */
-export interface LlmConfigOverrides {
-  backend_type?: BackendName;
-  thread_num?: number;
-  precision?: Level;
-  memory?: Level;
-  power?: Level;
-  attention_mode?: number;
-  use_mmap?: boolean;
-  max_new_tokens?: number;
-  sampler_type?: string;
-  temperature?: number;
-  topK?: number;
-  topP?: number;
-  penalty?: number;
-  mllm?: {
-    backend_type?: BackendName;
-    thread_num?: number;
-    precision?: Level;
-    memory?: Level;
-    power?: Level;
-  };
-  [key: string]: unknown;
-}
+import {
+  checkOverrides,
+  encoderPrecision,
+  type GenerateOptions,
+  type LlmConfigOverrides,
+  type LlmLoadOptions,
+  MAX_CPU_ID,
+  MAX_HANDOVER_HOLD_MS,
+  MAX_READ_AHEAD,
+} from './llm-options.js';
 
-export interface LlmLoadOptions {
-  overrides?: LlmConfigOverrides;
-  /** The loaded addon; by default the one engine/build holds. */
-  addon?: EngineAddon;
-}
-
-export interface GenerateOptions {
-  /** Upper bound on generated tokens; defaults to the config's max_new_tokens. */
-  maxNewTokens?: number;
-  images?: ImageInput[];
-  audios?: AudioInput[];
-  signal?: AbortSignal;
-  /** Wrap a string prompt in the model's chat template (default: the config's use_template, true). */
-  applyTemplate?: boolean;
-  /**
-   * Read MNN's inline `<img>PATH</img>` / `<audio>PATH</audio>` tags in the text as files to load. Off by default:
-   * the tags are then made inert, because text that came from a user must not name files on the board.
-   */
-  mediaTags?: boolean;
-  /**
-   * Tokens the decode thread may decode ahead of the consumer (default 1: the next token decodes while the
-   * consumer handles this one). More lets a bursty consumer take tokens in batches; an abort still stops the
-   * decoding within one token, but up to this many decoded tokens may still arrive after it.
-   */
-  readAhead?: number;
-  /**
-   * Milliseconds decoded tokens may wait on the decode thread to be handed over together (default 0: each one
-   * as soon as the consumer is idle). Waking the JS thread for every token costs the decode step CPU time on a
-   * small machine; with a read-ahead above 1, holding a few milliseconds turns that into one wake per batch.
-   * The first token is never held, and nothing is held once the read-ahead is used up.
-   */
-  handoverHoldMs?: number;
-  /**
-   * Logical CPUs the decode thread runs on (default: wherever the process may run). On a big.LITTLE board, a big
-   * core; in a benchmark, the core the baseline runs on. The rest of the process (its JS thread) is not moved.
-   */
-  decodeCpus?: readonly number[];
-}
-
-/** Upper bound of GenerateOptions.handoverHoldMs. */
-export const MAX_HANDOVER_HOLD_MS = 1000;
-
-/** The highest logical CPU id a CPU list may name (glibc's CPU_SETSIZE - 1). */
-export const MAX_CPU_ID = 1023;
-
-/** Upper bound of GenerateOptions.readAhead: enough to cover any consumer hiccup, small next to a KV cache. */
-export const MAX_READ_AHEAD = 256;
-
-/**
- * How a generation's tokens travelled, on CLOCK_MONOTONIC microseconds (process.hrtime, the same clock in every
- * process of the machine), so that each layer's cost per token can be told apart.
- */
-export interface GenerationDelivery {
-  /** Tokens the decode thread handed over, and in how many batches. */
-  tokens: number;
-  batches: number;
-  /** When generate() was called, and when the decode thread had the first and the last token. */
-  startUs: number;
-  firstTokenUs: number;
-  lastTokenUs: number;
-  /** Sum over tokens of the time from decode to the JS callback that received it (addon -> JS). */
-  handoffUsSum: number;
-  /** Time the decode thread waited for the consumer (its read-ahead window full); ~0 when JS keeps up. */
-  creditWaitUs: number;
-}
-
-export function emptyDelivery(): GenerationDelivery {
-  return {
-    tokens: 0,
-    batches: 0,
-    startUs: 0,
-    firstTokenUs: 0,
-    lastTokenUs: 0,
-    handoffUsSum: 0,
-    creditWaitUs: 0,
-  };
-}
-
-/** CLOCK_MONOTONIC in microseconds, the clock the addon stamps tokens with. */
-export function monotonicUs(): number {
-  return Number(process.hrtime.bigint()) / 1000;
-}
-
-function recordBatch(d: GenerationDelivery, b: NativeTokenBatch): void {
-  d.creditWaitUs = Math.max(d.creditWaitUs, b.creditWaitUs ?? 0);
-  if (b.tokens === 0) return;
-  const now = monotonicUs();
-  if (d.tokens === 0) d.firstTokenUs = b.firstUs;
-  d.tokens += b.tokens;
-  d.batches += 1;
-  d.lastTokenUs = b.lastUs;
-  d.handoffUsSum += b.tokens * now - b.producedUsSum;
-}
-
-/** Batches from the native callback, waiting for the generator that takes them. */
-class BatchInbox {
-  readonly #queue: NativeTokenBatch[] = [];
-  #wake: (() => void) | undefined;
-
-  put = (batch: NativeTokenBatch): void => {
-    this.#queue.push(batch);
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  };
-
-  async take(): Promise<NativeTokenBatch> {
-    while (this.#queue.length === 0) {
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-    }
-    return this.#queue.shift()!;
-  }
-}
-
-export type GenerationStats = NativeLlmStats;
+export {
+  encoderPrecision,
+  type GenerateOptions,
+  type LlmConfigOverrides,
+  type LlmLoadOptions,
+  MAX_CPU_ID,
+  MAX_HANDOVER_HOLD_MS,
+  MAX_READ_AHEAD,
+} from './llm-options.js';
 
 /**
  * Which of MNN's two talker paths a config takes: Qwen3-TTS (`talker_type` or `model_type` "qwen3_tts") speaks a
@@ -230,101 +116,10 @@ export function weightFiles(configPath: string, config: Readonly<Record<string, 
   return files.map((f) => (isAbsolute(f) ? f : join(base, f)));
 }
 
-export interface GenerationResult {
-  text: string;
-  finishReason: FinishReason;
-  stats: GenerationStats;
-}
-
 export interface LlmCapabilities {
   vision: boolean;
   audio: boolean;
   talker: boolean;
-}
-
-function checkOverrides(overrides: unknown): LlmConfigOverrides {
-  if (overrides === undefined) return {};
-  if (overrides === null || typeof overrides !== 'object' || Array.isArray(overrides)) {
-    throw invalidParameter('overrides', 'an object of MNN config keys', overrides);
-  }
-  for (const [k, v] of Object.entries(overrides)) {
-    if (typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint' || v === undefined) {
-      throw invalidParameter(`overrides.${k}`, 'a JSON value', v);
-    }
-  }
-  return overrides as LlmConfigOverrides;
-}
-
-type BatchRun = (
-  settle: (r: GenerationResult) => void,
-  delivery: GenerationDelivery,
-) => AsyncGenerator<string[], void, undefined>;
-
-/**
- * A stream of UTF-8-whole text pieces; `result` settles when the stream ends (also when broken off early).
- * Iterate it for one piece per token, or through batches() for every piece that is ready at once.
- */
-export class LlmGeneration implements AsyncIterable<string> {
-  readonly result: Promise<GenerationResult>;
-  /** Filled as tokens arrive; complete once the stream has ended. */
-  readonly delivery: GenerationDelivery = emptyDelivery();
-  readonly #batches: AsyncGenerator<string[], void, undefined>;
-  readonly #ack: (tokens: number) => void;
-  #iterated = false;
-
-  constructor(run: BatchRun, ack: (tokens: number) => void) {
-    let settle!: (r: GenerationResult) => void;
-    let fail!: (e: unknown) => void;
-    this.result = new Promise<GenerationResult>((resolve, reject) => {
-      settle = resolve;
-      fail = reject;
-    });
-    // The error also surfaces through iteration; this keeps an unobserved `result` from crashing the process.
-    this.result.catch(() => {});
-    this.#ack = ack;
-    const batches = run(settle, this.delivery);
-    this.#batches = (async function* () {
-      try {
-        yield* batches;
-      } catch (err) {
-        fail(err);
-        throw err;
-      }
-    })();
-  }
-
-  /** One piece per token; taking a piece lets the decode thread run one token further. */
-  async *[Symbol.asyncIterator](): AsyncGenerator<string, void, undefined> {
-    for await (const pieces of this.#take()) {
-      for (const piece of pieces) {
-        this.#ack(1);
-        if (piece) yield piece;
-      }
-    }
-  }
-
-  /** Every piece decoded since the last batch, at once (never empty). */
-  async *batches(): AsyncGenerator<string[], void, undefined> {
-    for await (const pieces of this.#take()) {
-      this.#ack(pieces.length);
-      const text = pieces.filter((p) => p.length > 0);
-      if (text.length > 0) yield text;
-    }
-  }
-
-  /** Consumes the stream and returns the whole result. */
-  async complete(): Promise<GenerationResult> {
-    for await (const _ of this.batches()) {
-      // pieces are collected by the generation itself
-    }
-    return this.result;
-  }
-
-  #take(): AsyncGenerator<string[], void, undefined> {
-    if (this.#iterated) throw new EngineError('ESTATE', 'a generation can be iterated only once');
-    this.#iterated = true;
-    return this.#batches;
-  }
 }
 
 export class Llm {
@@ -358,16 +153,21 @@ export class Llm {
     if (typeof configPath !== 'string' || configPath.length === 0) {
       throw invalidParameter('configPath', 'a path to an MNN LLM config.json', configPath);
     }
-    const overrides = checkOverrides(options.overrides);
+    // reuse_kv: MNN keeps the KV cache between calls, and the addon erases what a new prompt does not share.
+    let overrides: LlmConfigOverrides = { reuse_kv: true, ...checkOverrides(options.overrides) };
     const addon = options.addon ?? createAddonLoader().load();
-    let handle: NativeLlmHandle;
+    let handle = Llm.#open(addon, configPath, overrides);
     try {
-      handle = new addon.LlmHandle(configPath, JSON.stringify(overrides));
-    } catch (err) {
-      throw fromNative(err);
-    }
-    try {
-      const config = JSON.parse(handle.configJson()) as Record<string, unknown>;
+      let config = JSON.parse(handle.configJson()) as Record<string, unknown>;
+      const encoder = config['mllm'] as { precision?: LlmConfigOverrides['precision'] } | undefined;
+      const safe = encoderPrecision(encoder?.precision);
+      if (encoder !== undefined && safe !== encoder.precision) {
+        // Opening reads only the config (the weights load below), so a second open costs nothing.
+        await handle.dispose();
+        overrides = { ...overrides, mllm: { ...overrides.mllm, precision: safe } };
+        handle = Llm.#open(addon, configPath, overrides);
+        config = JSON.parse(handle.configJson()) as Record<string, unknown>;
+      }
       const llm = new Llm(configPath, handle, config);
       addon.checkBackend(String(config['backend_type'] ?? 'cpu'), `the LLM of ${configPath}`);
       if (llm.capabilities.vision || llm.capabilities.audio) {
@@ -382,6 +182,14 @@ export class Llm {
       return llm;
     } catch (err) {
       await handle.dispose().catch(() => {});
+      throw fromNative(err);
+    }
+  }
+
+  static #open(addon: EngineAddon, configPath: string, overrides: LlmConfigOverrides): NativeLlmHandle {
+    try {
+      return new addon.LlmHandle(configPath, JSON.stringify(overrides));
+    } catch (err) {
       throw fromNative(err);
     }
   }
@@ -413,6 +221,13 @@ export class Llm {
       },
       { vision: this.capabilities.vision, audio: this.capabilities.audio, name: this.configPath },
     );
+    const contextTokens = options.contextTokens ?? Number(this.config['max_position_embeddings'] ?? 0);
+    if (!Number.isInteger(contextTokens) || contextTokens < 0) {
+      throw invalidParameter('contextTokens', 'a non-negative integer', options.contextTokens);
+    }
+    request.reuse = options.reusePrefix !== false;
+    request.mrope = this.config['is_mrope'] === true;
+    request.contextTokens = contextTokens;
     const readAhead = options.readAhead ?? 1;
     if (!Number.isInteger(readAhead) || readAhead < 1 || readAhead > MAX_READ_AHEAD) {
       throw invalidParameter('readAhead', `an integer from 1 to ${MAX_READ_AHEAD}`, options.readAhead);

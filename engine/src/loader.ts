@@ -4,6 +4,8 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hex, readOwnAuxv, riscvHasLetter } from '../../lib/auxv.js';
+import { foreignElfReason, libraryFor, riscvVectorRefusal } from '../../lib/elf.js';
 import { EngineError } from './errors.js';
 import type { BackendProbeResult, EngineAddon, RuntimeInfo } from './native.js';
 import { nativeSourcesDigest } from './native-sources.js';
@@ -62,6 +64,22 @@ export function sourcesMismatch(path: string, built: unknown, sourcesDir: string
   );
 }
 
+/** On RISC-V: an MNN built for the V extension on a CPU without it is refused before it loads (it would die of
+ *  SIGILL at its first vector instruction: MNN's RVV build has no run-time dispatch). */
+function vectorRefusal(addonPath: string): string | undefined {
+  if (process.arch !== 'riscv64') return undefined;
+  const lib = libraryFor(addonPath, 'libMNN.so');
+  if (lib === undefined) return undefined;
+  const auxv = readOwnAuxv();
+  const hwcap = auxv?.hwcap ?? null;
+  const hasV = auxv === null ? null : riscvHasLetter(auxv, 'V');
+  return riscvVectorRefusal(
+    lib,
+    hasV,
+    hwcap === null ? 'no auxiliary vector' : `AT_HWCAP=${hex(hwcap)} has no V bit`,
+  );
+}
+
 export function createAddonLoader(
   candidates: string[] = addonCandidates(),
   sourcesDir: string = join(engineDir, 'native'),
@@ -74,6 +92,17 @@ export function createAddonLoader(
       cached = {
         reason: `the engine addon is not built (looked for ${candidates.join(', ')}; the build is skipped when no MNN install is found)`,
       };
+      return cached;
+    }
+    // An addon or libMNN.so for another CPU is named as such rather than left to dlopen's message.
+    const foreign = foreignElfReason(path, 'the engine addon', { library: 'libMNN.so' });
+    if (foreign !== undefined) {
+      cached = { reason: foreign };
+      return cached;
+    }
+    const vector = vectorRefusal(path);
+    if (vector !== undefined) {
+      cached = { reason: vector };
       return cached;
     }
     try {

@@ -74,6 +74,12 @@ export interface NativePrefillRequest {
   maxNewTokens: number;
   images: NativeImagePart[];
   audios: NativeAudioPart[];
+  /** Keep the KV of the prompt's common token prefix with what the model holds (default true). */
+  reuse?: boolean;
+  /** The model uses multimodal RoPE: no prefix is kept once media are in the prompt. */
+  mrope?: boolean;
+  /** The model's context in tokens; a prompt that fills it is refused with ECONTEXT (0: unchecked). */
+  contextTokens?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'aborted';
@@ -96,7 +102,25 @@ export interface NativeTokenBatch {
   error: Error | null;
 }
 
+/**
+ * What a generation did with the KV cache the model held: `hit` kept all of it (the prompt extends what the model
+ * holds), `partial` a prefix, `miss` none. `reason` says why not all of it: `cold` (nothing held: a new, restarted
+ * or failed-over host), `disabled` (the request or config turned reuse off), `diverged` (the prompt differs from
+ * the held tokens after `reusedTokens`: an edited or another conversation, a changed system prompt), `media` (a
+ * prefix is kept only up to the first image/audio part), `regenerate` (the whole prompt was held: its last token is
+ * prefilled again for its logits).
+ */
+export interface PrefixReuse {
+  outcome: 'hit' | 'partial' | 'miss';
+  reason: 'cold' | 'disabled' | 'diverged' | 'media' | 'regenerate' | null;
+  reusedTokens: number;
+  prefilledTokens: number;
+  /** Tokens whose KV the model held before this generation. */
+  heldTokens: number;
+}
+
 export interface NativeLlmStats {
+  /** The whole prompt's tokens: those whose KV was kept plus those prefilled. */
   promptTokens: number;
   generatedTokens: number;
   historyTokens: number;
@@ -108,6 +132,10 @@ export interface NativeLlmStats {
   ttfaUs: number;
   audioInputSeconds: number;
   finishReason: FinishReason | null;
+  /** Absent from addons built before prefix reuse. */
+  reuse?: PrefixReuse;
+  /** The generated token ids, a final stop token included (absent from older addons). */
+  outputIds?: Int32Array;
 }
 
 /** Where a load's time went: reading the weight files through the page cache, then MNN's own load. */

@@ -4,7 +4,7 @@
 // instead of being dropped from the prompt silently, as MNN would do. Only a caller that opts in gets that: text
 // from users (the OpenAI API, Wyoming, the dashboard) must not be able to name files, or with MNN's HTTP support
 // URLs, for the engine to open, so by default every media tag in the text is made inert.
-import { invalidParameter } from '../../agent/common/errors.js';
+import { invalidParameter } from '../../lib/errors.js';
 import { EngineError } from './errors.js';
 import type { NativeAudioPart, NativeImagePart, NativePrefillRequest } from './native.js';
 

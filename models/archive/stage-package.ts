@@ -15,9 +15,9 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
-import { fsyncDir } from '../../agent/common/durable-fs.js';
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import { INPUT_LIMITS } from '../../agent/common/input-limits.js';
+import { fsyncDir } from '../../lib/durable-fs.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { INPUT_LIMITS } from '../../lib/input-limits.js';
 import { parseManifestBytes } from '../manifest/parse-bytes.js';
 import { packageFiles } from '../manifest/schema.js';
 import { MANIFEST_FILE } from '../manifest/types.js';
@@ -190,6 +190,34 @@ function fsyncTree(root: string): void {
   walk(root);
 }
 
+interface PackageLink {
+  path: string;
+  target: string;
+  kind: 'symlink' | 'hardlink';
+}
+
+/** Links inside the package become plain copies: the store holds regular files only, so nothing in it can later
+ *  be re-pointed outside. A link to a link is followed (at most 40 hops). */
+function copyLinks(staging: string, links: PackageLink[], files: Map<string, StagedFile>): void {
+  for (const link of links) {
+    let target = files.get(link.target);
+    for (let hops = 0; !target && hops < 40; hops++) {
+      const next = links.find((l) => l.path === link.target);
+      if (!next) break;
+      link.target = next.target;
+      target = files.get(link.target);
+    }
+    if (!target)
+      throw archiveError(
+        `${link.kind} ${JSON.stringify(link.path)} points to ${JSON.stringify(link.target)}, which is not a file in the package`,
+        link.path,
+      );
+    mkdirSync(dirname(join(staging, link.path)), { recursive: true });
+    copyFileSync(join(staging, link.target), join(staging, link.path));
+    files.set(link.path, { ...target, path: link.path });
+  }
+}
+
 export async function stageFromTar(
   archive: string,
   staging: string,
@@ -209,7 +237,7 @@ export async function stageFromTar(
   };
   const files = new Map<string, StagedFile>();
   const seen = new Set<string>();
-  const links: { path: string; target: string; kind: 'symlink' | 'hardlink' }[] = [];
+  const links: PackageLink[] = [];
   let plan: ArchivePlan | undefined;
   let total = 0;
   let count = 0;
@@ -296,25 +324,7 @@ export async function stageFromTar(
     files.set(path, { path, length: sink.length, sha256: sink.finish() });
     await options.afterFile?.(path);
   }
-  // Links inside the package become plain copies: the store holds regular files only, so nothing in it can
-  // later be re-pointed outside.
-  for (const link of links) {
-    let target = files.get(link.target);
-    for (let hops = 0; !target && hops < 40; hops++) {
-      const next = links.find((l) => l.path === link.target);
-      if (!next) break;
-      link.target = next.target;
-      target = files.get(link.target);
-    }
-    if (!target)
-      throw archiveError(
-        `${link.kind} ${JSON.stringify(link.path)} points to ${JSON.stringify(link.target)}, which is not a file in the package`,
-        link.path,
-      );
-    mkdirSync(dirname(join(staging, link.path)), { recursive: true });
-    copyFileSync(join(staging, link.target), join(staging, link.path));
-    files.set(link.path, { ...target, path: link.path });
-  }
+  copyLinks(staging, links, files);
   fsyncTree(staging);
   return [...files.values()];
 }

@@ -1,6 +1,6 @@
 import { closeSync, createReadStream, openSync, readSync } from 'node:fs';
 import { createGunzip } from 'node:zlib';
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { ByteSource } from './byte-source.js';
 import {
   BLOCK,

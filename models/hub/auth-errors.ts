@@ -1,4 +1,4 @@
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import type { HubResponse } from './http.js';
 
 // The same answers mean the same things on both hubs: 401/403 is a gated or private repository (or a token

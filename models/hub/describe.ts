@@ -1,4 +1,4 @@
-import { errorMessage } from '../../agent/common/errors.js';
+import { errorMessage } from '../../lib/errors.js';
 import { checkListing, describeExport, type ExportDescription, requireMnnExport } from './export-check.js';
 import type { HubClient, HubSearchHit } from './types.js';
 

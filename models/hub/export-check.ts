@@ -1,4 +1,4 @@
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { PACKAGE_PATH_PATTERN } from '../manifest/schema.js';
 import type { ModelTask } from '../manifest/types.js';
 import type { HubFile, HubSnapshot } from './types.js';

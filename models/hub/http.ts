@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import { httpsRequest } from '../../agent/common/lazy-https.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { httpsRequest } from '../../lib/lazy-https.js';
 
 // The hubs' metadata calls: a few small requests with redirects followed by hand, because the rules are ours:
 // only https (plain http only to this machine's loopback, and only where allowed for tests and local mirrors),

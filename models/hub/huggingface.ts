@@ -1,4 +1,4 @@
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { hubStatusError } from './auth-errors.js';
 import {
   checkHubUrl,

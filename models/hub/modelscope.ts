@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { hubStatusError } from './auth-errors.js';
 import {
   checkHubUrl,

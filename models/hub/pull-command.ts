@@ -1,6 +1,6 @@
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import type { JsonSchema } from '../../agent/common/schema.js';
-import type { DownloadPolicy } from '../../ota/download.js';
+import type { DownloadPolicy } from '../../lib/download/downloader.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import type { JsonSchema } from '../../lib/schema.js';
 import type { ModelsConfig } from '../config.js';
 import type { ModelStore } from '../store/model-store.js';
 import { formatRef } from '../store/model-store.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { errorMessage, MnnEdgeError } from '../../agent/common/errors.js';
-import { Downloader, type DownloadPolicy } from '../../ota/download.js';
+import { Downloader, type DownloadPolicy } from '../../lib/download/downloader.js';
+import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
 import type { HubName } from '../manifest/types.js';
 import type { ModelStore } from '../store/model-store.js';
 import { formatRef } from '../store/model-store.js';

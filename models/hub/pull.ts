@@ -10,10 +10,10 @@ import {
   statSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { writeFileDurable } from '../../agent/common/durable-fs.js';
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import { type Downloader, type DownloadResult, freeBytesIn } from '../../ota/download.js';
-import { OtaRejection } from '../../ota/rejection.js';
+import { type Downloader, type DownloadResult, freeBytesIn } from '../../lib/download/downloader.js';
+import { DownloadRejection } from '../../lib/download/rejection.js';
+import { writeFileDurable } from '../../lib/durable-fs.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { deriveManifest } from '../manifest/derive.js';
 import { compareSemver } from '../manifest/schema.js';
 import {
@@ -24,6 +24,7 @@ import {
 } from '../manifest/types.js';
 import type { InstalledPackage, ModelRef, ModelStore } from '../store/model-store.js';
 import { checkListing, describeExport, requireMnnExport } from './export-check.js';
+import { HubPullError } from './pull-error.js';
 import type { HubClient, HubFile, HubRepoRef, HubSnapshot } from './types.js';
 import { repoName } from './types.js';
 
@@ -104,7 +105,7 @@ function idFor(ref: HubRepoRef): string {
     .replace(/^[^a-z0-9]+/, '')
     .slice(0, 64);
   if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(id))
-    throw new MnnEdgeError('EUSAGE', `Cannot make a model id from ${JSON.stringify(ref.name)}; pass --id`);
+    throw new HubPullError('EUSAGE', `Cannot make a model id from ${JSON.stringify(ref.name)}; pass --id`);
   return id;
 }
 
@@ -144,6 +145,143 @@ export function workDirFor(workRoot: string, snapshot: HubSnapshot): string {
   return join(workRoot, `${hub}-${owner}-${name}-${snapshot.commit.slice(0, 16)}`);
 }
 
+interface FileFetch {
+  client: HubClient;
+  snapshot: HubSnapshot;
+  downloader: Downloader;
+  work: string;
+  signal: AbortSignal | undefined;
+}
+
+/** One listed file into the work directory, resumed where a cut left it and checked against the hub's hashes
+ *  (sha256, else the git blob id); its provenance entry and the bytes fetched over the network this time. */
+async function fetchHubFile(
+  file: HubFile,
+  f: FileFetch,
+): Promise<{ entry: HubProvenanceFile; fetched: number }> {
+  const dest = join(f.work, file.path);
+  mkdirSync(dirname(dest), { recursive: true });
+  let sha256: string;
+  let fetched = 0;
+  let check: HubProvenanceFile['check'];
+  if (file.size === 0) {
+    closeSync(openSync(dest, 'w'));
+    sha256 = createHash('sha256').digest('hex');
+    check =
+      file.sha256 !== undefined ? 'hub-sha256' : file.gitOid !== undefined ? 'git-blob-sha1' : 'computed';
+    if (file.sha256 !== undefined && file.sha256 !== sha256) throw mismatch(file.path, file.sha256, sha256);
+  } else {
+    const resolved = await f.client.resolveDownload(f.snapshot, file, f.signal);
+    if (resolved.size !== undefined && resolved.size !== file.size)
+      throw new HubPullError(
+        'EVERIFY',
+        `${file.path} is ${resolved.size} bytes at the download URL but listed as ${file.size}; nothing installed`,
+        { entry: file.path },
+      );
+    const expected = file.sha256 ?? resolved.sha256;
+    const had = presentBytes(dest);
+    let result: DownloadResult;
+    try {
+      result = await f.downloader.fetch(
+        {
+          url: resolved.url,
+          dest,
+          length: file.size,
+          ...(expected !== undefined ? { sha256: expected } : {}),
+          headers: resolved.headers,
+        },
+        f.signal ? { signal: f.signal } : {},
+      );
+    } catch (err) {
+      if (err instanceof DownloadRejection && err.reason === 'hash-mismatch')
+        throw mismatch(
+          file.path,
+          expected!,
+          String((err.details as { actual?: unknown } | undefined)?.actual ?? '?'),
+        );
+      if (err instanceof DownloadRejection)
+        throw new HubPullError('EVERIFY', `${file.path}: ${err.message}; nothing installed`, {
+          entry: file.path,
+        });
+      throw err;
+    }
+    fetched = result.bytes - Math.min(had, result.resumedFrom);
+    sha256 = result.sha256;
+    check = expected !== undefined ? 'hub-sha256' : 'computed';
+    if (expected === undefined && file.gitOid !== undefined) {
+      const oid = await gitBlobSha1(dest, file.size);
+      if (oid !== file.gitOid) {
+        rmSync(dest, { force: true });
+        throw new HubPullError(
+          'EVERIFY',
+          `${file.path} does not match the hub's git blob id (${oid} instead of ${file.gitOid}); nothing installed`,
+          { entry: file.path },
+        );
+      }
+      check = 'git-blob-sha1';
+    }
+  }
+  return {
+    entry: {
+      path: file.path,
+      sha256,
+      check,
+      ...(file.gitOid !== undefined ? { gitOid: file.gitOid } : {}),
+    },
+    fetched,
+  };
+}
+
+/** The package manifest of a complete download: derived from the files, with the hub, commit and hashes as its
+ *  provenance (unsigned: trusted on first use). */
+function hubManifest(
+  work: string,
+  files: HubFile[],
+  provFiles: HubProvenanceFile[],
+  o: {
+    client: HubClient;
+    ref: HubRepoRef;
+    snapshot: HubSnapshot;
+    repo: string;
+    id: string;
+    version: string;
+    pulledAt: Date;
+  },
+): { manifest: ModelManifest; provenance: HubProvenance } {
+  const [configJson, llmConfigJson] = [join(work, 'config.json'), join(work, 'llm_config.json')].map((p) =>
+    existsSync(p) ? readBuffer(p) : undefined,
+  );
+  const described = describeExport(o.repo, files, configJson, llmConfigJson);
+  const provenance: HubProvenance = {
+    hub: o.client.hub,
+    repo: o.repo,
+    revision: o.snapshot.revision,
+    commit: o.snapshot.commit,
+    endpoint: o.client.endpoint,
+    pulledAt: o.pulledAt.toISOString(),
+    trust: 'unsigned-tofu',
+    files: provFiles,
+  };
+  const derived = deriveManifest(
+    work,
+    provFiles.map((f) => ({
+      path: f.path,
+      length: files.find((x) => x.path === f.path)!.size,
+      sha256: f.sha256,
+    })),
+    { id: o.id, version: o.version, ...(described.task !== undefined ? { task: described.task } : {}) },
+  );
+  const manifest: ModelManifest = {
+    ...derived,
+    source: { url: o.client.webUrl({ ...o.ref, revision: o.snapshot.commit }), upstream: o.repo },
+    provenance,
+  };
+  manifest.derived?.assumptions.push(
+    `pulled from ${o.client.hub} ${o.repo}@${o.snapshot.commit}: unsigned, trusted on first use`,
+  );
+  return { manifest, provenance };
+}
+
 export async function pullFromHub(
   ref: HubRepoRef,
   deps: HubPullDeps,
@@ -175,7 +313,7 @@ export async function pullFromHub(
   const id = options.id ?? idFor(ref);
   const other = store.list().find((p) => p.id === id && p.manifest.provenance?.repo !== repo);
   if (other)
-    throw new MnnEdgeError(
+    throw new HubPullError(
       'EEXIST',
       `Model id ${id} is already used by ${other.manifest.provenance ? `${other.manifest.provenance.repo} from ${other.manifest.provenance.hub}` : 'a package installed otherwise'}; pass --id to name this one`,
     );
@@ -189,7 +327,7 @@ export async function pullFromHub(
   const needed = missing + deps.headroomBytes;
   const free = (deps.freeBytes ?? freeBytesIn)(deps.workRoot);
   if (free < needed)
-    throw new MnnEdgeError(
+    throw new HubPullError(
       'ENOSPC',
       `Not enough disk space for ${repo}: ${needed} bytes needed (${missing} to download, ${deps.headroomBytes} headroom), ${free} free in ${deps.workRoot}`,
       { required: needed, free },
@@ -214,74 +352,9 @@ export async function pullFromHub(
     for (const file of files) {
       current = file;
       index++;
-      const dest = join(work, file.path);
-      mkdirSync(dirname(dest), { recursive: true });
-      let sha256: string;
-      let check: HubProvenanceFile['check'];
-      if (file.size === 0) {
-        closeSync(openSync(dest, 'w'));
-        sha256 = createHash('sha256').digest('hex');
-        check =
-          file.sha256 !== undefined ? 'hub-sha256' : file.gitOid !== undefined ? 'git-blob-sha1' : 'computed';
-        if (file.sha256 !== undefined && file.sha256 !== sha256)
-          throw mismatch(file.path, file.sha256, sha256);
-      } else {
-        const resolved = await client.resolveDownload(snapshot, file, signal);
-        if (resolved.size !== undefined && resolved.size !== file.size)
-          throw new MnnEdgeError(
-            'EVERIFY',
-            `${file.path} is ${resolved.size} bytes at the download URL but listed as ${file.size}; nothing installed`,
-            { entry: file.path },
-          );
-        const expected = file.sha256 ?? resolved.sha256;
-        const had = presentBytes(dest);
-        let result: DownloadResult;
-        try {
-          result = await deps.downloader.fetch(
-            {
-              url: resolved.url,
-              dest,
-              length: file.size,
-              ...(expected !== undefined ? { sha256: expected } : {}),
-              headers: resolved.headers,
-            },
-            signal ? { signal } : {},
-          );
-        } catch (err) {
-          if (err instanceof OtaRejection && err.reason === 'hash-mismatch')
-            throw mismatch(
-              file.path,
-              expected!,
-              String((err.details as { actual?: unknown } | undefined)?.actual ?? '?'),
-            );
-          if (err instanceof OtaRejection)
-            throw new MnnEdgeError('EVERIFY', `${file.path}: ${err.message}; nothing installed`, {
-              entry: file.path,
-            });
-          throw err;
-        }
-        fetched += result.bytes - Math.min(had, result.resumedFrom);
-        sha256 = result.sha256;
-        check = expected !== undefined ? 'hub-sha256' : 'computed';
-        if (expected === undefined && file.gitOid !== undefined) {
-          const oid = await gitBlobSha1(dest, file.size);
-          if (oid !== file.gitOid) {
-            rmSync(dest, { force: true });
-            throw new MnnEdgeError(
-              'EVERIFY',
-              `${file.path} does not match the hub's git blob id (${oid} instead of ${file.gitOid}); nothing installed`,
-              { entry: file.path },
-            );
-          }
-          check = 'git-blob-sha1';
-        }
-      }
-      provFiles.push({
-        path: file.path,
-        sha256,
-        check,
-        ...(file.gitOid !== undefined ? { gitOid: file.gitOid } : {}),
-      });
+      const got = await fetchHubFile(file, { client, snapshot, downloader: deps.downloader, work, signal });
+      provFiles.push(got.entry);
+      fetched += got.fetched;
       before += file.size;
       report({
         phase: 'downloading',
@@ -301,37 +374,15 @@ export async function pullFromHub(
   }
 
   report({ phase: 'installing', fileIndex: files.length, fileCount: files.length, done: total, total });
-  const [configJson, llmConfigJson] = [join(work, 'config.json'), join(work, 'llm_config.json')].map((p) =>
-    existsSync(p) ? readBuffer(p) : undefined,
-  );
-  const described = describeExport(repo, files, configJson, llmConfigJson);
-  const provenance: HubProvenance = {
-    hub: client.hub,
+  const { manifest, provenance } = hubManifest(work, files, provFiles, {
+    client,
+    ref,
+    snapshot,
     repo,
-    revision: snapshot.revision,
-    commit: snapshot.commit,
-    endpoint: client.endpoint,
-    pulledAt: (deps.now?.() ?? new Date()).toISOString(),
-    trust: 'unsigned-tofu',
-    files: provFiles,
-  };
-  const derived = deriveManifest(
-    work,
-    provFiles.map((f) => ({
-      path: f.path,
-      length: files.find((x) => x.path === f.path)!.size,
-      sha256: f.sha256,
-    })),
-    { id, version, ...(described.task !== undefined ? { task: described.task } : {}) },
-  );
-  const manifest: ModelManifest = {
-    ...derived,
-    source: { url: client.webUrl({ ...ref, revision: snapshot.commit }), upstream: repo },
-    provenance,
-  };
-  manifest.derived?.assumptions.push(
-    `pulled from ${client.hub} ${repo}@${snapshot.commit}: unsigned, trusted on first use`,
-  );
+    id,
+    version,
+    pulledAt: deps.now?.() ?? new Date(),
+  });
   writeFileDurable(join(work, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   // The download directory is ours: its files move into the store instead of being copied a second time.
   const pkg = await store.import(work, {
@@ -360,8 +411,8 @@ function readBuffer(path: string): Buffer | undefined {
   }
 }
 
-function mismatch(path: string, expected: string, actual: string): MnnEdgeError {
-  return new MnnEdgeError(
+function mismatch(path: string, expected: string, actual: string): HubPullError {
+  return new HubPullError(
     'EVERIFY',
     `${path} has sha256 ${actual}, but the hub lists ${expected}; nothing installed`,
     { entry: path, expected, actual },

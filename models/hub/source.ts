@@ -1,4 +1,4 @@
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import type { HubRepoRef } from './types.js';
 
 // What a person types to name a hub model: `hf://owner/repo[@rev]`, `ms://owner/repo[@rev]`, or the repository's

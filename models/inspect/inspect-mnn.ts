@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { FlatBufferFormatError, FlatBufferReader } from './flatbuffer-reader.js';
 import {
   BlobField,

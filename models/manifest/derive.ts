@@ -1,10 +1,17 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { inspectMnnBytes } from '../inspect/inspect-mnn.js';
+import { isWakeLayout } from '../wake-package.js';
 import { parseManifest } from './schema.js';
-import type { EngineFeature, ModelManifest, ModelTask, VariantPrecision } from './types.js';
+import {
+  type EngineFeature,
+  MODEL_TASKS,
+  type ModelManifest,
+  type ModelTask,
+  type VariantPrecision,
+} from './types.js';
 
 // A bare MNN export directory (what llmexport.py or MNNConvert leave behind) carries no manifest. We derive
 // one from MNN's own config files and graphs, record every guess in `derived.assumptions`, and mark it derived
@@ -119,13 +126,14 @@ export function deriveManifest(dir: string, files: DerivedFile[], options: Deriv
         'EMANIFEST',
         `Cannot derive a manifest for ${options.source ?? dir}: it has no .mnn file and no mnn-edge.json`,
       );
-    if (graphs.some((g) => /(^|\/)[^/]*vad[^/]*\.mnn$/i.test(g))) inferred = 'vad';
+    if (isWakeLayout(names)) inferred = 'wake';
+    else if (graphs.some((g) => /(^|\/)[^/]*vad[^/]*\.mnn$/i.test(g))) inferred = 'vad';
   }
   if (task === undefined) {
     if (inferred === undefined)
       throw new MnnEdgeError(
         'EMANIFEST',
-        `Cannot derive the task of ${options.source ?? dir} from its files; pass one of llm, vlm, omni, asr, tts, vad, vision, embedding`,
+        `Cannot derive the task of ${options.source ?? dir} from its files; pass one of ${MODEL_TASKS.join(', ')}`,
       );
     task = inferred;
     assumptions.push(`task "${task}" inferred from the file layout`);

@@ -1,8 +1,8 @@
 // A manifest read from a package's bytes (an archive entry or a staged file), under the shared input limits.
 
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import { INPUT_LIMITS } from '../../agent/common/input-limits.js';
-import { parseJsonInput } from '../../agent/common/json-input.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { INPUT_LIMITS } from '../../lib/input-limits.js';
+import { parseJsonInput } from '../../lib/json-input.js';
 import { parseManifest } from './schema.js';
 import type { ModelManifest } from './types.js';
 

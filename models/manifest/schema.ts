@@ -1,5 +1,5 @@
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import { formatSchemaErrors, type JsonSchema, validate } from '../../agent/common/schema.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { formatSchemaErrors, type JsonSchema, validate } from '../../lib/schema.js';
 import {
   ENGINE_FEATURES,
   HUB_NAMES,

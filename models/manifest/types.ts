@@ -4,7 +4,17 @@
 export const MANIFEST_FILE = 'mnn-edge.json';
 export const MANIFEST_SCHEMA_VERSION = 1;
 
-export const MODEL_TASKS = ['llm', 'vlm', 'omni', 'asr', 'tts', 'vad', 'vision', 'embedding'] as const;
+export const MODEL_TASKS = [
+  'llm',
+  'vlm',
+  'omni',
+  'asr',
+  'tts',
+  'vad',
+  'wake',
+  'vision',
+  'embedding',
+] as const;
 export type ModelTask = (typeof MODEL_TASKS)[number];
 
 /** MNN forward types a variant can ask for (MNNForwardType names, lower-case). */

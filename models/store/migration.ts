@@ -1,4 +1,4 @@
-import type { Migration } from '../../agent/store/sqlite/migration.js';
+import type { Migration } from '../../lib/sqlite/migration.js';
 
 // Inventory of installed model packages, and the journal that makes installs and removals crash-safe:
 // a journal row is committed before any file is touched and deleted in the same transaction that

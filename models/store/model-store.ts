@@ -1,106 +1,51 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, join, sep } from 'node:path';
-import { type Clock, systemClock } from '../../agent/common/clock.js';
-import { fsyncDir, renameDurable, writeFileDurable } from '../../agent/common/durable-fs.js';
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import { INPUT_LIMITS } from '../../agent/common/input-limits.js';
-import type { Logger } from '../../agent/common/log.js';
-import { TypedEventEmitter } from '../../agent/common/typed-events.js';
-import type { Db } from '../../agent/store/database.js';
+import { type Clock, systemClock } from '../../lib/clock.js';
+import { fsyncDir, renameDurable, writeFileDurable } from '../../lib/durable-fs.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { INPUT_LIMITS } from '../../lib/input-limits.js';
+import type { Logger } from '../../lib/log.js';
+import type { Db } from '../../lib/sqlite/database.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import {
-  type ConsumeSource,
-  type StagedFile,
   type StageLimits,
   type StageProgress,
   stageFromDir,
   stageFromTar,
 } from '../archive/stage-package.js';
-import { deriveManifest } from '../manifest/derive.js';
-import { parseManifestBytes } from '../manifest/parse-bytes.js';
-import { compareSemver, MODEL_ID_PATTERN, packageFiles, SEMVER_PATTERN } from '../manifest/schema.js';
+import { compareSemver } from '../manifest/schema.js';
 import { MANIFEST_FILE, type ModelManifest, type ModelTask } from '../manifest/types.js';
 import { gpuCacheBytes, removeGpuCaches } from './gpu-cache-layout.js';
+import { manifestFor } from './staged-manifest.js';
+import {
+  formatRef,
+  type GcReport,
+  type ImportOptions,
+  type InstalledPackage,
+  type ModelRef,
+  type ModelStoreEvents,
+  type ModelStoreOptions,
+  type RecoveryReport,
+} from './store-types.js';
+
+export {
+  formatRef,
+  type GcReport,
+  type ImportOptions,
+  type ImportProgress,
+  type ImportStep,
+  type InstalledPackage,
+  type ModelRef,
+  type ModelStoreEvents,
+  type ModelStoreOptions,
+  parseRef,
+  type RecoveryReport,
+} from './store-types.js';
 
 // The on-disk model store: <dataDir>/models/<id>/<version>/ holds a verified package, SQLite holds the
 // inventory. Durability rule: a package directory exists under its final name only while its row exists,
 // except inside a journalled step, and startup recovery finishes or undoes every journalled step.
-
-export interface ModelRef {
-  id: string;
-  version: string;
-}
-
-export interface InstalledPackage extends ModelRef {
-  task: ModelTask;
-  manifest: ModelManifest;
-  derived: boolean;
-  sizeBytes: number;
-  /** GPU kernel caches the runtime built for this version (under <dataDir>/gpu-cache), counted with it. */
-  gpuCacheBytes: number;
-  installedAt: number;
-  lastUsedAt: number | null;
-  inUse: boolean;
-  kept: boolean;
-  rollbackHold: boolean;
-  dir: string;
-}
-
-export type ImportStep = 'staged-file' | 'staged' | 'published' | 'committed';
-
-export interface ImportOptions {
-  /** For a bare MNN export (no manifest): the id and version to give it; the id defaults to the source name. */
-  id?: string;
-  version?: string;
-  task?: ModelTask;
-  signal?: AbortSignal;
-  /** A directory source is the caller's scratch space: files are moved in rather than copied (hub pulls), and
-   *  the hashes it computed while writing them stand. */
-  consumeSource?: ConsumeSource;
-  /** Awaited at each step of an import; lets a caller pace or observe it. */
-  checkpoint?: (step: ImportStep, detail: string) => Promise<void> | void;
-  /**
-   * For packages from the network (pull, OTA): the archive must start with its manifest, so that every entry
-   * is checked against it before it is written.
-   */
-  manifestFirst?: boolean;
-  /** Space that must stay free after unpacking (checked against the manifest's total). */
-  headroomBytes?: number;
-}
-
-export interface ImportProgress extends StageProgress {
-  source: string;
-}
-
-export interface RecoveryReport {
-  /** Set when another live process holds the store: its unfinished work is not ours to undo. */
-  skipped?: string;
-  rolledBack: string[];
-  orphansRemoved: string[];
-  missingDropped: string[];
-}
-
-export interface GcReport {
-  removed: ModelRef[];
-  freedBytes: number;
-  totalBytes: number;
-  /** Set when the budget could not be met because the rest is protected. */
-  overBudgetBytes: number;
-}
-
-export type ModelStoreEvents = {
-  progress: ImportProgress;
-  installed: ModelRef;
-  removed: ModelRef;
-};
-
-export interface ModelStoreOptions {
-  dataDir: string;
-  db: Db;
-  clock?: Clock;
-  log?: Logger;
-  limits?: Partial<StageLimits>;
-}
 
 interface PackageRow {
   id: string;
@@ -126,7 +71,7 @@ interface JournalRow {
 const STAGING = '.staging';
 const TRASH = '.trash';
 const LOCK = '.lock';
-const MAX_MANIFEST_BYTES = INPUT_LIMITS.manifestMaxBytes;
+const _MAX_MANIFEST_BYTES = INPUT_LIMITS.manifestMaxBytes;
 
 function readLockPid(path: string): number | undefined {
   try {
@@ -145,34 +90,6 @@ function processAlive(pid: number): boolean {
     // EPERM: it exists but belongs to someone else, so it is alive.
     return (err as { code?: string }).code === 'EPERM';
   }
-}
-
-export function formatRef(ref: ModelRef): string {
-  return `${ref.id}@${ref.version}`;
-}
-
-export function parseRef(text: string): ModelRef {
-  const at = text.lastIndexOf('@');
-  const id = at === -1 ? '' : text.slice(0, at);
-  const version = at === -1 ? '' : text.slice(at + 1);
-  if (!new RegExp(MODEL_ID_PATTERN).test(id) || !new RegExp(SEMVER_PATTERN).test(version))
-    throw new MnnEdgeError(
-      'EUSAGE',
-      `Expected <id>@<version> (e.g. qwen2.5-0.5b@1.0.0) but received ${JSON.stringify(text)}`,
-    );
-  return { id, version };
-}
-
-function sanitizeId(name: string): string {
-  const id = name
-    .toLowerCase()
-    .replace(/\.(tar\.gz|tgz|tar)$/, '')
-    .replace(/[^a-z0-9._-]+/g, '-')
-    .replace(/^[^a-z0-9]+/, '')
-    .slice(0, 64);
-  if (!new RegExp(MODEL_ID_PATTERN).test(id))
-    throw new MnnEdgeError('EUSAGE', `Cannot make a model id from ${JSON.stringify(name)}; pass --id`);
-  return id;
 }
 
 export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
@@ -325,7 +242,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
       const files = st.isDirectory()
         ? await stageFromDir(source, work, stageOptions)
         : await stageFromTar(source, work, stageOptions);
-      const manifest = this.#manifestFor(work, files, source, options);
+      const manifest = manifestFor(work, files, source, options);
       const ref = { id: manifest.id, version: manifest.version };
       if (this.#row(ref)) throw new MnnEdgeError('EEXIST', `${formatRef(ref)} is already installed`);
       // Two imports of one version in this process would race for the same final directory.
@@ -385,53 +302,6 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
     if (published && !this.#row(published))
       rmSync(this.packageDir(published), { recursive: true, force: true });
     this.#db.prepare('DELETE FROM model_journal WHERE work_dir = ?').run(work);
-  }
-
-  #manifestFor(work: string, staged: StagedFile[], source: string, options: ImportOptions): ModelManifest {
-    const byPath = new Map(staged.map((f) => [f.path, f]));
-    let manifest: ModelManifest;
-    const own = byPath.get(MANIFEST_FILE);
-    if (own) {
-      if (own.length > MAX_MANIFEST_BYTES)
-        throw new MnnEdgeError(
-          'EMANIFEST',
-          `Invalid manifest ${MANIFEST_FILE}: ${own.length} bytes, over the limit of ${MAX_MANIFEST_BYTES}`,
-        );
-      manifest = parseManifestBytes(readFileSync(join(work, MANIFEST_FILE)), MANIFEST_FILE);
-    } else {
-      manifest = deriveManifest(work, staged, {
-        id: options.id ?? sanitizeId(basename(source)),
-        source,
-        ...(options.version !== undefined ? { version: options.version } : {}),
-        ...(options.task !== undefined ? { task: options.task } : {}),
-      });
-    }
-    const listed = packageFiles(manifest);
-    for (const [path, want] of listed) {
-      const got = byPath.get(path);
-      if (!got)
-        throw new MnnEdgeError('EVERIFY', `File ${path} listed in the manifest is missing from the package`, {
-          entry: path,
-        });
-      if (got.length !== want.length)
-        throw new MnnEdgeError(
-          'EVERIFY',
-          `File ${path} is ${got.length} bytes but the manifest says ${want.length}`,
-          { entry: path },
-        );
-      if (got.sha256 !== want.sha256)
-        throw new MnnEdgeError(
-          'EVERIFY',
-          `File ${path} has sha256 ${got.sha256} but the manifest says ${want.sha256}`,
-          {
-            entry: path,
-          },
-        );
-    }
-    for (const f of staged)
-      if (f.path !== MANIFEST_FILE && !listed.has(f.path))
-        throw new MnnEdgeError('EVERIFY', `File ${f.path} is not listed in the manifest`, { entry: f.path });
-    return manifest;
   }
 
   list(): InstalledPackage[] {

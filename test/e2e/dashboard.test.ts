@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import type { BrowserContext, Page } from 'playwright-core';
-import { createAddonLoader, engineAvailability } from '../../engine/src/index.js';
+import { createAddonLoader, engineAvailability } from '../../engine/index.js';
 import { mediaFixturesDir, modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
 import { selfSignedCert } from '../helpers/tls.js';
 import {

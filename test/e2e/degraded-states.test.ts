@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
-import { createAddonLoader, engineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { createAddonLoader, engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { mediaFixturesDir, modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
 import {
   buildDashboard,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import type { BrowserContext, Page } from 'playwright-core';
-import { engineAvailability } from '../../engine/src/index.js';
+import { engineAvailability } from '../../engine/index.js';
 import { expectedOutput } from '../engine/_engine.js';
 import {
   repoFromDir,

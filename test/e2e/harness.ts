@@ -3,8 +3,6 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { createLogger } from '../../agent/common/log.js';
-import { LogTail } from '../../agent/common/log-tail.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { planPolicyFromConfig } from '../../agent/config/sections/slots.js';
@@ -16,28 +14,30 @@ import {
   placementPortFrom,
   SampleHub,
   telemetryPortFrom,
-} from '../../agent/dashboard/adapters.js';
-import { hubPortFrom } from '../../agent/dashboard/hub-port.js';
-import type { DashboardSources, WorkloadsPort } from '../../agent/dashboard/ports.js';
-import { createDashboardModule } from '../../agent/dashboard/routes.js';
+} from '../../agent/dashboard-api/adapters.js';
+import { hubPortFrom } from '../../agent/dashboard-api/hub-port.js';
+import type { DashboardSources, WorkloadsPort } from '../../agent/dashboard-api/ports.js';
+import { createDashboardModule } from '../../agent/dashboard-api/routes.js';
 import { detect } from '../../agent/detect/index.js';
 import { createFleetModule } from '../../agent/fleet/module.js';
 import { createSessionLimiter } from '../../agent/http/session-limits.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
 import type { PlanBoard } from '../../agent/plan/types.js';
+import { procSystemMemory } from '../../agent/runtime/engine/proc-memory.js';
+import { runtimeHealth, runtimeSlotStates } from '../../agent/runtime/measuring/slot-states.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
-import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
-import { runtimeHealth, runtimeSlotStates } from '../../agent/runtime/slot-states.js';
 import { TelemetryHistory } from '../../agent/telemetry/history.js';
 import { cpuSampler, memorySampler, thermalSampler } from '../../agent/telemetry/samplers.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
-import { type EngineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { type EngineAvailability, unavailableMessage } from '../../engine/index.js';
+import { defaultDownloadPolicy } from '../../lib/download/downloader.js';
+import { createLogger } from '../../lib/log.js';
+import { LogTail } from '../../lib/log-tail.js';
 import { hubClient, hubSettings } from '../../models/hub/clients.js';
 import { HubPullJobs } from '../../models/hub/pull-jobs.js';
 import { ModelCatalog } from '../../models/index.js';
-import { defaultDownloadPolicy } from '../../ota/download.js';
-import { JobJournal } from '../../ota/journal.js';
+import { JobJournal } from '../../ota/jobs/journal.js';
 import { fixtureModelsModule, type ModelSource, testBoard } from '../engine/_slots.js';
 import { repoRoot } from '../helpers/paths.js';
 
@@ -313,6 +313,9 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 
 export async function login(page: Page, url: string, token: string): Promise<void> {
   await page.goto(`${url}/#/login`);
+  // A loaded machine (a CI runner beside another daemon loading models) can take longer than Playwright's 30 s
+  // default to render the form; the budget is for that, not for a healthy page.
+  await page.getByTestId('token').waitFor({ timeout: 120_000 });
   await page.getByTestId('token').fill(token);
   await page.getByTestId('login').click();
   await page.waitForSelector('[data-page="overview"] [data-testid="board-name"]');

@@ -5,9 +5,9 @@
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import type { BrowserContext, Page } from 'playwright-core';
-import { engineCompiledIn, engineProbes } from '../../agent/runtime/backend-health.js';
 import { detectedBoard } from '../../agent/runtime/module.js';
-import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { engineCompiledIn, engineProbes } from '../../agent/runtime/serving/backend-health.js';
+import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { testBoard } from '../engine/_slots.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import {

@@ -5,20 +5,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { type SlotsConfig, slotSpecsFromConfig } from '../../agent/config/sections/slots.js';
 import type { AgentContext, AgentModule } from '../../agent/module.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
 import type { PlanBoard } from '../../agent/plan/types.js';
-import { engineHostFactory } from '../../agent/runtime/engine-host-adapter.js';
-import type { EngineHostFactory } from '../../agent/runtime/engine-port.js';
+import { engineHostFactory } from '../../agent/runtime/engine/engine-host-adapter.js';
+import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
+import { procSystemMemory } from '../../agent/runtime/engine/proc-memory.js';
 import { createRuntimeModule } from '../../agent/runtime/module.js';
-import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { allMigrations } from '../../agent/store/migrations/index.js';
-import { probeEngineInfo } from '../../engine/src/index.js';
+import { probeEngineInfo } from '../../engine/index.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { ModelCatalog, ModelStore } from '../../models/index.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
@@ -49,6 +49,8 @@ export interface SlotModules {
   runtime(): Runtime | undefined;
   /** Resolves once every configured slot is served (or failed to be). */
   settled(): Promise<void>;
+  /** An installed package's directory (the workloads read a wake-word package's keywords there). */
+  packageDir(ref: { id: string; version: string }): string | undefined;
 }
 
 /** A models module: a store in the agent's data dir with these fixtures imported (version 1.0.0) at start. */
@@ -104,6 +106,10 @@ export function slotRuntimeModules(
     runtime: () => runtime.runtime(),
     async settled() {
       await runtime.runtime()?.settled();
+    },
+    packageDir(ref) {
+      const store = storeOf();
+      return store?.get(ref) ? store.packageDir(ref) : undefined;
     },
   };
 }

@@ -4,9 +4,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { EngineHostClient, engineAvailability } from '../../engine/src/index.js';
+import { EngineHostClient, engineAvailability } from '../../engine/index.js';
 import type { BackendProbeResult } from '../../engine/src/native.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { engineOrSkip, expectedOutput, models } from './_engine.js';
 
 function probeOf(name: 'vulkan' | 'opencl'): BackendProbeResult | undefined {

@@ -3,7 +3,7 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'ava';
-import { EngineError, Llm, Module, runtimeInfo } from '../../engine/src/index.js';
+import { EngineError, Llm, MnnGraph, runtimeInfo } from '../../engine/index.js';
 import { engineOrSkip, expectedOutput, models } from './_engine.js';
 
 /** A copy of a fixture model directory with one file replaced by noise. */
@@ -52,10 +52,10 @@ if (engineOrSkip(test, 'bad input')) {
     const path = join(dir, 'noise.mnn');
     writeFileSync(path, Buffer.alloc(5000, 0x42));
     try {
-      await t.throwsAsync(() => Module.load(path, { inputs: ['input'], outputs: ['output'] }), {
+      await t.throwsAsync(() => MnnGraph.load(path, { inputs: ['input'], outputs: ['output'] }), {
         message: `MNN Module::load failed for ${path} (not an MNN model, corrupt, or wrong input/output names)`,
       });
-      await t.throwsAsync(() => Module.load(join(dir, 'missing.mnn'), { inputs: ['a'], outputs: ['b'] }), {
+      await t.throwsAsync(() => MnnGraph.load(join(dir, 'missing.mnn'), { inputs: ['a'], outputs: ['b'] }), {
         message: `model file not found: ${join(dir, 'missing.mnn')}`,
       });
     } finally {
@@ -95,7 +95,7 @@ if (engineOrSkip(test, 'bad input')) {
     });
     await t.throwsAsync(
       () =>
-        Module.load(models.sileroVad, {
+        MnnGraph.load(models.sileroVad, {
           inputs: ['input', 'state', 'sr'],
           outputs: ['output', 'stateN'],
           backend: 'opencl',
@@ -115,7 +115,7 @@ if (engineOrSkip(test, 'bad input')) {
     await t.throwsAsync(() => Llm.load(models.tinyLlm, { overrides: [] as never }), {
       message: 'Expected an object of MNN config keys for overrides but received array(0)',
     });
-    await t.throwsAsync(() => Module.load(models.sileroVad, { inputs: [], outputs: ['x'] }), {
+    await t.throwsAsync(() => MnnGraph.load(models.sileroVad, { inputs: [], outputs: ['x'] }), {
       message: 'Expected a non-empty array of tensor names for inputs but received array(0)',
     });
   });

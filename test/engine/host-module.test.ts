@@ -2,8 +2,8 @@
 // process, and MNN's runtime is probed by a short-lived host so the caller never loads the addon.
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { createEngineInfo, EngineHostClient, engineInfo, type Tensor } from '../../engine/src/index.js';
+import { createEngineInfo, EngineHostClient, engineInfo, type Tensor } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { engineOrSkip, media, models, readWavMono16 } from './_engine.js';
 
 type EngineInfoResult = Awaited<ReturnType<EngineHostClient['runtimeInfo']>>;

@@ -1,8 +1,8 @@
 // Engine hosts: the model runs in a child process; crashes there become errors here, and the agent side
 // carries on.
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { EngineError, EngineHostClient } from '../../engine/src/index.js';
+import { EngineError, EngineHostClient } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { engineOrSkip, expectedOutput, media, models } from './_engine.js';
 
 if (engineOrSkip(test, 'engine host')) {

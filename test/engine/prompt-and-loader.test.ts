@@ -1,7 +1,7 @@
 // Pure parts of the engine that run without MNN: the loader's explanation, prompt assembly, the call queue.
 import { join, resolve } from 'node:path';
 import test from 'ava';
-import { addonCandidates, createAddonLoader, ENGINE_HELP, EngineError } from '../../engine/src/index.js';
+import { addonCandidates, createAddonLoader, ENGINE_HELP, EngineError } from '../../engine/index.js';
 import { buildPrefillRequest } from '../../engine/src/prompt.js';
 import { SerialQueue } from '../../engine/src/serial-queue.js';
 import { repoRoot } from '../helpers/paths.js';

@@ -1,20 +1,23 @@
 // The runtime with real engine hosts and MNN: hot swap under load, a host killed mid-generation, and a backend
 // this host cannot run.
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { sleep, systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import type { CatalogModel, PlanBoard, SlotSpec } from '../../agent/plan/types.js';
-import { engineHostFactory } from '../../agent/runtime/engine-host-adapter.js';
-import type { RuntimeEvents } from '../../agent/runtime/events.js';
+import { engineHostFactory } from '../../agent/runtime/engine/engine-host-adapter.js';
+import { procSystemMemory } from '../../agent/runtime/engine/proc-memory.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
-import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
+import { placementPortFrom } from '../../agent/runtime/placement-port.js';
+import type { RuntimeEvents } from '../../agent/runtime/reconciling/events.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
-import { runtimeInfo } from '../../engine/src/index.js';
+import { Llm, runtimeInfo } from '../../engine/index.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { until } from '../helpers/until.js';
 import { engineOrSkip, expectedOutput, media, models } from './_engine.js';
 
 const MiB = 1024 * 1024;
@@ -116,7 +119,7 @@ if (engineOrSkip(test, 'runtime')) {
         await runtime.configure(slots);
         await runtime.settled();
         const first = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
-        t.is(first.text, expectedOutput('tiny-llm').text);
+        t.is(first.text, expectedOutput('tiny-llm', null, 'low').text);
         const oldPid = runtime.state().instances[0]!.pid;
 
         let running = true;
@@ -132,10 +135,11 @@ if (engineOrSkip(test, 'runtime')) {
             }
           }
         });
-        await sleep(200);
+        // States, not guessed times: requests are being served before the swap and by the new version after it.
+        await until(() => (served.get(fp32) ?? 0) > 0, 'a request served by the fp32 instance');
         await runtime.setModelVersion('tiny-llm', '2', 'engine-test');
         await runtime.settled();
-        await sleep(200);
+        await until(() => (served.get(int4) ?? 0) > 0, 'a request served by the int4 instance');
         running = false;
         await Promise.all(workers);
 
@@ -148,7 +152,9 @@ if (engineOrSkip(test, 'runtime')) {
         t.true(released.processGone);
         t.true(released.peakRssBytes > 0);
         const after = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
-        t.is(after.text, expectedOutput('tiny-llm-int4').text);
+        // The same build's answer in this process, at the placement's precision: exactly what the int4 host gave.
+        await using reference = await Llm.load(models.tinyLlmInt4, { overrides: { precision: 'low' } });
+        t.is(after.text, (await reference.complete('Hello', { maxNewTokens: 32 })).text);
         t.deepEqual(
           runtime.state().instances.map((i) => i.key),
           [int4],
@@ -167,6 +173,7 @@ if (engineOrSkip(test, 'runtime')) {
         await runtime.configure(slots);
         await runtime.settled();
         const pid = runtime.state().instances[0]!.pid;
+        await runtime.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 4 });
         const pieces: string[] = [];
         let finish: string | undefined;
         let detail: string | undefined;
@@ -185,6 +192,17 @@ if (engineOrSkip(test, 'runtime')) {
         const again = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
         t.is(again.text, expectedOutput('tiny-llm').text);
         t.not(runtime.state().instances[0]!.pid, pid);
+        // The KV died with the host; the slot stats say the answer came from a new host, which kept nothing of it.
+        const kv = runtime.slotStats().find((s) => s.slot === 'voice.llm')?.kv;
+        t.true(kv?.last?.newHost);
+        t.not(kv?.last?.outcome, 'hit');
+        // /api/placement shows the same slot stats.
+        t.deepEqual(
+          placementPortFrom(runtime)
+            .view()
+            .slotStats?.find((s) => s.slot === 'voice.llm')?.kv,
+          kv,
+        );
         t.regex(runtime.state().failures[0]!.reason, /exited unexpectedly \(signal SIGKILL\)/);
       } finally {
         await close();

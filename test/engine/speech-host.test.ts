@@ -1,15 +1,15 @@
 // Speech out through an engine host (the model in a child process) and through the voice workload's TTS stage
 // on a runtime slot, on the tiny random-weight talker (engine/tools/tiny-talker).
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { slotModels } from '../../agent/workloads/slots/slot-models.js';
 import { TalkerTts } from '../../agent/workloads/voice/stages.js';
-import { EngineHostClient, SPEECH_SAMPLE_RATE } from '../../engine/src/index.js';
+import { EngineHostClient, SPEECH_SAMPLE_RATE } from '../../engine/index.js';
 import {
   cachedTinyTalker,
   DEFAULT_TALKER_TOKENS,
   tinyTalkerToolchainMissing,
 } from '../../engine/tools/tiny-talker/make-tiny-talker.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { engineOrSkip } from './_engine.js';
 import { startSlotRuntime } from './_slots.js';
 

@@ -1,7 +1,7 @@
 // Speech out through MNN's omni talker, on the tiny random-weight talker package that
 // engine/tools/tiny-talker builds (cached in the temp dir): thinker -> talker codec tokens -> DiT -> vocoder.
 import test from 'ava';
-import { EngineError, Llm, SPEECH_SAMPLE_RATE, type SpeechChunk } from '../../engine/src/index.js';
+import { EngineError, Llm, SPEECH_SAMPLE_RATE, type SpeechChunk } from '../../engine/index.js';
 import {
   cachedTinyTalker,
   DEFAULT_TALKER_TOKENS,

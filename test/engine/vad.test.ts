@@ -2,7 +2,7 @@
 // and speech segments.
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { Module } from '../../engine/src/index.js';
+import { MnnGraph } from '../../engine/index.js';
 import { engineOrSkip, media, models, readWavMono16 } from './_engine.js';
 
 interface Segment {
@@ -16,7 +16,7 @@ const CHUNK = 512;
 const CONTEXT = 64;
 
 /** Silero's streaming protocol: 64 context samples + 512 new ones per call, state carried across calls. */
-async function probabilities(vad: Module, samples: Float32Array): Promise<number[]> {
+async function probabilities(vad: MnnGraph, samples: Float32Array): Promise<number[]> {
   const input = new Float32Array(CONTEXT + CHUNK);
   let state: Float32Array = new Float32Array(2 * 128);
   const sr = new Int32Array([16000]);
@@ -62,7 +62,7 @@ if (engineOrSkip(test, 'vad')) {
       probabilities: number[];
       segmentsThreshold05: { segments: Segment[] };
     };
-    await using vad = await Module.load(models.sileroVad, {
+    await using vad = await MnnGraph.load(models.sileroVad, {
       inputs: ['input', 'state', 'sr'],
       outputs: ['output', 'stateN'],
     });
@@ -89,7 +89,7 @@ if (engineOrSkip(test, 'vad')) {
   });
 
   test('silero-vad: wrong tensor shapes and types are refused, the module stays usable', async (t) => {
-    await using vad = await Module.load(models.sileroVad, {
+    await using vad = await MnnGraph.load(models.sileroVad, {
       inputs: ['input', 'state', 'sr'],
       outputs: ['output', 'stateN'],
     });

@@ -3,13 +3,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
 import { resolveVisionConfig } from '../../agent/workloads/config.js';
 import { SlotGate } from '../../agent/workloads/slots/scheduler.js';
 import { slotModels } from '../../agent/workloads/slots/slot-models.js';
 import { ffmpegFrames, type TimedFrame } from '../../agent/workloads/vision/frame-sources.js';
 import { decodePng } from '../../agent/workloads/vision/image.js';
 import { VisionService, type WatchAnswer, type WatchRunner } from '../../agent/workloads/vision/service.js';
+import { systemClock } from '../../lib/clock.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import { engineOrSkip } from './_engine.js';
 import { assertServed, startSlotRuntime } from './_slots.js';

@@ -5,7 +5,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
 import { WavFileSink } from '../../agent/workloads/audio/io.js';
 import { rms } from '../../agent/workloads/audio/pcm.js';
@@ -19,6 +18,7 @@ import { VoiceService } from '../../agent/workloads/voice/service.js';
 import type { VoiceEvents } from '../../agent/workloads/voice/session.js';
 import { AudioLlmAsr } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
+import { systemClock } from '../../lib/clock.js';
 import { engineOrSkip, media } from './_engine.js';
 import { assertServed, startSlotRuntime, voiceSlots } from './_slots.js';
 

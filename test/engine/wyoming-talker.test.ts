@@ -3,7 +3,6 @@
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
@@ -12,6 +11,7 @@ import {
   DEFAULT_TALKER_TOKENS,
   tinyTalkerToolchainMissing,
 } from '../../engine/tools/tiny-talker/make-tiny-talker.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 import { engineOrSkip } from './_engine.js';

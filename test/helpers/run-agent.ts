@@ -8,12 +8,15 @@ import { repoRoot } from './paths.js';
  * `mnn-edge run` from sources as its own process, on loopback with OS-chosen ports (HTTP and the embedded
  * broker, whose default 1883 every test would share). `config` is merged into that minimal file.
  */
+let starts = 0;
+
 export function spawnAgentRun(
   dataDir: string,
   options: { config?: Record<string, unknown>; env?: NodeJS.ProcessEnv } = {},
 ): ChildProcessByStdio<null, Readable, Readable> {
   mkdirSync(dataDir, { recursive: true });
-  const configPath = join(dataDir, '..', `agent-${basename(dataDir)}.json`);
+  // One file per start: a restart on the same data dir must not lose its file to the previous child's 'close'.
+  const configPath = join(dataDir, '..', `agent-${basename(dataDir)}-${++starts}.json`);
   writeFileSync(configPath, JSON.stringify({ mqtt: { embeddedBroker: { port: 0 } }, ...options.config }));
   const child = spawn(
     process.execPath,

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { probeEngineInfo } from '../../engine/src/engine-info.js';
+import { probeEngineInfo } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { repoRoot } from '../helpers/paths.js';
 
 // `mnn-edge bench models` in a child process, as an operator or a script runs it: with `--json`, stdout must be

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { connect } from 'mqtt';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { validate } from '../../agent/common/schema.js';
 import { composeModules } from '../../agent/compose.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { capabilitiesSchema } from '../../agent/detect/schema.js';
 import { createAgent } from '../../agent/main.js';
-import { engineAvailability } from '../../engine/src/index.js';
+import { engineAvailability } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { validate } from '../../lib/schema.js';
 import { modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
 
 // The daemon as `mnn-edge run` composes it: the retained documents reach the broker, follow model installs,

@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { type Agent, type AgentModule, createAgent } from '../../agent/main.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
 import { selfSignedCert } from '../helpers/tls.js';
+import { until } from '../helpers/until.js';
 import { startNotifyListener } from './sdnotify-listener.js';
 
 // The agent in-process on port 0 with a temp data dir, spoken to over real HTTP and WebSocket on loopback.
@@ -364,6 +365,8 @@ test('the clock.synchronized event fires once when NTP sync appears, and the tim
   const fired: number[] = [];
   agent.events.on('clock.synchronized', (e) => fired.push(e.wallMs));
   synchronized = true;
+  await until(() => fired.length > 0, 'clock.synchronized');
+  // Ten more polls' time: it fires once, not on every poll that finds the clock synchronized.
   await new Promise((resolve) => setTimeout(resolve, 100));
   t.is(fired.length, 1);
   t.like(agent.kv.get('time.lastKnownGood'), { source: 'ntp' });

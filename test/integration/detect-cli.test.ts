@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import type { Capabilities } from '../../agent/detect/types.js';
+import type { Capabilities } from '../../lib/capabilities.js';
 import { repoRoot, socFixturesDir } from '../helpers/paths.js';
 
 // The real CLI in a child process, as systemd and operators run it.

@@ -1,9 +1,9 @@
 import test from 'ava';
 import { connect } from 'mqtt';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { createFleetAgent } from '../../agent/fleet/agent.js';
 import { openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 
 const gate = mosquittoAvailable() ? test : test.skip;

@@ -1,8 +1,4 @@
-import { PassThrough } from 'node:stream';
 import test from 'ava';
-import { main } from '../../agent/cli/main.js';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { startEmbeddedBroker } from '../../agent/fleet/embedded-broker.js';
@@ -10,6 +6,9 @@ import { createFleetModule } from '../../agent/fleet/module.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
 import type { AgentContext } from '../../agent/module.js';
 import { openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { runCli } from '../helpers/run-cli.js';
 
 // With no broker configured the agent brings up the embedded one; the fleet CLI then lists, commands and
 // watches it over the same contract an operator would use against mosquitto.
@@ -44,28 +43,13 @@ test.after.always(async () => {
   await agent?.stop();
 });
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
-  const code = await main(argv, { stdout, stderr, env: { MNN_EDGE_DATA_DIR: '/tmp/mnn-edge-cli-test' } });
-  return { code, out, err };
-}
-
 test.serial('the embedded broker is used when no broker URL is configured', (t) => {
   t.regex(url, /^mqtt:\/\/127\.0\.0\.1:\d+$/);
   t.true(agent.connected);
 });
 
 test.serial('fleet ls lists devices from retained status', async (t) => {
-  const r = await cli('fleet', 'ls', '--url', url, '--mqtt-version', '4', '--wait', '400');
+  const r = await runCli('fleet', 'ls', '--url', url, '--mqtt-version', '4', '--wait', '400');
   t.is(r.code, 0, r.err);
   const [header, row] = r.out.trimEnd().split('\n');
   t.regex(header!, /^DEVICE\s+STATUS\s+BOARD\s+TAGS\s+MODELS\s+TELEMETRY AGE\s+AGENT$/);
@@ -73,7 +57,7 @@ test.serial('fleet ls lists devices from retained status', async (t) => {
 });
 
 test.serial('fleet cmd to one device prints the result; fleet-wide prints one line per device', async (t) => {
-  const one = await cli(
+  const one = await runCli(
     'fleet',
     'cmd',
     'cli-dev',
@@ -86,7 +70,7 @@ test.serial('fleet cmd to one device prints the result; fleet-wide prints one li
   );
   t.is(one.code, 0, one.err);
   t.like(JSON.parse(one.out), { pong: true, echo: 'hey', agentVersion: '1.2.3' });
-  const many = await cli(
+  const many = await runCli(
     'fleet',
     'cmd',
     '--tag',
@@ -101,13 +85,13 @@ test.serial('fleet cmd to one device prints the result; fleet-wide prints one li
   );
   t.is(many.code, 0, many.err);
   t.regex(many.out, /^cli-dev: ok \{"pong":true/);
-  const bad = await cli('fleet', 'cmd', 'cli-dev', 'fly', '--url', url, '--mqtt-version', '4');
+  const bad = await runCli('fleet', 'cmd', 'cli-dev', 'fly', '--url', url, '--mqtt-version', '4');
   t.is(bad.code, 1);
   t.regex(bad.out, /^cli-dev: error EUNKNOWN: Unknown command "fly"/);
 });
 
 test.serial('fleet watch prints a live telemetry table', async (t) => {
-  const r = await cli('fleet', 'watch', '--count', '2', '--url', url, '--mqtt-version', '4');
+  const r = await runCli('fleet', 'watch', '--count', '2', '--url', url, '--mqtt-version', '4');
   t.is(r.code, 0, r.err);
   const tables = r.out.trim().split('\n\n');
   t.is(tables.length, 2);
@@ -116,16 +100,16 @@ test.serial('fleet watch prints a live telemetry table', async (t) => {
 });
 
 test.serial('usage errors exit with 2 and say what is wrong', async (t) => {
-  const r1 = await cli('fleet', 'dance');
+  const r1 = await runCli('fleet', 'dance');
   t.is(r1.code, 2);
-  t.regex(r1.err, /^mnn-edge fleet: unknown subcommand 'dance' \(expected ls, cmd or watch\)/);
-  const r2 = await cli('fleet', 'cmd', 'cli-dev', 'ping', '[1]', '--url', url);
+  t.regex(r1.err, /^mnn-edge fleet: unknown subcommand 'dance' \(expected ls, cmd, watch or config\)/);
+  const r2 = await runCli('fleet', 'cmd', 'cli-dev', 'ping', '[1]', '--url', url);
   t.is(r2.code, 2);
   t.regex(r2.err, /params must be a JSON object/);
-  const r3 = await cli('fleet', 'ls', '--url', 'http://x');
+  const r3 = await runCli('fleet', 'ls', '--url', 'http://x');
   t.is(r3.code, 2);
   t.regex(r3.err, /--url must start with mqtt:\/\/, mqtts:\/\/, ws:\/\/ or wss:\/\/, got "http:\/\/x"/);
-  const r4 = await cli('fleet', 'cmd', 'ping');
+  const r4 = await runCli('fleet', 'cmd', 'ping');
   t.is(r4.code, 2);
   t.regex(r4.err, /missing command name/);
 });

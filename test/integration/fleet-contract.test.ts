@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { validate } from '../../agent/common/schema.js';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { buildClientOptions } from '../../agent/fleet/connection.js';
@@ -20,9 +17,12 @@ import {
   type TelemetryMessage,
   telemetrySchema,
 } from '../../agent/fleet/protocol.js';
-import { deviceTopics } from '../../agent/fleet/topics.js';
 import { openStore } from '../../agent/store/database.js';
 import type { Sampler } from '../../agent/telemetry/samplers.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { validate } from '../../lib/schema.js';
+import { deviceTopics } from '../../lib/topics.js';
 import { type Mosquitto, mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 
 // The protocol contract, run against a real mosquitto (MQTT 5) and against the embedded aedes (MQTT 3.1.1):

@@ -1,11 +1,11 @@
 import test from 'ava';
 import { connect, type MqttClient } from 'mqtt';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { createFleetAgent } from '../../agent/fleet/agent.js';
 import type { CommandResponse } from '../../agent/fleet/protocol.js';
-import { deviceTopics, fleetTopics } from '../../agent/fleet/topics.js';
 import { openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { deviceTopics, fleetTopics } from '../../lib/topics.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 
 // The malformed set that used to go unanswered or slip through, sent through a real mosquitto: payloads nested

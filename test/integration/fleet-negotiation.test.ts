@@ -1,14 +1,14 @@
 import test from 'ava';
 import { connect } from 'mqtt';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { startEmbeddedBroker } from '../../agent/fleet/embedded-broker.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
 import type { StatusMessage } from '../../agent/fleet/protocol.js';
-import { deviceTopics } from '../../agent/fleet/topics.js';
 import { openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { deviceTopics } from '../../lib/topics.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 
 // `protocolVersion: "auto"` against brokers of both kinds: mosquitto 2 takes MQTT 5; aedes (3.1.1 only) refuses

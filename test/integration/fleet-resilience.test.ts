@@ -6,8 +6,8 @@ import { connect, type MqttClient } from 'mqtt';
 import { haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
 import type { TelemetryMessage } from '../../agent/fleet/protocol.js';
-import { deviceTopics } from '../../agent/fleet/topics.js';
-import { otaTopics } from '../../ota/job.js';
+import { deviceTopics } from '../../lib/topics.js';
+import { otaTopics } from '../../ota/jobs/job.js';
 import { type Mosquitto, mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
 

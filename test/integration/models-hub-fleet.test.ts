@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createLogger } from '../../agent/common/log.js';
 import { CommandRegistry } from '../../agent/fleet/commands.js';
 import { openStore } from '../../agent/store/database.js';
+import { defaultDownloadPolicy } from '../../lib/download/downloader.js';
+import { createLogger } from '../../lib/log.js';
 import { registerPullModelCommand } from '../../models/hub/pull-command.js';
 import { ModelStore } from '../../models/index.js';
-import { defaultDownloadPolicy } from '../../ota/download.js';
 import { memoryFile, repoFromDir, startHuggingFaceStandin } from '../helpers/hub-standins.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { packageEntry } from '../../agent/documents/module.js';
 import { openStore } from '../../agent/store/database.js';
+import { Downloader } from '../../lib/download/downloader.js';
 import { defaultHubHttpPolicy } from '../../models/hub/http.js';
 import { HuggingFaceClient } from '../../models/hub/huggingface.js';
 import { ModelScopeClient } from '../../models/hub/modelscope.js';
@@ -12,7 +13,6 @@ import { type HubPullDeps, pullFromHub } from '../../models/hub/pull.js';
 import { parseHubSource } from '../../models/hub/source.js';
 import type { HubClient } from '../../models/hub/types.js';
 import { ModelStore } from '../../models/index.js';
-import { Downloader } from '../../ota/download.js';
 import {
   memoryFile,
   repoFromDir,

@@ -399,7 +399,7 @@ const bad: BadCase[] = [
     entries: async () =>
       packageEntries({ ...(await manifestFor('x', '1.0.0')), version: 'latest', task: 'chat' }),
     message:
-      'Invalid manifest mnn-edge.json: version: expected a string matching /^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$/, got "latest"; task: expected one of "llm", "vlm", "omni", "asr", "tts", "vad", "vision", "embedding", got "chat"',
+      'Invalid manifest mnn-edge.json: version: expected a string matching /^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$/, got "latest"; task: expected one of "llm", "vlm", "omni", "asr", "tts", "vad", "wake", "vision", "embedding", got "chat"',
   },
   {
     title: 'manifest that is not JSON',

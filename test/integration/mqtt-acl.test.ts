@@ -1,13 +1,13 @@
 import { join } from 'node:path';
 import test from 'ava';
 import { connect, type MqttClient } from 'mqtt';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
-import { deviceTopics, topicSegment } from '../../agent/fleet/topics.js';
 import { openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { deviceTopics, topicSegment } from '../../lib/topics.js';
 import { type Mosquitto, mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { repoRoot } from '../helpers/paths.js';
 

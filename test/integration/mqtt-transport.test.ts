@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { Aedes } from 'aedes';
 import test from 'ava';
 import { createWebSocketStream, WebSocketServer } from 'ws';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
 import { openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 
 // Transports beyond plain mqtt://: WebSockets (aedes behind a ws server) and mqtts:// with mutual TLS

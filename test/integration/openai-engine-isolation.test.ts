@@ -2,14 +2,15 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
 import { allMigrations } from '../../agent/store/migrations/index.js';
-import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { engineAvailability, unavailableMessage } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
+import { until } from '../helpers/until.js';
 
 const engine = engineAvailability();
 if (!engine.available) {
@@ -41,8 +42,9 @@ if (!engine.available) {
       out += c.toString();
     });
     const wait = async (what: string, pred: () => boolean) => {
-      for (let i = 0; i < 1200 && !pred(); i++) await new Promise((r) => setTimeout(r, 50));
-      if (!pred()) throw new Error(`timed out waiting for ${what}:\n${out}`);
+      await until(pred, what, { stepMs: 50 }).catch((err: Error) => {
+        throw new Error(`${err.message}:\n${out}`);
+      });
     };
     await wait('listening', () => /"msg":"listening".*?"port":\d+/.test(out));
     const port = Number(/"msg":"listening".*?"port":(\d+)/.exec(out)![1]);

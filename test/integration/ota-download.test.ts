@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { Downloader } from '../../ota/download.js';
-import { OtaRejection } from '../../ota/rejection.js';
-import { servePackages } from '../../ota/serve.js';
+import { Downloader } from '../../lib/download/downloader.js';
+import { DownloadRejection } from '../../lib/download/rejection.js';
+import { servePackages } from '../../ota/tools/serve.js';
 
 const noSleep = async () => {};
 
@@ -118,7 +118,7 @@ test('flipped byte → hash-mismatch, nothing left in staging', async (t) => {
       length: data.length,
       sha256: sha(data),
     }),
-    { instanceOf: OtaRejection },
+    { instanceOf: DownloadRejection },
   );
   t.is(err?.reason, 'hash-mismatch');
   t.is(err?.message, `Downloaded ${srv.baseUrl}p.tar has sha256 ${sha(flipped)}, expected ${sha(data)}`);
@@ -140,7 +140,7 @@ test('wrong length → length-mismatch before any byte is written', async (t) =>
       length: 9_000,
       sha256: sha(data),
     }),
-    { instanceOf: OtaRejection },
+    { instanceOf: DownloadRejection },
   );
   t.is(err?.reason, 'length-mismatch');
   t.is(err?.message, `Artifact at ${srv.baseUrl}p.tar is 10000 bytes, expected 9000`);
@@ -158,7 +158,7 @@ test('a body longer than signed (no Content-Length) is cut off at the signed len
   const dest = join(tmp(t), 'p.tar');
   const err = await t.throwsAsync(
     new Downloader({}, { sleep: noSleep }).fetch({ url, dest, length: 40_000, sha256: sha(data) }),
-    { instanceOf: OtaRejection },
+    { instanceOf: DownloadRejection },
   );
   t.is(err?.reason, 'length-mismatch');
   t.regex(err?.message ?? '', /^Artifact at .* is at least \d+ bytes, expected 40000$/);

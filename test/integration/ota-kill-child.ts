@@ -2,11 +2,11 @@
 // ends or the test kills it with SIGKILL. argv: dataDir jobFile publicKey bytesPerSecond llmDemo|''
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createLogger } from '../../agent/common/log.js';
-import { otaDefaults } from '../../agent/config/sections/ota.js';
 import { KvStore, openStore } from '../../agent/store/database.js';
+import { createLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
-import { createOtaDevice, storePorts } from '../../ota/device.js';
+import { otaDefaults } from '../../ota/config.js';
+import { createOtaDevice, storePorts } from '../../ota/module.js';
 
 const [dataDir, jobFile, publicKey, rate, llmDemo] = process.argv.slice(2) as [
   string,

@@ -16,23 +16,23 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import test from 'ava';
 import { connectAsync } from 'mqtt';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { otaDefaults } from '../../agent/config/sections/ota.js';
 import { KvStore, openStore } from '../../agent/store/database.js';
+import { Downloader } from '../../lib/download/downloader.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore, writeTar } from '../../models/index.js';
-import { createOtaDevice, storePorts } from '../../ota/device.js';
-import { Downloader } from '../../ota/download.js';
-import type { JobStatus, OtaJob } from '../../ota/job.js';
-import { generateSigningKey, parsePrivateKey, type SigningKey } from '../../ota/keys.js';
-import { LlmDemoProbe } from '../../ota/llm-demo-probe.js';
-import { attachOtaToMqtt, clientTransport } from '../../ota/mqtt-device.js';
-import { connectOperator, publishJob, watchStatuses } from '../../ota/operator.js';
-import { packModel } from '../../ota/pack.js';
-import type { HealthProbe } from '../../ota/ports.js';
-import { pullPackage } from '../../ota/pull.js';
-import { servePackages } from '../../ota/serve.js';
-import { ModelStoreInstaller } from '../../ota/store-adapter.js';
-import { type Artifact, signTargets, type TargetsBody } from '../../ota/targets.js';
+import { otaDefaults } from '../../ota/config.js';
+import type { JobStatus, OtaJob } from '../../ota/jobs/job.js';
+import { LlmDemoProbe } from '../../ota/jobs/llm-demo-probe.js';
+import { attachOtaToMqtt, clientTransport } from '../../ota/jobs/mqtt-device.js';
+import type { HealthProbe } from '../../ota/jobs/ports.js';
+import { pullPackage } from '../../ota/jobs/pull-package.js';
+import { ModelStoreInstaller } from '../../ota/jobs/store-adapter.js';
+import { createOtaDevice, storePorts } from '../../ota/module.js';
+import { packModel } from '../../ota/tools/pack.js';
+import { connectOperator, publishJob, watchStatuses } from '../../ota/tools/publish.js';
+import { servePackages } from '../../ota/tools/serve.js';
+import { generateSigningKey, parsePrivateKey, type SigningKey } from '../../ota/trust/keys.js';
+import { type Artifact, signTargets, type TargetsBody } from '../../ota/trust/targets.js';
 import { llmDemoPath } from '../helpers/mnn-tools.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { modelFixturesDir } from '../helpers/paths.js';
@@ -185,7 +185,7 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
   t.teardown(() => link.detach());
 
   const operator = await connectOperator({ url: broker.url });
-  t.teardown(() => operator.endAsync());
+  t.teardown(() => operator.close());
   const seen: JobStatus[] = [];
   const waiters = new Map<string, (s: JobStatus) => void>();
   await watchStatuses(operator, (s) => {
@@ -392,15 +392,11 @@ gate('happy path and attack set over mosquitto and HTTP, into the real ModelStor
   }
   // 1 MiB of nesting as a job payload: refused with one log line, nothing queued.
   const jobsBefore = device.journal.list().length;
-  await operator.publishAsync(
-    'mnn-edge/dev-1/ota/jobs',
-    `${'['.repeat(512 * 1024)}${']'.repeat(512 * 1024)}`,
-    {
-      qos: 1,
-    },
-  );
+  await operator.publish('mnn-edge/dev-1/ota/jobs', `${'['.repeat(512 * 1024)}${']'.repeat(512 * 1024)}`, {
+    qos: 1,
+  });
   const invalidUtf8 = Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x7d]);
-  await operator.publishAsync('mnn-edge/dev-1/ota/jobs', invalidUtf8, { qos: 1 });
+  await operator.publish('mnn-edge/dev-1/ota/jobs', invalidUtf8, { qos: 1 });
   for (let i = 0; i < 100 && linkLog.lines.filter((l) => l.includes('ota message refused')).length < 2; i++)
     await new Promise((r) => setTimeout(r, 50));
   const refusedLines = linkLog.lines.filter((l) => l.includes('ota message refused'));

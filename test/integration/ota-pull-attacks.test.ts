@@ -21,10 +21,10 @@ import test from 'ava';
 import { main } from '../../agent/cli/main.js';
 import { openStore } from '../../agent/store/database.js';
 import { type ModelManifest, writeTar } from '../../models/index.js';
-import { generateSigningKey, parsePrivateKey, type SigningKey } from '../../ota/keys.js';
-import { packModel } from '../../ota/pack.js';
-import { servePackages } from '../../ota/serve.js';
-import { type Artifact, signTargets } from '../../ota/targets.js';
+import { packModel } from '../../ota/tools/pack.js';
+import { servePackages } from '../../ota/tools/serve.js';
+import { generateSigningKey, parsePrivateKey, type SigningKey } from '../../ota/trust/keys.js';
+import { type Artifact, signTargets } from '../../ota/trust/targets.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 // The first-boot path attacked from outside, through `mnn-edge models pull` as a person runs it: decompression

@@ -25,16 +25,22 @@ gate('rollout devices by tag come from the retained status; listed devices are t
   await announce('lab-2', ['lab']);
   await announce('shop-1', ['shop']);
 
-  t.deepEqual(await rolloutDevices(parseArgs(['--tag', 'lab'], flags), mosquitto.url), ['lab-1', 'lab-2']);
-  t.deepEqual(await rolloutDevices(parseArgs(['--devices', 'a, b,,c'], flags), mosquitto.url), [
+  t.deepEqual(await rolloutDevices(parseArgs(['--tag', 'lab'], flags), { url: mosquitto.url }), [
+    'lab-1',
+    'lab-2',
+  ]);
+  t.deepEqual(await rolloutDevices(parseArgs(['--devices', 'a, b,,c'], flags), { url: mosquitto.url }), [
     'a',
     'b',
     'c',
   ]);
-  await t.throwsAsync(rolloutDevices(parseArgs(['--tag', 'nowhere'], flags), mosquitto.url), {
+  await t.throwsAsync(rolloutDevices(parseArgs(['--tag', 'nowhere'], flags), { url: mosquitto.url }), {
     message: `No device with tag nowhere has announced itself on ${mosquitto.url}`,
   });
-  await t.throwsAsync(rolloutDevices(parseArgs(['--tag', 'lab', '--devices', 'a'], flags), mosquitto.url), {
-    message: 'give exactly one of --devices and --tag',
-  });
+  await t.throwsAsync(
+    rolloutDevices(parseArgs(['--tag', 'lab', '--devices', 'a'], flags), { url: mosquitto.url }),
+    {
+      message: 'give exactly one of --devices and --tag',
+    },
+  );
 });

@@ -4,8 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openStore } from '../../agent/store/database.js';
-import { RootStore } from '../../ota/root-store.js';
-import { TrustStore } from '../../ota/trust.js';
+import { RootStore } from '../../ota/trust/root-store.js';
+import { TrustStore } from '../../ota/trust/trust.js';
 
 const [dataDir, chainFile, targetsFile] = process.argv.slice(2) as [string, string, string];
 const chain = JSON.parse(readFileSync(chainFile, 'utf8')) as unknown[];

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { openStore } from '../../agent/store/database.js';
-import { generateSigningKey, parsePrivateKey, type SigningKey } from '../../ota/keys.js';
-import { ROOT_TYPE, rootDigest, type SignedRoot, signRoot } from '../../ota/root.js';
-import { type SignedTargets, signTargets } from '../../ota/targets.js';
+import { generateSigningKey, parsePrivateKey, type SigningKey } from '../../ota/trust/keys.js';
+import { ROOT_TYPE, rootDigest, type SignedRoot, signRoot } from '../../ota/trust/root.js';
+import { type SignedTargets, signTargets } from '../../ota/trust/targets.js';
 import { repoRoot } from '../helpers/paths.js';
 
 // kill -9 at random moments while a device rotates through a long chain of roots, each changing the targets

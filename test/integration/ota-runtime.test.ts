@@ -2,25 +2,25 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { otaDefaults } from '../../agent/config/sections/ota.js';
 import { catalogFromStore } from '../../agent/plan/from-catalog.js';
 import type { PlanBoard } from '../../agent/plan/types.js';
-import { engineHostFactory } from '../../agent/runtime/engine-host-adapter.js';
+import { engineHostFactory } from '../../agent/runtime/engine/engine-host-adapter.js';
+import { procSystemMemory } from '../../agent/runtime/engine/proc-memory.js';
 import { runtimeActivationPort, runtimeHealthProbe } from '../../agent/runtime/ota-ports.js';
-import { procSystemMemory } from '../../agent/runtime/proc-memory.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
-import { engineAvailability, runtimeInfo } from '../../engine/src/index.js';
+import { engineAvailability, runtimeInfo } from '../../engine/index.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { ModelCatalog, ModelStore } from '../../models/index.js';
-import { createOtaDevice } from '../../ota/device.js';
-import type { JobStatus } from '../../ota/job.js';
-import { generateSigningKey, parsePrivateKey } from '../../ota/keys.js';
-import { packModel } from '../../ota/pack.js';
-import { servePackages } from '../../ota/serve.js';
-import { ModelStoreInstaller } from '../../ota/store-adapter.js';
-import { signTargets, type TargetPackage } from '../../ota/targets.js';
+import { otaDefaults } from '../../ota/config.js';
+import type { JobStatus } from '../../ota/jobs/job.js';
+import { ModelStoreInstaller } from '../../ota/jobs/store-adapter.js';
+import { createOtaDevice } from '../../ota/module.js';
+import { packModel } from '../../ota/tools/pack.js';
+import { servePackages } from '../../ota/tools/serve.js';
+import { generateSigningKey, parsePrivateKey } from '../../ota/trust/keys.js';
+import { signTargets, type TargetPackage } from '../../ota/trust/targets.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 // With MNN and the engine addon present: OTA through the real runtime — the job hot-swaps the serving slot to

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { connect } from 'mqtt';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';
 import type { TelemetryMessage } from '../../agent/fleet/protocol.js';
-import { deviceTopics } from '../../agent/fleet/topics.js';
 import { type Db, openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { deviceTopics } from '../../lib/topics.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 
 // Telemetry keeps flowing through a broker outage during which the agent itself restarts: every sequence

@@ -2,15 +2,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { validate } from '../../agent/common/schema.js';
 import { composeModules } from '../../agent/compose.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { mqttSchema } from '../../agent/config/sections/mqtt.js';
 import { buildHaDiscovery, haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
 import { ERROR_CODES } from '../../agent/fleet/protocol.js';
-import { DOCUMENT_KINDS, deviceTopics } from '../../agent/fleet/topics.js';
 import { createAgent } from '../../agent/main.js';
 import { SLOT_NAMES } from '../../agent/plan/types.js';
 import { openStore } from '../../agent/store/database.js';
@@ -20,10 +17,14 @@ import {
   diskSampler,
   memorySampler,
   networkSampler,
+  processSampler,
   thermalSampler,
 } from '../../agent/telemetry/samplers.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
-import { otaTopics } from '../../ota/job.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { validate } from '../../lib/schema.js';
+import { DOCUMENT_KINDS, deviceTopics } from '../../lib/topics.js';
+import { otaTopics } from '../../ota/jobs/job.js';
 import { repoRoot, socFixturesDir } from '../helpers/paths.js';
 
 // docs/PROTOCOL.md is the contract other people build against. Its tables are read here and compared with
@@ -212,9 +213,18 @@ test('metrics: every metric the code produces has a documented name, and every d
     ...Object.keys(await thermalSampler(join(socFixturesDir, 'qcom-qcs9075-iq9075-evk')).sample()),
     ...Object.keys(await net.sample()),
     ...Object.keys(await diskSampler(root).sample()),
+    ...Object.keys(await processSampler().sample()),
     ...Object.keys(
       slotGauges([
-        { slot: 'voice.llm', requests: 1, errors: 0, tokensPerSec: 20, ttftMs: 300, hostRssBytes: 1e8 },
+        {
+          slot: 'voice.llm',
+          requests: 1,
+          errors: 0,
+          tokensPerSec: 20,
+          ttftMs: 300,
+          hostRssBytes: 1e8,
+          kv: { hits: 1, partials: 0, misses: 1, reusedTokens: 30, prefilledTokens: 10 },
+        },
       ]),
     ),
     ...Object.keys(new VoiceTurnStore(openStore(':memory:'), { maxTurns: 10, maxAgeHours: 1 }).metrics()),
@@ -231,7 +241,7 @@ test('metrics: every metric the code produces has a documented name, and every d
     );
 });
 
-test('Home Assistant: the documented entities are the announced ones, and the select sends what set-placement accepts', async (t) => {
+test('Home Assistant: the documented entities are the announced ones, and the backend select sends what set-placement accepts', async (t) => {
   const { services } = await composedAgent();
   const slot = 'voice.llm';
   const config = buildHaDiscovery({
@@ -239,6 +249,7 @@ test('Home Assistant: the documented entities are the announced ones, and the se
     agentVersion: '0.0.0-doc',
     temperatureMetrics: ['temp.soc_c'],
     slots: [{ name: slot, backends: ['cpu', 'opencl'] }],
+    modelSlots: [{ slot, options: ['none', 'tiny-llm'] }],
   });
   const announced = Object.values(config.cmps)
     .map((c) => `${c['name']} (${c.p})`)
@@ -251,7 +262,9 @@ test('Home Assistant: the documented entities are the announced ones, and the se
     .sort();
   t.deepEqual(announced, documented);
   t.is(haDiscoveryTopic(DEVICE), `homeassistant/device/${deviceTopics(DEVICE).segment}/config`);
-  const select = Object.values(config.cmps).find((c) => c.p === 'select')!;
+  const select = Object.values(config.cmps).find(
+    (c) => c.p === 'select' && c['name'] === `${slot} backend pin`,
+  )!;
   t.deepEqual(select['options'], ['auto', 'cpu', 'opencl']);
   const template = String(select['command_template']);
   const render = (value: string) =>

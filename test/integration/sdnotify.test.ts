@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { createSystemdNotifier, createSystemdNotifyTransport } from '../../agent/systemd/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { startNotifyListener } from './sdnotify-listener.js';
 
 // The real path end to end: our notifier -> systemd-notify(1) -> an AF_UNIX datagram socket bound by python3.

@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import { type AgentModule, createAgent } from '../../agent/main.js';
+import { createMemoryLogger } from '../../lib/log.js';
 
 test('serving before the modules: healthz shows their states, their paths answer 503 until registered', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-startup-'));

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test, { type ExecutionContext } from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import { parseConfig } from '../../agent/config/load.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
@@ -22,12 +21,15 @@ import { unavailableHosts } from '../../agent/runtime/module.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { findExecutable } from '../../agent/workloads/voice/executable.js';
 import { wyomingMdnsServices } from '../../agent/workloads/wyoming/start.js';
-import { engineAvailability, unavailableMessage } from '../../engine/src/index.js';
+import { engineAvailability, unavailableMessage } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { expectedOutput } from '../engine/_engine.js';
 import { type FixtureModel, slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { until } from '../helpers/until.js';
 import { frame, WyomingTestClient } from '../helpers/wyoming-client.js';
+import { malformedFrames } from '../helpers/wyoming-malformed.js';
 
 const noEngineReason = unavailableMessage('the engine addon is not built');
 const hasEspeak = findExecutable('espeak-ng') !== undefined;
@@ -236,63 +238,6 @@ if (hasEspeak) {
   });
 }
 
-/** 200 malformed frames, each on its own connection: bad JSON, bad or huge lengths, truncation, garbage. */
-function malformedFrames(): Array<{ name: string; bytes: Buffer }> {
-  const out: Array<{ name: string; bytes: Buffer }> = [];
-  let seed = 42;
-  const random = () => {
-    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-    return seed / 0x7fffffff;
-  };
-  const fixed = [
-    '{"type": \n',
-    '{type: describe}\n',
-    '"describe"\n',
-    'null\n',
-    '[]\n',
-    '{"type":""}\n',
-    '{"type":42}\n',
-    '{"type":"x","data":"y"}\n',
-    '{"type":"x","data_length":-5}\n',
-    '{"type":"x","payload_length":-1}\n',
-    '{"type":"x","payload_length":1.5}\n',
-    '{"type":"x","payload_length":"100"}\n',
-    '{"type":"x","payload_length":99999999999}\n',
-    '{"type":"x","data_length":99999999}\n',
-    '{"type":"x","data_length":5}\n{"a":',
-    '{"type":"x","data_length":3}\n[1]',
-    '{"type":"audio-chunk","payload_length":100}\nshort',
-    `{"type":"${'x'.repeat(100)}"}\n`,
-    `${'{"a":'.repeat(100)}1${'}'.repeat(100)}\n`,
-    `{"type":"x","pad":"${'p'.repeat(20000)}"}\n`,
-  ];
-  for (const f of fixed) out.push({ name: JSON.stringify(f.slice(0, 40)), bytes: Buffer.from(f) });
-  while (out.length < 200) {
-    const kind = out.length % 4;
-    const n = 1 + Math.floor(random() * 3000);
-    const bytes = Buffer.alloc(n);
-    for (let i = 0; i < n; i++) bytes[i] = Math.floor(random() * 256);
-    if (kind === 0) bytes[Math.floor(n / 2)] = 0x0a; // garbage with a newline: a bad header line
-    if (kind === 1) {
-      // a valid header whose payload is garbage and cut short
-      out.push({
-        name: `truncated ${n}`,
-        bytes: Buffer.concat([Buffer.from(`{"type":"audio-chunk","payload_length":${n + 10}}\n`), bytes]),
-      });
-      continue;
-    }
-    if (kind === 2) {
-      out.push({
-        name: `bad data ${n}`,
-        bytes: Buffer.concat([Buffer.from(`{"type":"describe","data_length":${n}}\n`), bytes]),
-      });
-      continue;
-    }
-    out.push({ name: `garbage ${n}`, bytes });
-  }
-  return out;
-}
-
 test('200 malformed frames: each gets an error event or a clean close; the agent stays healthy', async (t) => {
   const { connect, healthy } = await startAgent(t);
   const frames = malformedFrames();
@@ -324,24 +269,31 @@ test('200 malformed frames: each gets an error event or a clean close; the agent
 
 test('limits: the shared session cap, the allow-list, the shared secret and the idle timeout', async (t) => {
   {
-    const { connect } = await startAgent(t, { maxSessions: 2 });
+    // Connections are limited apart from sessions: describe is answered on every accepted connection.
+    const { connect } = await startAgent(t, { maxSessions: 1, wyoming: { maxConnections: 2 } });
     const a = await connect();
     const b = await connect();
-    a.send('describe');
+    for (const x of [a, b]) x.send('describe');
     await a.next('info');
+    await b.next('info');
     const c = await connect();
     await c.closed;
-    t.like(c.events[0], { type: 'error', data: { code: 'EBUSY' } });
+    t.like(c.events[0], { type: 'error', data: { code: 'ECONNLIMIT', retry_after_s: 5 } });
     t.regex(
       String(c.events[0]!.data['text']),
-      /Too many concurrent sessions: 2 of 2 are open \(http\.maxSessions\)/,
+      /^Too many Wyoming connections: 2 of 2 are open \(wyoming\.maxConnections\); retry in 5 s$/,
     );
     b.close();
     await b.closed;
-    await sleep(50);
-    const d = await connect();
-    d.send('describe');
-    await d.next('info');
+    // The server may see the close a moment after the client: retried until the slot is free.
+    await until(async () => {
+      const d = await connect();
+      d.send('describe');
+      await Promise.race([d.next('info').catch(() => undefined), d.closed]);
+      const answered = d.events.some((e) => e.type === 'info');
+      d.close();
+      return answered;
+    }, 'a connection accepted after one closed');
   }
   {
     const { connect } = await startAgent(t, { wyoming: { allow: ['10.1.2.0/24'] } });
@@ -498,7 +450,10 @@ if (!engine.available) {
     t.not(again.data['text'], llm.text);
     const h2 = c.events.length;
     c.send('transcript', { text: 'Hello', context: { conversation_id: 'garage' } });
-    t.is((await c.next('handled', h2)).data['text'], llm.text);
+    const garage = await c.next('handled', h2);
+    t.is(garage.data['text'], llm.text);
+    // handled-stop follows handled; wait for it so that it is not taken for the next request's below.
+    await c.next('handled-stop', c.events.indexOf(garage) + 1);
 
     // A new transcribe cancels the running request: the conversation answer never comes.
     const h3 = c.events.length;

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import test from 'ava';
 import { detect } from '../../agent/detect/detect.js';
-import { MNN_BACKENDS } from '../../agent/detect/types.js';
 import {
   identifySoc,
   jetpackForL4t,
@@ -10,6 +9,7 @@ import {
   profiles,
 } from '../../board-support/index.js';
 import type { Fact, IdentityFacts } from '../../board-support/types.js';
+import { MNN_BACKENDS } from '../../lib/capabilities.js';
 import { socFixturesDir } from '../helpers/paths.js';
 
 const fact = (value: string, path = '/sys/firmware/devicetree/base/compatible'): Fact => ({

@@ -44,7 +44,7 @@ test('defaults: port 8080 on all interfaces, 20 MiB uploads, 7-day sessions, no 
 test('errors name the bad key and what was expected', (t) => {
   t.throws(() => parseConfig({ http: { port: 'eighty', sesionTtlS: 5 } }, 'agent.json', {}), {
     message:
-      'Invalid configuration in agent.json: http.port: expected integer, got string "eighty"; http.sesionTtlS: is not a known key (expected one of: bind, port, tls, mdns, maxUploadBytes, maxWsMessageBytes, maxSessions, sessionTtlS)',
+      'Invalid configuration in agent.json: http.port: expected integer, got string "eighty"; http.sesionTtlS: is not a known key (expected one of: bind, port, tls, mdns, maxUploadBytes, maxWsMessageBytes, maxSessions, sessionTtlS, metricsToken)',
   });
   t.throws(() => parseConfig({ http: { sessionTtlS: 10 } }, 'agent.json', {}), {
     message: 'Invalid configuration in agent.json: http.sessionTtlS: expected a number >= 60, got 10',
@@ -87,7 +87,7 @@ test('`config --check` refuses a file whose top level is not an object: array, s
   }
   writeFileSync(path, '{}');
   const ok = await cli(['config', '--check', '--config', path, '--data-dir', join(dir, 'd')]);
-  t.is(ok.out, `configuration OK (${path})\n`);
+  t.is(ok.out, `configuration OK (${path}; run-time settings revision 0)\n`);
 });
 
 test('flags win over the file', (t) => {
@@ -106,7 +106,7 @@ test('`mnn-edge config` prints the effective config with secrets masked; --check
     path,
     JSON.stringify({ mqtt: { url: 'mqtts://broker:8883', password: 'hunter2', key: '/etc/k.pem' } }),
   );
-  const shown = await cli(['config', '--config', path, '--data-dir', join(dir, 'd')]);
+  const shown = await cli(['config', '--json', '--config', path, '--data-dir', join(dir, 'd')]);
   t.is(shown.code, 0);
   const printed = JSON.parse(shown.out) as { dataDir: string; mqtt: { password: string; key: string } };
   t.is(printed.mqtt.password, '***');
@@ -114,7 +114,7 @@ test('`mnn-edge config` prints the effective config with secrets masked; --check
   t.is(printed.dataDir, join(dir, 'd'));
   t.deepEqual(await cli(['config', '--config', path, '--check']), {
     code: 0,
-    out: `configuration OK (${path})\n`,
+    out: `configuration OK (${path}; run-time settings revision 0)\n`,
     err: '',
   });
   const schema = await cli(['config', '--schema']);

@@ -3,21 +3,21 @@ import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { planPolicyFromConfig } from '../../agent/config/sections/slots.js';
-import { hubPortFrom } from '../../agent/dashboard/hub-port.js';
-import type { DashboardSources } from '../../agent/dashboard/ports.js';
-import { createDashboardModule } from '../../agent/dashboard/routes.js';
+import { hubPortFrom } from '../../agent/dashboard-api/hub-port.js';
+import type { DashboardSources } from '../../agent/dashboard-api/ports.js';
+import { createDashboardModule } from '../../agent/dashboard-api/routes.js';
 import { detect } from '../../agent/detect/index.js';
+import type { RecommendContext } from '../../agent/installed-models/hub-catalog.js';
 import { createAgent } from '../../agent/main.js';
-import type { RecommendContext } from '../../agent/models/hub-catalog.js';
 import { openStore } from '../../agent/store/database.js';
+import { type DownloadPolicy, defaultDownloadPolicy } from '../../lib/download/downloader.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { hubClient, hubSettings } from '../../models/hub/clients.js';
 import { HubPullJobs, type PullJobView } from '../../models/hub/pull-jobs.js';
 import { ModelStore } from '../../models/index.js';
-import { type DownloadPolicy, defaultDownloadPolicy } from '../../ota/download.js';
 import {
   memoryFile,
   repoFromDir,

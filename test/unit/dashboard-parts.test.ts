@@ -1,17 +1,18 @@
 import { join } from 'node:path';
 import test from 'ava';
-import { LogTail } from '../../agent/common/log-tail.js';
-import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import {
   brokerStatusFrom,
   feedFromSnapshots,
   SampleHub,
   telemetryPortFrom,
-} from '../../agent/dashboard/adapters.js';
-import { describeEvidence, overviewOf } from '../../agent/dashboard/overview.js';
+} from '../../agent/dashboard-api/adapters.js';
+import { describeEvidence, overviewOf } from '../../agent/dashboard-api/overview.js';
 import { detect } from '../../agent/detect/index.js';
 import { createSessionLimiter, MessageRateLimiter } from '../../agent/http/session-limits.js';
+import { LogTail } from '../../lib/log-tail.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import { socFixturesDir } from '../helpers/paths.js';
+import { until } from '../helpers/until.js';
 
 // The dashboard API's pure parts: limits on a controlled clock, the bounded log tail, the overview document.
 
@@ -137,12 +138,40 @@ test('adapters: broker status follows the fleet’s connection events; snapshots
   hub.subscribe((s) => seen.push(s.t));
   let snapshot = { ts: 1, metrics: { 'cpu.load_pct': { min: 1, mean: 2, max: 3, n: 3 } }, slots: {} };
   const stop = feedFromSnapshots(hub, () => snapshot, 5);
-  await new Promise((r) => setTimeout(r, 30));
+  await until(() => seen.length === 1, 'the first snapshot');
   snapshot = { ...snapshot, ts: 2 };
-  await new Promise((r) => setTimeout(r, 30));
+  await until(() => seen.length === 2, 'the second snapshot');
   stop();
   t.deepEqual(seen, [1, 2]);
   const port = telemetryPortFrom({ metrics: () => ['mem.used_pct'], query: () => ({}) }, hub);
   t.deepEqual(port.metrics(), ['cpu.load_pct', 'mem.used_pct'], 'live metric names join the recorded ones');
   t.deepEqual(port.latest(), { t: 2, values: { 'cpu.load_pct': 2 } });
+});
+
+test('the live feed polls only while a chart is open, and a read of the latest sample is fresh', async (t) => {
+  const hub = new SampleHub();
+  let reads = 0;
+  let ts = 1;
+  const stop = feedFromSnapshots(
+    hub,
+    () => {
+      reads++;
+      return { ts, metrics: { 'cpu.load_pct': { min: 1, mean: ts, max: 3, n: 1 } }, slots: {} };
+    },
+    2,
+  );
+  await new Promise((r) => setTimeout(r, 30));
+  t.is(reads, 0, 'nobody watches: no wake-ups');
+  t.deepEqual(hub.latest(), { t: 1, values: { 'cpu.load_pct': 1 } });
+  t.is(reads, 1, 'read through once for latest()');
+  const seen: number[] = [];
+  const off = hub.subscribe((s) => seen.push(s.t));
+  ts = 2;
+  await until(() => seen.includes(2), 'a sample while watched');
+  off();
+  const after = reads;
+  await new Promise((r) => setTimeout(r, 30));
+  t.is(reads, after, 'the last viewer left: polling stopped');
+  t.is(hub.watchers, 0);
+  stop();
 });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { detect } from '../../agent/detect/detect.js';
-import type { AcceleratorInfo, Capabilities, CpuFeatureName, MnnBackend } from '../../agent/detect/types.js';
+import type { AcceleratorInfo, Capabilities, CpuFeatureName, MnnBackend } from '../../lib/capabilities.js';
 import { socFixturesDir } from '../helpers/paths.js';
 
 // One test per captured board: the values asserted are the ones each fixture's SOURCES.md marks as captured or

@@ -1,5 +1,4 @@
 import test from 'ava';
-import { arm64HasHwcap, parseAuxv, riscvHasLetter } from '../../agent/detect/auxv.js';
 import { compareVersions } from '../../agent/detect/backends.js';
 import {
   architectureOf,
@@ -10,6 +9,7 @@ import {
   riscvMultiLetter,
 } from '../../agent/detect/cpuinfo.js';
 import { parsePresentList } from '../../agent/detect/root-fs.js';
+import { arm64HasHwcap, parseAuxv, riscvHasLetter } from '../../lib/auxv.js';
 
 function auxv(pairs: [number, bigint][]): Buffer {
   const buf = Buffer.alloc((pairs.length + 1) * 16);

@@ -9,11 +9,11 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'ava';
-import { validate } from '../../agent/common/schema.js';
 import { applyEngineBackends, detect } from '../../agent/detect/detect.js';
 import { formatReport } from '../../agent/detect/report.js';
 import { capabilitiesSchema } from '../../agent/detect/schema.js';
-import type { Capabilities } from '../../agent/detect/types.js';
+import type { Capabilities } from '../../lib/capabilities.js';
+import { validate } from '../../lib/schema.js';
 import { socFixturesDir } from '../helpers/paths.js';
 
 // Whatever a board presents, detect() returns a document with unknowns and evidence, never an exception.

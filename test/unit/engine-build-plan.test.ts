@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { detect } from '../../agent/detect/detect.js';
-import type { Capabilities } from '../../agent/detect/types.js';
+import { type CrossTarget, toolchainFileText } from '../../agent/engine-build/cross.js';
 import { type BuildHost, cmakeConfigureArgs, planEngineBuild } from '../../agent/engine-build/plan.js';
 import { findBuildHost } from '../../agent/engine-build/sdk.js';
 import { buildSteps, formatStep, progressOf } from '../../agent/engine-build/steps.js';
+import type { Capabilities } from '../../lib/capabilities.js';
 import { socFixturesDir } from '../helpers/paths.js';
 
 // The CMake options `mnn-edge engine build` picks, for every captured board, with and without the vendor
@@ -223,4 +224,98 @@ test('--with and --without: the user overrides detection, a toolkit backend stil
     ],
     '/usr/local/cuda',
   );
+});
+
+test('cross-build: for every arm64 and riscv64 board the plan is the native one, only the toolchain is added', (t) => {
+  const targets: Record<string, CrossTarget> = { aarch64: 'aarch64-linux-gnu', riscv64: 'riscv64-linux-gnu' };
+  let boards = 0;
+  for (const dir of readdirSync(socFixturesDir).sort()) {
+    const caps = board(dir);
+    const arch = caps.cpu.architecture.value ?? 'unknown';
+    const target = targets[arch];
+    if (target === undefined) {
+      t.throws(() => planEngineBuild(caps, {}, {}, 'aarch64-linux-gnu'), {
+        message: new RegExp(`builds for aarch64, but the board's capabilities .* say ${arch}`),
+      });
+      continue;
+    }
+    boards++;
+    const host: BuildHost = { qnnSdkRoot: '/opt/qairt', cudaRoot: '/usr/local/cuda' };
+    const native = planEngineBuild(caps, host);
+    const cross = planEngineBuild(caps, host, {}, target);
+    t.deepEqual(cross.cmake, native.cmake, dir);
+    t.deepEqual(cross.backends, native.backends, dir);
+    t.deepEqual(cross.warnings, native.warnings, dir);
+    t.deepEqual(cross.reasons.slice(0, -1), native.reasons, dir);
+    t.is(native.toolchain, null);
+    t.is(cross.toolchain?.target, target);
+    t.regex(cross.reasons.at(-1)!, new RegExp(`^Toolchain: cross-built for ${target} with `));
+    // The configure line differs in the toolchain file alone.
+    const nativeArgs = cmakeConfigureArgs(native, '/src', '/b', '/p', '/w/tc.cmake');
+    const crossArgs = cmakeConfigureArgs(cross, '/src', '/b', '/p', '/w/tc.cmake');
+    t.deepEqual(
+      crossArgs.filter((a) => a !== '-DCMAKE_TOOLCHAIN_FILE=/w/tc.cmake'),
+      nativeArgs,
+      dir,
+    );
+    t.true(crossArgs.includes('-DCMAKE_TOOLCHAIN_FILE=/w/tc.cmake'), dir);
+    const o = Object.fromEntries(cross.cmake);
+    if (arch === 'riscv64') {
+      // RVV exactly when the ISA string has the single-letter v.
+      const isa = caps.cpu.model.value ?? '';
+      const hasV = /^rv64[a-z]*v/.test(isa.split('_')[0]!);
+      t.is(o['MNN_USE_RVV'], hasV ? 'ON' : 'OFF', `${dir}: ${isa}`);
+      t.is(cross.toolchain?.cxx, 'clang++-19');
+    } else {
+      t.is(o['MNN_KLEIDIAI'], 'OFF', dir);
+      t.true(
+        cross.reasons.some((r) => r.startsWith("KleidiAI: off (MNN's CMake would download it")),
+        dir,
+      );
+      t.is(cross.toolchain?.cxx, 'aarch64-linux-gnu-g++');
+    }
+  }
+  t.is(boards, 8, 'five arm64 and three riscv64 fixtures');
+});
+
+test('cross-build: KleidiAI from a local tree is built in and printed; the toolchain file names the compilers', (t) => {
+  const caps = board('rpi5-bcm2712');
+  const plan = planEngineBuild(caps, { kleidiaiSrc: '/src/kleidiai' }, {}, 'aarch64-linux-gnu');
+  const o = Object.fromEntries(plan.cmake);
+  t.is(o['MNN_KLEIDIAI'], 'ON');
+  t.is(o['KLEIDIAI_SRC_DIR'], '/src/kleidiai');
+  t.true(
+    plan.reasons.includes('KleidiAI: on, from the local source tree /src/kleidiai (nothing is downloaded)'),
+  );
+  t.is(options(board('x86_64-devhost-zen5'))['MNN_KLEIDIAI'], undefined, 'x86 builds have no Arm kernels');
+  const arm = toolchainFileText(plan.toolchain!);
+  t.regex(arm, /^set\(CMAKE_SYSTEM_PROCESSOR aarch64\)$/m);
+  t.regex(arm, /^set\(CMAKE_CXX_COMPILER aarch64-linux-gnu-g\+\+\)$/m);
+  const rv = toolchainFileText(
+    planEngineBuild(board('spacemit-k1-bpi-f3'), {}, {}, 'riscv64-linux-gnu').toolchain!,
+  );
+  t.regex(rv, /^set\(CMAKE_CXX_COMPILER clang\+\+-19\)$/m);
+  t.regex(rv, /^set\(CMAKE_CXX_COMPILER_TARGET riscv64-linux-gnu\)$/m);
+  t.regex(rv, /^set\(CMAKE_FIND_ROOT_PATH \/usr\/riscv64-linux-gnu\)$/m);
+});
+
+test('cross-build steps: the arm64 addon and better-sqlite3 are built for the target; riscv64 gets no addon', (t) => {
+  const common = { ref: 'x', workDir: '/w', prefix: '/opt/mnn-aarch64', jobs: 2, nodePath: '/usr/bin/node' };
+  const arm = planEngineBuild(board('rockchip-rk3588-rock5b'), {}, {}, 'aarch64-linux-gnu');
+  const steps = buildSteps(arm, {
+    ...common,
+    src: '/src',
+    cloneExists: false,
+    packageRoot: '/app',
+    toolchainFile: '/w/tc.cmake',
+    targetNodeDir: '/cache/node-linux-arm64',
+  }).map(formatStep);
+  t.true(steps[0]!.includes(' -DCMAKE_TOOLCHAIN_FILE=/w/tc.cmake '));
+  t.deepEqual(steps.slice(-2), [
+    'cd /app && MNN_ROOT=/opt/mnn-aarch64 /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 2 --out /app/engine/build-aarch64-linux-gnu --toolchain /w/tc.cmake',
+    'cd /app && /usr/bin/node /app/engine/scripts/build-better-sqlite3.mjs --target aarch64-linux-gnu --nodedir /cache/node-linux-arm64 --out /app/engine/build-aarch64-linux-gnu/better-sqlite3',
+  ]);
+  const rv = planEngineBuild(board('spacemit-k3-com260'), {}, {}, 'riscv64-linux-gnu');
+  const rvSteps = buildSteps(rv, { ...common, src: '/src', cloneExists: false, packageRoot: '/app' });
+  t.false(rvSteps.some((s) => s.title.includes('addon') || s.title.includes('sqlite')));
 });

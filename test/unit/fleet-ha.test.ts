@@ -77,10 +77,10 @@ test('entities: CPU, memory, temperature per zone, tokens/s, model and backend p
     'vision.vlm backend',
   ]);
   const tps = byPlatform('sensor').find((c) => c['name'] === 'voice.llm tokens/s')!;
-  t.is(
-    tps['value_template'],
-    "{{ value_json.metrics['slot.voice.llm.tokens_per_sec'].mean | default(none) }}",
-  );
+  // Never `None`: the telemetry message carries the slot's last rate (0 before any generation) for every slot.
+  t.is(tps['value_template'], "{{ value_json.slots['voice.llm'].tokensPerSec | default(0) }}");
+  t.is(tps['json_attributes_topic'], tps['state_topic']);
+  t.regex(String(tps['json_attributes_template']), /generation_in_interval.*intervalRequests.*tojson/);
   const temp = byPlatform('sensor').find((c) => c['name'] === 'Temperature soc')!;
   t.is(temp['device_class'], 'temperature');
   t.is(temp['unit_of_measurement'], '°C');

@@ -1,12 +1,12 @@
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import {
   type MessageHandler,
   type SubscribingClient,
   SubscriptionRegistry,
   topicMatches,
 } from '../../agent/fleet/subscriptions.js';
-import { deviceIdOf, deviceIdOfSegment, deviceTopics, topicSegment } from '../../agent/fleet/topics.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { deviceIdOf, deviceIdOfSegment, deviceTopics, topicSegment } from '../../lib/topics.js';
 
 // The registry is the one owner of subscriptions: these unit tests drive it with a recording client; the
 // integration tests (fleet-resilience) drive it through real broker restarts and dropped connections.
@@ -95,6 +95,33 @@ test('a refused subscription is reported as denied; a throwing handler does not 
   );
   t.true(reg.dispatch('ok/t', Buffer.alloc(0), {}));
   t.deepEqual(seen, ['ok/t']);
+});
+
+test('a refused filter is asked for again on the same connection until the broker grants it', async (t) => {
+  // A NATS node refuses with 0x80 while JetStream cannot create the consumer, and grants the same filter later.
+  const reg = new SubscriptionRegistry(createMemoryLogger(), { minMs: 5, maxMs: 20 });
+  reg.add(['ok/t', 'flaky/t'], () => {});
+  let refusals = 3;
+  const asked: string[][] = [];
+  const client: SubscribingClient = {
+    subscribe(filters, cb) {
+      const topics = Object.keys(filters);
+      asked.push(topics);
+      cb(
+        null,
+        topics.map((topic) => ({ topic, qos: topic === 'flaky/t' && refusals-- > 0 ? 0x80 : 1 })),
+      );
+    },
+    unsubscribe: (_f, cb) => cb(null),
+  };
+  await reg.connected(client);
+  t.is(reg.state().find((s) => s.filter === 'flaky/t')?.state, 'denied');
+  while (reg.state().some((s) => s.state !== 'active')) await new Promise((r) => setTimeout(r, 5));
+  t.deepEqual(
+    asked,
+    [['ok/t', 'flaky/t'], ['flaky/t'], ['flaky/t'], ['flaky/t']],
+    'only the refused filter again',
+  );
 });
 
 test('MQTT filter matching', (t) => {

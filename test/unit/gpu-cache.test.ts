@@ -2,13 +2,13 @@ import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createLogger } from '../../agent/common/log.js';
 import {
   type GpuCacheKey,
   GpuCacheStore,
   gpuCacheDir,
   MNN_CACHE_FILE,
-} from '../../agent/runtime/gpu-cache.js';
+} from '../../agent/runtime/engine/gpu-cache.js';
+import { createLogger } from '../../lib/log.js';
 import { gpuCacheBytes } from '../../models/store/gpu-cache-layout.js';
 
 function setup() {

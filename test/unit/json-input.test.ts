@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { MnnEdgeError } from '../../agent/common/errors.js';
-import { INPUT_LIMITS } from '../../agent/common/input-limits.js';
-import { jsonNestingDepth, parseJsonInput, readJsonFile } from '../../agent/common/json-input.js';
-import { escapeControl, quoteUntrusted } from '../../agent/common/sanitize.js';
-import { type JsonSchema, validate } from '../../agent/common/schema.js';
+import { MnnEdgeError } from '../../lib/errors.js';
+import { INPUT_LIMITS } from '../../lib/input-limits.js';
+import { jsonNestingDepth, parseJsonInput, readJsonFile } from '../../lib/json-input.js';
+import { escapeControl, quoteUntrusted } from '../../lib/sanitize.js';
+import { type JsonSchema, validate } from '../../lib/schema.js';
 
 const closed: JsonSchema = {
   type: 'object',

@@ -1,25 +1,38 @@
-// The shape of agent/ as scripts/check-layers.ts draws it from the imports, held to its limits so that a change
+// The shape of the code as scripts/check-layers.ts draws it from the imports, held to its limits so that a change
 // that makes two parts lean on each other, or grows a function past ~120 lines, fails here and not in review.
+import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import test from 'ava';
-import { analyse, cycles, LIMITS, orderParts } from '../../scripts/check-layers.js';
+import {
+  analyse,
+  COMPOSITION_ROOT,
+  cycles,
+  docsSection,
+  docsSectionInFile,
+  EXEMPT,
+  FEATURE_IMPORT_EXEMPT,
+  FEATURES,
+  LIMITS,
+  orderParts,
+} from '../../scripts/check-layers.js';
 
+// The whole repository but the tests over it (test/): every top-level folder with code, bench/ and scripts/ too.
 const report = analyse();
 const rel = (f: string) => relative(process.cwd(), f);
 
-test('agent/: no two files import each other, directly or round a circle', (t) => {
+test('no two files import each other, directly or round a circle', (t) => {
   t.deepEqual(
     report.fileCycles.map((c) => c.map(rel)),
     [],
   );
 });
 
-test(`agent/: at most ${LIMITS.backImports} imports run back up the layers (every subfolder its own part)`, (t) => {
+test(`at most ${LIMITS.backImports} imports run back up the layers (every subfolder its own part)`, (t) => {
   const back = report.backImports.map((i) => `${rel(i.from)} -> ${rel(i.to)}`);
   t.true(back.length <= LIMITS.backImports, back.join('\n'));
 });
 
-test(`agent/: no function over ${LIMITS.functionLines} lines, no hand-written file over ${LIMITS.fileLines}`, (t) => {
+test(`no function over ${LIMITS.functionLines} lines, no hand-written file over ${LIMITS.fileLines}`, (t) => {
   t.deepEqual(
     report.longFunctions.map((f) => `${rel(f.file)}:${f.line} ${f.name} ${f.lines}`),
     [],
@@ -28,6 +41,49 @@ test(`agent/: no function over ${LIMITS.functionLines} lines, no hand-written fi
     report.longFiles.map((f) => `${rel(f.file)} ${f.lines}`),
     [],
   );
+});
+
+test(`of agent/, only ${COMPOSITION_ROOT} imports a feature (${FEATURES.join(', ')}/), or a file named with its reason`, (t) => {
+  t.deepEqual(
+    report.featureImports.map((i) => `${rel(i.from)} -> ${rel(i.to)}`),
+    [],
+  );
+  // An exemption nothing uses any more goes from the list.
+  const unused = Object.keys(FEATURE_IMPORT_EXEMPT).filter((e) => !report.exemptFeatureImports.has(e));
+  t.deepEqual(unused, []);
+  for (const [entry, why] of Object.entries(FEATURE_IMPORT_EXEMPT))
+    t.true(why.length > 40, `${entry}: say why`);
+});
+
+test('docs/ARCHITECTURE.md shows the table the check draws (npx tsx scripts/check-layers.ts --write-docs)', (t) => {
+  const inDocs = docsSectionInFile();
+  t.true(inDocs.length > 0, 'docs/ARCHITECTURE.md has no check-layers section');
+  t.deepEqual(inDocs, docsSection(report));
+});
+
+test('every top-level folder with code is read, engine/tools with the engine', (t) => {
+  const tops = new Set(report.parts.map((p) => p.part.split('/')[0]));
+  for (const top of [
+    'agent',
+    'bench',
+    'board-support',
+    'dashboard',
+    'engine',
+    'lib',
+    'models',
+    'ota',
+    'scripts',
+  ])
+    t.true(tops.has(top), top);
+  t.true(
+    report.parts.some((p) => p.part.startsWith('engine/tools/')),
+    'engine/tools is part of the check',
+  );
+});
+
+test('the files exempt from the length limits are named, and each still exists', (t) => {
+  const missing = EXEMPT.filter((f) => !existsSync(f));
+  t.deepEqual(missing, []);
 });
 
 test('cycles: a circle of files is one component; a chain is none', (t) => {

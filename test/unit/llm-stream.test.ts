@@ -2,7 +2,7 @@
 // decoder may run ahead of the consumer (readAhead), one piece per token or whole batches, breaking off,
 // failures, and the delivery record. The real thread runs in test/engine (llm.test.ts, host.test.ts).
 import test from 'ava';
-import { EngineError, Llm } from '../../engine/src/index.js';
+import { EngineError, Llm } from '../../engine/index.js';
 import type {
   EngineAddon,
   NativeLlmHandle,

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import { createAgent } from '../../agent/main.js';
 import {
@@ -17,6 +16,7 @@ import {
 } from '../../agent/mdns/dns-packet.js';
 import { createMdnsModule } from '../../agent/mdns/module.js';
 import { createMdnsResponder, sanitizeLabel } from '../../agent/mdns/responder.js';
+import { createMemoryLogger } from '../../lib/log.js';
 
 // The DNS-SD responder over real UDP on loopback (no multicast: tests never send beyond 127.0.0.1), queried as
 // a legacy unicast resolver would, and its wire format checked field by field.

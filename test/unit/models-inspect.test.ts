@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { MnnEdgeError } from '../../agent/common/errors.js';
+import { MnnEdgeError } from '../../lib/errors.js';
 import { backendGaps, inspectMnnBytes, inspectMnnFile, OP_COVERAGE_MNN_COMMIT } from '../../models/index.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 

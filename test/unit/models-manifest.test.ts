@@ -140,7 +140,7 @@ test('derivation refuses what it cannot tell', (t) => {
     () =>
       deriveManifest(visual, [{ path: 'visual.mnn', length: 216188, sha256: 'a'.repeat(64) }], { id: 'x' }),
     {
-      message: `Cannot derive the task of ${visual} from its files; pass one of llm, vlm, omni, asr, tts, vad, vision, embedding`,
+      message: `Cannot derive the task of ${visual} from its files; pass one of llm, vlm, omni, asr, tts, vad, wake, vision, embedding`,
     },
   );
   const ok = deriveManifest(visual, [{ path: 'visual.mnn', length: 216188, sha256: 'a'.repeat(64) }], {

@@ -3,13 +3,13 @@
 // real server on loopback and the official `openai` client parses them; only the chat model is a test value.
 import test, { type ExecutionContext } from 'ava';
 import OpenAI from 'openai';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { HttpRouter } from '../../agent/http/router.js';
 import { createHttpServer } from '../../agent/http/server.js';
 import { openAiFinish } from '../../agent/workloads/openai/finish.js';
 import { registerOpenAiRoutes } from '../../agent/workloads/openai/routes.js';
 import type { ChatModel, ChatResult } from '../../agent/workloads/shared/chat-model.js';
 import { SlotGate } from '../../agent/workloads/slots/scheduler.js';
+import { createMemoryLogger } from '../../lib/log.js';
 
 const LOST =
   'request failed: engine host pid 4242 for tiny-llm@1.0.0/fp32|vulkan exited unexpectedly (signal SIGKILL)';

@@ -5,8 +5,8 @@ import { Writable } from 'node:stream';
 import test from 'ava';
 import { parseExpiry } from '../../agent/cli/commands/ota.js';
 import { main } from '../../agent/cli/main.js';
-import type { SignedTargets } from '../../ota/targets.js';
-import { trustPolicyFromConfig, verifyTargets } from '../../ota/trust.js';
+import type { SignedTargets } from '../../ota/trust/targets.js';
+import { trustPolicyFromConfig, verifyTargets } from '../../ota/trust/trust.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 function sink() {

@@ -3,19 +3,19 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { openStore } from '../../agent/store/database.js';
-import { Downloader } from '../../ota/download.js';
-import { defaultHealthPolicy } from '../../ota/health-gate.js';
-import type { JobStatus, OtaJob } from '../../ota/job.js';
-import { JobRunner } from '../../ota/job-runner.js';
-import { JobJournal } from '../../ota/journal.js';
-import { generateSigningKey, parsePrivateKey } from '../../ota/keys.js';
-import type { ActivationPort, HealthProbe, PackageInstaller, ProbeResult } from '../../ota/ports.js';
-import { OtaRejection } from '../../ota/rejection.js';
-import { servePackages } from '../../ota/serve.js';
-import { signTargets, type TargetsBody } from '../../ota/targets.js';
-import { TrustStore, trustPolicyFromConfig } from '../../ota/trust.js';
+import { Downloader } from '../../lib/download/downloader.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { defaultHealthPolicy } from '../../ota/jobs/health-gate.js';
+import type { JobStatus, OtaJob } from '../../ota/jobs/job.js';
+import { JobRunner } from '../../ota/jobs/job-runner.js';
+import { JobJournal } from '../../ota/jobs/journal.js';
+import type { ActivationPort, HealthProbe, PackageInstaller, ProbeResult } from '../../ota/jobs/ports.js';
+import { servePackages } from '../../ota/tools/serve.js';
+import { generateSigningKey, parsePrivateKey } from '../../ota/trust/keys.js';
+import { OtaRejection } from '../../ota/trust/rejection.js';
+import { signTargets, type TargetsBody } from '../../ota/trust/targets.js';
+import { TrustStore, trustPolicyFromConfig } from '../../ota/trust/trust.js';
 
 const NOW = Date.UTC(2026, 10, 29);
 

@@ -5,9 +5,9 @@ import { pipeline } from 'node:stream/promises';
 import test from 'ava';
 import { KvStore, openStore } from '../../agent/store/database.js';
 import { ModelStore, writeTar } from '../../models/index.js';
-import { packModel } from '../../ota/pack.js';
-import { OtaRejection } from '../../ota/rejection.js';
-import { ModelStoreInstaller, StoreActivation } from '../../ota/store-adapter.js';
+import { ModelStoreInstaller, StoreActivation } from '../../ota/jobs/store-adapter.js';
+import { packModel } from '../../ota/tools/pack.js';
+import { OtaRejection } from '../../ota/trust/rejection.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 const tinyLlm = join(modelFixturesDir, 'tiny-llm');

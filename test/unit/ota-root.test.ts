@@ -3,19 +3,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { openStore } from '../../agent/store/database.js';
-import { canonicalBytes } from '../../ota/canonical-json.js';
+import { canonicalBytes } from '../../ota/trust/canonical-json.js';
 import {
   generateSigningKey,
   parsePrivateKey,
   parsePublicKey,
   type SigningKey,
   signBytes,
-} from '../../ota/keys.js';
-import { OtaRejection } from '../../ota/rejection.js';
-import { ROOT_TYPE, type RootBody, type SignedRoot, signRoot } from '../../ota/root.js';
-import { RootStore } from '../../ota/root-store.js';
-import { signTargets, type TargetsBody } from '../../ota/targets.js';
-import { TrustStore } from '../../ota/trust.js';
+} from '../../ota/trust/keys.js';
+import { OtaRejection } from '../../ota/trust/rejection.js';
+import { ROOT_TYPE, type RootBody, type SignedRoot, signRoot } from '../../ota/trust/root.js';
+import { RootStore } from '../../ota/trust/root-store.js';
+import { signTargets, type TargetsBody } from '../../ota/trust/targets.js';
+import { TrustStore } from '../../ota/trust/trust.js';
 
 // The root role against real SQLite: rotation needs the old and the new root keys, old roots cannot come
 // back, an expired root is refused, and a targets key rotation clears a fast-forwarded targets version.

@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { openStore } from '../../agent/store/database.js';
-import { canonicalJson } from '../../ota/canonical-json.js';
-import { otaSchemaFiles } from '../../ota/export-schemas.js';
-import { generateSigningKey, parsePrivateKey, parsePublicKey } from '../../ota/keys.js';
-import { OtaRejection } from '../../ota/rejection.js';
-import { selectTarget, signTargets, type TargetsBody, upsertArtifact } from '../../ota/targets.js';
-import { TrustStore, trustPolicyFromConfig, verifyTargets } from '../../ota/trust.js';
+import { otaSchemaFiles } from '../../ota/tools/export-schemas.js';
+import { canonicalJson } from '../../ota/trust/canonical-json.js';
+import { generateSigningKey, parsePrivateKey, parsePublicKey } from '../../ota/trust/keys.js';
+import { OtaRejection } from '../../ota/trust/rejection.js';
+import { selectTarget, signTargets, type TargetsBody, upsertArtifact } from '../../ota/trust/targets.js';
+import { TrustStore, trustPolicyFromConfig, verifyTargets } from '../../ota/trust/trust.js';
 import { repoRoot } from '../helpers/paths.js';
 
 const NOW = Date.UTC(2026, 10, 29);
@@ -172,7 +172,7 @@ test('published docs/schemas/ota-*.json match the schemas the code validates wit
     t.is(
       readFileSync(join(repoRoot, 'docs', 'schemas', name), 'utf8'),
       text,
-      `${name}: run npx tsx ota/export-schemas.ts`,
+      `${name}: run npx tsx ota/tools/export-schemas.ts`,
     );
   }
 });

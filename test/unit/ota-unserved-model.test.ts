@@ -3,18 +3,23 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { openStore } from '../../agent/store/database.js';
-import { Downloader } from '../../ota/download.js';
-import { defaultHealthPolicy } from '../../ota/health-gate.js';
-import type { JobStatus } from '../../ota/job.js';
-import { JobRunner } from '../../ota/job-runner.js';
-import { JobJournal } from '../../ota/journal.js';
-import { generateSigningKey, parsePrivateKey } from '../../ota/keys.js';
-import type { ActivationOutcome, ActivationPort, HealthProbe, PackageInstaller } from '../../ota/ports.js';
-import { servePackages } from '../../ota/serve.js';
-import { signTargets } from '../../ota/targets.js';
-import { TrustStore, trustPolicyFromConfig } from '../../ota/trust.js';
+import { Downloader } from '../../lib/download/downloader.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { defaultHealthPolicy } from '../../ota/jobs/health-gate.js';
+import type { JobStatus } from '../../ota/jobs/job.js';
+import { JobRunner } from '../../ota/jobs/job-runner.js';
+import { JobJournal } from '../../ota/jobs/journal.js';
+import type {
+  ActivationOutcome,
+  ActivationPort,
+  HealthProbe,
+  PackageInstaller,
+} from '../../ota/jobs/ports.js';
+import { servePackages } from '../../ota/tools/serve.js';
+import { generateSigningKey, parsePrivateKey } from '../../ota/trust/keys.js';
+import { signTargets } from '../../ota/trust/targets.js';
+import { TrustStore, trustPolicyFromConfig } from '../../ota/trust/trust.js';
 
 // A fleet pushes a model before any slot on the device uses it: the job installs and selects the version and
 // succeeds, saying it does not serve yet and that the health gate did not run; nothing is rolled back.

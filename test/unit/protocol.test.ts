@@ -1,9 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import type { Clock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { validate } from '../../agent/common/schema.js';
 import { CommandServer, selectorMatches } from '../../agent/fleet/command-server.js';
 import { CommandRegistry } from '../../agent/fleet/commands.js';
 import {
@@ -14,6 +11,9 @@ import {
   exportProtocolSchemas,
   ProtocolViolation,
 } from '../../agent/fleet/protocol.js';
+import type { Clock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { validate } from '../../lib/schema.js';
 import {
   deviceIdOf,
   deviceTopics,
@@ -21,7 +21,7 @@ import {
   isValidDeviceId,
   parseCommandTopic,
   resolveResponseTopic,
-} from '../../agent/fleet/topics.js';
+} from '../../lib/topics.js';
 import { repoRoot } from '../helpers/paths.js';
 
 const clock: Clock = { monotonicMs: () => 5_000, nowMs: () => 1_800_000_000_000 };

@@ -1,12 +1,12 @@
 // The pure half of the reconciler: which candidate of each planned instance runs now, given recent failures.
 import test from 'ava';
-import type { Clock } from '../../agent/common/clock.js';
 import { planPlacement } from '../../agent/plan/planner.js';
 import { defaultPlanPolicy } from '../../agent/plan/types.js';
-import { FailureBook } from '../../agent/runtime/failures.js';
-import { planSteps } from '../../agent/runtime/steps.js';
-import { activeTarget } from '../../agent/runtime/target.js';
-import type { CurrentState } from '../../agent/runtime/types.js';
+import { FailureBook } from '../../agent/runtime/desired/failures.js';
+import { activeTarget } from '../../agent/runtime/desired/target.js';
+import type { CurrentState } from '../../agent/runtime/desired/types.js';
+import { planSteps } from '../../agent/runtime/reconciling/steps.js';
+import type { Clock } from '../../lib/clock.js';
 import { applianceSlots, boards, catalog } from './plan-fixtures.js';
 
 const placement = planPlacement({

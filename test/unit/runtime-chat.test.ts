@@ -1,13 +1,14 @@
 import test from 'ava';
-import { sleep, systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import type { PlanBoard, SlotSpec } from '../../agent/plan/types.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
 import { runtimeChatModel } from '../../agent/workloads/slots/runtime-chat-model.js';
-import { FakeWorld } from './runtime-fakes.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { until } from '../helpers/until.js';
+import { FakeWorld, stopAfterTests } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;
 const board: PlanBoard = {
@@ -23,35 +24,37 @@ const slots: SlotSpec[] = [
 
 async function setup() {
   const world = new FakeWorld();
-  const runtime = new Runtime({
-    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
-    clock: systemClock,
-    log: createMemoryLogger(),
-    hosts: world,
-    memory: world,
-    sources: {
-      board: () => board,
-      catalog: () => ({
-        models: [
-          {
-            id: 'llm',
-            version: '3',
-            kind: 'llm',
-            variants: [
-              {
-                variantId: 'q4',
-                quant: 'int4',
-                weightBytes: MiB,
-                kvBytesPerToken: 0,
-                backends: ['cpu'],
-                configPath: '/m',
-              },
-            ],
-          },
-        ],
-      }),
-    },
-  });
+  const runtime = stopAfterTests(
+    new Runtime({
+      db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+      clock: systemClock,
+      log: createMemoryLogger(),
+      hosts: world,
+      memory: world,
+      sources: {
+        board: () => board,
+        catalog: () => ({
+          models: [
+            {
+              id: 'llm',
+              version: '3',
+              kind: 'llm',
+              variants: [
+                {
+                  variantId: 'q4',
+                  quant: 'int4',
+                  weightBytes: MiB,
+                  kvBytesPerToken: 0,
+                  backends: ['cpu'],
+                  configPath: '/m',
+                },
+              ],
+            },
+          ],
+        }),
+      },
+    }),
+  );
   await runtime.configure(slots);
   await runtime.settled();
   return { world, runtime };
@@ -75,6 +78,8 @@ test('the workloads ChatModel port over a slot: pieces stream, the result has th
     generatedTokens: 2,
     prefillMs: 1,
     decodeMs: 2,
+    // What the host did with the KV it held (here: the warm-up's prompt, which this one does not extend).
+    reuse: { outcome: 'miss', reason: 'diverged', reusedTokens: 0, prefilledTokens: 32 },
   });
   await runtime.stop();
 });
@@ -102,8 +107,9 @@ test('the caller aborting ends the stream as aborted; a host crash mid-answer en
       // pieces until the host dies
     }
   })();
-  await sleep(25);
   const victim = world.live()[0]!;
+  const sentBefore = victim.tokensSent;
+  await until(() => victim.tokensSent > sentBefore + 1, 'two tokens of this answer');
   victim.kill();
   // Tokens were already streamed: the answer ends there with its own reason instead of an error, and the
   // session can go on (the runtime falls back underneath).

@@ -50,7 +50,7 @@ test('the config file is validated: unknown slots, bad keys and values are named
   t.throws(() => parseConfig({ slots: { 'voice.chat': { model: 'x' } } }, 'agent.json'), {
     message:
       'Invalid configuration in agent.json: slots["voice.chat"]: is not a known key (expected one of: ' +
-      'voice.vad, voice.asr, voice.llm, voice.tts, voice.omni, vision.vlm)',
+      'voice.vad, voice.wake, voice.asr, voice.llm, voice.tts, voice.omni, vision.vlm)',
   });
   t.throws(() => parseConfig({ slots: { 'voice.llm': { model: 'x', threads: 4 } } }, 'agent.json'), {
     message:

@@ -1,9 +1,9 @@
 // Failure and fallback bookkeeping alone: fallbacks and recoveries announced once each, a dead or faulty
 // serving host taken out of service with its failure recorded, and an operator's restart.
 import test from 'ava';
-import { EngineFailure } from '../../agent/runtime/engine-port.js';
-import { Failover } from '../../agent/runtime/failover.js';
-import type { ActiveChoice } from '../../agent/runtime/target.js';
+import type { ActiveChoice } from '../../agent/runtime/desired/types.js';
+import { EngineFailure } from '../../agent/runtime/engine/engine-port.js';
+import { Failover } from '../../agent/runtime/reconciling/failover.js';
 import { planned, runtimeParts, serveInstance } from './runtime-parts.js';
 
 async function setup() {

@@ -1,5 +1,6 @@
 // Test doubles for the runtime's ports: engine hosts as in-process objects, memory as a counter. Unit tests only.
-import { sleep } from '../../agent/common/clock.js';
+
+import test from 'ava';
 import {
   EngineFailure,
   type EngineHost,
@@ -7,14 +8,16 @@ import {
   type GenerateEvent,
   type GenerateRequest,
   type HostExit,
+  type InstanceSpec,
   type LoadReport,
   type SpeakRequest,
   type SpeechOut,
   type TensorIn,
   type TensorOut,
-} from '../../agent/runtime/engine-port.js';
-import type { SystemMemory } from '../../agent/runtime/proc-memory.js';
-import type { InstanceSpec } from '../../agent/runtime/types.js';
+} from '../../agent/runtime/engine/engine-port.js';
+import type { SystemMemory } from '../../agent/runtime/engine/proc-memory.js';
+import type { KvReuseOutcome } from '../../agent/telemetry/runtime-stats.js';
+import { type Clock, sleep, systemClock } from '../../lib/clock.js';
 
 const MiB = 1024 * 1024;
 
@@ -36,8 +39,15 @@ export class FakeHost implements EngineHost {
   spec: InstanceSpec | undefined;
   alive = true;
   forwards = 0;
+  /** Generations started here and tokens sent: tests wait on these, not on the clock. */
+  generations = 0;
+  tokensSent = 0;
   #exit!: (e: HostExit) => void;
+  /** Aborted when the host dies, so a token wait ends at once (a killed process stops mid-token). */
+  readonly #dead = new AbortController();
   readonly #world: FakeWorld;
+  /** The prompt whose KV this host holds. */
+  #held: string | undefined;
 
   constructor(world: FakeWorld) {
     this.#world = world;
@@ -64,18 +74,44 @@ export class FakeHost implements EngineHost {
     const spec = this.spec;
     if (!spec) throw new EngineFailure('request', 'no model loaded');
     const n = request.maxNewTokens ?? this.#world.behaviour.tokens;
+    this.generations++;
     for (let i = 0; i < n; i++) {
-      await sleep(this.#world.behaviour.tokenDelayMs);
+      await this.#tokenDelay();
       if (!this.alive) throw new EngineFailure('crash', `host ${this.pid} connection closed`);
       if (signal?.aborted) throw new EngineFailure('cancelled', 'generation cancelled');
       const fault = this.#world.behaviour.generateFaults.get(spec.config.backend_type);
       if (fault) throw new EngineFailure('backend', fault);
+      this.tokensSent++;
       yield { type: 'text', text: `${spec.version}:${i} ` };
     }
     yield {
       type: 'done',
       finishReason: 'length',
-      stats: { promptTokens: 3, decodeTokens: n, prefillMs: 1, decodeMs: n },
+      stats: {
+        promptTokens: 3,
+        decodeTokens: n,
+        prefillMs: 1,
+        decodeMs: n,
+        reuse: this.#reuse(request.prompt),
+      },
+    };
+  }
+
+  /** Prefix reuse as an engine host does it, with the prompt's characters as its tokens. */
+  #reuse(input: GenerateRequest['prompt']): KvReuseOutcome {
+    const prompt = typeof input === 'string' ? input : JSON.stringify(input);
+    const held = this.#held;
+    this.#held = prompt;
+    if (held === undefined)
+      return { outcome: 'miss', reason: 'cold', reusedTokens: 0, prefilledTokens: prompt.length };
+    let keep = 0;
+    while (keep < held.length && keep < prompt.length - 1 && held[keep] === prompt[keep]) keep++;
+    const outcome = keep === 0 ? 'miss' : keep === held.length ? 'hit' : 'partial';
+    return {
+      outcome,
+      reason: outcome === 'hit' ? null : 'diverged',
+      reusedTokens: keep,
+      prefilledTokens: prompt.length - keep,
     };
   }
 
@@ -83,7 +119,7 @@ export class FakeHost implements EngineHost {
   async *speak(request: SpeakRequest, signal?: AbortSignal): AsyncIterable<SpeechOut> {
     if (!this.spec) throw new EngineFailure('request', 'no model loaded');
     for (const word of request.text.split(/\s+/).filter(Boolean)) {
-      await sleep(this.#world.behaviour.tokenDelayMs);
+      await this.#tokenDelay();
       if (!this.alive) throw new EngineFailure('crash', `host ${this.pid} connection closed`);
       if (signal?.aborted) throw new EngineFailure('cancelled', 'speech cancelled');
       yield { samples: new Float32Array(24 * word.length).fill(0.1), sampleRate: 24000 };
@@ -120,9 +156,14 @@ export class FakeHost implements EngineHost {
     this.#die({ code: null, signal: 'SIGKILL' });
   }
 
+  #tokenDelay(): Promise<void> {
+    return sleep(this.#world.behaviour.tokenDelayMs, this.#dead.signal).catch(() => undefined);
+  }
+
   #die(exit: HostExit): void {
     if (!this.alive) return;
     this.alive = false;
+    this.#dead.abort();
     if (this.spec && !this.#world.leakOnExit) this.#world.memAvailable += 100 * MiB;
     this.#exit(exit);
   }
@@ -162,4 +203,42 @@ export class FakeWorld implements EngineHostFactory, SystemMemory {
   live(): FakeHost[] {
     return this.hosts.filter((h) => h.alive);
   }
+}
+
+/** The system's monotonic clock, except that a test may stop it and later move it on by a set amount. */
+export class StoppableClock implements Clock {
+  #stoppedAt: number | undefined;
+  #offset = 0;
+
+  monotonicMs(): number {
+    return this.#stoppedAt ?? systemClock.monotonicMs() + this.#offset;
+  }
+
+  nowMs(): number {
+    return systemClock.nowMs();
+  }
+
+  stop(): void {
+    this.#stoppedAt = this.monotonicMs();
+  }
+
+  /** Runs again from `ms` after where it stopped (never backwards). */
+  resumeAfter(ms: number): void {
+    if (this.#stoppedAt === undefined) return;
+    this.#offset = this.#stoppedAt + ms - systemClock.monotonicMs();
+    this.#stoppedAt = undefined;
+  }
+}
+
+// Whatever a test file registers here is stopped after its tests, also what a failed assertion left running: a
+// runtime's timers and hosts would otherwise keep the worker alive ("Failed to exit").
+const toStop = new Set<{ stop(): Promise<unknown> }>();
+test.after.always(async () => {
+  await Promise.all([...toStop].map((x) => x.stop().catch(() => undefined)));
+});
+
+/** Registers `x` to be stopped after the file's tests; returns it. */
+export function stopAfterTests<T extends { stop(): Promise<unknown> }>(x: T): T {
+  toStop.add(x);
+  return x;
 }

@@ -1,18 +1,20 @@
 // Live fallback off a GPU backend: the host dies (a driver reset), new hosts cannot use the backend, requests
 // are rescued, and the runtime returns only after probes pass in a row (fake engine hosts; the real run is in
 // test/engine/fallback.test.ts).
+
 import test from 'ava';
-import { sleep, systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { defaultPlanPolicy, type PlanBoard, type SlotSpec } from '../../agent/plan/types.js';
-import type { BackendHealthEvent } from '../../agent/runtime/backend-health.js';
-import type { GenerateEvent } from '../../agent/runtime/engine-port.js';
-import type { RuntimeEvents } from '../../agent/runtime/events.js';
+import type { GenerateEvent } from '../../agent/runtime/engine/engine-port.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import type { RuntimeEvents } from '../../agent/runtime/reconciling/events.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
+import type { BackendHealthEvent } from '../../agent/runtime/serving/backend-health.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
-import { FakeWorld } from './runtime-fakes.js';
+import { sleep, systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { until } from '../helpers/until.js';
+import { FakeWorld, stopAfterTests } from './runtime-fakes.js';
 import { MiB, testBoard, tinyLlm } from './runtime-parts.js';
 
 const board: PlanBoard = {
@@ -38,39 +40,41 @@ const onCpu = 'tiny-llm@1/fp32|cpu t2 p:low m:low cpus:any';
 function setup() {
   const world = new FakeWorld();
   const probe = { ok: false, calls: 0 };
-  const runtime = new Runtime({
-    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
-    clock: systemClock,
-    log: createMemoryLogger(),
-    hosts: world,
-    memory: world,
-    sources: {
-      board: () => board,
-      catalog: () => ({ models: [tinyLlm('1')] }),
-    },
-    policy: defaultPlanPolicy,
-    options: {
-      drainTimeoutMs: 500,
-      drainGraceMs: 100,
-      acquireTimeoutMs: 5_000,
-      memoryReserveBytes: 256 * MiB,
-      release: { timeoutMs: 200, pollMs: 5, tolerance: 0.1 },
-      runnerBackoff: { baseMs: 20, maxMs: 200 },
-      // The plain backoff alone would retry the GPU after 30 ms; the health gate must hold it anyway.
-      failureBackoff: { baseMs: 30, maxMs: 60, forgetAfterMs: 60_000 },
-    },
-    backendHealth: {
-      probeIntervalMs: 40,
-      successesNeeded: 2,
-      minDownMs: 150,
-      probe: async () => {
-        probe.calls++;
-        return probe.ok
-          ? { ok: true, detail: 'ran a 1x4x8x8 add' }
-          : { ok: false, detail: 'icd: nothing registered' };
+  const runtime = stopAfterTests(
+    new Runtime({
+      db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+      clock: systemClock,
+      log: createMemoryLogger(),
+      hosts: world,
+      memory: world,
+      sources: {
+        board: () => board,
+        catalog: () => ({ models: [tinyLlm('1')] }),
       },
-    },
-  });
+      policy: defaultPlanPolicy,
+      options: {
+        drainTimeoutMs: 500,
+        drainGraceMs: 100,
+        acquireTimeoutMs: 5_000,
+        memoryReserveBytes: 256 * MiB,
+        release: { timeoutMs: 200, pollMs: 5, tolerance: 0.1 },
+        runnerBackoff: { baseMs: 20, maxMs: 200 },
+        // The plain backoff alone would retry the GPU after 30 ms; the health gate must hold it anyway.
+        failureBackoff: { baseMs: 30, maxMs: 60, forgetAfterMs: 60_000 },
+      },
+      backendHealth: {
+        probeIntervalMs: 40,
+        successesNeeded: 2,
+        minDownMs: 150,
+        probe: async () => {
+          probe.calls++;
+          return probe.ok
+            ? { ok: true, detail: 'ran a 1x4x8x8 add' }
+            : { ok: false, detail: 'icd: nothing registered' };
+        },
+      },
+    }),
+  );
   const health: BackendHealthEvent[] = [];
   runtime.events.on('backend-health', (e) => {
     health.push(e);
@@ -104,7 +108,8 @@ test('a request with no token yet is retried on the fallback; the backend is hel
   world.behaviour.loadFails.set('opencl', 'vkCreateInstance failed: no usable driver');
   const gpuHost = world.live()[0]!;
   const pending = collect(runtime.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 3 }));
-  await sleep(5);
+  // Killed once its generation has begun and before its first token (20 ms away), however late that is.
+  await until(() => gpuHost.generations > 0, 'the generation to start');
   gpuHost.kill();
   const r = await pending;
   t.is(r.text, '1:0 1:1 1:2 ');
@@ -117,8 +122,8 @@ test('a request with no token yet is retried on the fallback; the backend is hel
   t.is(health[0]?.status, 'down');
   // Well past the plain backoff: still on the CPU, the GPU is held while its probes fail.
   await sleep(200);
+  await until(() => probe.calls >= 2, 'two failed probes');
   t.is(runtime.state().serving['voice.llm'], onCpu);
-  t.true(probe.calls >= 2);
   t.is(runtime.state().backends[0]?.backend, 'opencl');
   // The driver is back: two probes in a row, then the runtime returns (once, no flapping).
   world.behaviour.loadFails.clear();

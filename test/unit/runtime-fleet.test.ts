@@ -1,16 +1,16 @@
 import test from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import { CommandRegistry } from '../../agent/fleet/commands.js';
 import type { PlanBoard, SlotSpec } from '../../agent/plan/types.js';
+import { describeLoadSplit } from '../../agent/runtime/engine/load-split.js';
 import { registerRuntimeCommands } from '../../agent/runtime/fleet-commands.js';
-import { describeLoadSplit } from '../../agent/runtime/load-split.js';
+import { runtimeSlotStates } from '../../agent/runtime/measuring/slot-states.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
-import { runtimeSlotStates } from '../../agent/runtime/slot-states.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
-import { FakeWorld } from './runtime-fakes.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { FakeWorld, stopAfterTests } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;
 const board: PlanBoard = {
@@ -27,35 +27,37 @@ const slots: SlotSpec[] = [
 
 async function setup() {
   const world = new FakeWorld();
-  const runtime = new Runtime({
-    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
-    clock: systemClock,
-    log: createMemoryLogger(),
-    hosts: world,
-    memory: world,
-    sources: {
-      board: () => board,
-      catalog: () => ({
-        models: [
-          {
-            id: 'llm',
-            version: '1',
-            kind: 'llm',
-            variants: [
-              {
-                variantId: 'q4',
-                quant: 'int4',
-                weightBytes: MiB,
-                kvBytesPerToken: 0,
-                backends: ['cpu'],
-                configPath: '/m',
-              },
-            ],
-          },
-        ],
-      }),
-    },
-  });
+  const runtime = stopAfterTests(
+    new Runtime({
+      db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+      clock: systemClock,
+      log: createMemoryLogger(),
+      hosts: world,
+      memory: world,
+      sources: {
+        board: () => board,
+        catalog: () => ({
+          models: [
+            {
+              id: 'llm',
+              version: '1',
+              kind: 'llm',
+              variants: [
+                {
+                  variantId: 'q4',
+                  quant: 'int4',
+                  weightBytes: MiB,
+                  kvBytesPerToken: 0,
+                  backends: ['cpu'],
+                  configPath: '/m',
+                },
+              ],
+            },
+          ],
+        }),
+      },
+    }),
+  );
   await runtime.configure(slots);
   await runtime.settled();
   const registry = new CommandRegistry();
@@ -86,7 +88,7 @@ test('fleet commands: set-placement pins and clears, get-placement shows why, ba
     error: {
       code: 'EPARAMS',
       message:
-        'Invalid params for set-placement: slot: expected one of "voice.vad", "voice.asr", "voice.llm", ' +
+        'Invalid params for set-placement: slot: expected one of "voice.vad", "voice.wake", "voice.asr", "voice.llm", ' +
         '"voice.tts", "voice.omni", "vision.vlm", got "voice.chat"',
     },
   });

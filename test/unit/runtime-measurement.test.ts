@@ -2,7 +2,7 @@
 // planner, one replan after; a candidate that does not fit in memory now is skipped, not recorded as failed.
 import test from 'ava';
 import type { Placement } from '../../agent/plan/types.js';
-import { Measurement } from '../../agent/runtime/measurement.js';
+import { Measurement } from '../../agent/runtime/measuring/measurement.js';
 import { MiB, runtimeParts, tinyLlm } from './runtime-parts.js';
 
 function setup() {

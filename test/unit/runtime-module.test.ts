@@ -1,14 +1,16 @@
 import test from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
-import { HttpError } from '../../agent/common/http-error.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { TypedEventEmitter } from '../../agent/common/typed-events.js';
 import { parseConfig } from '../../agent/config/load.js';
 import { HttpRouter, type RequestContext } from '../../agent/http/router.js';
 import type { AgentContext } from '../../agent/module.js';
 import type { PlanBoard } from '../../agent/plan/types.js';
 import { createRuntimeModule, unavailableHosts } from '../../agent/runtime/module.js';
+import { placementPortFrom } from '../../agent/runtime/placement-port.js';
+import { registerPlacementRoutes } from '../../agent/runtime/routes.js';
 import { KvStore, openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { HttpError } from '../../lib/http-error.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import { FakeWorld } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;
@@ -62,6 +64,8 @@ async function call(router: HttpRouter, method: string, path: string, body?: unk
   let sent: { status: number; body: unknown } | undefined;
   await found.entry.handler({
     params: found.params,
+    auth: { method: 'bearer' },
+    req: { socket: { remoteAddress: '127.0.0.1' } },
     readJson: async () => body,
     json: (status: number, b: unknown) => {
       sent = { status, body: b };
@@ -102,11 +106,15 @@ test('the module plans from the config slots, serves them, and exposes state and
   t.is(pinned.status, 200);
   await runtime.settled();
   t.is(runtime.state().serving['voice.llm'], 'tiny-llm@1/fp32|cpu t2 p:low m:low cpus:any');
-  t.is(runtime.document().slots.find((x) => x.slot === 'voice.llm')!.operator!.author, 'dashboard');
+  t.deepEqual(pinned.body, { ok: true, slot: 'voice.llm', pinned: { threads: 2 } });
+  t.is(
+    runtime.document().slots.find((x) => x.slot === 'voice.llm')!.operator!.author,
+    'dashboard (bearer from 127.0.0.1)',
+  );
 
   const bad = call(ctx.router, 'PUT', '/api/runtime/pins/voice.llm', { threads: 0 });
   const err = await t.throwsAsync(bad, { instanceOf: HttpError });
-  t.is(err?.message, 'Invalid pin for voice.llm: threads: expected a number >= 1, got 0');
+  t.is(err?.message, 'threads must be an integer from 1 to 64');
   t.is((err as HttpError).status, 400);
   const unknown = await t.throwsAsync(
     call(ctx.router, 'PUT', '/api/runtime/pins/voice.llm', { backend: 'tpu' }),
@@ -181,5 +189,75 @@ test('an installed model is probed in the background but not switched to until a
   await runtime.setModelVersion('tiny-llm', '2', 'job-1');
   await runtime.settled();
   t.is(runtime.state().serving['voice.llm'], 'tiny-llm@2/fp32|cpu t4 p:low m:low cpus:any');
+  await mod.stop!();
+});
+
+test('one pin API: /api/runtime/pins/:slot and /api/placement/:slot/pin check a bad body the same way, and change nothing', async (t) => {
+  const world = new FakeWorld();
+  const ctx = context({ slots: { 'voice.llm': { model: 'tiny-llm' } }, runtime: { swapReserveMiB: 64 } });
+  const mod = createRuntimeModule({
+    board: () => board,
+    catalog: () => catalog,
+    hosts: world,
+    memory: world,
+  });
+  await mod.start(ctx);
+  const runtime = mod.runtime()!;
+  await runtime.settled();
+  // The dashboard's route over the same runtime, as the dashboard module registers it.
+  registerPlacementRoutes(ctx.router, placementPortFrom(runtime), () => ({}));
+  const revision = runtime.document().revision;
+  const refusals: Array<[unknown, number, string]> = [
+    [null, 400, 'Expected a JSON object with any of: version, variant, backend, threads, precision, memory'],
+    [
+      [{ threads: 2 }],
+      400,
+      'Expected a JSON object with any of: version, variant, backend, threads, precision, memory',
+    ],
+    [
+      'threads=2',
+      400,
+      'Expected a JSON object with any of: version, variant, backend, threads, precision, memory',
+    ],
+    [{}, 400, 'A pin needs at least one field: version, variant, backend, threads, precision, memory'],
+    [
+      { colour: 'red' },
+      400,
+      'Unknown pin field "colour"; allowed: version, variant, backend, threads, precision, memory',
+    ],
+    [{ threads: '2' }, 400, 'threads must be an integer from 1 to 64'],
+    [{ threads: 2.5 }, 400, 'threads must be an integer from 1 to 64'],
+    [{ precision: 'max' }, 400, 'precision must be one of low, normal, high'],
+    [{ version: '../../etc' }, 400, 'version must be 1-64 characters of A-Z a-z 0-9 _ . + -'],
+    [{ backend: 42 }, 400, 'backend must be a backend name (cpu, opencl, vulkan, cuda, metal, npu, hexagon)'],
+  ];
+  for (const [path, other] of [
+    ['/api/runtime/pins/voice.llm', '/api/runtime/pins/voice.bogus'],
+    ['/api/placement/voice.llm/pin', '/api/placement/voice.bogus/pin'],
+  ] as const) {
+    for (const [body, status, message] of refusals) {
+      const err = await t.throwsAsync(call(ctx.router, 'PUT', path, body), { instanceOf: HttpError });
+      t.is((err as HttpError).status, status, JSON.stringify(body));
+      t.is(err?.message, message, JSON.stringify(body));
+    }
+    const unknownSlot = await t.throwsAsync(call(ctx.router, 'PUT', other, { threads: 2 }), {
+      instanceOf: HttpError,
+    });
+    t.is((unknownSlot as HttpError).status, 404);
+    t.is(unknownSlot?.message, 'No slot named "voice.bogus"');
+    // A backend this board does not know: the runtime names the ones it allows.
+    const unknownBackend = await t.throwsAsync(call(ctx.router, 'PUT', path, { backend: 'tpu' }), {
+      instanceOf: HttpError,
+    });
+    t.is((unknownBackend as HttpError).status, 400);
+    t.regex(
+      unknownBackend!.message,
+      /^Unknown backend_type "tpu" in the pin for voice\.llm: this board allows cpu/,
+    );
+  }
+  t.is(runtime.document().revision, revision, 'a refused pin changes nothing');
+  const ok = await call(ctx.router, 'PUT', '/api/placement/voice.llm/pin', { threads: 2 });
+  t.deepEqual(ok.body, { ok: true, slot: 'voice.llm', pinned: { threads: 2 } });
+  t.true(runtime.document().revision > revision, 'an accepted pin is written');
   await mod.stop!();
 });

@@ -2,17 +2,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import type { CatalogModel, PlanBoard, SlotSpec } from '../../agent/plan/types.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { runtimeActivationPort, runtimeHealthProbe } from '../../agent/runtime/ota-ports.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { modelFixturesDir } from '../helpers/paths.js';
-import { FakeWorld } from './runtime-fakes.js';
+import { FakeWorld, stopAfterTests } from './runtime-fakes.js';
 
 const MiB = 1024 * 1024;
 const board: PlanBoard = {
@@ -49,18 +49,20 @@ const slots: SlotSpec[] = [
 
 function setup() {
   const world = new FakeWorld();
-  const runtime = new Runtime({
-    db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
-    clock: systemClock,
-    log: createMemoryLogger(),
-    hosts: world,
-    memory: world,
-    sources: { board: () => board, catalog: () => ({ models: [model('1.0.0'), model('1.1.0')] }) },
-    options: {
-      release: { timeoutMs: 100, pollMs: 5, tolerance: 0.1 },
-      runnerBackoff: { baseMs: 5_000, maxMs: 5_000 },
-    },
-  });
+  const runtime = stopAfterTests(
+    new Runtime({
+      db: openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] }),
+      clock: systemClock,
+      log: createMemoryLogger(),
+      hosts: world,
+      memory: world,
+      sources: { board: () => board, catalog: () => ({ models: [model('1.0.0'), model('1.1.0')] }) },
+      options: {
+        release: { timeoutMs: 100, pollMs: 5, tolerance: 0.1 },
+        runnerBackoff: { baseMs: 5_000, maxMs: 5_000 },
+      },
+    }),
+  );
   return { world, runtime };
 }
 
@@ -119,19 +121,21 @@ async function setupWithStore(t: ExecutionContext) {
   const db = openStore(join(dir, 'agent.db'));
   const { store } = ModelStore.open({ dataDir: dir, db });
   const world = new FakeWorld();
-  const runtime = new Runtime({
-    db,
-    clock: systemClock,
-    log: createMemoryLogger(),
-    hosts: world,
-    memory: world,
-    sources: { board: () => board, catalog: () => ({ models: [model('1.0.0'), model('1.1.0')] }) },
-    options: {
-      release: { timeoutMs: 100, pollMs: 5, tolerance: 0.1 },
-      runnerBackoff: { baseMs: 5_000, maxMs: 5_000 },
-    },
-    inUse: (refs) => store.setInUse(refs),
-  });
+  const runtime = stopAfterTests(
+    new Runtime({
+      db,
+      clock: systemClock,
+      log: createMemoryLogger(),
+      hosts: world,
+      memory: world,
+      sources: { board: () => board, catalog: () => ({ models: [model('1.0.0'), model('1.1.0')] }) },
+      options: {
+        release: { timeoutMs: 100, pollMs: 5, tolerance: 0.1 },
+        runnerBackoff: { baseMs: 5_000, maxMs: 5_000 },
+      },
+      inUse: (refs) => store.setInUse(refs),
+    }),
+  );
   t.teardown(async () => {
     await runtime.stop();
     store.close();

@@ -1,9 +1,7 @@
 // The runtime's parts built alone, for the unit tests that test one part directly (planning, serving,
 // measurement, failover, the instance table, the reconciler): the shared RuntimeCore over in-process engine
 // hosts (runtime-fakes.ts), an in-memory SQLite store and a trigger that only counts. Unit tests only.
-import { systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { TypedEventEmitter } from '../../agent/common/typed-events.js';
+
 import {
   type CatalogModel,
   defaultPlanPolicy,
@@ -11,22 +9,25 @@ import {
   type PlanBoard,
   type SlotSpec,
 } from '../../agent/plan/types.js';
-import { DesiredStateStore } from '../../agent/runtime/desired-state.js';
-import type { RuntimeEvents } from '../../agent/runtime/events.js';
-import { FailureBook } from '../../agent/runtime/failures.js';
-import { Instance } from '../../agent/runtime/instance.js';
-import { InstanceTable, type RuntimeCore } from '../../agent/runtime/instance-table.js';
-import { runtimeMigrations } from '../../agent/runtime/migrations.js';
-import { Planning } from '../../agent/runtime/planning.js';
-import { ProbeStore } from '../../agent/runtime/probe-store.js';
+import { DesiredStateStore } from '../../agent/runtime/desired/desired-state.js';
+import { FailureBook } from '../../agent/runtime/desired/failures.js';
+import { ProbeStore } from '../../agent/runtime/desired/probe-store.js';
+import { specOf } from '../../agent/runtime/desired/target.js';
 import {
   defaultRuntimeOptions,
   type RuntimeDeps,
   type RuntimeOptions,
-} from '../../agent/runtime/runtime-types.js';
-import { specOf } from '../../agent/runtime/target.js';
+} from '../../agent/runtime/desired/types.js';
+import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import type { RuntimeEvents } from '../../agent/runtime/reconciling/events.js';
+import { Instance } from '../../agent/runtime/reconciling/instance.js';
+import { InstanceTable, type RuntimeCore } from '../../agent/runtime/reconciling/instance-table.js';
+import { Planning } from '../../agent/runtime/reconciling/planning.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { TypedEventEmitter } from '../../lib/typed-events.js';
 import { type FakeHost, FakeWorld } from './runtime-fakes.js';
 
 export const MiB = 1024 * 1024;

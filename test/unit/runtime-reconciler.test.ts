@@ -2,8 +2,8 @@
 // placement (start, load, warm up, switch; drain and stop what is no longer wanted), a failing candidate is
 // recorded and its fallback started in the same run, and a run with nothing to do changes nothing.
 import test from 'ava';
-import { Failover } from '../../agent/runtime/failover.js';
-import { Reconciler } from '../../agent/runtime/reconciler.js';
+import { Failover } from '../../agent/runtime/reconciling/failover.js';
+import { Reconciler } from '../../agent/runtime/reconciling/reconciler.js';
 import { planned, runtimeParts, testSlots } from './runtime-parts.js';
 
 async function setup() {

@@ -1,8 +1,8 @@
 // Serving alone: leases on what serves a slot (built-in, engine, or a clear refusal), the bounded wait while a
 // slot is being loaded, generation on the leased host and the per-slot counters.
 import test from 'ava';
-import { Failover } from '../../agent/runtime/failover.js';
-import { Serving } from '../../agent/runtime/serving.js';
+import { Failover } from '../../agent/runtime/reconciling/failover.js';
+import { Serving } from '../../agent/runtime/serving/serving.js';
 import { planned, runtimeParts, serveInstance } from './runtime-parts.js';
 
 async function setup(options = {}) {
@@ -63,4 +63,23 @@ test('acquire after the runtime stopped: refused, not parked', async (t) => {
   const { parts, serving } = await setup();
   parts.stop();
   await t.throwsAsync(serving.acquire('voice.llm'), { code: 'ESTOPPED' });
+});
+
+test("generate: the slot stats count each generation's KV reuse: hit, partial, miss, tokens kept and prefilled", async (t) => {
+  const { parts, placement, serving } = await setup();
+  await serveInstance(parts, placement);
+  parts.world.behaviour.tokens = 2;
+  await serving.generate('voice.llm', { prompt: 'Hello' });
+  await serving.generate('voice.llm', { prompt: 'Hello there' });
+  await serving.generate('voice.llm', { prompt: 'Howdy' });
+  const kv = serving.slotStats().find((s) => s.slot === 'voice.llm')?.kv;
+  t.like(kv, { hits: 1, partials: 1, misses: 1, reusedTokens: 5 + 1 });
+  t.is(kv?.prefilledTokens, 5 + 6 + 4);
+  t.deepEqual(kv?.last, {
+    outcome: 'partial',
+    reason: 'diverged',
+    reusedTokens: 1,
+    prefilledTokens: 4,
+    newHost: false,
+  });
 });

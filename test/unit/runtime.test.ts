@@ -1,19 +1,20 @@
 import test from 'ava';
-import { sleep, systemClock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import {
   type CatalogModel,
   defaultPlanPolicy,
   type PlanBoard,
   type SlotSpec,
 } from '../../agent/plan/types.js';
-import type { EngineFailure } from '../../agent/runtime/engine-port.js';
-import type { RuntimeEvents } from '../../agent/runtime/events.js';
+import type { EngineFailure } from '../../agent/runtime/engine/engine-port.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import type { RuntimeEvents } from '../../agent/runtime/reconciling/events.js';
 import { Runtime, type RuntimeOptions } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
 import { coreMigration } from '../../agent/store/migrations/001-core.js';
-import { FakeWorld } from './runtime-fakes.js';
+import { type Clock, sleep, systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { until } from '../helpers/until.js';
+import { FakeWorld, StoppableClock, stopAfterTests } from './runtime-fakes.js';
 import { MiB, testBoard, tinyLlm } from './runtime-parts.js';
 
 // The shared fixture board, with OpenCL missing: these tests exercise what is left when it is.
@@ -43,13 +44,18 @@ const slots: SlotSpec[] = [
   },
 ];
 
-function setup(options: Partial<RuntimeOptions> = {}, extraModels: CatalogModel[] = [], planBoard = board) {
+function setup(
+  options: Partial<RuntimeOptions> = {},
+  extraModels: CatalogModel[] = [],
+  planBoard = board,
+  clock: Clock = systemClock,
+) {
   const world = new FakeWorld();
   const db = openStore(':memory:', { migrations: [coreMigration, ...runtimeMigrations] });
   const log = createMemoryLogger();
   const runtime = new Runtime({
     db,
-    clock: systemClock,
+    clock,
     log,
     hosts: world,
     memory: world,
@@ -68,6 +74,7 @@ function setup(options: Partial<RuntimeOptions> = {}, extraModels: CatalogModel[
       ...options,
     },
   });
+  stopAfterTests(runtime);
   const events = {
     switch: listen(runtime, 'switch'),
     fallback: listen(runtime, 'fallback'),
@@ -236,10 +243,10 @@ test('OTA version change: blue/green swap under load, 0 failed requests, old hos
   await runtime.configure(slots);
   await ready(runtime);
   const traffic = load(runtime, 'voice.llm', 4);
-  await sleep(30);
+  await until(() => (traffic.served.get(v1) ?? 0) > 0, `a request served by ${v1}`);
   await runtime.setModelVersion('tiny-llm', '2', 'job-7');
   await ready(runtime);
-  await sleep(30);
+  await until(() => (traffic.served.get(v2) ?? 0) > 0, `a request served by ${v2}`);
   await traffic.stop();
   t.deepEqual(traffic.failures, []);
   t.true((traffic.served.get(v1) ?? 0) > 0);
@@ -265,10 +272,10 @@ test('no room for both: stop-then-load, requests wait for the new instance inste
   await ready(runtime);
   world.memAvailable = 700 * MiB; // 444 MiB above the reserve; the new instance needs 548 MiB
   const traffic = load(runtime, 'voice.llm', 3);
-  await sleep(20);
+  await until(() => (traffic.served.get(v1) ?? 0) > 0, `a request served by ${v1}`);
   await runtime.setModelVersion('tiny-llm', '2', 'job-8');
   await ready(runtime);
-  await sleep(20);
+  await until(() => (traffic.served.get(v2) ?? 0) > 0, `a request served by ${v2}`);
   await traffic.stop();
   t.deepEqual(traffic.failures, []);
   const plan = events.plan!.at(-1)!;
@@ -286,8 +293,9 @@ test('a request still running at the drain deadline is cancelled with a clear er
   await runtime.configure(slots);
   await ready(runtime);
   world.behaviour.tokenDelayMs = 20;
-  const long = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 50 });
-  await sleep(10);
+  // 10,000 tokens: still running at the deadline however slowly this machine gets to the swap.
+  const long = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
+  await until(() => world.live()[0]!.tokensSent > 0, 'the first token');
   await runtime.setModelVersion('tiny-llm', '2', 'job-9');
   await t.throwsAsync(long, {
     message: `request cancelled: ${v1} was being replaced and the 30 ms drain deadline passed`,
@@ -303,8 +311,8 @@ test('SIGKILL of a host mid-generation: that request fails clearly, the slot ser
   await ready(runtime);
   world.behaviour.tokenDelayMs = 10;
   const victim = world.live()[0]!;
-  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 20 });
-  await sleep(25);
+  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
+  await until(() => victim.tokensSent > 1, 'two tokens');
   victim.kill();
   const err = await t.throwsAsync(inflight);
   t.is(
@@ -327,8 +335,8 @@ test('restart: in-flight requests are cancelled with the reason, a fresh host se
   await ready(runtime);
   world.behaviour.tokenDelayMs = 10;
   const before = world.live()[0]!;
-  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 20 });
-  await sleep(25);
+  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
+  await until(() => before.tokensSent > 1, 'two tokens');
   t.deepEqual(runtime.restart(['voice.llm'], 'operator restart-workload voice'), [v1]);
   const err = await t.throwsAsync(inflight);
   t.is(err?.message, 'request cancelled: operator restart-workload voice');
@@ -343,9 +351,16 @@ test('restart: in-flight requests are cancelled with the reason, a fresh host se
 });
 
 test('a pinned backend that fails to load falls back to the CPU with the reason, then retries it later', async (t) => {
-  const { world, runtime, events } = setup({
-    failureBackoff: { baseMs: 150, maxMs: 1000, forgetAfterMs: 60_000 },
-  });
+  // The clock stands still until the fallback is announced: the retry is then exactly the backoff away,
+  // however long this machine took to get there.
+  const clock = new StoppableClock();
+  const { world, runtime, events } = setup(
+    { failureBackoff: { baseMs: 150, maxMs: 1000, forgetAfterMs: 60_000 } },
+    [],
+    board,
+    clock,
+  );
+  clock.stop();
   world.behaviour.loadFails.set('opencl', 'OpenCL backend: clGetPlatformIDs returned -1001 (no ICD)');
   await runtime.configure(slots);
   await runtime.pin('voice.llm', { backend: 'opencl' }, 'dashboard:alice');
@@ -357,11 +372,11 @@ test('a pinned backend that fails to load falls back to the CPU with the reason,
     fromKey: v1cl,
     toKey: v1,
     reason: 'load failed: OpenCL backend: clGetPlatformIDs returned -1001 (no ICD)',
-    retryInMs: fb.retryInMs,
+    retryInMs: 150,
   });
-  t.true(fb.retryInMs > 0 && fb.retryInMs <= 150);
   // The driver gets fixed; the preferred backend is retried after its backoff and the slot moves back.
   world.behaviour.loadFails.clear();
+  clock.resumeAfter(150);
   const recovered = new Promise<RuntimeEvents['recovered']>((resolve) =>
     runtime.events.once('recovered', resolve),
   );
@@ -398,7 +413,7 @@ test('writes to the desired state are validated with specific messages', async (
   await runtime.configure(slots);
   await t.throwsAsync(runtime.pin('voice.foo' as 'voice.llm', { backend: 'cpu' }, 'x'), {
     message:
-      'Unknown slot "voice.foo" (expected one of: voice.vad, voice.asr, voice.llm, voice.tts, voice.omni, vision.vlm)',
+      'Unknown slot "voice.foo" (expected one of: voice.vad, voice.wake, voice.asr, voice.llm, voice.tts, voice.omni, vision.vlm)',
   });
   await t.throwsAsync(runtime.pin('voice.llm', { backend: 'tpu' as 'cpu' }, 'x'), {
     message:
@@ -537,7 +552,8 @@ test('the hosts RSS is refreshed for the dashboard while they serve', async (t) 
   await runtime.configure(slots);
   runtime.start();
   await ready(runtime);
-  await sleep(40);
+  // Sampled every 10 ms: wait for the first sample rather than for a guessed time.
+  await until(() => (runtime.state().instances[0]?.rssBytes ?? 0) > 0, 'an RSS sample');
   const inst = runtime.state().instances[0]!;
   t.deepEqual(
     [inst.rssBytes, inst.peakRssBytes, inst.status, inst.modelId, inst.version],

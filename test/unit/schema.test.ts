@@ -1,5 +1,5 @@
 import test from 'ava';
-import { assertValid, type JsonSchema, validate } from '../../agent/common/schema.js';
+import { assertValid, type JsonSchema, validate } from '../../lib/schema.js';
 
 const schema: JsonSchema = {
   type: 'object',

@@ -1,5 +1,4 @@
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import {
   createLoopHeartbeat,
   createSystemdNotifier,
@@ -8,6 +7,7 @@ import {
   parseNotifyEnvironment,
   type Scheduler,
 } from '../../agent/systemd/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 
 function recordingTransport(fail?: (assignments: readonly string[]) => Error | undefined) {
   const sent: string[][] = [];

@@ -5,7 +5,7 @@ import {
   type SlotStateInput,
   slotProblems,
   slotStates,
-} from '../../agent/runtime/slot-states.js';
+} from '../../agent/runtime/measuring/slot-states.js';
 
 function candidate(variant: string, backend: BackendType, threads = 4): Candidate {
   const config = {

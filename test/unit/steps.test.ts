@@ -1,6 +1,7 @@
 import test from 'ava';
-import { describeStep, planSteps } from '../../agent/runtime/steps.js';
-import type { CurrentState, InstanceSpec, MemoryView, TargetState } from '../../agent/runtime/types.js';
+import type { CurrentState, MemoryView, TargetState } from '../../agent/runtime/desired/types.js';
+import type { InstanceSpec } from '../../agent/runtime/engine/engine-port.js';
+import { describeStep, planSteps } from '../../agent/runtime/reconciling/steps.js';
 
 const MiB = 1024 * 1024;
 

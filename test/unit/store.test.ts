@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { KvStore, migrate, openStore } from '../../agent/store/database.js';
 import { allMigrations } from '../../agent/store/migrations/index.js';
-import type { Migration } from '../../agent/store/sqlite/migration.js';
+import type { Migration } from '../../lib/sqlite/migration.js';
 
 const m = (version: number, up: string): Migration => ({ version, name: `m${version}`, up });
 

@@ -2,9 +2,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import type { Clock } from '../../agent/common/clock.js';
-import { createMemoryLogger } from '../../agent/common/log.js';
-import { validate } from '../../agent/common/schema.js';
 import { defaultTelemetryConfig, type TelemetryConfig } from '../../agent/config/sections/telemetry.js';
 import { type TelemetryMessage, telemetrySchema } from '../../agent/fleet/protocol.js';
 import { openStore } from '../../agent/store/database.js';
@@ -18,11 +15,15 @@ import {
   memorySampler,
   networkSampler,
   parseNetDev,
+  processSampler,
   type Sampler,
   thermalSampler,
   thermalZoneName,
 } from '../../agent/telemetry/samplers.js';
 import { TelemetryService } from '../../agent/telemetry/service.js';
+import type { Clock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { validate } from '../../lib/schema.js';
 import { socFixturesDir } from '../helpers/paths.js';
 
 function fakeClock(start = 1_800_000_000_000): Clock & { advance(ms: number): void } {
@@ -220,7 +221,17 @@ test('one telemetry message per interval: aggregated, schema-valid, with slots a
   t.deepEqual(m.metrics['cpu.load_pct'], { min: 10, mean: 20, max: 30, n: 3 });
   t.deepEqual(m.metrics['slot.chat.tokens_per_sec'], { min: 20, mean: 30, max: 40, n: 3 });
   t.deepEqual(m.metrics['workload.voice.turn_ms'], { min: 800, mean: 800, max: 800, n: 3 });
-  t.deepEqual(m.slots, { chat: { requests: 3, errors: 1, model: 'qwen', variant: 'int4', backend: 'cpu' } });
+  t.deepEqual(m.slots, {
+    chat: {
+      requests: 3,
+      errors: 1,
+      model: 'qwen',
+      variant: 'int4',
+      backend: 'cpu',
+      tokensPerSec: 40,
+      intervalRequests: 3,
+    },
+  });
   t.deepEqual(m.outbox, { queued: 0, dropped: { expired: 0, overflow: 0, diskFull: 0 } });
   t.deepEqual(
     history.query({ metrics: ['cpu.load_pct'], since: 0 })['cpu.load_pct']!.map((p) => p.mean),
@@ -236,4 +247,17 @@ test('maintenance expires the outbox and prunes history', async (t) => {
   clock.advance(200_000);
   t.like(svc.maintain(), { expired: 1, vacuumed: false });
   t.is(outbox.stats().dropped.expired, 1);
+});
+
+test('the agent sampler reports its own memory, descriptors, handles and timers', async (t) => {
+  const timer = setInterval(() => {}, 60_000);
+  try {
+    const m = await processSampler().sample();
+    t.true(m['agent.rss_bytes']! > 0 && m['agent.heap_used_bytes']! > 0);
+    t.true(m['agent.fds']! >= 3, `fds ${m['agent.fds']}`);
+    t.true(m['agent.timers']! >= 1, 'the interval above is counted');
+    t.true(m['agent.handles']! >= m['agent.timers']!);
+  } finally {
+    clearInterval(timer);
+  }
 });

@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import type { Clock } from '../../agent/common/clock.js';
 import { type SyncObservation, timesyncdProbe } from '../../agent/time/sync-probe.js';
 import { createTrustedTime, type KeyValue, LAST_KNOWN_GOOD_KEY } from '../../agent/time/trusted-time.js';
+import type { Clock } from '../../lib/clock.js';
 
 const DAY = 86_400_000;
 const FLOOR = Date.UTC(2026, 0, 1);

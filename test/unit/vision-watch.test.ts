@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import type { Clock } from '../../agent/common/clock.js';
 import { resolveVisionConfig } from '../../agent/workloads/config.js';
 import type { ChatModel, ChatRequest, ChatResult } from '../../agent/workloads/shared/chat-model.js';
 import { SlotGate, VoicePriority } from '../../agent/workloads/slots/scheduler.js';
 import type { TimedFrame } from '../../agent/workloads/vision/frame-sources.js';
 import { decodePng } from '../../agent/workloads/vision/image.js';
 import { VisionService, type WatchRunner } from '../../agent/workloads/vision/service.js';
+import type { Clock } from '../../lib/clock.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import { fakeModels } from './workload-fakes.js';
 

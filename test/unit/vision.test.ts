@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
 import { resolveVisionConfig } from '../../agent/workloads/config.js';
 import { SlotGate, VoicePriority } from '../../agent/workloads/slots/scheduler.js';
 import { slotModels } from '../../agent/workloads/slots/slot-models.js';
@@ -20,6 +19,7 @@ import {
   SceneChangeDetector,
 } from '../../agent/workloads/vision/scene-change.js';
 import { VisionService } from '../../agent/workloads/vision/service.js';
+import { systemClock } from '../../lib/clock.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import { FakeWorkloadRuntime } from './workload-fakes.js';
 

@@ -2,7 +2,6 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { systemClock } from '../../agent/common/clock.js';
 import { openStore } from '../../agent/store/database.js';
 import { EnergyVad } from '../../agent/workloads/audio/vad.js';
 import { resolveVoiceConfig } from '../../agent/workloads/config.js';
@@ -17,6 +16,8 @@ import {
 } from '../../agent/workloads/voice/session.js';
 import type { AsrStage, PcmChunk, ReplyStage, TtsStage } from '../../agent/workloads/voice/stages.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
+import { systemClock } from '../../lib/clock.js';
+import { until } from '../helpers/until.js';
 import { FakeWorkloadRuntime } from './workload-fakes.js';
 
 // Test doubles for the model stages: deterministic text and tones, honouring the abort signal like the real ones.
@@ -260,8 +261,7 @@ test('half duplex ignores input quieter than the playback, and a clearly louder 
   t.true(s.playing);
   // Echo-level input: 0.05 amplitude is 5 dB above the 0.02 playback, under the 15 dB margin.
   s.pushAudio(tone(600, 0.05));
-  await new Promise((r) => setTimeout(r, 50));
-  t.true(s.stats.framesGated > 10);
+  await until(() => s.stats.framesGated > 10, 'echo-level frames gated');
   t.false(log.some((e) => e.type === 'barge-in'));
   s.pushAudio(tone(600, 0.9));
   s.pushAudio(silence(700));

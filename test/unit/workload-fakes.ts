@@ -1,7 +1,12 @@
 // Test doubles for the workloads' model port: chat models handed in directly, or a runtime answering slotInfo.
 // Unit tests only.
 import type { SlotName } from '../../agent/plan/types.js';
-import type { GenerateEvent, GenerateRequest, TensorIn, TensorOut } from '../../agent/runtime/engine-port.js';
+import type {
+  GenerateEvent,
+  GenerateRequest,
+  TensorIn,
+  TensorOut,
+} from '../../agent/runtime/engine/engine-port.js';
 import type { SlotInfo } from '../../agent/runtime/runtime.js';
 import { EnergyVad } from '../../agent/workloads/audio/vad.js';
 import type { ChatModel } from '../../agent/workloads/shared/chat-model.js';
@@ -12,6 +17,7 @@ import type { WorkloadModels, WorkloadRuntime } from '../../agent/workloads/slot
 export function fakeModels(
   chat: Partial<Record<SlotName, ChatModel>>,
   unavailable?: string,
+  wake?: ReturnType<WorkloadModels['wake']>,
 ): WorkloadModels & { requested: SlotName[] } {
   const requested: SlotName[] = [];
   const missing = (slot: SlotName) =>
@@ -31,6 +37,14 @@ export function fakeModels(
       return chat[slot]!;
     },
     vad: (energy) => new EnergyVad(energy),
+    wake() {
+      if (!wake)
+        throw new WorkloadError(
+          unavailable ? 'ENOENGINE' : 'ENOMODEL',
+          unavailable ?? 'No model placed on slot voice.wake: fake',
+        );
+      return wake;
+    },
   };
 }
 

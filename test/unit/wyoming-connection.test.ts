@@ -1,15 +1,18 @@
 // One Wyoming connection's event flows with stand-in stages (unit test doubles): a talker-like TTS at 24 kHz
 // streamed chunk by chunk, ASR input in an unusual format, cancellation by a new transcribe and by closing, and
 // the protocol-state errors. The real stages on a running agent are in test/integration/wyoming.test.ts.
+
 import test from 'ava';
-import { createMemoryLogger } from '../../agent/common/log.js';
 import type { ChatResult, ChatStream } from '../../agent/workloads/shared/chat-model.js';
 import { WorkloadError } from '../../agent/workloads/shared/errors.js';
-import type { VoiceRoles } from '../../agent/workloads/voice/service.js';
+import type { VoiceRoles, VoiceService } from '../../agent/workloads/voice/service.js';
 import type { AsrStage, PcmChunk, ReplyStage, TtsStage } from '../../agent/workloads/voice/stages.js';
+import { WakeStream } from '../../agent/workloads/wake/stream.js';
 import type { WyomingEvent } from '../../agent/workloads/wyoming/codec.js';
 import { WyomingConnection } from '../../agent/workloads/wyoming/connection.js';
 import { ConversationHistories } from '../../agent/workloads/wyoming/conversations.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { FAKE_KEYWORDS, fakeWakeModel, join, tone } from './wake-fakes.js';
 
 const tick = () => new Promise((r) => setTimeout(r, 1));
 
@@ -42,7 +45,7 @@ function stream(pieces: string[], signal: AbortSignal, delayMs = 0): ChatStream 
   return { result, [Symbol.asyncIterator]: () => gen };
 }
 
-function setup(options: { noAsr?: boolean; replyDelayMs?: number } = {}) {
+function setup(options: { noAsr?: boolean; replyDelayMs?: number; wake?: VoiceService['wakeStream'] } = {}) {
   const log: string[] = [];
   const sent: WyomingEvent[] = [];
   const heard: Float32Array[] = [];
@@ -102,6 +105,11 @@ function setup(options: { noAsr?: boolean; replyDelayMs?: number } = {}) {
       },
       replyStage: () => reply,
       ttsStage: () => tts,
+      wakeStream:
+        options.wake ??
+        (() => {
+          throw new WorkloadError('ENOMODEL', 'No model placed on slot voice.wake: fake');
+        }),
     },
     conversations: new ConversationHistories(4, 8),
     systemPrompt: 'Be brief.',
@@ -235,4 +243,88 @@ test('more than 32 waiting requests are refused with EBUSY', async (t) => {
   t.true(sent.some((e) => e.type === 'error' && e.data['code'] === 'EBUSY'));
   connection.close();
   await connection.idle();
+});
+
+/** s16le stereo at 22.05 kHz of a 16 kHz mono signal (nearest sample), so the wake path must convert it. */
+function stereo22k(mono16k: Float32Array): Buffer {
+  const n = Math.floor((mono16k.length * 22050) / 16000);
+  const out = Buffer.alloc(n * 4);
+  for (let i = 0; i < n; i++) {
+    const v = Math.round((mono16k[Math.floor((i * 16000) / 22050)] ?? 0) * 32767);
+    out.writeInt16LE(v, i * 4);
+    out.writeInt16LE(v, i * 4 + 2);
+  }
+  return out;
+}
+
+function wakeSetup() {
+  const model = fakeWakeModel();
+  const s = setup({
+    wake: () => ({
+      stream: new WakeStream(model, FAKE_KEYWORDS),
+      keywords: FAKE_KEYWORDS.map((k) => ({ ...k, enabled: true })),
+    }),
+  });
+  const sendAudio = (audio: Float32Array, chunkMs = 100) => {
+    const bytes = stereo22k(audio);
+    const step = Math.round((chunkMs / 1000) * 22050) * 4;
+    s.ev('audio-start', { rate: 22050, width: 2, channels: 2 });
+    for (let at = 0; at < bytes.length; at += step)
+      s.ev('audio-chunk', { rate: 22050, width: 2, channels: 2 }, bytes.subarray(at, at + step));
+    s.ev('audio-stop');
+  };
+  return { ...s, model, sendAudio };
+}
+
+test('wake: detect + 22.05 kHz stereo audio → detection of the named wake word; silence → not-detected', async (t) => {
+  const { ev, sent, sendAudio, connection } = wakeSetup();
+  ev('detect', { names: ['hey_edge'] });
+  sendAudio(join(tone(1300, 0.01), tone(200, 0.4), tone(500, 0.01)));
+  await connection.idle();
+  const detections = sent.filter((e) => e.type === 'detection');
+  t.is(detections.length, 1);
+  t.is(detections[0]!.data['name'], 'hey_edge');
+  t.true(typeof detections[0]!.data['timestamp'] === 'number');
+  t.false(sent.some((e) => e.type === 'not-detected'));
+  t.false(
+    sent.some((e) => e.type.startsWith('transcript')),
+    'the wake audio is not transcribed',
+  );
+
+  sent.length = 0;
+  ev('detect', {});
+  sendAudio(tone(2000, 0.01));
+  await connection.idle();
+  t.deepEqual(
+    sent.map((e) => e.type),
+    ['not-detected'],
+  );
+});
+
+test('wake: names it does not have, no wake model, or a model failing mid-stream answer error events', async (t) => {
+  const { ev, sent, model, sendAudio, connection } = wakeSetup();
+  ev('detect', { names: ['alexa'] });
+  t.like(sent.at(-1), { type: 'error', data: { code: 'ENOMODEL' } });
+  t.regex(String(sent.at(-1)!.data['text']), /listens for hey_edge, hey_other/);
+  ev('detect', { names: 'hey_edge' });
+  t.like(sent.at(-1), { type: 'error', data: { code: 'EFRAME' } });
+
+  sent.length = 0;
+  ev('detect', {});
+  model.failWith = new Error('engine host exited');
+  sendAudio(tone(1000, 0.4));
+  await connection.idle();
+  t.deepEqual(
+    sent.map((e) => e.type),
+    ['error'],
+  );
+
+  const none = setup();
+  none.ev('detect', {});
+  t.like(none.sent.at(-1), { type: 'error', data: { code: 'ENOMODEL' } });
+  none.ev('audio-start', { rate: 16000, width: 2, channels: 1 });
+  none.ev('audio-chunk', { rate: 16000, width: 2, channels: 1 }, Buffer.alloc(3200));
+  none.ev('audio-stop');
+  await none.connection.idle();
+  t.is(none.sent.length, 1, 'refused: the audio that follows is neither scored nor transcribed');
 });

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngineInfo, type RuntimeInfo, unavailableMessage } from '../../../engine/src/index.js';
+import { createEngineInfo, type RuntimeInfo, unavailableMessage } from '../../../engine/index.js';
+import { systemClock } from '../../../lib/clock.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
+import { createLogger, type Logger } from '../../../lib/log.js';
 import { ModelCatalog, ModelStore, parseRef } from '../../../models/index.js';
-import { systemClock } from '../../common/clock.js';
-import { MnnEdgeError } from '../../common/errors.js';
-import { createLogger, type Logger } from '../../common/log.js';
 import {
   planPolicyFromConfig,
   type RuntimeConfig,
@@ -16,13 +16,13 @@ import { explainPlacement } from '../../plan/explain.js';
 import { catalogFromStore } from '../../plan/from-catalog.js';
 import { planPlacement } from '../../plan/planner.js';
 import type { ProbeResult } from '../../plan/types.js';
-import { engineCompiledIn, engineProbes } from '../../runtime/backend-health.js';
-import { engineHostFactory } from '../../runtime/engine-host-adapter.js';
-import { GpuCacheStore } from '../../runtime/gpu-cache.js';
+import { ProbeStore } from '../../runtime/desired/probe-store.js';
+import { specOf } from '../../runtime/desired/target.js';
+import { engineHostFactory } from '../../runtime/engine/engine-host-adapter.js';
+import { GpuCacheStore } from '../../runtime/engine/gpu-cache.js';
+import { probeCandidate, probeCandidates } from '../../runtime/measuring/probe.js';
 import { detectedBoard } from '../../runtime/module.js';
-import { probeCandidate, probeCandidates } from '../../runtime/probe.js';
-import { ProbeStore } from '../../runtime/probe-store.js';
-import { specOf } from '../../runtime/target.js';
+import { engineCompiledIn, engineProbes } from '../../runtime/serving/backend-health.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo, Command } from '../common/command.js';
@@ -123,12 +123,15 @@ async function benchModels(args: ParsedArgs, io: CliIo, ctx: BenchContext): Prom
     });
     if (args.flags['json']) {
       io.stdout.write(
-        `${JSON.stringify({ board: board.boardId, engineVersion, results: fresh, stored, placement }, null, 2)}\n`,
+        `${JSON.stringify({ board: board.boardId, engineVersion, ...(board.emulated ? { emulated: board.emulated } : {}), results: fresh, stored, placement }, null, 2)}\n`,
       );
       return fresh.some((r) => !r.ok) ? 1 : 0;
     }
     io.stdout.write(`\nboard ${board.boardId}, MNN ${engineVersion}: ${stored.length} stored result(s)\n`);
     io.stdout.write(probeTable(stored));
+    // The speeds above are real numbers of the wrong machine: say so before anyone reads them as the board's.
+    if (board.emulated)
+      io.stdout.write(`speeds not the board's: ${board.emulated}; the planner does not choose by them\n`);
     io.stdout.write(`\n${explainPlacement(placement)}\n`);
     return fresh.some((r) => !r.ok) ? 1 : 0;
   } finally {

@@ -1,5 +1,8 @@
-import { loadConfig } from '../../config/load.js';
+import type { ConfigSource } from '../../config/layers.js';
+import { type ConfigLayers, loadLayeredConfig } from '../../config/load.js';
+import type { HistoryEntry } from '../../config/overlay-store.js';
 import { type AgentConfig, agentConfigSchema } from '../../config/schema.js';
+import { formatKeyRows, keyRows } from '../../settings/view.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
 
@@ -17,7 +20,7 @@ function parsePort(value: string): number {
 export function configFromFlags(
   args: ParsedArgs,
   env: NodeJS.ProcessEnv,
-): { config: AgentConfig; source: string } {
+): { config: AgentConfig; source: string; layers: ConfigLayers; sources: Map<string, ConfigSource> } {
   const http: Record<string, unknown> = {};
   const port = stringFlag(args, 'port');
   if (port !== undefined) http['port'] = parsePort(port);
@@ -30,42 +33,72 @@ export function configFromFlags(
   const root = stringFlag(args, 'root');
   if (root !== undefined) overrides['root'] = root;
   const path = stringFlag(args, 'config');
-  return loadConfig({ ...(path !== undefined ? { path } : {}), overrides, env });
+  return loadLayeredConfig({ ...(path !== undefined ? { path } : {}), overrides, env });
 }
 
-const SECRET_KEYS = new Set(['password', 'key', 'token', 'secret']);
+import { redactConfig } from '../../config/redact.js';
 
-/** The effective configuration with secrets masked, safe to paste into a bug report. */
-export function redactConfig(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redactConfig);
-  if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [
-      k,
-      SECRET_KEYS.has(k) && typeof v === 'string' && !v.startsWith('/') ? '***' : redactConfig(v),
-    ]),
-  );
+export { redactConfig };
+
+function formatHistory(entries: readonly HistoryEntry[]): string {
+  if (entries.length === 0) return 'no run-time settings changes yet\n';
+  const show = (v: unknown) => (v === undefined ? '(file)' : JSON.stringify(redactConfig(v)));
+  return entries
+    .map((e) => {
+      const head = `revision ${e.revision}  ${e.at}  ${e.who}${e.note ? `  (${e.note})` : ''}`;
+      const lines = e.changes.map((c) => `  ${c.key}: ${show(c.old)} -> ${show(c.new)}`);
+      return [head, ...lines].join('\n');
+    })
+    .join('\n')
+    .concat('\n');
 }
 
 export const command: Command = {
   name: 'config',
-  summary: 'print the effective configuration, check it, or print its JSON schema',
-  usage: 'mnn-edge config [--config FILE] [--data-dir DIR] [--root DIR] [--check | --schema]',
+  summary:
+    'print the effective configuration with where each value came from, its change log, check it, or print its schema',
+  usage:
+    'mnn-edge config [--config FILE] [--data-dir DIR] [--root DIR] [--json | --check | --schema]\n       mnn-edge config history [--limit N] [--json]',
   async run(argv, io) {
-    const args = parseArgs(argv, { values: CONFIG_FLAGS, booleans: ['check', 'schema'] });
-    if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+    const args = parseArgs(argv, {
+      values: [...CONFIG_FLAGS, 'limit'],
+      booleans: ['check', 'schema', 'json'],
+    });
+    const [sub, extra] = args.positionals;
+    if (extra !== undefined || (sub !== undefined && sub !== 'history'))
+      throw new UsageError(`unexpected argument '${extra ?? sub}'`);
     if (args.flags['check'] && args.flags['schema'])
       throw new UsageError('--check and --schema are exclusive');
     if (args.flags['schema']) {
       io.stdout.write(`${JSON.stringify(agentConfigSchema, null, 2)}\n`);
       return 0;
     }
-    const { config, source } = configFromFlags(args, io.env);
-    if (args.flags['check']) {
-      io.stdout.write(`configuration OK (${source})\n`);
+    const { config, source, layers, sources } = configFromFlags(args, io.env);
+    const problem = layers.overlay.problem;
+    if (problem) io.stderr.write(`mnn-edge config: ${problem}\n`);
+    if (sub === 'history') {
+      const limitText = stringFlag(args, 'limit');
+      const limit = limitText === undefined ? 50 : Number(limitText);
+      if (!Number.isInteger(limit) || limit < 1)
+        throw new UsageError(`--limit expects a positive integer, got "${limitText}"`);
+      const entries = layers.store.history(limit);
+      io.stdout.write(args.flags['json'] ? `${JSON.stringify(entries, null, 2)}\n` : formatHistory(entries));
       return 0;
     }
-    io.stdout.write(`${JSON.stringify(redactConfig(config), null, 2)}\n`);
+    if (args.flags['check']) {
+      io.stdout.write(
+        `configuration OK (${source}; run-time settings revision ${layers.overlay.revision})\n`,
+      );
+      return 0;
+    }
+    if (args.flags['json']) {
+      io.stdout.write(`${JSON.stringify(redactConfig(config), null, 2)}\n`);
+      return 0;
+    }
+    io.stdout.write(
+      `# ${source}; run-time settings revision ${layers.overlay.revision} (${layers.store.path})\n` +
+        `# source: default < file < overlay (run-time settings) < flag\n${formatKeyRows(keyRows(config, sources))}\n`,
+    );
     return 0;
   },
 };

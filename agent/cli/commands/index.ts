@@ -37,7 +37,7 @@ export const commandEntries: readonly CommandEntry[] = [
   ),
   entry(
     'fleet',
-    'operate a fleet over MQTT: list devices, send commands, watch telemetry',
+    'operate a fleet over MQTT: list devices, send commands, watch telemetry, read and change settings',
     () => import('./fleet.js'),
   ),
   entry('ota', 'sign, pack, publish and roll out model packages (operator tools)', () => import('./ota.js')),

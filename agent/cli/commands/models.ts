@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
+import { MnnEdgeError } from '../../../lib/errors.js';
 import { modelsConfigOf, storeLimitsOf } from '../../../models/config.js';
 import { isHubSource } from '../../../models/hub/source.js';
 import {
@@ -15,14 +16,13 @@ import {
   type ModelTask,
   parseRef,
 } from '../../../models/index.js';
-import { MODELS_PULL_USAGE, runModelsPull } from '../../../ota/pull.js';
-import { MnnEdgeError } from '../../common/errors.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo, Command } from '../common/command.js';
 import { formatBytes, table } from '../common/format.js';
 import { configFromFlags } from './config.js';
 import { HUB_USAGE, runHubPull, runHubRecommend, runHubSearch, runHubUpdate } from './models-hub.js';
+import { MODELS_PULL_USAGE, runModelsPull } from './models-pull.js';
 
 // `mnn-edge models …`: the operator's view of the model store and the .mnn inspector. Every subcommand
 // prints a table for people and, with --json, one JSON document for scripts.

@@ -3,9 +3,11 @@
 // to devices over the broker and, with --wait, reports how each device took them.
 
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { isTerminal, type JobStatus } from '../../../ota/job.js';
-import { type PublicKeyInfo, parsePublicKey } from '../../../ota/keys.js';
-import { connectOperator, publishRootRotation, watchStatuses } from '../../../ota/operator.js';
+import { writeFileDurable } from '../../../lib/durable-fs.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
+import { isTerminal, type JobStatus } from '../../../ota/jobs/job.js';
+import { connectOperator, publishRootRotation, watchStatuses } from '../../../ota/tools/publish.js';
+import { type PublicKeyInfo, parsePublicKey } from '../../../ota/trust/keys.js';
 import {
   assertRootBody,
   ROOT_SPEC_VERSION,
@@ -13,12 +15,17 @@ import {
   type RootBody,
   type SignedRoot,
   signRoot,
-} from '../../../ota/root.js';
-import { writeFileDurable } from '../../common/durable-fs.js';
-import { MnnEdgeError } from '../../common/errors.js';
+} from '../../../ota/trust/root.js';
 import { type ParsedArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo } from '../common/command.js';
-import { parseExpiry, printStatus, readJson, readPrivateKey, required } from './ota-shared.js';
+import {
+  operatorBroker,
+  parseExpiry,
+  printStatus,
+  readJson,
+  readPrivateKey,
+  required,
+} from './ota-shared.js';
 
 function isRootEnvelope(v: unknown): v is SignedRoot {
   return typeof v === 'object' && v !== null && Object.hasOwn(v, 'signed') && Object.hasOwn(v, 'signatures');
@@ -154,7 +161,7 @@ async function rotate(args: ParsedArgs, io: CliIo): Promise<number> {
   const wait = Number(stringFlag(args, 'wait') ?? '0');
   if (!(wait >= 0)) throw new UsageError(`--wait expects seconds, got '${stringFlag(args, 'wait')}'`);
   const jobId = stringFlag(args, 'job-id') ?? `root-${versions.at(-1)}-${Date.now().toString(36)}`;
-  const client = await connectOperator({ url: required(args, 'broker') });
+  const client = await connectOperator(operatorBroker(args, io));
   try {
     let final: JobStatus | undefined;
     const done =
@@ -181,7 +188,7 @@ async function rotate(args: ParsedArgs, io: CliIo): Promise<number> {
       return (final as JobStatus | undefined)?.state === 'succeeded' ? 0 : 1;
     return 0;
   } finally {
-    await client.endAsync();
+    await client.close();
   }
 }
 

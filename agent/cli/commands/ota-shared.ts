@@ -2,12 +2,13 @@
 
 import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import type { JobStatus } from '../../../ota/job.js';
-import { parsePrivateKey, type SigningKey } from '../../../ota/keys.js';
-import { errorMessage, MnnEdgeError } from '../../common/errors.js';
-import { INPUT_LIMITS } from '../../common/input-limits.js';
-import { readJsonFile } from '../../common/json-input.js';
-import { escapeControl } from '../../common/sanitize.js';
+import { errorMessage, MnnEdgeError } from '../../../lib/errors.js';
+import { INPUT_LIMITS } from '../../../lib/input-limits.js';
+import { readJsonFile } from '../../../lib/json-input.js';
+import { escapeControl } from '../../../lib/sanitize.js';
+import type { JobStatus } from '../../../ota/jobs/job.js';
+import type { OperatorBroker } from '../../../ota/tools/publish.js';
+import { parsePrivateKey, type SigningKey } from '../../../ota/trust/keys.js';
 import { type ParsedArgs, stringFlag, UsageError } from '../common/args.js';
 
 export function readJson(path: string, what: string): unknown {
@@ -49,4 +50,34 @@ export function printStatus(out: Writable, s: JobStatus): void {
   out.write(
     `${escapeControl(`${s.deviceId}  ${s.jobId}  ${s.state}${bytes}${s.reason ? ` (${s.reason})` : ''}${s.message ? `: ${s.message}` : ''}`)}\n`,
   );
+}
+
+/**
+ * --broker: one URL or a comma-separated list of a cluster's nodes; credentials from --username/--password
+ * or MNN_EDGE_MQTT_USERNAME/PASSWORD; --mqtt-version 4|5 (left out: 5, or 3.1.1 where a broker refuses 5).
+ * Moving between nodes is reported on stderr.
+ */
+export function operatorBroker(
+  args: ParsedArgs,
+  io: { env: NodeJS.ProcessEnv; stderr: Writable },
+): OperatorBroker {
+  const urls = required(args, 'broker')
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
+  for (const url of urls)
+    if (!/^(mqtts?|wss?):\/\//.test(url))
+      throw new UsageError(`--broker must start with mqtt://, mqtts://, ws:// or wss://, got "${url}"`);
+  const version = stringFlag(args, 'mqtt-version');
+  if (version !== undefined && version !== '4' && version !== '5')
+    throw new UsageError(`--mqtt-version expects 4 or 5, got "${version}"`);
+  const username = stringFlag(args, 'username') ?? io.env['MNN_EDGE_MQTT_USERNAME'];
+  const password = stringFlag(args, 'password') ?? io.env['MNN_EDGE_MQTT_PASSWORD'];
+  return {
+    url: urls,
+    ...(version !== undefined ? { protocolVersion: Number(version) as 4 | 5 } : {}),
+    ...(username !== undefined ? { username } : {}),
+    ...(password !== undefined ? { password } : {}),
+    onNotice: (line) => io.stderr.write(`${line}\n`),
+  };
 }

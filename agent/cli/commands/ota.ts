@@ -1,23 +1,36 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Writable } from 'node:stream';
-import { isTerminal, type JobStatus } from '../../../ota/job.js';
-import { generateSigningKey } from '../../../ota/keys.js';
+import { isTerminal, type JobStatus } from '../../../ota/jobs/job.js';
+import { packModel } from '../../../ota/tools/pack.js';
+import { collectStatuses, connectOperator, publishJob, watchStatuses } from '../../../ota/tools/publish.js';
+import { RolloutController, type RolloutSpec, type RolloutView } from '../../../ota/tools/rollout.js';
+import { generateSigningKey } from '../../../ota/trust/keys.js';
 import {
-  collectStatuses,
-  connectOperator,
-  driveRollout,
-  publishJob,
-  watchStatuses,
-} from '../../../ota/operator.js';
-import { packModel } from '../../../ota/pack.js';
-import { parsePhases, RolloutController, type RolloutView } from '../../../ota/rollout.js';
+  DEFAULT_STATE,
+  openRolloutState,
+  pacingFromFlags,
+  printRolloutReport,
+  ROLLOUT_FLAGS,
+  rolloutCommand,
+} from './ota-rollout.js';
 import { rootCommand } from './ota-root.js';
-import { parseExpiry, printStatus, readJson, readPrivateKey, required } from './ota-shared.js';
+
+export { rolloutDevices } from './ota-rollout.js';
+
+import {
+  operatorBroker,
+  parseExpiry,
+  printStatus,
+  readJson,
+  readPrivateKey,
+  required,
+} from './ota-shared.js';
 
 export { parseExpiry } from './ota-shared.js';
 
-import { servePackages } from '../../../ota/serve.js';
+import { writeFileDurable } from '../../../lib/durable-fs.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
+import { servePackages } from '../../../ota/tools/serve.js';
 import {
   assertTargetsBody,
   emptyTargets,
@@ -25,11 +38,7 @@ import {
   signTargets,
   type TargetsBody,
   upsertArtifact,
-} from '../../../ota/targets.js';
-import { writeFileDurable } from '../../common/durable-fs.js';
-import { MnnEdgeError } from '../../common/errors.js';
-import { FleetOperator } from '../../fleet/operator.js';
-import { openStore } from '../../store/database.js';
+} from '../../../ota/trust/targets.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo, Command } from '../common/command.js';
 
@@ -42,19 +51,24 @@ const USAGE = `mnn-edge ota <command> …
   pack <model dir> [--id ID] [--version X.Y.Z] [--variant V] [--out DIR] [--targets FILE]
                                                     package tarball; with --targets, add it to that document
   sign <targets.json> --key FILE[,FILE…] [--expires 30d|ISO] [--version N | --bump] [--out FILE]
-  publish --targets FILE --package ID@VERSION (--device ID | --tag TAG) --broker URL
+  publish --targets FILE --package ID@VERSION (--device ID | --tag TAG) --broker URL[,URL…]
           (--url BASE | --serve DIR [--bind HOST] [--port P]) [--variant V] [--job-id ID] [--wait SECONDS]
-  rollout start --id ROLLOUT --targets FILE --package ID@VERSION (--devices A,B,… | --tag TAG) --broker URL
-          (--url BASE | --serve DIR …) [--phases 1,50%,100%] [--success 1] [--errors 0] [--state FILE]
+  rollout start --id ROLLOUT --targets FILE --package ID@VERSION (--devices A,B,… | --tag TAG [--follow [--until 2h|ISO]])
+          --broker URL[,URL…] (--url BASE | --serve DIR …) [--phases 1,50%,100%] [--success 1] [--errors 0]
+          [--abort TYPE:PCT%,… [--abort-min N]] [--job-timeout 10m] [--retries N [--retry-backoff 30s]]
+          [--max-per-minute N | --ramp START,FACTOR [--max-per-minute CAP]] [--state FILE]
+                                                    TYPE: failed, rejected, rolled-back, timed-out, any
   rollout resume --id ROLLOUT --broker URL [--state FILE] [--serve DIR …]
-  status --broker URL [--state FILE] [--json]       every device's last OTA job, and the rollouts
+  rollout stop --id ROLLOUT --broker URL [--state FILE]    ends a rollout (and closes a --follow one)
+  status --broker URL [--state FILE] [--json] [--devices-too]
+                                                    the rollouts per phase with reasons, and devices' last jobs
+common: --username U --password P (or MNN_EDGE_MQTT_USERNAME/PASSWORD); --broker takes a cluster's nodes a,b,c;
+        --mqtt-version 4|5 (default 5, and 3.1.1 where a broker refuses 5, as NATS does)
   root sign <root.json> --key FILE[,FILE…] [--root-keys PUB,…] [--root-threshold N] [--targets-keys PUB,…]
           [--targets-threshold N] [--expires 365d|ISO] [--version N | --bump] [--out FILE]
                                                     create, edit or co-sign a root document (PUB: .pub file or key)
   root rotate --root FILE[,FILE…] --broker URL (--device ID | --tag TAG) [--job-id ID] [--wait SECONDS]
                                                     deliver new root(s), oldest first, over the fleet`;
-
-const DEFAULT_STATE = 'ota-operator.db';
 
 function isEnvelope(v: unknown): v is SignedTargets {
   return typeof v === 'object' && v !== null && 'signed' in v && 'signatures' in v;
@@ -181,7 +195,7 @@ async function publish(args: ParsedArgs, io: CliIo): Promise<number> {
     throw new UsageError('give exactly one of --device and --tag');
   const variant = stringFlag(args, 'variant');
   const source = await packageSource(args, io);
-  const client = await connectOperator({ url: required(args, 'broker') });
+  const client = await connectOperator(operatorBroker(args, io));
   try {
     const jobId = stringFlag(args, 'job-id') ?? `${pkg.id}-${pkg.version}-${Date.now().toString(36)}`;
     await publishJob(client, device !== undefined ? { device } : { tag: tag! }, {
@@ -209,101 +223,45 @@ async function publish(args: ParsedArgs, io: CliIo): Promise<number> {
     }
     return 0;
   } finally {
-    await client.endAsync();
+    await client.close();
     await source.close();
   }
 }
 
-function printRollout(out: Writable, v: RolloutView): void {
-  const counts = new Map<string, number>();
-  for (const d of v.devices) counts.set(d.state, (counts.get(d.state) ?? 0) + 1);
-  out.write(
-    `rollout ${v.rolloutId} ${v.spec.package.id}@${v.spec.package.version}: ${v.state}, phase ${v.phase + 1}/${v.spec.phases.length}` +
-      ` [${[...counts].map(([s, n]) => `${s} ${n}`).join(', ')}]${v.message ? ` — ${v.message}` : ''}\n`,
-  );
-}
-
-/** The devices a rollout covers: listed, or every device whose retained status carries the tag (fixed at start,
- *  so the rollout's phases and thresholds refer to one known set). */
-export async function rolloutDevices(args: ParsedArgs, broker: string): Promise<string[]> {
-  const listed = stringFlag(args, 'devices');
+/** `ota rollout start`'s spec from the flags: package, targets, phases and pacing, and a followed tag. */
+function rolloutSpec(args: ParsedArgs): Omit<RolloutSpec, 'devices' | 'baseUrl'> {
   const tag = stringFlag(args, 'tag');
-  if ((listed === undefined) === (tag === undefined))
-    throw new UsageError('give exactly one of --devices and --tag');
-  if (listed !== undefined)
-    return listed
-      .split(',')
-      .map((d) => d.trim())
-      .filter(Boolean);
-  const operator = await FleetOperator.connect({ url: broker });
-  try {
-    const devices = (await operator.listDevices(1_500))
-      .filter((d) => d.status?.tags?.includes(tag!))
-      .map((d) => d.deviceId);
-    if (devices.length === 0)
-      throw new MnnEdgeError('ENOENT', `No device with tag ${tag} has announced itself on ${broker}`);
-    return devices;
-  } finally {
-    await operator.close();
-  }
-}
-
-async function rollout(args: ParsedArgs, io: CliIo): Promise<number> {
-  const sub = args.positionals[1];
-  const id = required(args, 'id');
-  const db = openStore(stringFlag(args, 'state') ?? DEFAULT_STATE);
-  let source: { baseUrl: string; close: () => Promise<void> } | undefined;
-  try {
-    const client = await connectOperator({ url: required(args, 'broker') });
-    const controller = new RolloutController(db, async (deviceId, job) =>
-      publishJob(client, { device: deviceId }, job),
-    );
-    try {
-      if (sub === 'start') {
-        source = await packageSource(args, io);
-        controller.create({
-          rolloutId: id,
-          package: packageRef(required(args, 'package')),
-          targets: signedTargetsFrom(args),
-          baseUrl: source.baseUrl,
-          devices: await rolloutDevices(args, required(args, 'broker')),
-          phases: parsePhases(stringFlag(args, 'phases') ?? '100%'),
-          successThreshold: Number(stringFlag(args, 'success') ?? '1'),
-          errorThreshold: Number(stringFlag(args, 'errors') ?? '0'),
-        });
-      } else if (sub === 'resume') {
-        if (!controller.get(id))
-          throw new MnnEdgeError(
-            'ENOENT',
-            `No rollout ${id} in ${stringFlag(args, 'state') ?? DEFAULT_STATE}`,
-          );
-        if (stringFlag(args, 'serve') !== undefined) source = await packageSource(args, io);
-      } else {
-        throw new UsageError(`unknown rollout command '${sub ?? ''}' (start or resume)`);
-      }
-      const final = await driveRollout(client, controller, id, (v) => printRollout(io.stdout, v));
-      return final.state === 'completed' ? 0 : 1;
-    } finally {
-      await client.endAsync();
-    }
-  } finally {
-    await source?.close();
-    db.close();
-  }
+  const until = stringFlag(args, 'until');
+  if (args.flags['follow'] && tag === undefined) throw new UsageError('--follow needs --tag');
+  if (until !== undefined && !args.flags['follow']) throw new UsageError('--until needs --follow');
+  return {
+    rolloutId: required(args, 'id'),
+    package: packageRef(required(args, 'package')),
+    targets: signedTargetsFrom(args),
+    ...pacingFromFlags(args),
+    ...(args.flags['follow']
+      ? {
+          follow: {
+            tag: tag!,
+            ...(until !== undefined ? { untilMs: Date.parse(parseExpiry(until, Date.now())) } : {}),
+          },
+        }
+      : {}),
+  };
 }
 
 async function status(args: ParsedArgs, io: CliIo): Promise<number> {
-  const client = await connectOperator({ url: required(args, 'broker') });
+  const client = await connectOperator(operatorBroker(args, io));
   let statuses: Map<string, JobStatus>;
   try {
     statuses = await collectStatuses(client);
   } finally {
-    await client.endAsync();
+    await client.close();
   }
   const statePath = stringFlag(args, 'state') ?? DEFAULT_STATE;
   let rollouts: RolloutView[] = [];
   if (existsSync(statePath)) {
-    const db = openStore(statePath);
+    const db = openRolloutState(statePath);
     try {
       rollouts = new RolloutController(db, async () => {}).list();
     } finally {
@@ -314,10 +272,13 @@ async function status(args: ParsedArgs, io: CliIo): Promise<number> {
     io.stdout.write(`${JSON.stringify({ devices: [...statuses.values()], rollouts }, null, 2)}\n`);
     return 0;
   }
+  const quiet = rollouts.length > 0 && !args.flags['devices-too'];
   if (statuses.size === 0) io.stdout.write('no device has reported an OTA job\n');
-  for (const s of [...statuses.values()].sort((a, b) => (a.deviceId < b.deviceId ? -1 : 1)))
-    printStatus(io.stdout, s);
-  for (const r of rollouts) printRollout(io.stdout, r);
+  else if (!quiet || statuses.size <= 50)
+    for (const s of [...statuses.values()].sort((a, b) => (a.deviceId < b.deviceId ? -1 : 1)))
+      printStatus(io.stdout, s);
+  else io.stdout.write(`${statuses.size} devices have reported an OTA job (--json lists them)\n`);
+  for (const r of rollouts) printRolloutReport(io.stdout, r);
   return 0;
 }
 
@@ -346,11 +307,10 @@ export const command: Command = {
         'port',
         'job-id',
         'wait',
-        'devices',
-        'phases',
-        'success',
-        'errors',
-        'state',
+        ...ROLLOUT_FLAGS,
+        'username',
+        'password',
+        'mqtt-version',
         'role',
         'root',
         'root-keys',
@@ -358,7 +318,7 @@ export const command: Command = {
         'targets-keys',
         'targets-threshold',
       ],
-      booleans: ['bump', 'json'],
+      booleans: ['bump', 'json', 'follow', 'devices-too'],
     });
     switch (args.positionals[0]) {
       case 'keygen':
@@ -370,7 +330,12 @@ export const command: Command = {
       case 'publish':
         return publish(args, io);
       case 'rollout':
-        return rollout(args, io);
+        return rolloutCommand(
+          args,
+          io,
+          () => packageSource(args, io),
+          async () => ({ ...rolloutSpec(args), baseUrl: '' }),
+        );
       case 'status':
         return status(args, io);
       case 'root':

@@ -1,5 +1,5 @@
-import { createLogger } from '../../common/log.js';
-import { LogTail } from '../../common/log-tail.js';
+import { createLogger } from '../../../lib/log.js';
+import { LogTail } from '../../../lib/log-tail.js';
 import type { composeModules } from '../../compose.js';
 import { createAgent } from '../../main.js';
 import { createSystemdNotifier } from '../../systemd/index.js';
@@ -42,7 +42,8 @@ export const command: Command = {
   async run(argv, io) {
     const args = parseArgs(argv, { values: [...CONFIG_FLAGS, 'port', 'bind'] });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
-    const { config, source } = configFromFlags(args, io.env);
+    const loaded = configFromFlags(args, io.env);
+    const { config, source } = loaded;
     // The fleet's `logs` command and the dashboard read the same lines journald gets.
     const logs = new LogTail();
     const logger = createLogger({
@@ -56,6 +57,7 @@ export const command: Command = {
     logger.info('starting', {
       version: agentVersion(),
       config: source,
+      settingsRevision: loaded.layers.overlay.revision,
       pid: process.pid,
       atMs: Math.round(performance.now()),
     });
@@ -64,12 +66,24 @@ export const command: Command = {
     const agent = createAgent(config, {
       logger,
       version: agentVersion(),
+      // A run-time settings file that could not be used is on /healthz (and the dashboard) until the next change.
+      healthDetails: () => {
+        const settings = composed?.services.settings().service();
+        const problem = settings?.problem ?? loaded.layers.overlay.problem;
+        return {
+          settings: {
+            revision: settings?.revision ?? loaded.layers.overlay.revision,
+            ...(problem ? { problem } : {}),
+          },
+        };
+      },
       modules: async () => {
         const { composeModules } = await import('../../compose.js');
         composed = composeModules(config, {
           agentVersion: agentVersion(),
           logs,
-          reloadConfig: () => configFromFlags(args, io.env).config,
+          loaded,
+          reloadConfig: () => configFromFlags(args, io.env),
         });
         return composed.modules;
       },
@@ -96,20 +110,16 @@ export const command: Command = {
       const health = composed?.services.runtime()?.health();
       return !health || !(health.running && !health.healthy);
     });
-    // SIGHUP: re-read the configuration's slots, detect again and replan (after `mnn-edge models import`, say).
+    // SIGHUP: re-read the file and the run-time settings, detect again and replan (after `mnn-edge models
+    // import`, say). An invalid file is refused whole: the running configuration stays.
     const onHangup = () => {
-      let next: ReturnType<typeof configFromFlags>['config'];
-      try {
-        next = configFromFlags(args, io.env).config;
-      } catch (err) {
-        logger.error('reload refused: the configuration is invalid; keeping the running one', { err });
-        return;
-      }
       if (!composed) return;
       composed.services
-        .reload(next, 'SIGHUP')
+        .reloadFromDisk('SIGHUP')
         .then((result) => logger.info('reloaded', result))
-        .catch((err: unknown) => logger.error('reload failed', { err }));
+        .catch((err: unknown) =>
+          logger.error('reload refused: the configuration is invalid; keeping the running one', { err }),
+        );
     };
     process.on('SIGHUP', onHangup);
     const stoppedByItself = new Promise<string>((resolve) =>

@@ -1,6 +1,6 @@
 // Minimal, typed argv parsing: `--flag`, `--key value`, `--key=value`, positionals. Unknown flags are errors.
 
-import { MnnEdgeError } from '../../common/errors.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
 
 export interface ParsedArgs {
   positionals: string[];

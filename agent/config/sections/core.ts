@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../../common/schema.js';
+import type { JsonSchema } from '../../../lib/schema.js';
 
 export interface HttpConfig {
   bind: string;
@@ -11,6 +11,8 @@ export interface HttpConfig {
   maxSessions: number;
   /** Lifetime of a dashboard login, in seconds. */
   sessionTtlS: number;
+  /** A read-only token for GET /metrics alone (a scraper's credential); the pairing token works too. */
+  metricsToken?: string;
 }
 
 export const httpSchema: JsonSchema = {
@@ -34,6 +36,11 @@ export const httpSchema: JsonSchema = {
       minimum: 60,
       maximum: 31_536_000,
       description: 'Lifetime of a dashboard login in seconds (default 7 days).',
+    },
+    metricsToken: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9._~+/=-]{16,256}$',
+      description: 'Read-only bearer token for GET /metrics only (16-256 token characters).',
     },
   },
 };

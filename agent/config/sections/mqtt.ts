@@ -1,8 +1,13 @@
-import type { JsonSchema } from '../../common/schema.js';
+import type { JsonSchema } from '../../../lib/schema.js';
 
 export interface MqttConfig {
-  /** mqtt://, mqtts://, ws://, wss://. Absent: the agent runs an embedded broker on localhost. */
-  url?: string;
+  /**
+   * mqtt://, mqtts://, ws://, wss://, or a list of them (the nodes of a broker cluster). Absent (and no `urls`):
+   * the agent runs an embedded broker on localhost.
+   */
+  url?: string | string[];
+  /** The nodes of a broker cluster, tried in turn: a lost node sends the agent to the next one. */
+  urls?: string[];
   username?: string;
   password?: string;
   /** PEM file paths: the broker's CA, and the device's client certificate and key for mTLS. */
@@ -22,11 +27,23 @@ export interface MqttConfig {
   sessionExpirySec?: number;
 }
 
+const BROKER_URL: JsonSchema = { type: 'string', pattern: '^(mqtts?|wss?)://' };
+
+/**
+ * Every broker the configuration names, in order, without repeats: `urls`, then `url` (a string or a list).
+ * Empty when none is set (the embedded broker).
+ */
+export function brokerUrls(mqtt: Pick<MqttConfig, 'url' | 'urls'>): string[] {
+  const listed = [...(mqtt.urls ?? []), ...(Array.isArray(mqtt.url) ? mqtt.url : mqtt.url ? [mqtt.url] : [])];
+  return [...new Set(listed)];
+}
+
 export const mqttSchema: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    url: { type: 'string', pattern: '^(mqtts?|wss?)://' },
+    url: { anyOf: [BROKER_URL, { type: 'array', minItems: 1, maxItems: 32, items: BROKER_URL }] },
+    urls: { type: 'array', minItems: 1, maxItems: 32, items: BROKER_URL },
     username: { type: 'string' },
     password: { type: 'string' },
     ca: { type: 'string' },

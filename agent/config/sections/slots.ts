@@ -1,5 +1,5 @@
-import { MnnEdgeError } from '../../common/errors.js';
-import type { JsonSchema } from '../../common/schema.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
+import type { JsonSchema } from '../../../lib/schema.js';
 import {
   BUILTINS,
   defaultPlanPolicy,
@@ -49,6 +49,7 @@ export interface RuntimeConfig {
 /** The built-in order of importance: voice first (a conversation stalls without it), vision last. */
 export const DEFAULT_PRIORITY: Record<SlotName, number> = {
   'voice.vad': 100,
+  'voice.wake': 100,
   'voice.asr': 90,
   'voice.llm': 80,
   'voice.omni': 80,
@@ -58,6 +59,7 @@ export const DEFAULT_PRIORITY: Record<SlotName, number> = {
 
 export const DEFAULT_CONTEXT: Record<SlotName, number> = {
   'voice.vad': 0,
+  'voice.wake': 0,
   'voice.asr': 512,
   'voice.llm': 2048,
   'voice.omni': 2048,

@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../../common/schema.js';
+import type { JsonSchema } from '../../../lib/schema.js';
 
 export interface OutboxConfig {
   /** Bounded disk use: beyond either limit the oldest messages are dropped (and counted). */

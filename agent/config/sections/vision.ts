@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../../common/schema.js';
+import type { JsonSchema } from '../../../lib/schema.js';
 
 // The `vision` section: the camera, watch mode and the limits that keep one camera from starving the SoC. The VLM
 // is the runtime's `vision.vlm` slot (the `slots` section).

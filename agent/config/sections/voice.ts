@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../../common/schema.js';
+import type { JsonSchema } from '../../../lib/schema.js';
 
 // The `voice` section: where audio comes from and goes to, how speech is cut into requests, and how long
 // transcripts are kept. Absent keys take the defaults (agent/workloads/config.ts). The models are not named
@@ -23,6 +23,36 @@ export interface VoiceConfig {
   /** Transcripts are personal data: kept at most this long and this many. */
   retention: { maxTurns: number; maxAgeHours: number };
   maxSessions: number;
+  /** The wake word in front of the board's own loop (the model is the one on slot voice.wake). */
+  wake: WakeConfig;
+}
+
+export interface WakeKeywordConfig {
+  /** Score in [0, 1] a frame must reach (default: the package's, else 0.5). */
+  threshold?: number;
+  /** Consecutive frames over the threshold that make a detection. */
+  triggerFrames?: number;
+  /** No second detection of this keyword for this long. */
+  refractoryMs?: number;
+  /** false: the keyword is scored (and charted) but never wakes the board. */
+  enabled?: boolean;
+}
+
+export interface WakeConfig {
+  /** false: the board's loop sends every utterance the VAD finds to ASR, as without a wake word. */
+  enabled: boolean;
+  /** After a detection, how long to wait for speech before going back to idle. */
+  listenTimeoutMs: number;
+  /** After a reply, how long the board listens again without the wake word (0: not at all). */
+  followUpMs: number;
+  /** Audio kept from before the detection, so the request starts with the wake word, not after it. */
+  preRollMs: number;
+  /** A short tone on the speaker when the wake word is heard. */
+  sound: boolean;
+  /** Per keyword name (the package's head names): overrides of the package's trigger rule. */
+  keywords: Record<string, WakeKeywordConfig>;
+  /** The last detections as WAV clips in the data directory, to find false triggers (off by default). */
+  clips: { enabled: boolean; maxCount: number; maxBytes: number };
 }
 
 export const voiceDefaults: VoiceConfig = {
@@ -42,6 +72,15 @@ export const voiceDefaults: VoiceConfig = {
   espeak: { command: 'espeak-ng', voice: 'en-us', wordsPerMinute: 175 },
   retention: { maxTurns: 1000, maxAgeHours: 72 },
   maxSessions: 2,
+  wake: {
+    enabled: false,
+    listenTimeoutMs: 5000,
+    followUpMs: 0,
+    preRollMs: 1500,
+    sound: true,
+    keywords: {},
+    clips: { enabled: false, maxCount: 20, maxBytes: 4 * 1024 * 1024 },
+  },
 };
 
 const str: JsonSchema = { type: 'string', minLength: 1 };
@@ -96,5 +135,38 @@ export const voiceSchema: JsonSchema = {
       properties: { maxTurns: int(0), maxAgeHours: int(1) },
     },
     maxSessions: int(1, 64),
+    wake: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        enabled: { type: 'boolean' },
+        listenTimeoutMs: int(500, 60_000),
+        followUpMs: int(0, 60_000),
+        preRollMs: int(0, 5000),
+        sound: { type: 'boolean' },
+        keywords: {
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              threshold: { type: 'number', minimum: 0.01, maximum: 0.99 },
+              triggerFrames: int(1, 50),
+              refractoryMs: int(0, 60_000),
+              enabled: { type: 'boolean' },
+            },
+          },
+        },
+        clips: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            enabled: { type: 'boolean' },
+            maxCount: int(1, 1000),
+            maxBytes: int(65_536, 1 << 30),
+          },
+        },
+      },
+    },
   },
 };

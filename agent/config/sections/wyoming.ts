@@ -1,5 +1,5 @@
-import { INPUT_LIMITS } from '../../common/input-limits.js';
-import type { JsonSchema } from '../../common/schema.js';
+import { INPUT_LIMITS } from '../../../lib/input-limits.js';
+import type { JsonSchema } from '../../../lib/schema.js';
 
 // The `wyoming` section: the voice workload as a Wyoming protocol server (Home Assistant's Assist pipeline talks
 // to speech-to-text, text-to-speech and conversation services this way). Off unless the configuration turns it
@@ -22,6 +22,11 @@ export interface WyomingConfig {
   secret?: string;
   /** A connection with no complete event for this long is closed. */
   idleTimeoutS: number;
+  /**
+   * Open connections at once. Counted apart from the agent's session slots (http.maxSessions), which a
+   * connection takes only while a flow runs: idle Home Assistant connections cannot starve the dashboard.
+   */
+  maxConnections: number;
   /** Longest header line (the JSON before the newline). */
   maxHeaderBytes: number;
   /** Largest `data_length` (extra JSON data). */
@@ -47,6 +52,7 @@ export const wyomingDefaults: WyomingConfig = {
   mdns: true,
   allow: [],
   idleTimeoutS: 120,
+  maxConnections: 32,
   maxHeaderBytes: 16 * 1024,
   maxDataBytes: 256 * 1024,
   maxPayloadBytes: 1024 * 1024,
@@ -83,6 +89,10 @@ export const wyomingSchema: JsonSchema = {
     },
     secret: { type: 'string', minLength: 16, maxLength: 256 },
     idleTimeoutS: int(5, 3600),
+    maxConnections: {
+      ...int(1, 1024),
+      description: 'Open connections at once, apart from the session slots (32).',
+    },
     maxHeaderBytes: int(1024, 1024 * 1024),
     maxDataBytes: int(1024, INPUT_LIMITS.jsonMaxBytes),
     maxPayloadBytes: int(1024, 16 * 1024 * 1024),

@@ -1,4 +1,4 @@
-import type { Migration } from '../sqlite/migration.js';
+import type { Migration } from '../../../lib/sqlite/migration.js';
 
 export const coreMigration: Migration = {
   version: 1,

@@ -1,4 +1,4 @@
-import type { Migration } from '../sqlite/migration.js';
+import type { Migration } from '../../../lib/sqlite/migration.js';
 
 // Browser login sessions, kept server-side so logout and token rotation revoke them, and so an agent restart
 // (an update, a crash) does not log the dashboard out. Only a hash of the session id is stored.

@@ -1,4 +1,4 @@
-import type { Migration } from '../sqlite/migration.js';
+import type { Migration } from '../../../lib/sqlite/migration.js';
 
 // Store-and-forward: a message lives here from before its first publish until its PUBACK (or its expiry).
 // `seq` is the per-device sequence number carried in the payload, so consumers can detect gaps and duplicates.

@@ -1,4 +1,4 @@
-import type { Migration } from '../sqlite/migration.js';
+import type { Migration } from '../../../lib/sqlite/migration.js';
 
 // Downsampled metrics for the dashboard's charts: one row per (metric, bucket), bounded by retention.
 export const telemetryHistoryMigration: Migration = {

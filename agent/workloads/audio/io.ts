@@ -4,7 +4,7 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
-import { writeFileDurable } from '../../common/durable-fs.js';
+import { writeFileDurable } from '../../../lib/durable-fs.js';
 import { WorkloadError } from '../shared/errors.js';
 import { floatToS16le, PcmToPipeline, PIPELINE_RATE, resample, toPipelineAudio } from './pcm.js';
 import { encodeWavS16, parseWav } from './wav.js';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { errorMessage } from '../../common/errors.js';
-import { HttpError } from '../../common/http-error.js';
+import { errorMessage } from '../../../lib/errors.js';
+import { HttpError } from '../../../lib/http-error.js';
 import { WorkloadError } from '../shared/errors.js';
 
 // OpenAI's error body, so OpenAI SDKs surface the message, type and offending parameter as they would against

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { errorMessage } from '../../common/errors.js';
+import { errorMessage } from '../../../lib/errors.js';
 import type { RequestContext } from '../../http/router.js';
 import type { ChatResult, ChatStream } from '../shared/chat-model.js';
 import { type OpenAiFinish, openAiFinish } from './finish.js';
@@ -20,6 +20,8 @@ function usage(r: ChatResult) {
     prompt_tokens: r.promptTokens,
     completion_tokens: r.generatedTokens,
     total_tokens: r.promptTokens + r.generatedTokens,
+    // OpenAI's prompt caching field: prompt tokens whose KV the engine kept from the conversation's earlier turns.
+    ...(r.reuse ? { prompt_tokens_details: { cached_tokens: r.reuse.reusedTokens } } : {}),
   };
 }
 

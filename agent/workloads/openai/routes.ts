@@ -2,8 +2,8 @@
 // GET /v1/models and POST /v1/chat/completions, streamed as server-sent events or answered whole. Any OpenAI
 // client library works against http://<device>:8080/v1 with the pairing token as its API key.
 import { randomUUID } from 'node:crypto';
-import { errorMessage } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { errorMessage } from '../../../lib/errors.js';
+import type { Logger } from '../../../lib/log.js';
 import type { HttpRouter, RequestContext } from '../../http/router.js';
 import type { ChatModel } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';

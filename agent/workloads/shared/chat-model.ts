@@ -2,7 +2,8 @@
 // of text out, with the numbers the per-turn metrics need. The runtime implements it over a slot
 // (agent/workloads/slots/runtime-chat-model.ts), so voice, vision and the OpenAI API never see which engine host, backend
 // or model version serves them.
-import type { ChatMessage, ImageInput } from '../../../engine/src/index.js';
+import type { ChatMessage, ImageInput } from '../../../engine/index.js';
+import type { KvReuseOutcome } from '../../telemetry/runtime-stats.js';
 
 export type { ChatMessage };
 
@@ -26,6 +27,8 @@ export interface ChatResult {
   generatedTokens: number;
   prefillMs: number;
   decodeMs: number;
+  /** What the engine did with the KV of the conversation's earlier turns (hit / partial / miss and why). */
+  reuse?: KvReuseOutcome;
 }
 
 export interface ChatStream extends AsyncIterable<string> {

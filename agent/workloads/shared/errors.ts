@@ -1,6 +1,6 @@
 // Errors a workload caller can act on, each with a stable code: bad audio or frames are the caller's fault
 // (EAUDIO, EFRAME), a missing engine or model is the device's (ENOENGINE, ENOMODEL), a full queue is load (EBUSY).
-import { codedError } from '../../common/errors.js';
+import { codedError } from '../../../lib/errors.js';
 
 export type WorkloadErrorCode =
   | 'EAUDIO'

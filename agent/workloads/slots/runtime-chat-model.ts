@@ -1,5 +1,5 @@
 import type { SlotName } from '../../plan/types.js';
-import { EngineFailure } from '../../runtime/engine-port.js';
+import { EngineFailure } from '../../runtime/engine/engine-port.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type {
   ChatModel,
@@ -76,6 +76,7 @@ export function runtimeChatModel(
                   generatedTokens: ev.stats.decodeTokens,
                   prefillMs: ev.stats.prefillMs,
                   decodeMs: ev.stats.decodeMs,
+                  ...(ev.stats.reuse ? { reuse: ev.stats.reuse } : {}),
                   ...(ev.detail !== undefined ? { detail: ev.detail } : {}),
                 });
               }

@@ -2,13 +2,15 @@
 // slot (placement, fallback, hot swap) and the workloads only ask for `voice.llm` or `vision.vlm`. Nothing here
 // loads MNN: every model runs in an engine host process.
 
-import { errorMessage } from '../../common/errors.js';
+import { errorMessage } from '../../../lib/errors.js';
 import type { ModelKind, SlotName } from '../../plan/types.js';
-import type { TensorIn, TensorOut } from '../../runtime/engine-port.js';
+import type { TensorIn, TensorOut } from '../../runtime/engine/engine-port.js';
 import type { Runtime, SlotInfo } from '../../runtime/runtime.js';
 import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from '../audio/vad.js';
 import type { ChatModel, ModelCapabilities } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
+import { type PackageDirOf, type WakeModelInfo, wakeModelInfo, wakeTensorModel } from '../wake/model.js';
+import type { WakeTensorModel } from '../wake/stream.js';
 import { runtimeChatModel } from './runtime-chat-model.js';
 
 /** The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). */
@@ -35,6 +37,8 @@ export interface WorkloadModels {
   /** Silero over the runtime when a VAD model is placed on voice.vad; the energy detector for the built-in, an
    *  unconfigured slot, or a model that cannot serve now (the reason is logged). */
   vad(energy?: Partial<EnergyVadOptions>): VoiceActivityDetector;
+  /** The wake-word model on voice.wake (its keywords and its pipeline step), or a WorkloadError saying why none. */
+  wake(): WakeModelInfo & { model: WakeTensorModel };
 }
 
 /** What a model can take, from its catalog kind (the manifest's task). */
@@ -45,6 +49,7 @@ export function capabilitiesOf(kind: ModelKind | undefined): ModelCapabilities {
 export function slotModels(
   runtime: () => WorkloadRuntime | undefined,
   log?: (msg: string, fields: Record<string, unknown>) => void,
+  packageDir: PackageDirOf = () => undefined,
 ): WorkloadModels {
   const unavailable = (): string | undefined => {
     const rt = runtime();
@@ -88,6 +93,11 @@ export function slotModels(
         id: info.modelId,
         capabilities: capabilitiesOf(info.kind),
       });
+    },
+    wake() {
+      const rt = runtime();
+      if (!rt) throw new WorkloadError('ENOENGINE', unavailable() ?? 'The runtime is not running');
+      return { ...wakeModelInfo(rt, packageDir), model: wakeTensorModel(rt) };
     },
     vad(energy = {}) {
       const rt = runtime();

@@ -1,9 +1,9 @@
 // The camera VLM: query mode (one frame and a question → a streamed answer) and watch mode (a fixed prompt every
 // N seconds or when the scene changes; answers as events with a thumbnail). Requests share the VLM slot's gate,
 // and watch mode waits while a voice turn runs.
-import type { Clock } from '../../common/clock.js';
-import { errorMessage } from '../../common/errors.js';
-import { TypedEventEmitter } from '../../common/typed-events.js';
+import type { Clock } from '../../../lib/clock.js';
+import { errorMessage } from '../../../lib/errors.js';
+import { TypedEventEmitter } from '../../../lib/typed-events.js';
 import type { VisionConfig } from '../../config/sections/vision.js';
 import type { ChatModel, ChatResult, ChatStream } from '../shared/chat-model.js';
 import { isAbort, WorkloadError } from '../shared/errors.js';

@@ -2,9 +2,9 @@
 // frame holding the image; watch mode is a JSON `watch`, then `frame` + binary image whenever the client has a
 // new one. Answers stream back as `answer-delta` then `answer`; watch results as `watch-event` with a thumbnail.
 import type { RawData, WebSocket } from 'ws';
-import type { Clock } from '../../common/clock.js';
-import { errorMessage } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import type { Clock } from '../../../lib/clock.js';
+import { errorMessage } from '../../../lib/errors.js';
+import type { Logger } from '../../../lib/log.js';
 import type { HttpRouter } from '../../http/router.js';
 import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from '../../http/session-limits.js';
 import { WorkloadError } from '../shared/errors.js';
@@ -69,7 +69,9 @@ function positiveInt(v: unknown, what: string): number {
 }
 
 export function registerVisionSocket(deps: VisionSocketDeps): () => void {
-  return deps.router.upgrade(VISION_WS_PATH, (ws) => attachVisionSocket(ws, deps));
+  return deps.router.upgrade(VISION_WS_PATH, (ws, up) =>
+    attachVisionSocket(ws, deps, up.req.socket.remoteAddress),
+  );
 }
 
 /** A control message (JSON), validated: sizes within vision.maxFrameBytes, watch defaults filled in. */
@@ -224,8 +226,8 @@ class VisionSession {
   }
 }
 
-export function attachVisionSocket(ws: WebSocket, deps: VisionSocketDeps): void {
-  const release = deps.sessions.tryAcquire();
+export function attachVisionSocket(ws: WebSocket, deps: VisionSocketDeps, remote?: string): void {
+  const release = deps.sessions.tryAcquire({ kind: 'dashboard vision', who: remote ?? 'unknown' });
   if (!release) {
     ws.close(WS_CLOSE.tooManySessions, deps.sessions.refusal().slice(0, 120));
     return;

@@ -1,4 +1,4 @@
-import type { Migration } from '../../store/sqlite/migration.js';
+import type { Migration } from '../../../lib/sqlite/migration.js';
 
 // One row per voice turn: its timings and the transcript. Transcripts are personal data, so the store keeps
 // them only within the configured retention (age and count) and the sweep deletes older rows.
@@ -27,5 +27,21 @@ export const voiceTurnsMigration: Migration = {
       error TEXT
     ) STRICT;
     CREATE INDEX voice_turns_time ON voice_turns (started_at);
+  `,
+};
+
+// The parts of a turn's latency budget (VAD decision, LLM TTFT, first sentence, first TTS chunk, our hand-overs)
+// and what the engine did with the conversation's KV.
+export const voiceTurnPartsMigration: Migration = {
+  version: 51,
+  name: 'workloads: voice turn latency parts and KV reuse',
+  up: `
+    ALTER TABLE voice_turns ADD COLUMN vad_end_ms REAL;
+    ALTER TABLE voice_turns ADD COLUMN llm_ttft_ms REAL;
+    ALTER TABLE voice_turns ADD COLUMN sentence_ms REAL;
+    ALTER TABLE voice_turns ADD COLUMN tts_first_ms REAL;
+    ALTER TABLE voice_turns ADD COLUMN handover_ms REAL;
+    ALTER TABLE voice_turns ADD COLUMN kv_reused_tokens INTEGER;
+    ALTER TABLE voice_turns ADD COLUMN kv_reuse TEXT;
   `,
 };

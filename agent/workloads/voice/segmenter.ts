@@ -30,6 +30,8 @@ export interface Utterance {
   endSample: number;
   samples: Float32Array;
   endedBy: 'silence' | 'max-length' | 'flush';
+  /** Audio between the end of the speech and the end decision (the hangover the VAD waited out), ms. */
+  decisionMs?: number;
 }
 
 export type SegmenterEvent =
@@ -152,9 +154,16 @@ export class UtteranceSegmenter {
     if (endedBy !== 'max-length' && speechEnd - speechStart < ms(this.#opt.minSpeechMs)) {
       return { type: 'discarded', startSample, endSample, reason: 'too-short' };
     }
+    const decisionMs = ((streamEnd - speechEnd) / PIPELINE_RATE) * 1000;
     return {
       type: 'utterance',
-      utterance: { startSample, endSample, samples: all.subarray(0, endSample - startSample), endedBy },
+      utterance: {
+        startSample,
+        endSample,
+        samples: all.subarray(0, endSample - startSample),
+        endedBy,
+        ...(endedBy === 'silence' ? { decisionMs } : {}),
+      },
     };
   }
 }

@@ -1,10 +1,13 @@
 // Builds voice sessions from the configuration and the runtime's slots: picks each stage's implementation from
 // what is placed, and refuses clearly when the engine or a model is missing.
-import type { Clock } from '../../common/clock.js';
+import type { Clock } from '../../../lib/clock.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
 import type { SlotName } from '../../plan/types.js';
 import { WorkloadError } from '../shared/errors.js';
 import type { WorkloadModels } from '../slots/slot-models.js';
+import { keywordSettings, type ResolvedKeyword } from '../wake/model.js';
+import type { WakeMonitor } from '../wake/monitor.js';
+import { WakeStream } from '../wake/stream.js';
 import { findExecutable } from './executable.js';
 import { VoiceSession } from './session.js';
 import {
@@ -26,6 +29,8 @@ export interface VoiceServiceDeps {
   log?: (msg: string, fields: Record<string, unknown>) => void;
   /** Finds the espeak-ng binary; tests stand in for a board without it. */
   findExecutable?: (command: string) => string | undefined;
+  /** Sees every wake stream's scores (the dashboard's chart) and passes settings changes on to them. */
+  wakeMonitor?: WakeMonitor;
 }
 
 /** A model serving one role of the pipeline now. */
@@ -40,6 +45,7 @@ export interface VoiceRoles {
   asr?: ServingModel;
   tts?: ({ kind: 'talker' } & ServingModel) | { kind: 'espeak'; voice: string };
   reply?: ServingModel;
+  wake?: ServingModel & { keywords: ResolvedKeyword[]; languages: string[] };
 }
 
 export interface SessionOverrides {
@@ -116,7 +122,54 @@ export class VoiceService {
     } else if (this.#espeakMissing() === undefined) {
       tts = { kind: 'espeak', voice: this.#config.espeak.voice };
     }
-    return { ...(asr ? { asr } : {}), ...(tts ? { tts } : {}), ...(reply ? { reply } : {}) };
+    let wake: VoiceRoles['wake'];
+    try {
+      const w = m.wake();
+      wake = {
+        slot: 'voice.wake',
+        modelId: w.modelId,
+        version: w.version,
+        keywords: keywordSettings(w.keywords, this.#config.wake.keywords),
+        languages: w.languages,
+      };
+    } catch {
+      // nothing serves voice.wake now: the role is left out
+    }
+    return {
+      ...(asr ? { asr } : {}),
+      ...(tts ? { tts } : {}),
+      ...(reply ? { reply } : {}),
+      ...(wake ? { wake } : {}),
+    };
+  }
+
+  /**
+   * A wake-word stream over the model on voice.wake with the configured trigger rules (Wyoming's detect, the
+   * board's gated loop); a WorkloadError (ENOMODEL, ENOENGINE) when nothing serves the slot.
+   */
+  wakeStream(source = 'board'): { stream: WakeStream; keywords: ResolvedKeyword[] } {
+    const keywords = this.wakeKeywords();
+    const stream = new WakeStream(this.#deps.models.wake().model, keywords);
+    this.#deps.wakeMonitor?.attach(stream, source, keywords);
+    return { stream, keywords };
+  }
+
+  /** The keywords of the model on voice.wake with the configured rules; a WorkloadError when none serves. */
+  wakeKeywords(): ResolvedKeyword[] {
+    if (!this.#config.enabled)
+      throw new WorkloadError('ESTATE', 'Voice is disabled in the configuration (voice.enabled)');
+    return keywordSettings(this.#deps.models.wake().keywords, this.#config.wake.keywords);
+  }
+
+  /** voice.wake.keywords changed: the running streams and the chart take the new rules now. */
+  applyWakeRules(): void {
+    let keywords: ResolvedKeyword[];
+    try {
+      keywords = this.wakeKeywords();
+    } catch {
+      return; // no wake model now: the next stream reads the configuration when there is one
+    }
+    this.#deps.wakeMonitor?.applyRules(keywords);
   }
 
   /** Speech to text outside a session (Wyoming): the omni model when one is placed, else voice.asr. */

@@ -1,5 +1,5 @@
 // The types of a voice session (session.ts): its events, options and counters.
-import type { Clock } from '../../common/clock.js';
+import type { Clock } from '../../../lib/clock.js';
 import type { VoiceActivityDetector } from '../audio/vad.js';
 import type { ChatResult } from '../shared/chat-model.js';
 import type { SegmenterOptions, Utterance } from './segmenter.js';

@@ -1,9 +1,10 @@
-import { errorMessage } from '../../common/errors.js';
-import { TypedEventEmitter } from '../../common/typed-events.js';
+import { errorMessage } from '../../../lib/errors.js';
+import { TypedEventEmitter } from '../../../lib/typed-events.js';
 import { dbfs, PIPELINE_RATE, rms } from '../audio/pcm.js';
 import { VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../audio/vad.js';
 import type { ChatMessage, ChatResult } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
+import { trimHistory } from '../shared/history.js';
 import { type SegmenterEvent, type Utterance, UtteranceSegmenter } from './segmenter.js';
 import { type SpeechQueue, startSpeechQueue } from './speech-queue.js';
 import { checkUtterance, SentenceChunker } from './stages.js';
@@ -14,6 +15,29 @@ export type { TurnStatus, VoiceEvents, VoiceSessionOptions, VoiceSessionStats } 
 import type { TurnStatus, VoiceEvents, VoiceSessionOptions, VoiceSessionStats } from './session-types.js';
 
 class NothingHeard extends Error {}
+
+/**
+ * End of speech → first audio, less the stages' own parts (ASR, LLM time to first token, the rest of the first
+ * sentence, its first TTS chunk): what our hand-overs between them cost.
+ */
+/** The reply's counts, its KV reuse and the hand-overs, once it has ended. */
+function resultMetrics(metrics: TurnMetrics, result: ChatResult): void {
+  metrics.promptTokens = result.promptTokens;
+  metrics.generatedTokens = result.generatedTokens;
+  if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
+  if (result.reuse) {
+    metrics.kvReusedTokens = result.reuse.reusedTokens;
+    const { outcome, reason } = result.reuse;
+    metrics.kvReuse = reason === null ? outcome : `${outcome} (${reason})`;
+  }
+  handoverOf(metrics);
+}
+
+export function handoverOf(m: TurnMetrics): void {
+  if (m.ttfaMs === undefined || m.llmTtftMs === undefined || m.ttsFirstMs === undefined) return;
+  const own = (m.asrMs ?? 0) + m.llmTtftMs + (m.sentenceMs ?? 0) + m.ttsFirstMs;
+  m.handoverMs = Math.max(0, m.ttfaMs - own);
+}
 
 interface ActiveTurn {
   turn: number;
@@ -110,6 +134,19 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     }
     await this.drained();
     this.#handleSegments(this.#segmenter.flush());
+  }
+
+  /**
+   * Forgets audio not yet part of a turn: the partial frame, an utterance in progress, the VAD's state. The wake
+   * gate calls it when it stops listening, so speech cut off there never joins the next request.
+   */
+  async discardInput(): Promise<void> {
+    await this.drained();
+    this.#frame = new Float32Array(VAD_FRAME_SAMPLES);
+    this.#frameFill = 0;
+    this.#speechRunMs = 0;
+    this.#segmenter.reset();
+    this.#o.vad.reset();
   }
 
   /** Push-to-talk: start collecting a request (interrupting a reply). */
@@ -275,7 +312,10 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     const speechMs = (utterance.samples.length / PIPELINE_RATE) * 1000;
     const startedAt = clock.nowMs();
     const t0 = clock.monotonicMs();
-    const metrics: TurnMetrics = { speechMs };
+    const metrics: TurnMetrics = {
+      speechMs,
+      ...(utterance.decisionMs !== undefined ? { vadEndMs: utterance.decisionMs } : {}),
+    };
     let transcript: string | undefined;
     let reply = '';
     let status: TurnStatus = 'completed';
@@ -306,21 +346,15 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
         ...this.#history,
         { role: 'user', content: userContent },
       ];
+      const requestedAt = clock.monotonicMs();
       const stream = this.#o.reply.reply({
         history,
         ...(this.#o.reply.audioIn ? { audio: utterance.samples } : {}),
         signal,
       });
       const speech = this.#speak(active, signal, metrics, t0);
-      const chunker = new SentenceChunker();
       try {
-        for await (const piece of stream) {
-          if (metrics.ttftMs === undefined) metrics.ttftMs = clock.monotonicMs() - t0;
-          reply += piece;
-          this.emit('reply-delta', { turn: active.turn, text: piece });
-          for (const s of chunker.push(piece)) speech.say(s);
-        }
-        for (const s of chunker.flush()) speech.say(s);
+        reply = await this.#streamReply(active.turn, stream, speech, metrics, { t0, requestedAt });
       } finally {
         speech.end();
       }
@@ -329,9 +363,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       signal.throwIfAborted();
       finishReason = result.finishReason;
       if (finishReason === 'backend-lost') error = `reply cut short: ${result.detail ?? 'host lost'}`;
-      metrics.promptTokens = result.promptTokens;
-      metrics.generatedTokens = result.generatedTokens;
-      if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
+      resultMetrics(metrics, result);
       this.#remember({ role: 'user', content: userContent }, { role: 'assistant', content: reply });
     } catch (err) {
       if (err instanceof NothingHeard) {
@@ -371,6 +403,40 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
       ...(finishReason !== undefined ? { finishReason } : {}),
       ...(error !== undefined ? { error } : {}),
     });
+  }
+
+  /**
+   * The reply's pieces as they come: each goes out as a `reply-delta`, and each sentence (or first clause) to the
+   * speech queue at once, while the LLM goes on decoding. Fills the LLM's and the first sentence's timings.
+   */
+  async #streamReply(
+    turn: number,
+    stream: AsyncIterable<string>,
+    speech: SpeechQueue,
+    metrics: TurnMetrics,
+    at: { t0: number; requestedAt: number },
+  ): Promise<string> {
+    const { clock } = this.#o;
+    const chunker = new SentenceChunker();
+    let reply = '';
+    let firstTokenAt: number | undefined;
+    for await (const piece of stream) {
+      if (firstTokenAt === undefined) {
+        firstTokenAt = clock.monotonicMs();
+        metrics.ttftMs = firstTokenAt - at.t0;
+        metrics.llmTtftMs = firstTokenAt - at.requestedAt;
+      }
+      reply += piece;
+      this.emit('reply-delta', { turn, text: piece });
+      for (const s of chunker.push(piece)) {
+        if (metrics.sentenceMs === undefined) metrics.sentenceMs = clock.monotonicMs() - firstTokenAt;
+        speech.say(s);
+      }
+    }
+    if (metrics.sentenceMs === undefined && firstTokenAt !== undefined)
+      metrics.sentenceMs = clock.monotonicMs() - firstTokenAt;
+    for (const s of chunker.flush()) speech.say(s);
+    return reply;
   }
 
   async #runSay(active: ActiveTurn, text: string): Promise<void> {
@@ -428,6 +494,6 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
 
   #remember(user: ChatMessage, assistant: ChatMessage): void {
     this.#history.push(user, assistant);
-    while (this.#history.length > this.#o.maxHistoryMessages) this.#history.splice(0, 2);
+    trimHistory(this.#history, this.#o.maxHistoryMessages);
   }
 }

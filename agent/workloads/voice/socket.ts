@@ -3,10 +3,10 @@
 // each chunk of reply audio as an `audio` event followed by one binary frame of s16le at its sample rate.
 import { randomUUID } from 'node:crypto';
 import type { RawData, WebSocket } from 'ws';
-import type { Clock } from '../../common/clock.js';
-import { errorMessage } from '../../common/errors.js';
-import { INPUT_LIMITS } from '../../common/input-limits.js';
-import type { Logger } from '../../common/log.js';
+import type { Clock } from '../../../lib/clock.js';
+import { errorMessage } from '../../../lib/errors.js';
+import { INPUT_LIMITS } from '../../../lib/input-limits.js';
+import type { Logger } from '../../../lib/log.js';
 import type { HttpRouter } from '../../http/router.js';
 import { MessageRateLimiter, type SessionLimiter, WS_CLOSE } from '../../http/session-limits.js';
 import { floatToS16le, PcmToPipeline, PIPELINE_FORMAT, PIPELINE_RATE } from '../audio/pcm.js';
@@ -87,11 +87,13 @@ function toBuffer(data: RawData): Buffer {
 }
 
 export function registerVoiceSocket(deps: VoiceSocketDeps): () => void {
-  return deps.router.upgrade(VOICE_WS_PATH, (ws) => attachVoiceSocket(ws, deps));
+  return deps.router.upgrade(VOICE_WS_PATH, (ws, up) =>
+    attachVoiceSocket(ws, deps, up.req.socket.remoteAddress),
+  );
 }
 
-export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps): void {
-  const release = deps.sessions.tryAcquire();
+export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps, remote?: string): void {
+  const release = deps.sessions.tryAcquire({ kind: 'dashboard voice', who: remote ?? 'unknown' });
   if (!release) {
     ws.close(WS_CLOSE.tooManySessions, deps.sessions.refusal().slice(0, 120));
     return;

@@ -1,6 +1,6 @@
 // The sentences of one turn's reply, spoken one after another by the TTS stage while the LLM keeps generating
 // the next ones. Chunks go to `onChunk` as they are synthesised; the turn's TTS metrics are filled in.
-import type { Clock } from '../../common/clock.js';
+import type { Clock } from '../../../lib/clock.js';
 import type { PcmChunk, TtsStage } from './stages.js';
 import type { TurnMetrics } from './turn-store.js';
 
@@ -46,11 +46,15 @@ export function startSpeechQueue(o: {
           continue;
         }
         let mark = clock.monotonicMs();
+        const firstSentence = metrics.ttfaMs === undefined;
         for await (const chunk of tts.synthesize(sentence, signal)) {
           signal.throwIfAborted();
           const now = clock.monotonicMs();
           synthMs += now - mark;
-          if (metrics.ttfaMs === undefined) metrics.ttfaMs = now - o.t0;
+          if (metrics.ttfaMs === undefined) {
+            metrics.ttfaMs = now - o.t0;
+            if (firstSentence) metrics.ttsFirstMs = now - mark;
+          }
           const chunkMs = (chunk.samples.length / chunk.sampleRate) * 1000;
           audioMs += chunkMs;
           o.onChunk(chunk, chunkMs, now);

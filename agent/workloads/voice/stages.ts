@@ -230,33 +230,48 @@ export class EspeakTts implements TtsStage {
 
 // CJK full stops as escapes: one character above U+00FF makes V8 keep the whole bundled chunk as UTF-16.
 const SENTENCE_END = /[.!?\u3002\uff01\uff1f;:\n]["')\]]*\s/u;
+// The same at the very end of what has arrived: the sentence is complete with its punctuation token, so it is
+// cut now instead of one decode step later, when the next token's leading space confirms it. A full stop right
+// after a digit waits (it may be a decimal point: "3.5").
+const SENTENCE_END_NOW = /(?:[!?\u3002\uff01\uff1f;:\n]|(?<!\d)\.)["')\]]*$/u;
+// A clause of the first sentence: speech starts on it when it is long enough to sound like a phrase.
+const CLAUSE_END = /[,\uff0c\u3001]["')\]]*(?:\s|$)/gu;
+
+export interface SentenceChunkerOptions {
+  /** Runs without punctuation are cut at a word boundary after this many characters (default 200). */
+  maxChars?: number;
+  /** The first chunk of a reply may end at a comma once it has this many characters (default 24; 0: never). */
+  firstClauseChars?: number;
+}
 
 /**
- * Cuts the LLM's token stream into sentences so speech can start after the first one instead of after the
- * whole reply; very long runs without punctuation are cut at a word boundary.
+ * Cuts the LLM's token stream into sentences so speech can start after the first one (or its first clause)
+ * instead of after the whole reply; very long runs without punctuation are cut at a word boundary.
  */
 export class SentenceChunker {
   #buffer = '';
+  #emitted = 0;
   readonly #maxChars: number;
+  readonly #firstClauseChars: number;
 
-  constructor(maxChars = 200) {
-    this.#maxChars = maxChars;
+  constructor(options: number | SentenceChunkerOptions = {}) {
+    const o = typeof options === 'number' ? { maxChars: options } : options;
+    this.#maxChars = o.maxChars ?? 200;
+    this.#firstClauseChars = o.firstClauseChars ?? 24;
   }
 
   push(text: string): string[] {
     this.#buffer += text;
     const out: string[] = [];
     for (;;) {
-      const m = SENTENCE_END.exec(this.#buffer);
-      let cut = m ? m.index + m[0].length : -1;
-      if (cut < 0 && this.#buffer.length > this.#maxChars) {
-        const space = this.#buffer.lastIndexOf(' ', this.#maxChars);
-        cut = space > 0 ? space + 1 : this.#maxChars;
-      }
+      const cut = this.#cutAt();
       if (cut < 0) break;
       const sentence = this.#buffer.slice(0, cut).trim();
       this.#buffer = this.#buffer.slice(cut);
-      if (sentence) out.push(sentence);
+      if (sentence) {
+        out.push(sentence);
+        this.#emitted++;
+      }
     }
     return out;
   }
@@ -265,5 +280,22 @@ export class SentenceChunker {
     const rest = this.#buffer.trim();
     this.#buffer = '';
     return rest ? [rest] : [];
+  }
+
+  #cutAt(): number {
+    const b = this.#buffer;
+    const m = SENTENCE_END.exec(b);
+    if (m) return m.index + m[0].length;
+    const now = SENTENCE_END_NOW.exec(b);
+    if (now && b.trim().length > now[0].length) return b.length;
+    if (this.#emitted === 0 && this.#firstClauseChars > 0) {
+      for (const c of b.matchAll(CLAUSE_END))
+        if (c.index >= this.#firstClauseChars) return c.index + c[0].length;
+    }
+    if (b.length > this.#maxChars) {
+      const space = b.lastIndexOf(' ', this.#maxChars);
+      return space > 0 ? space + 1 : this.#maxChars;
+    }
+    return -1;
   }
 }

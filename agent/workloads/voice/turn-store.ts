@@ -1,6 +1,6 @@
 // Per-turn metrics and transcripts in SQLite, bounded by age and count, plus the rolling summary telemetry reads.
 
-import type { Db } from '../../store/sqlite/database.js';
+import type { Db } from '../../../lib/sqlite/database.js';
 import type { MetricSample } from '../../telemetry/samplers.js';
 
 export interface TurnMetrics {
@@ -21,6 +21,21 @@ export interface TurnMetrics {
   generatedTokens?: number;
   /** Speech detected during this turn → its work stopped. */
   bargeInMs?: number;
+  // The latency budget of a turn, end of speech → first audio, part by part (docs/WORKLOADS.md):
+  /** The VAD's end-of-speech decision: the silence it waited for after the last speech (audio time, before t0). */
+  vadEndMs?: number;
+  /** Reply request → first token: the LLM's time to first token through the runtime and its engine host. */
+  llmTtftMs?: number;
+  /** First token → first sentence (or clause) complete: the LLM decoding the rest of it. */
+  sentenceMs?: number;
+  /** First sentence handed to TTS → its first audio chunk. */
+  ttsFirstMs?: number;
+  /** First audio less ASR, LLM TTFT, sentence and TTS: the time our hand-overs between the stages took. */
+  handoverMs?: number;
+  /** Prompt tokens whose KV the engine kept from the conversation's earlier turns. */
+  kvReusedTokens?: number;
+  /** The engine's verdict on that: "hit", "partial (diverged)", "miss (cold)". */
+  kvReuse?: string;
 }
 
 export interface TurnRecord {
@@ -61,7 +76,32 @@ type Row = {
   generated_tokens: number | null;
   barge_in_ms: number | null;
   error: string | null;
+  vad_end_ms: number | null;
+  llm_ttft_ms: number | null;
+  sentence_ms: number | null;
+  tts_first_ms: number | null;
+  handover_ms: number | null;
+  kv_reused_tokens: number | null;
+  kv_reuse: string | null;
 };
+
+/** The parts of a turn's latency: telemetry publishes their p50 and p95, the dashboard shows them per turn. */
+const PARTS: Array<[keyof TurnMetrics, string]> = [
+  ['vadEndMs', 'vad_end_ms'],
+  ['asrMs', 'asr_ms'],
+  ['llmTtftMs', 'llm_ttft_ms'],
+  ['sentenceMs', 'sentence_ms'],
+  ['ttsFirstMs', 'tts_first_ms'],
+  ['handoverMs', 'handover_ms'],
+  ['ttfaMs', 'ttfa_ms'],
+];
+
+/** The q-quantile (0..1) of `values` by nearest rank; undefined for none. */
+export function quantile(values: readonly number[], q: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
 
 const GAUGES: Array<[keyof TurnMetrics, string]> = [
   ['asrMs', 'asr_ms'],
@@ -88,9 +128,11 @@ export class VoiceTurnStore implements TurnSink {
     this.#insert =
       db.prepare(`INSERT INTO voice_turns (session_id, turn, started_at, status, transcript, reply,
       speech_ms, asr_ms, ttft_ms, ttfa_ms, asr_rtf, tts_rtf, tokens_per_sec, prompt_tokens, generated_tokens,
-      barge_in_ms, error) VALUES (@session_id, @turn, @started_at, @status, @transcript, @reply, @speech_ms,
+      barge_in_ms, error, vad_end_ms, llm_ttft_ms, sentence_ms, tts_first_ms, handover_ms, kv_reused_tokens,
+      kv_reuse) VALUES (@session_id, @turn, @started_at, @status, @transcript, @reply, @speech_ms,
       @asr_ms, @ttft_ms, @ttfa_ms, @asr_rtf, @tts_rtf, @tokens_per_sec, @prompt_tokens, @generated_tokens,
-      @barge_in_ms, @error)`);
+      @barge_in_ms, @error, @vad_end_ms, @llm_ttft_ms, @sentence_ms, @tts_first_ms, @handover_ms,
+      @kv_reused_tokens, @kv_reuse)`);
   }
 
   record(turn: TurnRecord): void {
@@ -113,6 +155,13 @@ export class VoiceTurnStore implements TurnSink {
       generated_tokens: m.generatedTokens ?? null,
       barge_in_ms: m.bargeInMs ?? null,
       error: turn.error ?? null,
+      vad_end_ms: m.vadEndMs ?? null,
+      llm_ttft_ms: m.llmTtftMs ?? null,
+      sentence_ms: m.sentenceMs ?? null,
+      tts_first_ms: m.ttsFirstMs ?? null,
+      handover_ms: m.handoverMs ?? null,
+      kv_reused_tokens: m.kvReusedTokens ?? null,
+      kv_reuse: m.kvReuse ?? null,
     };
     this.#db.transaction(() => {
       this.#insert.run(row);
@@ -138,7 +187,7 @@ export class VoiceTurnStore implements TurnSink {
     const rows = this.#db.prepare('SELECT * FROM voice_turns ORDER BY id DESC LIMIT ?').all(limit) as Row[];
     return rows.map((r) => {
       const metrics: TurnMetrics = { speechMs: r.speech_ms };
-      const set = <K extends keyof TurnMetrics>(k: K, v: number | null) => {
+      const set = (k: Exclude<keyof TurnMetrics, 'kvReuse'>, v: number | null) => {
         if (v !== null) metrics[k] = v;
       };
       set('asrMs', r.asr_ms);
@@ -150,6 +199,13 @@ export class VoiceTurnStore implements TurnSink {
       set('promptTokens', r.prompt_tokens);
       set('generatedTokens', r.generated_tokens);
       set('bargeInMs', r.barge_in_ms);
+      set('vadEndMs', r.vad_end_ms);
+      set('llmTtftMs', r.llm_ttft_ms);
+      set('sentenceMs', r.sentence_ms);
+      set('ttsFirstMs', r.tts_first_ms);
+      set('handoverMs', r.handover_ms);
+      set('kvReusedTokens', r.kv_reused_tokens);
+      if (r.kv_reuse !== null) metrics.kvReuse = r.kv_reuse;
       return {
         sessionId: r.session_id,
         turn: r.turn,
@@ -175,10 +231,25 @@ export class VoiceTurnStore implements TurnSink {
       'workload.voice.turns_cancelled': turns.filter((t) => t.status === 'cancelled').length,
       'workload.voice.turns_failed': turns.filter((t) => t.status === 'failed').length,
     };
+    const numbers = (key: keyof TurnMetrics) =>
+      turns.map((t) => t.metrics[key]).filter((v): v is number => typeof v === 'number');
     for (const [key, name] of GAUGES) {
-      const values = turns.map((t) => t.metrics[key]).filter((v): v is number => v !== undefined);
+      const values = numbers(key);
       if (values.length > 0)
         out[`workload.voice.${name}`] = values.reduce((a, b) => a + b, 0) / values.length;
+    }
+    // Distributions of the latency budget's parts over the interval's completed turns.
+    for (const [key, name] of PARTS) {
+      const values = turns
+        .filter((t) => t.status === 'completed')
+        .flatMap((t) => {
+          const v = t.metrics[key];
+          return typeof v === 'number' ? [v] : [];
+        });
+      const p50 = quantile(values, 0.5);
+      const p95 = quantile(values, 0.95);
+      if (p50 !== undefined) out[`workload.voice.${name}_p50`] = p50;
+      if (p95 !== undefined) out[`workload.voice.${name}_p95`] = p95;
     }
     return out;
   }

@@ -3,10 +3,10 @@
 // whose keys are merged over `data`, then exactly `payload_length` bytes of payload (PCM audio). The decoder is
 // fed TCP reads of any size and bounds everything it buffers: a header line, the data and the payload each have
 // a limit, and breaking one is a frame error that ends the connection (the stream cannot be resynchronised).
-import { MnnEdgeError } from '../../common/errors.js';
-import { INPUT_LIMITS } from '../../common/input-limits.js';
-import { parseJsonInput } from '../../common/json-input.js';
-import { quoteUntrusted } from '../../common/sanitize.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
+import { INPUT_LIMITS } from '../../../lib/input-limits.js';
+import { parseJsonInput } from '../../../lib/json-input.js';
+import { quoteUntrusted } from '../../../lib/sanitize.js';
 
 /** The protocol version this server writes into its headers (streaming events came in 1.7). */
 export const WYOMING_VERSION = '1.8.0';

@@ -7,16 +7,17 @@
 //   synthesize-start, synthesize-chunk…, synthesize (ignored: sent for old servers), synthesize-stop
 //                                              → audio groups as sentences complete, then synthesize-stopped
 //   transcript (to the handle program)         → handled-start, handled-chunk…, handled, handled-stop
+//   detect, audio-start, audio-chunk…, audio-stop
+//                                              → detection {name, timestamp} per wake word heard, else not-detected
 //   ping                                       → pong
-//
 // Audio chunks are converted as they arrive; the model work (ASR, TTS, the reply) runs as jobs one after another,
 // so answers keep the order of the requests while new events are still read. A new `transcribe` or the client
 // closing cancels every job of the connection (the engine stops within a decode step, espeak-ng is killed), as
 // speech over a reply does in a dashboard session. Errors answer with `error` {text, code}; the connection stays.
 // Event types this server does not serve are ignored, as the protocol asks.
 import { randomUUID } from 'node:crypto';
-import { errorMessage } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { errorMessage } from '../../../lib/errors.js';
+import type { Logger } from '../../../lib/log.js';
 import type { ChatMessage } from '../shared/chat-model.js';
 import { isAbort, WorkloadError } from '../shared/errors.js';
 import type { VoiceService } from '../voice/service.js';
@@ -24,10 +25,13 @@ import { SentenceChunker } from '../voice/stages.js';
 import { type WyomingAudioFormat, WyomingAudioIn, WyomingAudioOut, wyomingAudioFormat } from './audio.js';
 import type { WyomingEvent } from './codec.js';
 import type { ConversationHistories } from './conversations.js';
+import { checkTextLength, outFormat, sendAudio, textField } from './event-fields.js';
 import { buildInfo } from './info.js';
+import { type SessionSource, WyomingSessionSlot } from './session-slot.js';
+import { WakeDetectRun } from './wake-detect.js';
 
 export interface WyomingConnectionDeps {
-  voice: Pick<VoiceService, 'roles' | 'asrStage' | 'replyStage' | 'ttsStage'>;
+  voice: Pick<VoiceService, 'roles' | 'asrStage' | 'replyStage' | 'ttsStage' | 'wakeStream'>;
   conversations: ConversationHistories;
   systemPrompt: string;
   languages: readonly string[];
@@ -39,6 +43,10 @@ export interface WyomingConnectionDeps {
   priority?: { begin(): void; end(): void };
   /** Writes one event; resolves when the socket can take more (so audio out is paced by the client). */
   send(event: WyomingEvent): Promise<void>;
+  /** The agent's shared session slots (session-slot.ts); undefined: no limit. */
+  sessions?: SessionSource;
+  /** All slots were taken: says so with an `error` event (code, retry hint) and closes the connection. */
+  refuse?(code: string, text: string): void;
   logger: Logger;
 }
 
@@ -59,10 +67,20 @@ export class WyomingConnection {
   #capture: Capture | undefined;
   #transcribeAsked = false;
   #synthStream: { chunker: SentenceChunker; chars: number; refused: boolean } | undefined;
+  /** After `detect`: the audio stream that follows is for the wake word, not speech to text. */
+  #wake: WakeDetectRun | { refused: true } | undefined;
+  /** The last wake run's audio-stop (scoring what is left, then not-detected). */
+  #wakeStopped: Promise<void> = Promise.resolve();
+  #wakeStopping = false;
   #closed = false;
+  readonly #slot: WyomingSessionSlot;
 
   constructor(deps: WyomingConnectionDeps) {
     this.#d = deps;
+    this.#slot = new WyomingSessionSlot(
+      deps.sessions,
+      deps.refuse ?? ((code, text) => void deps.send({ type: 'error', data: { text, code } })),
+    );
   }
 
   /** Whether model work is running or queued (the idle timeout does not apply then). */
@@ -70,27 +88,47 @@ export class WyomingConnection {
     return this.#pending > 0;
   }
 
-  /** Resolves when every job so far has finished. */
+  /** Resolves when every job so far has finished (and the last wake-word stream was answered). */
   async idle(): Promise<void> {
+    await this.#wakeStopped;
     for (let jobs = this.#jobs; ; jobs = this.#jobs) {
       await jobs;
       if (jobs === this.#jobs) return;
     }
   }
 
-  /** The client went away: its work is cancelled. */
+  /** The role whose session slot this connection holds now, if any. */
+  readonly sessionRole = (): string | undefined => this.#slot.role;
+
+  /** The client went away: its work is cancelled; the session slot is given back once the jobs have ended. */
   close(): void {
     this.#closed = true;
     this.#controller.abort(new WorkloadError('ECANCELLED', 'the Wyoming client closed the connection'));
+    this.#endSessionIfIdle();
   }
 
   /** One event from the client, in order. */
   handle(event: WyomingEvent): void {
+    if (this.#slot.refused) return;
     try {
-      this.#dispatch(event);
+      if (this.#slot.takeFor(event.type)) this.#dispatch(event);
     } catch (err) {
       void this.#error(err);
     }
+    this.#endSessionIfIdle();
+  }
+
+  /** Gives the slot back once nothing of the connection's runs or waits for more input. */
+  #endSessionIfIdle(): void {
+    const refused = this.#capture !== undefined && 'refused' in this.#capture;
+    const waiting = // for more input of a flow that was not refused
+      !this.#closed &&
+      ((this.#transcribeAsked && !refused) ||
+        (this.#capture !== undefined && !refused) ||
+        (this.#synthStream !== undefined && !this.#synthStream.refused) ||
+        (this.#wake !== undefined && !('refused' in this.#wake)) ||
+        this.#wakeStopping);
+    this.#slot.releaseUnless(waiting || this.#pending > 0);
   }
 
   #dispatch(e: WyomingEvent): void {
@@ -110,14 +148,20 @@ export class WyomingConnection {
         this.#capture = undefined;
         this.#asrOrRefuse();
         return;
+      case 'detect':
+        this.#detect(e);
+        return;
       case 'audio-start':
-        this.#audioStart(e);
+        if (this.#wake) this.#wakeStart(e);
+        else this.#audioStart(e);
         return;
       case 'audio-chunk':
-        this.#audioChunk(e);
+        if (this.#wake) this.#wakeChunk(e);
+        else this.#audioChunk(e);
         return;
       case 'audio-stop':
-        this.#audioStop();
+        if (this.#wake) this.#wakeStop();
+        else this.#audioStop();
         return;
       case 'synthesize':
         // Streaming clients repeat the whole text as `synthesize` for servers that do not stream: already spoken.
@@ -225,26 +269,69 @@ export class WyomingConnection {
     });
   }
 
-  // ---------------------------------------------------------------------------------------- text to speech
+  // ---------------------------------------------------------------------------------------- wake word
 
-  #text(e: WyomingEvent, field: string): string {
-    const text = e.data[field];
-    if (typeof text !== 'string') throw new WorkloadError('EFRAME', `${e.type}.${field} must be a string`);
-    return text;
+  #detect(e: WyomingEvent): void {
+    const names = e.data['names'];
+    if (
+      names !== undefined &&
+      names !== null &&
+      (!Array.isArray(names) || names.some((n) => typeof n !== 'string'))
+    )
+      throw new WorkloadError('EFRAME', 'detect.names must be a list of wake word names');
+    this.#wake = { refused: true };
+    const { stream } = this.#d.voice.wakeStream('wyoming');
+    this.#wake = new WakeDetectRun(stream, (names as string[] | null | undefined) ?? undefined, {
+      send: (event) => this.#d.send(event),
+      error: (err) => this.#error(err),
+    });
   }
 
-  #checkLength(chars: number): void {
-    if (chars > this.#d.maxTextChars) {
-      throw new WorkloadError(
-        'ETOOLARGE',
-        `Text of ${chars} characters is over the limit of ${this.#d.maxTextChars} (wyoming.maxTextChars)`,
-      );
+  #wakeStart(e: WyomingEvent): void {
+    const run = this.#wake;
+    if (!run || 'refused' in run) return;
+    try {
+      run.start(wyomingAudioFormat(e.data));
+    } catch (err) {
+      this.#wake = { refused: true };
+      throw err;
     }
   }
 
+  #wakeChunk(e: WyomingEvent): void {
+    const run = this.#wake;
+    if (!run || 'refused' in run) return;
+    if (!run.started) throw new WorkloadError('ESTATE', 'audio-chunk before audio-start');
+    const format = e.data['rate'] === undefined ? undefined : wyomingAudioFormat(e.data);
+    const timestamp = typeof e.data['timestamp'] === 'number' ? e.data['timestamp'] : undefined;
+    try {
+      run.chunk(e.payload ?? Buffer.alloc(0), format ?? run.format!, timestamp);
+    } catch (err) {
+      this.#wake = { refused: true };
+      throw err;
+    }
+  }
+
+  #wakeStop(): void {
+    const run = this.#wake;
+    this.#wake = undefined;
+    if (!run || 'refused' in run) return;
+    if (!run.started) throw new WorkloadError('ESTATE', 'audio-stop before audio-start');
+    this.#wakeStopping = true;
+    this.#wakeStopped = run
+      .stop()
+      .catch((err: unknown) => this.#error(err))
+      .finally(() => {
+        this.#wakeStopping = false;
+        this.#endSessionIfIdle();
+      });
+  }
+
+  // ---------------------------------------------------------------------------------------- text to speech
+
   #synthesize(e: WyomingEvent): void {
-    const text = this.#text(e, 'text');
-    this.#checkLength(text.length);
+    const text = textField(e, 'text');
+    checkTextLength(text.length, this.#d.maxTextChars);
     if (text.trim().length === 0) throw new WorkloadError('EFRAME', 'synthesize.text is empty');
     const tts = this.#d.voice.ttsStage();
     const chunker = new SentenceChunker();
@@ -257,16 +344,15 @@ export class WyomingConnection {
         for await (const chunk of tts.synthesize(sentence, signal)) {
           if (!started) {
             started = true;
-            await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, chunk.sampleRate) });
+            await this.#d.send({ type: 'audio-start', data: outFormat(out, chunk.sampleRate) });
           }
-          await this.#sendAudio(out, out.push(chunk.samples, chunk.sampleRate));
+          await sendAudio(this.#d.send, out, out.push(chunk.samples, chunk.sampleRate));
         }
       }
       signal.throwIfAborted();
       // Text with nothing to say (punctuation only) still gets a well-formed, empty audio stream.
-      if (!started)
-        await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, EMPTY_STREAM_RATE) });
-      await this.#sendAudio(out, out.flush());
+      if (!started) await this.#d.send({ type: 'audio-start', data: outFormat(out, EMPTY_STREAM_RATE) });
+      await sendAudio(this.#d.send, out, out.flush());
       await this.#d.send({ type: 'audio-stop', data: {} });
     });
   }
@@ -286,11 +372,11 @@ export class WyomingConnection {
   #synthChunk(e: WyomingEvent): void {
     const s = this.#synthStream;
     if (!s) throw new WorkloadError('ESTATE', 'synthesize-chunk before synthesize-start');
-    const text = this.#text(e, 'text');
+    const text = textField(e, 'text');
     if (s.refused) return;
     s.chars += text.length;
     try {
-      this.#checkLength(s.chars);
+      checkTextLength(s.chars, this.#d.maxTextChars);
     } catch (err) {
       s.refused = true;
       throw err;
@@ -317,36 +403,22 @@ export class WyomingConnection {
       for await (const chunk of tts.synthesize(sentence, signal)) {
         if (!started) {
           started = true;
-          await this.#d.send({ type: 'audio-start', data: this.#outFormat(out, chunk.sampleRate) });
+          await this.#d.send({ type: 'audio-start', data: outFormat(out, chunk.sampleRate) });
         }
-        await this.#sendAudio(out, out.push(chunk.samples, chunk.sampleRate));
+        await sendAudio(this.#d.send, out, out.push(chunk.samples, chunk.sampleRate));
       }
       signal.throwIfAborted();
       if (!started) return;
-      await this.#sendAudio(out, out.flush());
+      await sendAudio(this.#d.send, out, out.flush());
       await this.#d.send({ type: 'audio-stop', data: {} });
-    });
-  }
-
-  #outFormat(out: WyomingAudioOut, rate: number): Record<string, number> {
-    out.rate ??= rate;
-    return { rate: out.rate, width: 2, channels: 1 };
-  }
-
-  async #sendAudio(out: WyomingAudioOut, pcm: Buffer): Promise<void> {
-    if (pcm.length === 0) return;
-    await this.#d.send({
-      type: 'audio-chunk',
-      data: { rate: out.rate!, width: 2, channels: 1 },
-      payload: pcm,
     });
   }
 
   // ---------------------------------------------------------------------------------------- conversation
 
   #converse(e: WyomingEvent): void {
-    const text = this.#text(e, 'text');
-    this.#checkLength(text.length);
+    const text = textField(e, 'text');
+    checkTextLength(text.length, this.#d.maxTextChars);
     const context = e.data['context'];
     const named =
       typeof context === 'object' && context !== null
@@ -407,6 +479,7 @@ export class WyomingConnection {
       })
       .finally(() => {
         this.#pending--;
+        this.#endSessionIfIdle();
       });
   }
 

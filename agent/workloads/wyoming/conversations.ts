@@ -2,6 +2,7 @@
 // (`conversation_id`); a client that does not gets one per connection. Bounded twice: each history keeps the
 // voice section's maxHistoryMessages, and only the most recently used conversations are remembered.
 import type { ChatMessage } from '../shared/chat-model.js';
+import { trimHistory } from '../shared/history.js';
 
 export class ConversationHistories {
   readonly #max: number;
@@ -30,7 +31,7 @@ export class ConversationHistories {
     const h = this.#histories.get(id) ?? [];
     this.#histories.delete(id);
     h.push(user, assistant);
-    while (h.length > this.#maxMessages) h.splice(0, 2);
+    trimHistory(h, this.#maxMessages);
     this.#histories.set(id, h);
     while (this.#histories.size > this.#max) {
       const oldest = this.#histories.keys().next().value;

@@ -108,5 +108,26 @@ export function buildInfo(roles: VoiceRoles, o: InfoOptions): Record<string, unk
       },
     ];
   }
+  if (roles.wake) {
+    const w = roles.wake;
+    info['wake'] = [
+      {
+        ...program(
+          'mnn-edge-wake',
+          `Wake-word detection on the board (slot ${w.slot}, ${w.modelId})`,
+          o.agentVersion,
+        ),
+        models: w.keywords.map((k) => ({
+          name: k.name,
+          attribution: MNN,
+          installed: true,
+          description: `${k.phrase ?? k.name} (${w.modelId}, threshold ${k.threshold})`,
+          version: w.version ?? null,
+          languages: w.languages,
+          phrase: k.phrase ?? k.name.replace(/_/g, ' '),
+        })),
+      },
+    ];
+  }
   return info;
 }

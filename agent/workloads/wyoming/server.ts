@@ -1,13 +1,16 @@
 // The Wyoming TCP server: accepts Home Assistant (or any Wyoming client), applies the limits before anything is
-// parsed — the client allow-list, the agent's shared session limit (a connection counts as one live session,
-// like a dashboard socket), the optional shared secret — then feeds each connection's bytes through the frame
-// decoder into its WyomingConnection. A frame error (bad JSON, a length over its limit, garbage) is answered
+// parsed — the client allow-list, wyoming.maxConnections, the optional shared secret — then feeds each
+// connection's bytes through the frame decoder into its WyomingConnection. Connections are counted apart from
+// sessions: any accepted connection is answered `describe` (Home Assistant checks a service that way), and only
+// a flow that runs model work takes one of the agent's shared session slots (session-slot.ts), so idle Home
+// Assistant connections cannot starve the dashboard. Every refusal is an `error` event with a code and a retry
+// hint before the close, and is counted (stats(), in the workloads' telemetry). A frame error (bad JSON, a length over its limit, garbage) is answered
 // with one `error` event and the connection is closed: the byte stream cannot be trusted after it. A connection
 // that sends nothing for idleTimeoutS while no request of its runs is closed too.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { BlockList, createServer, isIPv4, isIPv6, type Server, type Socket } from 'node:net';
-import { errorMessage } from '../../common/errors.js';
-import type { Logger } from '../../common/log.js';
+import { errorMessage } from '../../../lib/errors.js';
+import type { Logger } from '../../../lib/log.js';
 import type { WyomingConfig } from '../../config/sections/wyoming.js';
 import type { SessionLimiter } from '../../http/session-limits.js';
 import type { VoiceService } from '../voice/service.js';
@@ -17,7 +20,7 @@ import { ConversationHistories } from './conversations.js';
 
 export interface WyomingServerDeps {
   config: WyomingConfig;
-  voice: Pick<VoiceService, 'roles' | 'asrStage' | 'replyStage' | 'ttsStage'>;
+  voice: Pick<VoiceService, 'roles' | 'asrStage' | 'replyStage' | 'ttsStage' | 'wakeStream'>;
   systemPrompt: string;
   maxHistoryMessages: number;
   sessions: SessionLimiter;
@@ -32,8 +35,22 @@ export interface WyomingServer {
   /** The bound port while listening, else undefined. */
   readonly port: number | undefined;
   readonly connections: number;
+  /** Open connections, the session each holds (if any), and the refusals so far. */
+  stats(): WyomingStats;
   close(): Promise<void>;
 }
+
+export interface WyomingStats {
+  connections: number;
+  maxConnections: number;
+  /** Connections holding a session slot, by role. */
+  sessions: Record<string, number>;
+  refusedConnections: number;
+  refusedSessions: number;
+}
+
+/** What a client refused for the connection limit is told to wait before it tries again. */
+const CONNECTION_RETRY_AFTER_S = 5;
 
 /** The allow-list as a BlockList (addresses and CIDR ranges, IPv4 and IPv6); undefined: everyone may connect. */
 export function allowList(entries: readonly string[]): BlockList | undefined {
@@ -91,7 +108,9 @@ function eventWriter(socket: Socket): (event: WyomingEvent) => Promise<void> {
 
 /** Says why, then closes; the client sees one error event before the end of the stream. */
 function refuse(socket: Socket, code: string, text: string): void {
-  if (!socket.destroyed) socket.end(encodeEvent({ type: 'error', data: { text, code } }));
+  const retry = /retry in (\d+) s/.exec(text);
+  const data = { text, code, ...(retry ? { retry_after_s: Number(retry[1]) } : {}) };
+  if (!socket.destroyed) socket.end(encodeEvent({ type: 'error', data }));
   // A client that does not read must not keep the socket half-open.
   setTimeout(() => socket.destroy(), 2000).unref();
 }
@@ -102,6 +121,8 @@ interface ServerShared {
   log: Logger;
   secret: Buffer | undefined;
   conversations: ConversationHistories;
+  refusedSessions: number;
+  live: Set<WyomingConnection>;
 }
 
 /** Closes the connection when no event came for idleTimeoutS while none of its requests runs. */
@@ -120,7 +141,7 @@ function idleTimer(socket: Socket, seconds: number, busy: () => boolean) {
 }
 
 /** One admitted connection: bytes → frames → its WyomingConnection, until either side closes. */
-function serveConnection(socket: Socket, shared: ServerShared, release: () => void): void {
+function serveConnection(socket: Socket, shared: ServerShared): void {
   const { deps, log, secret } = shared;
   const { config } = deps;
   const remote = socket.remoteAddress;
@@ -136,8 +157,20 @@ function serveConnection(socket: Socket, shared: ServerShared, release: () => vo
     asr: config.asr,
     ...(deps.priority ? { priority: deps.priority } : {}),
     send: eventWriter(socket),
+    sessions: {
+      acquire: (role) => deps.sessions.tryAcquire({ kind: `wyoming ${role}`, who: remote ?? 'unknown' }),
+      refusal: () => deps.sessions.refusal(),
+    },
+    refuse: (code, text) => {
+      shared.refusedSessions++;
+      broken = true;
+      socket.pause();
+      log.info('Wyoming session refused: all session slots are in use', { remote });
+      refuse(socket, code, text);
+    },
     logger: log,
   });
+  shared.live.add(connection);
   const idle = idleTimer(socket, config.idleTimeoutS, () => connection.busy);
   let authenticated = secret === undefined;
   let broken = false;
@@ -187,7 +220,10 @@ function serveConnection(socket: Socket, shared: ServerShared, release: () => vo
   socket.on('close', () => {
     idle.stop();
     connection.close();
-    void connection.idle().finally(release);
+    void connection.idle().finally(() => {
+      connection.close();
+      shared.live.delete(connection);
+    });
   });
 }
 
@@ -200,7 +236,10 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
     log,
     secret: config.secret !== undefined ? digest(config.secret) : undefined,
     conversations: new ConversationHistories(config.maxConversations, deps.maxHistoryMessages),
+    refusedSessions: 0,
+    live: new Set(),
   };
+  let refusedConnections = 0;
   const sockets = new Set<Socket>();
   let server: Server | undefined;
 
@@ -211,15 +250,21 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
       refuse(socket, 'EFORBIDDEN', `Client ${remote ?? 'unknown'} is not in wyoming.allow`);
       return;
     }
-    const release = deps.sessions.tryAcquire();
-    if (!release) {
-      refuse(socket, 'EBUSY', deps.sessions.refusal());
+    if (sockets.size >= config.maxConnections) {
+      refusedConnections++;
+      log.info('Wyoming connection refused: wyoming.maxConnections reached', { remote });
+      refuse(
+        socket,
+        'ECONNLIMIT',
+        `Too many Wyoming connections: ${sockets.size} of ${config.maxConnections} are open ` +
+          `(wyoming.maxConnections); retry in ${CONNECTION_RETRY_AFTER_S} s`,
+      );
       return;
     }
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.setNoDelay(true);
-    serveConnection(socket, shared, release);
+    serveConnection(socket, shared);
   };
 
   return {
@@ -230,9 +275,28 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
     get connections() {
       return sockets.size;
     },
+    stats() {
+      const sessions: Record<string, number> = {};
+      for (const c of shared.live) {
+        const role = c.sessionRole();
+        if (role) sessions[role] = (sessions[role] ?? 0) + 1;
+      }
+      return {
+        connections: sockets.size,
+        maxConnections: config.maxConnections,
+        sessions,
+        refusedConnections,
+        refusedSessions: shared.refusedSessions,
+      };
+    },
     listen() {
       server = createServer(onConnection);
-      server.maxConnections = deps.sessions.limit * 4;
+      // Past the limit a refusal still costs an accept and a write; beyond twice the limit the kernel-level
+      // drop is cheaper and is counted too ('drop').
+      server.maxConnections = config.maxConnections * 2;
+      server.on('drop', () => {
+        refusedConnections++;
+      });
       const s = server;
       return new Promise((resolve, reject) => {
         s.once('error', reject);

@@ -1,14 +1,14 @@
 // The Wyoming server as part of the workloads module: started with the voice service when `wyoming.enabled`
 // (the image's config), over the same voice stages, session limit and voice priority as the dashboard's sessions.
 
-import { errorMessage } from '../../common/errors.js';
+import { errorMessage } from '../../../lib/errors.js';
 import { deepMerge } from '../../config/load.js';
 import type { VoiceConfig } from '../../config/sections/voice.js';
 import { type WyomingConfig, wyomingDefaults } from '../../config/sections/wyoming.js';
 import type { SessionLimiter } from '../../http/session-limits.js';
 import type { AgentContext } from '../../module.js';
 import type { VoiceService } from '../voice/service.js';
-import { createWyomingServer, type WyomingServer } from './server.js';
+import { createWyomingServer, type WyomingServer, type WyomingStats } from './server.js';
 
 export function resolveWyomingConfig(section: unknown): WyomingConfig {
   return deepMerge(wyomingDefaults, section ?? {});
@@ -63,4 +63,18 @@ export function wyomingMdnsServices(workloads: {
 }): Array<{ type: string; port: number }> {
   const w = workloads.wyomingAnnouncement();
   return w ? [{ type: '_wyoming._tcp', port: w.port }] : [];
+}
+
+/**
+ * The server's telemetry gauges: connections and sessions open now, and the refusals since start as counters,
+ * so the fleet sees Home Assistant being turned away as the numbers grow.
+ */
+export function wyomingGauges(stats: WyomingStats | undefined): Record<string, number> {
+  if (!stats) return {};
+  return {
+    'workload.wyoming.connections': stats.connections,
+    'workload.wyoming.sessions': Object.values(stats.sessions).reduce((a, n) => a + n, 0),
+    'workload.wyoming.refused_connections': stats.refusedConnections,
+    'workload.wyoming.refused_sessions': stats.refusedSessions,
+  };
 }

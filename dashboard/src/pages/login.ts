@@ -1,6 +1,6 @@
-import { ApiError } from '../api.js';
-import { h } from '../dom.js';
-import type { Page } from '../page.js';
+import { ApiError } from '../ui/api.js';
+import { h } from '../ui/dom.js';
+import type { Page } from '../ui/page.js';
 
 // The pairing token is exchanged once for an HttpOnly session cookie; the page never stores the token.
 

@@ -1,6 +1,6 @@
-import type { LogRecord } from '../../../agent/common/log-tail.js';
-import { h } from '../dom.js';
-import type { Page } from '../page.js';
+import type { LogRecord } from '../../../lib/log-tail.js';
+import { h } from '../ui/dom.js';
+import type { Page } from '../ui/page.js';
 
 // A bounded tail of the agent's log, polled for new lines; the page keeps at most MAX_LINES rows itself.
 

@@ -2,17 +2,19 @@ import type {
   InstalledModelView,
   InstallProgressView,
   PlacementView,
-} from '../../../agent/dashboard/ports.js';
+} from '../../../agent/dashboard-api/ports.js';
 import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
-import { describeLoadSplit } from '../../../agent/runtime/load-split.js';
-import type { InstanceLoad, LoadTimeRecord } from '../../../agent/runtime/load-times.js';
-import type { SlotPhase, SlotState } from '../../../agent/runtime/slot-states.js';
-import { ApiError } from '../api.js';
-import { card, formatBytes, h, notice, pill, table, tagged } from '../dom.js';
-import { engineNotice } from '../engine-notice.js';
-import type { Page, PageContext } from '../page.js';
-import { quantText } from '../quant.js';
+import type { LoadTimeRecord } from '../../../agent/runtime/desired/types.js';
+import { describeLoadSplit } from '../../../agent/runtime/engine/load-split.js';
+import type { SlotPhase, SlotState } from '../../../agent/runtime/measuring/slot-states.js';
+import type { InstanceLoad } from '../../../agent/runtime/reconciling/load-times.js';
+import { ApiError } from '../ui/api.js';
+import { card, formatBytes, h, notice, pill, table, tagged } from '../ui/dom.js';
+import { engineNotice } from '../ui/engine-notice.js';
+import type { Page, PageContext } from '../ui/page.js';
+import { quantText } from '../ui/quant.js';
 import { getModelsCard } from './get-models.js';
+import { type SlotAssignment, slotAssignment, useForButtons } from './slot-assign.js';
 
 // Slots, what serves each and why, the fallback chain, and the operator's levers: pin a backend or variant,
 // unpin, re-plan. Installed models and imports in progress below. Refreshed every few seconds so a swap can
@@ -67,9 +69,10 @@ function slotCells(s: SlotState): [HTMLElement, HTMLElement] {
 }
 
 const NO_SLOTS =
-  'Nothing is asked of this device yet. Name an installed model in a slot of the configuration, e.g. ' +
+  'Nothing is asked of this device yet. Pick a model for a slot above, or press "Use for …" beside an ' +
+  'installed model below; or name an installed model in a slot of the configuration file, e.g. ' +
   '`"slots": { "voice.llm": { "model": "<model id>" } }` in /etc/mnn-edge/agent.json (or the file given with ' +
-  '--config), then reload the agent: `systemctl reload mnn-edge`. Installed models are listed below.';
+  '--config), then reload the agent: `systemctl reload mnn-edge`.';
 
 function pinControls(
   ctx: PageContext,
@@ -273,13 +276,16 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
   return card('Placement', h('p', { class: 'toolbar' }, replan), status, ...parts);
 }
 
-async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
+async function modelsCard(
+  ctx: PageContext,
+  assign: SlotAssignment,
+): Promise<{ element: HTMLElement; installed?: InstalledModelView[] }> {
   let res: ModelsResponse;
   try {
     res = await ctx.api.get<ModelsResponse>('/api/models');
   } catch (err) {
     if (err instanceof ApiError && err.status === 503)
-      return card('Installed models', notice('warn', 'Model store unavailable', err.message));
+      return { element: card('Installed models', notice('warn', 'Model store unavailable', err.message)) };
     throw err;
   }
   const installs = res.installs.map((i) =>
@@ -293,7 +299,7 @@ async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
         : h('small', {}, `${formatBytes(i.doneBytes)} / ${formatBytes(i.totalBytes)}`),
     ),
   );
-  return card(
+  const element = card(
     'Installed models',
     res.installed.length === 0
       ? notice(
@@ -305,7 +311,7 @@ async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
       : tagged(
           'installed-models',
           table(
-            ['Model', 'Version', 'Kind', 'Size', 'Variants', 'Source'],
+            ['Model', 'Version', 'Kind', 'Size', 'Variants', 'Source', 'Use for'],
             res.installed.map((m) => [
               m.id,
               m.version,
@@ -320,29 +326,33 @@ async function modelsCard(ctx: PageContext): Promise<HTMLElement> {
                     pill('unsigned (trust on first use)', 'warn'),
                   )
                 : 'package',
+              useForButtons(m, assign),
             ]),
           ),
         ),
     installs.length > 0 ? h('div', { class: 'installs' }, h('h3', {}, 'Installing'), ...installs) : null,
   );
+  return { element, installed: res.installed };
 }
 
 export const modelsPage: Page = async (ctx) => {
   const body = h('div', { class: 'stack' });
   let busy = false;
+  const assign = slotAssignment(ctx, () => void refresh(true).catch(() => undefined));
   const refresh = async (afterAction = false) => {
     if (busy) return;
     busy = true;
     try {
       const [placement, models] = await Promise.all([
         placementCard(ctx, () => void refresh(true)),
-        modelsCard(ctx),
+        modelsCard(ctx, assign),
       ]);
+      await assign.refresh(models.installed);
       // The periodic refresh does not rebuild under a pin field being edited; an action's refresh always does.
       const focus = document.activeElement;
       const editing =
         (focus instanceof HTMLInputElement || focus instanceof HTMLSelectElement) && body.contains(focus);
-      if (afterAction || !editing) body.replaceChildren(placement, models);
+      if (afterAction || !editing) body.replaceChildren(placement, models.element);
     } finally {
       busy = false;
     }
@@ -352,7 +362,14 @@ export const modelsPage: Page = async (ctx) => {
   // Built once, below the refreshed cards: searches, the recommended list and pulls in flight stay on screen.
   const getModels = getModelsCard(ctx, () => void refresh(true).catch(() => undefined));
   return {
-    element: h('div', { class: 'page' }, h('h1', {}, 'Models & placement'), body, getModels.element),
+    element: h(
+      'div',
+      { class: 'page' },
+      h('h1', {}, 'Models & placement'),
+      assign.element,
+      body,
+      getModels.element,
+    ),
     dispose: () => {
       clearInterval(timer);
       getModels.dispose();

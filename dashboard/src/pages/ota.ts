@@ -1,6 +1,6 @@
-import type { OtaJobView } from '../../../agent/dashboard/ports.js';
-import { card, formatBytes, h, notice, pill, table } from '../dom.js';
-import type { Page } from '../page.js';
+import type { OtaJobView } from '../../../agent/dashboard-api/ports.js';
+import { card, formatBytes, h, notice, pill, table } from '../ui/dom.js';
+import type { Page } from '../ui/page.js';
 
 // OTA jobs with their states, refreshed while the page is open (a job moves through several in a minute).
 

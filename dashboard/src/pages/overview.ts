@@ -1,7 +1,8 @@
-import type { OverviewView } from '../../../agent/dashboard/overview.js';
-import { card, formatBytes, formatDuration, h, notice, pill, table } from '../dom.js';
-import { engineNotice } from '../engine-notice.js';
-import type { Page } from '../page.js';
+import type { OverviewView } from '../../../agent/dashboard-api/overview.js';
+import { card, formatBytes, formatDuration, h, notice, pill, table } from '../ui/dom.js';
+import { engineNotice } from '../ui/engine-notice.js';
+import type { Page } from '../ui/page.js';
+import { fetchSettingsProblem } from '../ui/settings-problem.js';
 
 // What the agent found: board, SoC, CPU, accelerators with the evidence for each, backends, and the health of
 // the parts around it. Evidence lines are collapsed so the page reads at a glance.
@@ -180,6 +181,7 @@ export const overviewPage: Page = async (ctx) => {
       'div',
       { class: 'page' },
       h('h1', {}, 'Overview'),
+      await fetchSettingsProblem(ctx.api),
       status,
       h('div', { class: 'grid' }, summary, cpu, accel, backends, thermal),
       detected,

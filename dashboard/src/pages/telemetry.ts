@@ -1,9 +1,9 @@
-import type { OverviewView } from '../../../agent/dashboard/overview.js';
-import type { PlacementView, TelemetryPoint } from '../../../agent/dashboard/ports.js';
-import { ApiError } from '../api.js';
-import { LineChart } from '../chart.js';
-import { card, h, notice } from '../dom.js';
-import type { Page, PageContext } from '../page.js';
+import type { OverviewView } from '../../../agent/dashboard-api/overview.js';
+import type { PlacementView, TelemetryPoint } from '../../../agent/dashboard-api/ports.js';
+import { ApiError } from '../ui/api.js';
+import { LineChart } from '../ui/chart.js';
+import { card, h, notice } from '../ui/dom.js';
+import type { Page, PageContext } from '../ui/page.js';
 
 // The last hour from the agent's SQLite history, then live samples over a WebSocket appended to the same
 // charts. Metric names decide the chart: cpu.coreN.load_pct, *temp*, mem.used_pct, slot.*.tokens_per_sec.

@@ -1,146 +1,46 @@
-import { card, formatBytes, h, notice } from '../dom.js';
-import type { Page } from '../page.js';
+import { formatBytes, notice } from '../ui/dom.js';
+import type { Page, PageContext } from '../ui/page.js';
 import { parseVisionEvent, type VisionClientMessage } from '../vision/protocol.js';
 import { describeClose } from '../voice/protocol.js';
+import {
+  jpegOf,
+  showVisionEvent,
+  startCamera,
+  type VisionControls,
+  visionControls,
+  visionLayout,
+} from './vision-view.js';
 import { type Limits, unavailableNotice, type WorkloadsResponse } from './workloads.js';
 
 // Show the device something: the browser's camera (or the board's own camera stream), a snapshot and a
 // question, or watch mode, which sends a frame every few seconds and lists what the model says over time.
 // The camera preview and snapshots work even when the engine cannot answer, so the camera can be checked.
 
-async function jpegOf(source: HTMLVideoElement | HTMLImageElement, canvas: HTMLCanvasElement): Promise<Blob> {
-  const w = source instanceof HTMLVideoElement ? source.videoWidth : source.naturalWidth;
-  const hgt = source instanceof HTMLVideoElement ? source.videoHeight : source.naturalHeight;
-  if (!w || !hgt) throw new Error('The camera has not delivered a frame yet');
-  const scale = Math.min(1, 640 / Math.max(w, hgt));
-  canvas.width = Math.round(w * scale);
-  canvas.height = Math.round(hgt * scale);
-  canvas.getContext('2d')!.drawImage(source, 0, 0, canvas.width, canvas.height);
-  return new Promise((resolve, reject) =>
-    canvas.toBlob(
-      (b) => (b ? resolve(b) : reject(new Error('Could not encode the snapshot'))),
-      'image/jpeg',
-      0.85,
-    ),
-  );
-}
-
-export const visionPage: Page = async (ctx) => {
-  const [workloads, limits] = await Promise.all([
-    ctx.api.get<WorkloadsResponse>('/api/workloads'),
-    ctx.api.get<Limits>('/api/limits'),
-  ]);
-  const blocked = unavailableNotice('Vision', workloads, workloads.vision);
-  const boardCamera = workloads.vision.cameraStreamPath;
-
-  const sourceSelect = h(
-    'select',
-    { 'aria-label': 'Camera', 'data-testid': 'camera-source' },
-    h('option', { value: 'browser' }, 'This browser’s camera'),
-    boardCamera ? h('option', { value: 'board' }, 'The board’s camera') : null,
-  );
-  const video = h('video', {
-    autoplay: true,
-    muted: true,
-    playsinline: true,
-    class: 'preview',
-    'data-testid': 'camera-preview',
-  });
-  const boardImg = h('img', { class: 'preview', alt: 'Board camera', hidden: true });
-  const canvas = h('canvas', { class: 'snapshot', 'data-testid': 'snapshot' });
-  const cameraState = h('p', { class: 'sub', 'data-testid': 'camera-state' }, 'Camera off.');
-  const cameraBtn = h('button', { type: 'button', 'data-testid': 'camera-start' }, 'Start camera');
-  const snapBtn = h('button', { type: 'button', disabled: true, 'data-testid': 'snapshot-take' }, 'Snapshot');
-  const question = h('input', {
-    type: 'text',
-    placeholder: 'Ask about the snapshot…',
-    'aria-label': 'Question',
-    value: 'What do you see?',
-  });
-  const askBtn = h('button', { type: 'button', disabled: true, 'data-testid': 'ask' }, 'Ask');
-  const answer = h('p', { class: 'reply', 'data-testid': 'answer' });
-  const watchBtn = h('button', { type: 'button', disabled: true, 'data-testid': 'watch' }, 'Start watching');
-  const timeline = h('ol', { class: 'timeline', 'data-testid': 'timeline' });
-  const problem = h('div', {});
-
-  let stream: MediaStream | undefined;
+/** The vision socket, opened on first use and again after it closed; an image over the agent's message limit is
+ *  refused here, with the limit in words. */
+function visionSocket(
+  ctx: PageContext,
+  vision: WorkloadsResponse['vision'],
+  limits: Limits,
+  ui: VisionControls,
+  fail: (title: string, err: unknown) => void,
+  onClose: () => void,
+) {
   let ws: WebSocket | undefined;
-  let snapshot: Blob | undefined;
-  let watchTimer: ReturnType<typeof setInterval> | undefined;
-
-  const frameSource = () => (sourceSelect.value === 'board' ? boardImg : video);
-  const fail = (title: string, err: unknown) =>
-    problem.replaceChildren(
-      notice('error', title, err instanceof Error ? err.message : String(err), 'vision-error'),
-    );
-
-  const startCamera = async () => {
-    problem.replaceChildren();
-    if (sourceSelect.value === 'board' && boardCamera) {
-      boardImg.src = boardCamera;
-      boardImg.hidden = false;
-      video.hidden = true;
-      cameraState.textContent = 'Showing the board’s camera.';
-    } else {
-      try {
-        stream = await navigator.mediaDevices.getUserMedia({
-          video: { width: { ideal: 640 }, height: { ideal: 480 } },
-        });
-      } catch (err) {
-        fail(
-          'Camera not available',
-          new Error(
-            `The browser refused the camera: ${(err as Error).message}. Allow it for this page (browsers only allow it on https:// or localhost).`,
-          ),
-        );
-        return;
-      }
-      video.srcObject = stream;
-      video.hidden = false;
-      boardImg.hidden = true;
-      await video.play().catch(() => undefined);
-      const track = stream.getVideoTracks()[0];
-      cameraState.textContent = `Camera on: ${track?.label ?? 'camera'} ${video.videoWidth}×${video.videoHeight}.`;
-    }
-    snapBtn.disabled = false;
-    cameraBtn.disabled = true;
-  };
-
   const connect = (): Promise<WebSocket> => {
     if (ws && ws.readyState === WebSocket.OPEN) return Promise.resolve(ws);
-    if (!workloads.vision.available)
-      return Promise.reject(new Error('Vision is not available on this agent'));
-    const socket = new WebSocket(ctx.api.wsUrl(workloads.vision.path));
+    if (!vision.available) return Promise.reject(new Error('Vision is not available on this agent'));
+    const socket = new WebSocket(ctx.api.wsUrl(vision.path));
     ws = socket;
     socket.addEventListener('message', (event) => {
       const msg = parseVisionEvent(String(event.data));
-      if (!msg) return;
-      if (msg.type === 'answer-delta') answer.textContent += msg.text;
-      else if (msg.type === 'answer')
-        answer.textContent = msg.text + (msg.latencyMs ? ` (${Math.round(msg.latencyMs)} ms)` : '');
-      else if (msg.type === 'watch-event') {
-        timeline.prepend(
-          h(
-            'li',
-            { class: msg.changed ? 'changed' : undefined },
-            // Only our own agent's PNG data URLs are shown; anything else is dropped rather than fetched.
-            msg.thumbnail?.startsWith('data:image/png;base64,')
-              ? h('img', { src: msg.thumbnail, alt: '', class: 'thumb' })
-              : null,
-            h('time', {}, new Date(msg.t).toLocaleTimeString()),
-            msg.trigger ? h('small', {}, `${msg.trigger} · `) : null,
-            msg.text,
-            msg.latencyMs ? h('small', {}, ` (${Math.round(msg.latencyMs)} ms)`) : null,
-          ),
-        );
-        while (timeline.children.length > 100) timeline.lastElementChild!.remove();
-      } else if (msg.type === 'error') fail('Vision error', new Error(msg.message));
+      if (msg) showVisionEvent(msg, ui, fail);
     });
     socket.addEventListener('close', (event) => {
       if (ws === socket) ws = undefined;
-      stopWatching();
+      onClose();
       if (event.code !== 1000)
-        problem.replaceChildren(
+        ui.problem.replaceChildren(
           notice('warn', 'Vision session ended', describeClose(event.code, event.reason), 'vision-closed'),
         );
     });
@@ -164,15 +64,60 @@ export const visionPage: Page = async (ctx) => {
     socket.send(await jpeg.arrayBuffer());
   };
 
+  const send = (m: VisionClientMessage) => {
+    if (ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
+  };
+  return { connect, sendImage, send, close: (code: number, reason: string) => ws?.close(code, reason) };
+}
+
+export const visionPage: Page = async (ctx) => {
+  const [workloads, limits] = await Promise.all([
+    ctx.api.get<WorkloadsResponse>('/api/workloads'),
+    ctx.api.get<Limits>('/api/limits'),
+  ]);
+  const blocked = unavailableNotice('Vision', workloads, workloads.vision);
+  const boardCamera = workloads.vision.cameraStreamPath;
+
+  const ui = visionControls(boardCamera);
+  const {
+    sourceSelect,
+    video,
+    boardImg,
+    canvas,
+    cameraState,
+    cameraBtn,
+    snapBtn,
+    question,
+    askBtn,
+    answer,
+    watchBtn,
+    problem,
+  } = ui;
+
+  let stream: MediaStream | undefined;
+  let snapshot: Blob | undefined;
+  let watchTimer: ReturnType<typeof setInterval> | undefined;
+
+  const frameSource = () => (sourceSelect.value === 'board' ? boardImg : video);
+  const fail = (title: string, err: unknown) =>
+    problem.replaceChildren(
+      notice('error', title, err instanceof Error ? err.message : String(err), 'vision-error'),
+    );
+
+  const socket = visionSocket(ctx, workloads.vision, limits, ui, fail, () => stopWatching());
+  const { connect, sendImage } = socket;
+
   const stopWatching = () => {
     if (watchTimer !== undefined) clearInterval(watchTimer);
     watchTimer = undefined;
     watchBtn.textContent = 'Start watching';
-    if (ws?.readyState === WebSocket.OPEN)
-      ws.send(JSON.stringify({ type: 'unwatch' } satisfies VisionClientMessage));
+    socket.send({ type: 'unwatch' });
   };
 
-  cameraBtn.addEventListener('click', () => void startCamera());
+  cameraBtn.addEventListener('click', async () => {
+    problem.replaceChildren();
+    stream = (await startCamera(ui, boardCamera, fail)) ?? stream;
+  });
   snapBtn.addEventListener('click', async () => {
     try {
       snapshot = await jpegOf(frameSource(), canvas);
@@ -222,28 +167,10 @@ export const visionPage: Page = async (ctx) => {
   });
 
   return {
-    element: h(
-      'div',
-      { class: 'page' },
-      h('h1', {}, 'Vision'),
-      blocked ?? null,
-      card(
-        'Camera',
-        h('p', { class: 'toolbar' }, sourceSelect, cameraBtn, snapBtn),
-        h('div', { class: 'camera' }, video, boardImg, canvas),
-        cameraState,
-        problem,
-      ),
-      card('Question', h('p', { class: 'toolbar' }, question, askBtn), answer),
-      card(
-        'Watch mode',
-        h('p', { class: 'toolbar' }, watchBtn, h('span', { class: 'sub' }, ' a frame every 3 s')),
-        timeline,
-      ),
-    ),
+    element: visionLayout(ui, blocked),
     dispose() {
       stopWatching();
-      ws?.close(1000, 'page closed');
+      socket.close(1000, 'page closed');
       for (const t of stream?.getTracks() ?? []) t.stop();
     },
   };

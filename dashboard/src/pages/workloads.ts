@@ -1,5 +1,5 @@
-import type { EngineStatus, WorkloadStatus } from '../../../agent/dashboard/ports.js';
-import { notice } from '../dom.js';
+import type { EngineStatus, WorkloadStatus } from '../../../agent/dashboard-api/ports.js';
+import { notice } from '../ui/dom.js';
 
 // Voice and Vision both start by asking whether they can run, and both explain it the same way when not.
 
@@ -14,6 +14,8 @@ export interface Limits {
   maxWsMessageBytes: number;
   maxSessions: number;
   activeSessions: number;
+  /** Who holds each slot: `dashboard voice`, `wyoming transcribe`, … and the client's address. */
+  sessionHolders: Array<{ kind: string; who?: string; sinceMs: number }>;
   wsMessagesPerSecond: number;
 }
 

@@ -13,6 +13,15 @@ export interface TurnMetricsView {
   tokensPerSec?: number;
   asrRtf?: number;
   ttsRtf?: number;
+  /** The latency budget's parts (agent/workloads/voice/turn-store.ts TurnMetrics). */
+  vadEndMs?: number;
+  llmTtftMs?: number;
+  sentenceMs?: number;
+  ttsFirstMs?: number;
+  handoverMs?: number;
+  promptTokens?: number;
+  kvReusedTokens?: number;
+  kvReuse?: string;
 }
 
 export type ServerEvent =

@@ -1,38 +1,43 @@
 // EngineHostClient: the agent's side of one engine host process. The runtime holds one per loaded model.
 // Everything MNN does happens in the child, so a native crash, abort or OOM there fails the requests in flight
 // with an error naming the exit signal, and the agent carries on (restart() brings up a fresh process).
+
 import { type ChildProcess, fork } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createLogger, type Logger } from '../../../agent/common/log.js';
-import { TypedEventEmitter } from '../../../agent/common/typed-events.js';
+import { createLogger, type Logger } from '../../../lib/log.js';
+import { TypedEventEmitter } from '../../../lib/typed-events.js';
 import { EngineError, type EngineErrorCode } from '../errors.js';
-import {
-  emptyDelivery,
-  type GenerateOptions,
-  type GenerationDelivery,
-  type GenerationResult,
-  type GenerationStats,
-  type LlmConfigOverrides,
-  monotonicUs,
-  type SpeakOptions,
-  type SpeechChunk,
+import type { GraphOutput, Tensor } from '../graph.js';
+import type {
+  GenerateOptions,
+  GenerationResult,
+  GenerationStats,
+  LlmConfigOverrides,
+  SpeakOptions,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
-import type { ModuleOutput, Tensor } from '../module.js';
 import { packageRootAbove } from '../package-root.js';
 import type { ChatMessage } from '../prompt.js';
+import type { WakeFiles } from '../wake.js';
 import { onLines } from './lines.js';
+import { HostGeneration, HostSpeech } from './streams.js';
+
+export { type HostDelivery, HostGeneration, HostSpeech } from './streams.js';
+
 import {
   type HostModuleOptions,
   type HostRequest,
   type HostResponse,
   type HostResultValue,
+  type HostWakeOptions,
   isHostResponse,
   type LoadedModel,
   type LoadedModule,
+  type LoadedWake,
 } from './protocol.js';
+import { defaultStartTimeoutMs } from './start-timeout.js';
 
 export interface EngineHostOptions {
   /** Shown in errors and logs, e.g. the slot or model name. */
@@ -88,130 +93,6 @@ function describeExit(e: HostExit): string {
   return e.signal ? `signal ${e.signal}` : `code ${e.code}`;
 }
 
-/**
- * Items the host pushes and the consumer pulls, once, as an async iterator. Breaking out of the loop early calls
- * `onBreak` (the request is cancelled on the host); `close` ends the stream, with an error to throw or without.
- */
-class PushedStream<T> implements AsyncIterable<T> {
-  readonly #items: T[] = [];
-  #end: { error?: Error } | undefined;
-  #wake: (() => void) | undefined;
-  #iterated = false;
-  readonly #what: string;
-  readonly #onBreak: () => void;
-
-  constructor(what: string, onBreak: () => void) {
-    this.#what = what;
-    this.#onBreak = onBreak;
-  }
-
-  /** @internal */ push(item: T): void {
-    this.#items.push(item);
-    this.#wake?.();
-  }
-
-  /** Ends the stream; false when it had already ended. */
-  protected close(error?: Error): boolean {
-    if (this.#end) return false;
-    this.#end = error ? { error } : {};
-    this.#wake?.();
-    return true;
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<T, void, undefined> {
-    if (this.#iterated) throw new EngineError('ESTATE', `${this.#what} can be iterated only once`);
-    this.#iterated = true;
-    let finished = false;
-    try {
-      for (;;) {
-        if (this.#items.length > 0) {
-          yield this.#items.shift()!;
-          continue;
-        }
-        if (this.#end) {
-          finished = true;
-          if (this.#end.error) throw this.#end.error;
-          return;
-        }
-        await new Promise<void>((r) => {
-          this.#wake = r;
-        });
-        this.#wake = undefined;
-      }
-    } finally {
-      if (!finished) this.#onBreak();
-    }
-  }
-}
-
-/** How a host generation's tokens travelled: the host's own record plus the channel to this process. */
-export interface HostDelivery extends GenerationDelivery {
-  /** Sum over pieces of the time from the host's send to this process's receipt (host -> agent). */
-  ipcUsSum: number;
-  pieces: number;
-  messages: number;
-}
-
-/** Token pieces pushed by the host, pulled by the consumer. Bounded by the request's maxNewTokens. */
-export class HostGeneration extends PushedStream<string> {
-  readonly result: Promise<GenerationResult>;
-  /** Complete once `result` has settled. */
-  readonly delivery: HostDelivery = { ...emptyDelivery(), ipcUsSum: 0, pieces: 0, messages: 0 };
-  #settle!: (r: GenerationResult) => void;
-  #fail!: (e: Error) => void;
-
-  constructor(onBreak: () => void) {
-    super('a generation', onBreak);
-    this.result = new Promise<GenerationResult>((resolve, reject) => {
-      this.#settle = resolve;
-      this.#fail = reject;
-    });
-    this.result.catch(() => {});
-  }
-
-  /** @internal */ pushBatch(pieces: string[], sentUs: number): void {
-    const d = this.delivery;
-    d.ipcUsSum += pieces.length * (monotonicUs() - sentUs);
-    d.pieces += pieces.length;
-    d.messages += 1;
-    for (const piece of pieces) this.push(piece);
-  }
-
-  /** @internal */ finish(result: GenerationResult, delivery?: GenerationDelivery): void {
-    if (delivery) Object.assign(this.delivery, delivery);
-    this.close();
-    this.#settle(result);
-  }
-
-  /** @internal */ fail(error: Error): void {
-    if (this.close(error)) this.#fail(error);
-  }
-
-  async complete(): Promise<GenerationResult> {
-    for await (const _ of this) {
-      // collected by the host
-    }
-    return this.result;
-  }
-}
-
-/**
- * A talker's PCM chunks pushed by the host, pulled by the consumer. The host drains the talker's bounded native
- * queue as it fills, so at most one utterance of audio (seconds of 24 kHz floats) waits here.
- */
-export class HostSpeech extends PushedStream<SpeechChunk> {
-  readonly #onEnd: () => void;
-
-  constructor(onBreak: () => void, onEnd: () => void = () => {}) {
-    super('a speech stream', onBreak);
-    this.#onEnd = onEnd;
-  }
-
-  /** @internal */ end(error?: Error): void {
-    if (this.close(error)) this.#onEnd();
-  }
-}
-
 export class EngineHostClient {
   readonly name: string;
   readonly events = new TypedEventEmitter<EngineHostEvents>();
@@ -260,9 +141,14 @@ export class EngineHostClient {
     return (await this.#request({ type: 'load-module', path, options }, 'load-module')) as LoadedModule;
   }
 
+  /** Loads an openWakeWord pipeline into this host; `forward` then runs one step (see WakePipeline.forward). */
+  async loadWake(files: WakeFiles, options: HostWakeOptions = {}): Promise<LoadedWake> {
+    return (await this.#request({ type: 'load-wake', files, options }, 'load-wake')) as LoadedWake;
+  }
+
   /** Runs the loaded Module once; typed arrays cross the channel intact (advanced serialization). */
-  async forward(inputs: Tensor[]): Promise<ModuleOutput[]> {
-    return (await this.#request({ type: 'forward', inputs }, 'forward')) as ModuleOutput[];
+  async forward(inputs: Tensor[]): Promise<GraphOutput[]> {
+    return (await this.#request({ type: 'forward', inputs }, 'forward')) as GraphOutput[];
   }
 
   /** MNN's runtime info as the host process sees it, or why the engine cannot load there. Needs no model. */
@@ -426,7 +312,7 @@ export class EngineHostClient {
   }
 
   #timeout(): number {
-    return this.#options.startTimeoutMs ?? 30_000;
+    return this.#options.startTimeoutMs ?? defaultStartTimeoutMs();
   }
 
   #onMessage(m: HostResponse): void {

@@ -1,11 +1,12 @@
 // Entry point of an engine host: a child process that owns at most one loaded model (an Llm or a Module) and
 // serves the protocol in ./protocol.ts over the IPC channel. A native crash here kills only this process; the
 // agent's client reports it. Started by EngineHostClient, never by hand.
-import { errorMessage } from '../../../agent/common/errors.js';
+import { errorMessage } from '../../../lib/errors.js';
 import { EngineError } from '../errors.js';
+import { MnnGraph } from '../graph.js';
 import { Llm, monotonicUs } from '../llm.js';
 import { createAddonLoader } from '../loader.js';
-import { Module } from '../module.js';
+import { WakePipeline } from '../wake.js';
 import { type HostRequest, type HostResponse, isHostRequest, type WireError } from './protocol.js';
 
 function wire(err: unknown): WireError {
@@ -22,23 +23,24 @@ const HOST_READ_AHEAD = 8;
 // thread (and one message to the agent) per batch instead of per token (bench/engine measures both).
 const HOST_HANDOVER_HOLD_MS = 10;
 
-type Held = { kind: 'llm'; model: Llm } | { kind: 'module'; model: Module };
+type Held =
+  | { kind: 'llm'; model: Llm }
+  | { kind: 'module'; model: MnnGraph }
+  | { kind: 'wake'; model: WakePipeline; path: string };
 
 type Request<T extends HostRequest['type']> = Extract<HostRequest, { type: T }>;
 
-export function serveEngineHost(channel: NodeJS.Process): void {
+/** The one model a host holds, the streams running on it, and a handler per request type. */
+function createHostModel(send: (msg: HostResponse) => void) {
   const addonLoader = createAddonLoader();
   let held: Held | undefined;
   const running = new Map<number, AbortController>();
 
-  const send = (msg: HostResponse) => {
-    if (channel.connected) channel.send?.(msg);
-  };
   const refuseSecond = () => {
     if (held)
       throw new EngineError(
         'ESTATE',
-        `engine host already holds ${held.kind === 'llm' ? held.model.configPath : held.model.path}; unload it first`,
+        `engine host already holds ${held.kind === 'llm' ? held.model.configPath : held.kind === 'wake' ? held.path : held.model.path}; unload it first`,
       );
   };
   const requireLlm = (what: string): Llm => {
@@ -46,8 +48,8 @@ export function serveEngineHost(channel: NodeJS.Process): void {
     if (held) throw new EngineError('ESTATE', `engine host: ${what} needs an LLM, this host holds a Module`);
     throw new EngineError('ESTATE', `engine host: ${what} needs a loaded model (send load first)`);
   };
-  const requireModule = (what: string): Module => {
-    if (held?.kind === 'module') return held.model;
+  const requireModule = (what: string): MnnGraph | WakePipeline => {
+    if (held?.kind === 'module' || held?.kind === 'wake') return held.model;
     if (held) throw new EngineError('ESTATE', `engine host: ${what} needs a Module, this host holds an LLM`);
     throw new EngineError('ESTATE', `engine host: ${what} needs a loaded module (send load-module first)`);
   };
@@ -71,9 +73,15 @@ export function serveEngineHost(channel: NodeJS.Process): void {
     },
     async loadModule(m: Request<'load-module'>) {
       refuseSecond();
-      const module = await Module.load(m.path, { ...m.options, addon: addonLoader.load() });
+      const module = await MnnGraph.load(m.path, { ...m.options, addon: addonLoader.load() });
       held = { kind: 'module', model: module };
       return { path: module.path, info: module.info };
+    },
+    async loadWake(m: Request<'load-wake'>) {
+      refuseSecond();
+      const pipeline = await WakePipeline.load(m.files, { ...m.options, addon: addonLoader.load() });
+      held = { kind: 'wake', model: pipeline, path: m.files.embedding.path };
+      return { keywords: pipeline.keywords };
     },
     async generate(m: Request<'generate'>) {
       const model = requireLlm('generate');
@@ -118,7 +126,17 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       await requireLlm('reset').reset();
       return undefined;
     },
+    // Availability, not an error: a missing addon is an answer the caller wants to show as is.
+    runtimeInfo: () => addonLoader.availability(),
   };
+  return { handlers, running, release };
+}
+
+export function serveEngineHost(channel: NodeJS.Process): void {
+  const send = (msg: HostResponse) => {
+    if (channel.connected) channel.send?.(msg);
+  };
+  const { handlers, running, release } = createHostModel(send);
 
   const shutdown = async () => {
     for (const a of running.values()) a.abort();
@@ -143,6 +161,8 @@ export function serveEngineHost(channel: NodeJS.Process): void {
           return handlers.load(m);
         case 'load-module':
           return handlers.loadModule(m);
+        case 'load-wake':
+          return handlers.loadWake(m);
         case 'generate':
           return handlers.generate(m);
         case 'forward':
@@ -150,8 +170,7 @@ export function serveEngineHost(channel: NodeJS.Process): void {
         case 'speak':
           return handlers.speak(m);
         case 'runtime-info':
-          // Availability, not an error: a missing addon is an answer the caller wants to show as is.
-          return addonLoader.availability();
+          return handlers.runtimeInfo();
         case 'stats':
           return handlers.stats();
         case 'reset':

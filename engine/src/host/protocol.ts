@@ -1,6 +1,8 @@
 // The engine host protocol: typed messages over Node's IPC channel (advanced serialization, so typed arrays
 // cross intact). stdout is never a protocol channel: MNN prints its diagnostics there, and the client turns
 // those lines into log records.
+
+import type { GraphLoadOptions, GraphOutput, Tensor } from '../graph.js';
 import type {
   GenerateOptions,
   GenerationDelivery,
@@ -12,15 +14,18 @@ import type {
   SpeakOptions,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
-import type { ModuleLoadOptions, ModuleOutput, Tensor } from '../module.js';
 import type { NativeModuleInfo } from '../native.js';
 import type { ChatMessage } from '../prompt.js';
+import type { WakeFiles, WakeLoadOptions } from '../wake.js';
 
 /** SpeakOptions without the signal (cancelled with a `cancel` message, as a generation is). */
 export type HostSpeakOptions = Omit<SpeakOptions, 'signal'>;
 
 /** Module load options as they cross the channel (the addon is the host's own). */
-export type HostModuleOptions = Omit<ModuleLoadOptions, 'addon'>;
+export type HostModuleOptions = Omit<GraphLoadOptions, 'addon'>;
+
+/** Wake pipeline load options as they cross the channel. */
+export type HostWakeOptions = Omit<WakeLoadOptions, 'addon'>;
 
 /** GenerateOptions without the signal, which stays on the client side and crosses as a `cancel` message. */
 export type HostGenerateOptions = Omit<GenerateOptions, 'signal'>;
@@ -28,6 +33,8 @@ export type HostGenerateOptions = Omit<GenerateOptions, 'signal'>;
 export type HostRequest =
   | { type: 'load'; id: number; configPath: string; overrides: LlmConfigOverrides }
   | { type: 'load-module'; id: number; path: string; options: HostModuleOptions }
+  /** An openWakeWord pipeline (melspectrogram, embedding, keyword heads); `forward` then runs one 80 ms step. */
+  | { type: 'load-wake'; id: number; files: WakeFiles; options: HostWakeOptions }
   | { type: 'generate'; id: number; input: string | ChatMessage[]; options: HostGenerateOptions }
   | { type: 'forward'; id: number; inputs: Tensor[] }
   | { type: 'speak'; id: number; options: HostSpeakOptions }
@@ -51,6 +58,10 @@ export interface LoadedModule {
   info: NativeModuleInfo;
 }
 
+export interface LoadedWake {
+  keywords: string[];
+}
+
 export interface WireError {
   code: string;
   message: string;
@@ -70,7 +81,8 @@ export type HostResponse =
 export type HostResultValue =
   | LoadedModel
   | LoadedModule
-  | ModuleOutput[]
+  | LoadedWake
+  | GraphOutput[]
   | EngineAvailability
   | GenerationStats
   | null

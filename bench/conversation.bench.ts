@@ -1,0 +1,446 @@
+// bench/conversation: what conversation KV reuse buys, and the voice turn's own overhead (issue 29).
+//  (1) TTFT per turn of a 16-turn conversation on the benchmark-size model in an engine host, each turn adding
+//      ~60 tokens, with prefix reuse on and off (two hosts, turns alternating between them so the machine's drift
+//      hits both alike); the tokens each turn prefilled. Target: turn 16 ≤ 1.2× turn 1 with reuse.
+//  (2) Two conversations interleaved on one host: TTFT at turn 8 against the same conversation alone. The host
+//      holds one KV; per-conversation snapshots are not implemented, so interleaving falls back to the shared
+//      system prompt and the figure says how much that costs.
+//  (3) The voice turn, end of speech → first audio, through the real session (Silero VAD, tiny-omni-audio ASR,
+//      tiny-llm, espeak-ng) against the sum of the same stages' own times, each measured alone in the same run.
+//      Target: overhead ≤ 20 ms (the median of the rounds' own differences).
+// (3b) Speech starts on the first sentence while the LLM still decodes: a stand-in LLM paced like a board's
+//      (25 ms a token) through the real session and espeak-ng; how long before the last token the first audio came.
+//  (4) Output identity: every fixture LLM answers a multi-turn script (edit, system prompt change, regenerate)
+//      with reuse and with full prefills; the share of generated tokens that agree. Target: 100 %.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseWav } from '../agent/workloads/audio/wav.js';
+import { resolveVoiceConfig } from '../agent/workloads/config.js';
+import { slotModels } from '../agent/workloads/slots/slot-models.js';
+import { VoiceService } from '../agent/workloads/voice/service.js';
+import { AudioLlmAsr, EspeakTts, SentenceChunker } from '../agent/workloads/voice/stages.js';
+import type { TurnMetrics } from '../agent/workloads/voice/turn-store.js';
+import {
+  type ChatMessage,
+  EngineHostClient,
+  engineAvailability,
+  Llm,
+  unavailableMessage,
+} from '../engine/index.js';
+import { systemClock } from '../lib/clock.js';
+import { createMemoryLogger } from '../lib/log.js';
+import { models } from '../test/engine/_engine.js';
+import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
+import { mediaFixturesDir } from '../test/helpers/paths.js';
+import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
+import { bar, check, describe, fmt, summarize } from './stats.js';
+
+const TURNS = 16;
+const SHOWN = [1, 4, 8, 16];
+const VOICE_ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
+const SYSTEM = 'You are the voice assistant of a small board. Answer briefly and clearly.';
+
+const availability = engineAvailability();
+if (!availability.available) {
+  console.log(`SKIP bench/conversation: ${unavailableMessage(availability.reason)}`);
+  process.exit(0);
+}
+
+/** A user message of about `tokens` tokens on this model's tokenizer (its words are whatever it splits). */
+async function userMessage(llm: Llm, turn: number, tokens: number): Promise<string> {
+  const words = ['please', 'tell', 'me', 'about', 'the', 'board', 'and', 'its', 'sensors', 'today', 'now'];
+  let text = `Turn ${turn}:`;
+  for (let i = 0; ; i++) {
+    const next = `${text} ${words[(i + turn) % words.length]}`;
+    if ((await llm.encode(next)).length > tokens) return text;
+    text = next;
+  }
+}
+
+interface TurnSample {
+  ttftMs: number;
+  prefilled: number;
+  prompt: number;
+  text: string;
+}
+
+async function ask(
+  host: EngineHostClient,
+  messages: ChatMessage[],
+  reusePrefix: boolean,
+): Promise<TurnSample> {
+  const t0 = performance.now();
+  const gen = host.generate(messages, { maxNewTokens: 20, reusePrefix });
+  let ttftMs = Number.NaN;
+  for await (const _ of gen) if (Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
+  const r = await gen.result;
+  return {
+    ttftMs,
+    prefilled: r.stats.reuse?.prefilledTokens ?? r.stats.promptTokens,
+    prompt: r.stats.promptTokens,
+    text: r.text,
+  };
+}
+
+async function conversationTtft(): Promise<void> {
+  let config: string;
+  try {
+    config = ensureBenchModel();
+  } catch (err) {
+    if (err instanceof BenchModelUnavailable) {
+      console.log(`SKIP (1)-(2) the benchmark model: ${err.message}`);
+      return;
+    }
+    throw err;
+  }
+  const logger = createMemoryLogger();
+  const on = await EngineHostClient.start({ name: 'conversation:reuse', logger });
+  const off = await EngineHostClient.start({ name: 'conversation:full', logger });
+  try {
+    await on.load(config, { thread_num: 1 });
+    await off.load(config, { thread_num: 1 });
+    // A discarded first generation on each host (a fresh model's first run allocates), then an empty KV.
+    for (const host of [on, off]) {
+      await host.complete('Warm up.', { maxNewTokens: 4 });
+      await host.reset();
+    }
+    // Each turn adds ~60 tokens: a ~40-token question and a 20-token answer. The tokenizer, in this process.
+    const questions: string[] = [];
+    {
+      await using tokenizer = await Llm.load(config, { overrides: { thread_num: 1 } });
+      for (let t = 1; t <= TURNS; t++) questions.push(await userMessage(tokenizer, t, 40));
+    }
+    const histories = { on: [] as ChatMessage[], off: [] as ChatMessage[] };
+    const samples = { on: [] as TurnSample[], off: [] as TurnSample[] };
+    let agree = 0;
+    for (let t = 0; t < TURNS; t++) {
+      for (const mode of t % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+        const h = histories[mode];
+        h.push({ role: 'user', content: questions[t]! });
+        const s = await ask(
+          mode === 'on' ? on : off,
+          [{ role: 'system', content: SYSTEM }, ...h],
+          mode === 'on',
+        );
+        h.push({ role: 'assistant', content: s.text });
+        samples[mode].push(s);
+      }
+      if (samples.on[t]!.text === samples.off[t]!.text) agree++;
+    }
+    console.log('(1) TTFT per turn, 16-turn conversation, benchmark model, one thread, engine host');
+    console.log('    turn  prompt  prefilled(on)  TTFT on    TTFT off   prefilled(off)');
+    for (const t of SHOWN) {
+      const a = samples.on[t - 1]!;
+      const b = samples.off[t - 1]!;
+      console.log(
+        `    ${String(t).padStart(4)}  ${String(a.prompt).padStart(6)}  ${String(a.prefilled).padStart(13)}  ${fmt(a.ttftMs, 1).padStart(7)} ms ${fmt(b.ttftMs, 1).padStart(7)} ms ${String(b.prefilled).padStart(14)}`,
+      );
+    }
+    const scale = Math.max(...samples.off.map((s) => s.ttftMs), ...samples.on.map((s) => s.ttftMs));
+    console.log('');
+    for (const t of SHOWN) {
+      console.log(
+        bar(
+          `turn ${t} reuse on`,
+          samples.on[t - 1]!.ttftMs,
+          scale,
+          `${fmt(samples.on[t - 1]!.ttftMs, 1)} ms`,
+        ),
+      );
+      console.log(
+        bar(
+          `turn ${t} reuse off`,
+          samples.off[t - 1]!.ttftMs,
+          scale,
+          `${fmt(samples.off[t - 1]!.ttftMs, 1)} ms`,
+        ),
+      );
+    }
+    const ratioOn = samples.on[TURNS - 1]!.ttftMs / samples.on[0]!.ttftMs;
+    const ratioOff = samples.off[TURNS - 1]!.ttftMs / samples.off[0]!.ttftMs;
+    console.log(
+      `    turn 16 / turn 1: reuse on ${fmt(ratioOn)}x, off ${fmt(ratioOff)}x; answers equal on ${agree}/${TURNS} turns`,
+    );
+    console.log(
+      `${check('TTFT turn 16 / turn 1, reuse on', ratioOn, 'x', '≤ 1.2', ratioOn <= 1.2)} (reuse off: ${fmt(ratioOff)}x)`,
+    );
+    console.log(
+      `${check('answers equal with reuse on and off (bench model)', (agree / TURNS) * 100, '%', '= 100', agree === TURNS)}`,
+    );
+
+    // (2) Two conversations interleaved on the reuse host; the reference is (1)'s turn 8 alone.
+    await on.reset();
+    const convs = [[] as ChatMessage[], [] as ChatMessage[]];
+    let turn8: TurnSample[] = [];
+    for (let t = 0; t < 8; t++) {
+      turn8 = [];
+      for (const [i, h] of convs.entries()) {
+        h.push({ role: 'user', content: `${i === 0 ? 'First' : 'Second'} conversation. ${questions[t]!}` });
+        const s = await ask(on, [{ role: 'system', content: SYSTEM }, ...h], true);
+        h.push({ role: 'assistant', content: s.text });
+        turn8.push(s);
+      }
+    }
+    const alone = samples.on[7]!.ttftMs;
+    const inter = summarize(turn8.map((s) => s.ttftMs)).median;
+    console.log('\n(2) two conversations interleaved on one host, turn 8');
+    console.log(`    alone (from (1)):  TTFT ${fmt(alone, 1)} ms, prefilled ${samples.on[7]!.prefilled}`);
+    console.log(
+      `    interleaved:       TTFT ${fmt(inter, 1)} ms, prefilled ${turn8.map((s) => s.prefilled).join(' / ')} (the host holds one KV: only the shared system prompt is kept)`,
+    );
+    console.log(
+      `${check('interleaved turn 8 TTFT / alone (no per-conversation snapshots)', inter / alone, 'x', '≤ 1.2', inter / alone <= 1.2)}`,
+    );
+  } finally {
+    await on.close();
+    await off.close();
+  }
+}
+
+/** (3) The voice turn through the session vs its stages alone. */
+async function voiceOverhead(): Promise<void> {
+  const speech = parseWav(readFileSync(join(mediaFixturesDir, 'speech-hello-16k.wav'))).channels[0]!;
+  const silence = new Float32Array(16000);
+  const slots = await startSlotRuntime(['silero-vad', 'tiny-omni-audio', 'tiny-llm'], voiceSlots);
+  try {
+    const workloads = slotModels(() => slots.runtime);
+    const config = resolveVoiceConfig({ maxNewTokens: 24, maxSessions: 64 });
+    const asr = new AudioLlmAsr(workloads.chat('voice.asr'));
+    const llm = workloads.chat('voice.llm');
+    const tts = new EspeakTts();
+    const pipeline: TurnMetrics[] = [];
+    const own: number[] = [];
+
+    for (let round = 0; round < VOICE_ROUNDS; round++) {
+      // Another system prompt each round and for each side, so neither finds the other's KV ready.
+      const service = new VoiceService(
+        { ...config, systemPrompt: `Round ${round}. ${config.systemPrompt}` },
+        { models: workloads, clock: systemClock },
+      );
+      const session = await service.open(`bench-${round}`, { duplex: 'full' });
+      const ended = new Promise<TurnMetrics>((resolve) =>
+        session.once('turn-end', (e) => resolve(e.metrics)),
+      );
+
+      session.pushAudio(speech);
+      session.pushAudio(silence);
+      await session.endOfInput();
+      const m = await ended;
+      await session.close();
+      pipeline.push(m);
+
+      // The same work, stage by stage, nothing in between: ASR, the reply up to its first sentence, TTS's first
+      // chunk of that sentence.
+      const signal = new AbortController().signal;
+      const a0 = performance.now();
+      const transcript = await asr.transcribe(speech, signal);
+      const asrMs = performance.now() - a0;
+      const l0 = performance.now();
+      const stream = llm.generate({
+        messages: [
+          { role: 'system', content: `Alone ${round}. ${config.systemPrompt}` },
+          { role: 'user', content: transcript.text },
+        ],
+        maxNewTokens: config.maxNewTokens,
+      });
+      const chunker = new SentenceChunker();
+      let sentence: string | undefined;
+      let llmMs = Number.NaN;
+      for await (const piece of stream) {
+        if (sentence !== undefined) continue;
+        sentence = chunker.push(piece)[0];
+        if (sentence !== undefined) llmMs = performance.now() - l0;
+      }
+      if (sentence === undefined) {
+        sentence = chunker.flush()[0] ?? 'ok';
+        llmMs = performance.now() - l0;
+      }
+      await stream.result;
+      const t0 = performance.now();
+      for await (const _ of tts.synthesize(sentence, signal)) break;
+      own.push(asrMs + llmMs + (performance.now() - t0));
+    }
+    const ttfa = summarize(pipeline.map((m) => m.ttfaMs ?? Number.NaN));
+    const sum = summarize(own);
+    // Round by round (the machine's speed drifts between rounds), then the median of those differences.
+    const overhead = summarize(pipeline.map((m, i) => (m.ttfaMs ?? Number.NaN) - own[i]!)).median;
+    const parts = (k: keyof TurnMetrics) =>
+      describe(
+        summarize(pipeline.map((m) => (typeof m[k] === 'number' ? (m[k] as number) : Number.NaN))),
+        'ms',
+        1,
+      );
+    console.log(
+      '\n(3) voice turn, end of speech → first audio (Silero VAD, tiny-omni-audio ASR, tiny-llm, espeak-ng)',
+    );
+    console.log(`    VAD end decision (audio): ${parts('vadEndMs')}`);
+    console.log(`    ASR:                      ${parts('asrMs')}`);
+    console.log(`    LLM TTFT:                 ${parts('llmTtftMs')}`);
+    console.log(`    first sentence:           ${parts('sentenceMs')}`);
+    console.log(`    first TTS chunk:          ${parts('ttsFirstMs')}`);
+    console.log(`    hand-overs (in session):  ${parts('handoverMs')}`);
+    console.log(`    pipeline first audio:     ${describe(ttfa, 'ms', 1)}`);
+    console.log(`    stages alone, summed:     ${describe(sum, 'ms', 1)}`);
+    const scale = Math.max(ttfa.median, sum.median);
+    console.log(bar('pipeline', ttfa.median, scale, `${fmt(ttfa.median, 1)} ms`));
+    console.log(bar('stages alone', sum.median, scale, `${fmt(sum.median, 1)} ms`));
+    console.log(
+      `${check('voice turn overhead (pipeline − stages alone, paired rounds)', overhead, 'ms', '≤ 20', overhead <= 20)} ${fmt(overhead, 1)} ms`,
+    );
+  } finally {
+    await slots.close();
+  }
+}
+
+/** (4) Generated tokens that agree between reuse and full prefill, per fixture, over an edit/regenerate script. */
+async function outputIdentity(): Promise<void> {
+  const script = ['Hello, who are you?', 'Tell me about the weather.', 'And tomorrow?'];
+  const fixtures: Array<[string, string, string]> = [
+    ['tiny-llm', models.tinyLlm, ''],
+    ['tiny-llm-int4', models.tinyLlmInt4, ''],
+    ['tiny-vlm', models.tinyVlm, `<img>${join(mediaFixturesDir, 'test_red_64x64.png')}</img>`],
+    [
+      'tiny-omni-audio',
+      models.tinyOmniAudio,
+      `<audio>${join(mediaFixturesDir, 'speech-hello-16k.wav')}</audio>`,
+    ],
+  ];
+  let total = 0;
+  let same = 0;
+  console.log('\n(4) output identity, reuse vs full prefill');
+  for (const [name, config, media] of fixtures) {
+    const run = async (reusePrefix: boolean) => {
+      await using llm = await Llm.load(config);
+      const ids: number[][] = [];
+      const h: ChatMessage[] = [];
+      const say = async (msgs: ChatMessage[]) => {
+        const r = await llm.complete([{ role: 'system', content: SYSTEM }, ...msgs], {
+          reusePrefix,
+          maxNewTokens: 16,
+          mediaTags: true,
+        });
+        ids.push([...(r.stats.outputIds ?? [])]);
+        return r.text;
+      };
+      for (const [i, q] of script.entries()) {
+        h.push({ role: 'user', content: i === 0 ? `${media}${q}` : q });
+        h.push({ role: 'assistant', content: await say(h) });
+      }
+      h[0] = { role: 'user', content: `${media}Hi, what is your name?` };
+      h.pop();
+      await say(h);
+      await say(h);
+      return ids;
+    };
+    const a = await run(true);
+    const b = await run(false);
+    let n = 0;
+    let s = 0;
+    for (const [i, ids] of a.entries()) {
+      const other = b[i] ?? [];
+      n += Math.max(ids.length, other.length);
+      s += ids.filter((id, j) => other[j] === id).length;
+    }
+    total += n;
+    same += s;
+    console.log(`    ${name.padEnd(16)} ${s}/${n} tokens agree`);
+  }
+  const pct = (same / Math.max(1, total)) * 100;
+  console.log(
+    `${check('output identity with full prefill, all fixtures', pct, '%', '= 100', same === total)} ${fmt(pct, 1)} %`,
+  );
+}
+
+/**
+ * (3b) Does speech start on the first sentence while the LLM still decodes? The fixtures' random-weight models
+ * rarely end a sentence early, so a stand-in LLM paced at 25 ms a token (a 2B model on a board's CPU) answers
+ * three sentences; the real session and espeak-ng speak them.
+ */
+async function ttsOverlap(): Promise<void> {
+  const { VoiceSession } = await import('../agent/workloads/voice/session.js');
+  const { EnergyVad } = await import('../agent/workloads/audio/vad.js');
+  const reply = 'Sure, here it is. The board runs three models at once. It answers in under a second. ';
+  const tokens = reply.split(/(?= )/);
+  const speech = parseWav(readFileSync(join(mediaFixturesDir, 'speech-hello-16k.wav'))).channels[0]!;
+  const leads: number[] = [];
+  for (let round = 0; round < VOICE_ROUNDS; round++) {
+    let lastTokenAt = 0;
+    let firstAudioAt = 0;
+    const session = new VoiceSession({
+      id: `overlap-${round}`,
+      vad: new EnergyVad(),
+      asr: {
+        family: 'instant',
+        transcribe: async () => ({
+          text: 'hello',
+          result: {
+            text: 'hello',
+            finishReason: 'stop',
+            promptTokens: 1,
+            generatedTokens: 1,
+            prefillMs: 0,
+            decodeMs: 0,
+          },
+        }),
+      },
+      reply: {
+        family: 'paced',
+        audioIn: false,
+        reply: () => {
+          let settle!: (r: import('../agent/workloads/shared/chat-model.js').ChatResult) => void;
+          const result = new Promise<import('../agent/workloads/shared/chat-model.js').ChatResult>((r) => {
+            settle = r;
+          });
+          async function* run() {
+            for (const t of tokens) {
+              await new Promise((r) => setTimeout(r, 25));
+              lastTokenAt = performance.now();
+              yield t;
+            }
+            settle({
+              text: reply,
+              finishReason: 'stop',
+              promptTokens: 1,
+              generatedTokens: tokens.length,
+              prefillMs: 0,
+              decodeMs: 25 * tokens.length,
+            });
+          }
+          const gen = run();
+          return { result, [Symbol.asyncIterator]: () => gen };
+        },
+      },
+      tts: new EspeakTts(),
+      systemPrompt: '',
+      maxHistoryMessages: 0,
+      mode: 'vad',
+      duplex: 'full',
+      bargeIn: false,
+      bargeInMarginDb: 15,
+      bargeInMinSpeechMs: 96,
+      clock: systemClock,
+    });
+    session.once('audio', () => {
+      firstAudioAt = performance.now();
+    });
+    const ended = new Promise<void>((resolve) => session.once('turn-end', () => resolve()));
+    session.pushAudio(speech);
+    session.pushAudio(new Float32Array(16000));
+    await session.endOfInput();
+    await ended;
+    await session.close();
+    leads.push(lastTokenAt - firstAudioAt);
+  }
+  const lead = summarize(leads);
+  console.log(
+    `\n(3b) stand-in LLM at 25 ms/token, three sentences, espeak-ng: first audio came ${describe(lead, 'ms', 1)} before the reply's last token`,
+  );
+  console.log(
+    `${check('speech starts before the LLM has finished (first audio before the last token)', lead.median, 'ms', '> 0', lead.median > 0)}`,
+  );
+}
+
+await conversationTtft();
+await voiceOverhead();
+await ttsOverlap();
+await outputIdentity();

