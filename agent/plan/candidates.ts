@@ -209,15 +209,28 @@ function configsFor(
     return [
       {
         config: base,
-        precisionReason: fp16.available
-          ? `${precisionLabel(base.precision)} pinned: not chosen by measurement`
-          : `${base.precision} pinned; ${fp16.reason}`,
+        precisionReason: !fp16.available
+          ? `${base.precision} pinned; ${fp16.reason}`
+          : base.precision === FP16 && ctx.policy.fp16Fault !== undefined
+            ? `${precisionLabel(base.precision)} pinned, although ${ctx.policy.fp16Fault}`
+            : `${precisionLabel(base.precision)} pinned: not chosen by measurement`,
       },
     ];
   if (!fp16.available)
     return [{ config: base, precisionReason: `${base.precision}, no fp16 candidate: ${fp16.reason}` }];
   const c16: MnnConfig = { ...base, precision: FP16 };
   const c32: MnnConfig = { ...base, precision: fp32Precision(ctx.policy) };
+  // A known engine defect keeps fp16 out entirely, even as the last fallback: falling back into a heap
+  // corruption is no fallback. `bench models` (everyPrecision) still probes it, so the defect's fix shows up.
+  if (ctx.policy.fp16Fault !== undefined && !ctx.everyPrecision)
+    return [
+      {
+        config: c32,
+        precisionReason:
+          `${precisionLabel(c32.precision)}: fp16 is not offered: ${ctx.policy.fp16Fault}; ` +
+          'a slot that pins precision low runs it anyway',
+      },
+    ];
   if (ctx.everyPrecision) return [{ config: c16 }, { config: c32 }];
   const decision = decidePrecision(
     { precision: c16.precision, probe: latestProbe(ctx.probes, model, variant, configKey(c16), ctx) },

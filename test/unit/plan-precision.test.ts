@@ -17,6 +17,7 @@ import {
   type ModelKind,
   type Placement,
   type PlanBoard,
+  type PlanPolicy,
   type Precision,
   type ProbeResult,
   type SlotConstraints,
@@ -83,11 +84,16 @@ function probesFor(
   });
 }
 
+// The measured choice as it works for an MNN without the pinned one's Arm82 fault (agent/plan/engine-faults.ts);
+// the fault's own rule has its tests at the end of this file.
+const { fp16Fault: _pinnedFault, ...measuredPolicy } = defaultPlanPolicy;
+
 function plan(
   board: PlanBoard,
   m: CatalogModel,
   probes: ProbeResult[],
   constraints: SlotConstraints = {},
+  policy: PlanPolicy = measuredPolicy,
 ): Placement {
   return planPlacement({
     board,
@@ -98,7 +104,7 @@ function plan(
     constraints: { 'voice.llm': constraints },
     probes,
     engineVersion: ENGINE,
-    policy: defaultPlanPolicy,
+    policy,
   });
 }
 
@@ -383,4 +389,40 @@ test('the precision not kept is the last fallback on the CPU, so an fp16 failure
   );
   const x86 = noFp16Boards.find((b) => b.arch === 'x86_64')!;
   t.deepEqual(plan(boardOf(x86.dir, x86.ramBytes), m, []).instances[0]!.fallback, []);
+});
+
+test("the pinned MNN's Arm82 fault: arm64 CPUs run fp32 whatever fp16 measured, with no fp16 fallback; a pin of low still runs it", (t) => {
+  const m = model('llm');
+  for (const f of boardPrecision) {
+    const board = boardOf(f.dir, f.ramBytes);
+    const p = plan(board, m, probesFor(board, m, { low: f.fp16, normal: f.fp32 }), {}, defaultPlanPolicy);
+    const inst = p.instances[0]!;
+    t.is(inst.chosen.config.precision, 'normal', f.dir);
+    t.regex(
+      inst.chosen.precisionReason ?? '',
+      /^fp32 \(normal\): fp16 is not offered: MNN 4d40bdbd7's Arm82 fp16 kernels write an LLM's logits into freed memory .*; a slot that pins precision low runs it anyway$/,
+      f.dir,
+    );
+    t.false(
+      inst.fallback.some((c) => c.config.backend_type === 'cpu' && c.config.precision === 'low'),
+      `${f.dir}: no fallback into the fault`,
+    );
+  }
+  const rk = boardPrecision.find((x) => x.dir === 'rockchip-rk3588-rock5b')!;
+  const rkBoard = boardOf(rk.dir, rk.ramBytes);
+  const pinned = plan(rkBoard, m, [], { precision: 'low' }, defaultPlanPolicy).instances[0]!;
+  t.is(pinned.chosen.config.precision, 'low');
+  t.regex(pinned.chosen.precisionReason ?? '', /^fp16 \(low\) pinned, although MNN 4d40bdbd7's Arm82/);
+  // `bench models` still measures fp16, so the fault's fix, when the pin moves, shows in the figures.
+  t.deepEqual(
+    probeCandidates(rkBoard, { models: [m] }, defaultPlanPolicy, ENGINE)
+      .map((c) => c.config.precision)
+      .sort(),
+    ['low', 'normal'],
+  );
+  // Where 'low' never meant fp16 nothing changes.
+  for (const b of noFp16Boards) {
+    const c = plan(boardOf(b.dir, b.ramBytes), m, [], {}, defaultPlanPolicy).instances[0]!.chosen;
+    t.is(c.config.precision, 'low', b.dir);
+  }
 });
