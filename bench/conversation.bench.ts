@@ -2,9 +2,9 @@
 //  (1) TTFT per turn of a 16-turn conversation on the benchmark-size model in an engine host, each turn adding
 //      ~60 tokens, with prefix reuse on and off (two hosts, turns alternating between them so the machine's drift
 //      hits both alike); the tokens each turn prefilled. Target: turn 16 ≤ 1.2× turn 1 with reuse.
-//  (2) Two conversations interleaved on one host: TTFT at turn 8 against the same conversation alone. The host
-//      holds one KV; per-conversation snapshots are not implemented, so interleaving falls back to the shared
-//      system prompt and the figure says how much that costs.
+//  (2) Two conversations interleaved on one instance: TTFT at turn 8 with conversation snapshots (a context per
+//      conversation on the instance's weights) and without (one KV: each turn falls back to the shared system
+//      prompt), against the same conversation alone.
 //  (3) The voice turn, end of speech → first audio, through the real session (Silero VAD, tiny-omni-audio ASR,
 //      tiny-llm, espeak-ng) against the sum of the same stages' own times, each measured alone in the same run.
 //      Target: overhead ≤ 20 ms (the median of the rounds' own differences).
@@ -62,6 +62,10 @@ interface TurnSample {
   prefilled: number;
   prompt: number;
   text: string;
+  /** hit / partial / miss, with the reason. */
+  outcome: string;
+  /** The host's conversation contexts after the turn, in words. */
+  contexts: string;
 }
 
 async function ask(
@@ -74,11 +78,17 @@ async function ask(
   let ttftMs = Number.NaN;
   for await (const _ of gen) if (Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
   const r = await gen.result;
+  const reuse = r.stats.reuse;
+  const c = reuse?.contexts;
   return {
     ttftMs,
-    prefilled: r.stats.reuse?.prefilledTokens ?? r.stats.promptTokens,
+    prefilled: reuse?.prefilledTokens ?? r.stats.promptTokens,
     prompt: r.stats.promptTokens,
     text: r.text,
+    outcome: reuse ? `${reuse.outcome}${reuse.reason ? ` (${reuse.reason})` : ''}` : '?',
+    contexts: c
+      ? `${c.count} contexts, snapshots ${(c.snapshotBytes / 1024 / 1024).toFixed(1)} MiB of ${(c.budgetBytes / 1024 / 1024).toFixed(0)} MiB`
+      : 'no context stats',
   };
 }
 
@@ -168,29 +178,65 @@ async function conversationTtft(): Promise<void> {
       `${check('answers equal with reuse on and off (bench model)', (agree / TURNS) * 100, '%', '= 100', agree === TURNS)}`,
     );
 
-    // (2) Two conversations interleaved on the reuse host; the reference is (1)'s turn 8 alone.
-    await on.reset();
-    const convs = [[] as ChatMessage[], [] as ChatMessage[]];
-    let turn8: TurnSample[] = [];
-    for (let t = 0; t < 8; t++) {
-      turn8 = [];
-      for (const [i, h] of convs.entries()) {
-        h.push({ role: 'user', content: `${i === 0 ? 'First' : 'Second'} conversation. ${questions[t]!}` });
-        const s = await ask(on, [{ role: 'system', content: SYSTEM }, ...h], true);
-        h.push({ role: 'assistant', content: s.text });
-        turn8.push(s);
+    // (2) Two conversations interleaved on one instance, with conversation snapshots (a third host, loaded with
+    // room for two conversations) and without (the reuse host of (1): one KV, so each turn finds the other
+    // conversation's prompt). Each turn runs on both hosts, in alternating order.
+    const snap = await EngineHostClient.start({ name: 'conversation:snapshots', logger });
+    try {
+      await snap.load(config, { thread_num: 1 }, { max: 2, budgetBytes: 512 * 1024 * 1024 });
+      await snap.complete('Warm up.', { maxNewTokens: 4 });
+      await snap.reset();
+      await on.reset();
+      const hosts = { snap, on } as const;
+      const convs = { snap: [[], []] as ChatMessage[][], on: [[], []] as ChatMessage[][] };
+      let turn8 = { snap: [] as TurnSample[], on: [] as TurnSample[] };
+      let equal = 0;
+      let asked = 0;
+      for (let t = 0; t < 8; t++) {
+        turn8 = { snap: [], on: [] };
+        for (const i of [0, 1]) {
+          const question = `${i === 0 ? 'First' : 'Second'} conversation. ${questions[t]!}`;
+          for (const mode of (t + i) % 2 === 0 ? (['snap', 'on'] as const) : (['on', 'snap'] as const)) {
+            const h = convs[mode][i]!;
+            h.push({ role: 'user', content: question });
+            const s = await ask(hosts[mode], [{ role: 'system', content: SYSTEM }, ...h], true);
+            h.push({ role: 'assistant', content: s.text });
+            turn8[mode].push(s);
+          }
+          asked++;
+          if (turn8.snap[i]!.text === turn8.on[i]!.text) equal++;
+        }
       }
+      const alone = samples.on[7]!.ttftMs;
+      const withSnap = summarize(turn8.snap.map((s) => s.ttftMs)).median;
+      const without = summarize(turn8.on.map((s) => s.ttftMs)).median;
+      const last = turn8.snap.at(-1)!;
+      console.log(
+        '\n(2) two conversations interleaved on one instance, turn 8 (median of the two conversations)',
+      );
+      console.log(
+        `    alone (from (1)):     TTFT ${fmt(alone, 1)} ms, prefilled ${samples.on[7]!.prefilled}`,
+      );
+      console.log(
+        `    with snapshots:       TTFT ${fmt(withSnap, 1)} ms, prefilled ${turn8.snap.map((s) => s.prefilled).join(' / ')}, ${turn8.snap.map((s) => `${s.outcome}`).join(' / ')} (${last.contexts})`,
+      );
+      console.log(
+        `    without (one KV):     TTFT ${fmt(without, 1)} ms, prefilled ${turn8.on.map((s) => s.prefilled).join(' / ')}, ${turn8.on.map((s) => `${s.outcome}`).join(' / ')}`,
+      );
+      console.log(`    answers equal with and without snapshots on ${equal}/${asked} turns`);
+      const scale2 = Math.max(withSnap, without, alone);
+      console.log(bar('turn 8 with snapshots', withSnap, scale2, `${fmt(withSnap, 1)} ms`));
+      console.log(bar('turn 8 without', without, scale2, `${fmt(without, 1)} ms`));
+      console.log(bar('turn 8 alone', alone, scale2, `${fmt(alone, 1)} ms`));
+      console.log(
+        `${check('interleaved turn 8 TTFT with snapshots / alone', withSnap / alone, 'x', '≤ 1.2', withSnap / alone <= 1.2)} (without snapshots: ${fmt(without / alone)}x)`,
+      );
+      console.log(
+        `${check('answers equal with and without snapshots', (equal / asked) * 100, '%', '= 100', equal === asked)}`,
+      );
+    } finally {
+      await snap.close();
     }
-    const alone = samples.on[7]!.ttftMs;
-    const inter = summarize(turn8.map((s) => s.ttftMs)).median;
-    console.log('\n(2) two conversations interleaved on one host, turn 8');
-    console.log(`    alone (from (1)):  TTFT ${fmt(alone, 1)} ms, prefilled ${samples.on[7]!.prefilled}`);
-    console.log(
-      `    interleaved:       TTFT ${fmt(inter, 1)} ms, prefilled ${turn8.map((s) => s.prefilled).join(' / ')} (the host holds one KV: only the shared system prompt is kept)`,
-    );
-    console.log(
-      `${check('interleaved turn 8 TTFT / alone (no per-conversation snapshots)', inter / alone, 'x', '≤ 1.2', inter / alone <= 1.2)}`,
-    );
   } finally {
     await on.close();
     await off.close();

@@ -29,8 +29,11 @@ export type {
   LoadedWake,
 } from './src/host/protocol.js';
 export {
+  type ConversationOptions,
   encoderPrecision,
   type GenerateOptions,
+  kvBytesPerTokenBound,
+  MAX_CONVERSATIONS,
   type GenerationDelivery,
   type GenerationResult,
   type GenerationStats,
@@ -55,6 +58,7 @@ export {
 export type {
   BackendInfo,
   BackendName,
+  ConversationContexts,
   FinishReason,
   PrefixReuse,
   RuntimeInfo,

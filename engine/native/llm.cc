@@ -196,6 +196,8 @@ Napi::Function LlmHandle::Init(Napi::Env env) {
                          InstanceMethod<&LlmHandle::Dispose>("dispose"),
                          InstanceMethod<&LlmHandle::Speak>("speak"),
                          InstanceMethod<&LlmHandle::NextSpeechChunk>("nextSpeechChunk"),
+                         InstanceMethod<&LlmHandle::SetConversations>("setConversations"),
+                         InstanceMethod<&LlmHandle::DropSnapshots>("dropSnapshots"),
                      });
 }
 
@@ -219,7 +221,10 @@ LlmHandle::LlmHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<LlmHandl
 
 LlmHandle::~LlmHandle() {
   // A GC'd handle whose owner never called dispose(): no worker can hold it (workers keep a reference).
-  if (llm_ != nullptr) Llm::destroy(llm_);
+  if (llm_ != nullptr) {
+    DropContexts(1);
+    Llm::destroy(llm_);
+  }
 }
 
 Llm* LlmHandle::Require(Napi::Env env, const char* what) {
@@ -261,6 +266,8 @@ Napi::Value LlmHandle::Load(const Napi::CallbackInfo& info) {
         // A no-op for models without a talker (only Omni's talker takes it).
         llm->setWavformCallback(
             [relay](const float* data, size_t size, bool last) { return relay->Forward(data, size, last); });
+        contexts_.Init(llm);
+        active_ = 0;
         loaded_ = true;
         int64_t grown = ResidentBytes() - before;
         t.grownBytes = grown > 0 ? grown : int64_t{0};
@@ -325,7 +332,7 @@ void LlmHandle::Ack(const Napi::CallbackInfo& info) {
 }
 
 // Decode thread: the prompt up to the KV cache, sets gen_ for the decode loop.
-void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
+Llm* LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
   const std::string& path = configPath_;
   gen_ = Generation();
   MNN::Transformer::MultimodalPrompt prompt;
@@ -375,14 +382,49 @@ void LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
     cap = req.mrope ? 0 : beforeMedia;
     capReason = "media";
   }
-  gen_.reuse = held_.Plan(ids, cap, capReason);
-  PrefillIds(llm, ids, gen_.reuse.keep, pieces_.Stream());
+  ContextRoute route = contexts_.Route(ids, cap, capReason);
+  if (route.index == contexts_.count()) route.index = OpenContext();
+  if (route.route == "lru") contexts_.Evict(route.index);
+  active_ = route.index;
+  contexts_.Touch(active_);
+  gen_.reuse = route.plan;
+  gen_.context = route.index;
+  gen_.route = route.route;
+  Llm* active = Active();
+  PrefillIds(active, ids, gen_.reuse.keep, pieces_.Stream());
   gen_.promptIds = std::move(ids);
   gen_.matchable = beforeMedia;
   gen_.remaining = req.maxNewTokens;
   gen_.visionUsBefore = visionBefore;
   gen_.audioUsBefore = audioBefore;
   gen_.audioInputSeconds = audioSeconds;
+  return active;
+}
+
+// Decode thread: makes the context a route "new" asked for (Llm::create_lora on the instance's own graph file:
+// its matmul executions are clones of the instance's, so only the graph, buffers and KV are new). If MNN cannot
+// make it, the least recently used context is taken over instead and the reason is kept for the stats.
+size_t LlmHandle::OpenContext() {
+  double t0 = MonotonicUs();
+  int64_t before = ResidentBytes();
+  Llm* made = nullptr;
+  try {
+    made = llm_->create_lora(llmModel_);
+  } catch (const std::exception& e) {
+    gen_.contextError = std::string("create_lora threw: ") + e.what();
+  }
+  gen_.contextCreateUs = MonotonicUs() - t0;
+  if (made == nullptr) {
+    if (gen_.contextError.empty()) gen_.contextError = "MNN Llm::create_lora failed (its reason is in the engine log)";
+    // No new context: the prompt takes over the least recently used one, as when the budget is spent.
+    size_t victim = 0;
+    for (size_t i = 1; i < contexts_.count(); ++i) {
+      if (contexts_.at(i).lastUse < contexts_.at(victim).lastUse) victim = i;
+    }
+    contexts_.Evict(victim);
+    return victim;
+  }
+  return contexts_.Add(made, ResidentBytes() - before);
 }
 
 // The prompt's tokens into the KV cache (max_new_tokens 0: prefill only; decoding goes one step at a time after).
@@ -398,7 +440,7 @@ void LlmHandle::PrefillIds(Llm* llm, const std::vector<int>& ids, size_t keep, s
   if (llm->reuse_kv() && history > keep) llm->eraseHistory(keep, 0);
   std::vector<int> rest(ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end());
   // Until the prefill has finished, what the KV holds beyond `keep` is unknown.
-  held_.Clear();
+  contexts_.at(active_).held.Clear();
   llm->response(rest, os, "", 0);
   if (ctx->status == LlmStatus::INTERNAL_ERROR || ctx->status == LlmStatus::NOT_LOADED) {
     throw EngineError("EENGINE", "MNN Llm::response (prefill of " + std::to_string(rest.size()) +
@@ -418,12 +460,46 @@ void LlmHandle::KeepHeld(Llm* llm) {
   std::vector<int> all = std::move(gen_.promptIds);
   all.insert(all.end(), llm->getContext()->output_tokens.begin(), llm->getContext()->output_tokens.end());
   size_t kv = llm->getCurrentHistory();
+  HeldPrefix& held = contexts_.at(active_).held;
   if (!llm->reuse_kv() || all.size() < kv) {
-    held_.Clear();
+    held.Clear();
     return;
   }
   all.resize(kv);
-  held_.Set(std::move(all), gen_.matchable);
+  held.Set(std::move(all), gen_.matchable);
+}
+
+// Decode thread, after a generation: extra contexts beyond the count or the byte budget are dropped, least
+// recently used first (their KV grew with the turn that just ran, or the limits were lowered).
+void LlmHandle::TrimContexts() {
+  std::vector<size_t> over = contexts_.OverLimit(active_);
+  std::sort(over.begin(), over.end());
+  for (auto it = over.rbegin(); it != over.rend(); ++it) {
+    size_t i = *it;
+    contexts_.Evict(i);
+    Llm* gone = contexts_.Remove(i);
+    Llm::destroy(gone);
+    if (active_ == i) {
+      active_ = 0;
+    } else if (active_ > i) {
+      --active_;
+    }
+  }
+}
+
+// Drops the extra contexts beyond the first `keepCount` (their conversations are evicted); returns the bytes they
+// were counted at. Only where no generation runs (the caller holds the busy flag, or the handle is going away).
+int64_t LlmHandle::DropContexts(size_t keepCount) {
+  int64_t freed = 0;
+  if (keepCount < 1) keepCount = 1;
+  while (contexts_.count() > keepCount) {
+    size_t i = contexts_.count() - 1;
+    freed += contexts_.BytesOf(contexts_.at(i));
+    contexts_.Evict(i);
+    Llm::destroy(contexts_.Remove(i));
+  }
+  if (active_ >= contexts_.count()) active_ = 0;
+  return freed;
 }
 
 // Decode thread: one token per MNN step, each checked against cancel and the credit window first.
@@ -443,7 +519,8 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
   try {
     RunOnCpus(run->cpus);
     MNN::Express::ExecutorScope scope(llm->getExecutor());
-    Prefill(llm, req);
+    llm = Prefill(llm, req);
+    MNN::Express::ExecutorScope activeScope(llm->getExecutor());
     const auto* ctx = llm->getContext();
     for (;;) {
       if (!channel.WaitForCredit(cancel_)) {
@@ -483,7 +560,12 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
   if (code.empty()) {
     KeepHeld(llm);
   } else {
-    held_.Clear();
+    contexts_.at(active_).held.Clear();
+  }
+  try {
+    TrimContexts();
+  } catch (const std::exception&) {
+    // Destroying an Llm does not throw in MNN; nothing here may keep the generation from settling.
   }
   gen_.finishReason = code.empty() ? reason : std::string();
   if (channel.Finish(gen_.utf8.Flush(), reason, code, message)) wake();
@@ -525,9 +607,9 @@ void LlmHandle::Cancel(const Napi::CallbackInfo&) {
 
 Napi::Value LlmHandle::Stats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Llm* llm = Require(env, "Llm.stats");
+  Require(env, "Llm.stats");
   if (busy_.IsBusy()) ThrowJs(env, "EBUSY", "Llm.stats: the model is busy");
-  const auto* ctx = llm->getContext();
+  const auto* ctx = Active()->getContext();
   Napi::Object o = Napi::Object::New(env);
   // MNN's prompt_len counts what was prefilled; the prompt also has the tokens whose KV was kept.
   o.Set("promptTokens", static_cast<double>(gen_.reuse.keep) + ctx->prompt_len);
@@ -537,6 +619,17 @@ Napi::Value LlmHandle::Stats(const Napi::CallbackInfo& info) {
   reuse.Set("reusedTokens", static_cast<double>(gen_.reuse.keep));
   reuse.Set("prefilledTokens", static_cast<double>(ctx->prompt_len));
   reuse.Set("heldTokens", static_cast<double>(gen_.reuse.held));
+  Napi::Object contexts = Napi::Object::New(env);
+  contexts.Set("context", static_cast<double>(gen_.context));
+  contexts.Set("route", gen_.route);
+  contexts.Set("count", static_cast<double>(contexts_.count()));
+  contexts.Set("max", static_cast<double>(contexts_.max()));
+  contexts.Set("snapshotBytes", static_cast<double>(contexts_.SnapshotBytes()));
+  contexts.Set("budgetBytes", static_cast<double>(contexts_.budget()));
+  contexts.Set("evictions", static_cast<double>(contexts_.evictions()));
+  contexts.Set("createUs", gen_.contextCreateUs);
+  contexts.Set("error", gen_.contextError.empty() ? env.Null() : Napi::String::New(env, gen_.contextError));
+  reuse.Set("contexts", contexts);
   o.Set("reuse", reuse);
   // The generated token ids (a stop token included): lets a caller compare outputs token for token.
   const auto& out = ctx->output_tokens;
@@ -558,14 +651,19 @@ Napi::Value LlmHandle::Stats(const Napi::CallbackInfo& info) {
 
 Napi::Value LlmHandle::Reset(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Llm* llm = Require(env, "Llm.reset");
+  Require(env, "Llm.reset");
   return PromiseWorker<bool>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.reset",
-      [this, llm]() {
-        MNN::Express::ExecutorScope scope(llm->getExecutor());
-        llm->reset();
+      [this]() {
+        // Every conversation's KV: a reset model holds none (the contexts stay made, empty).
+        for (size_t i = 0; i < contexts_.count(); ++i) {
+          KvContext& c = contexts_.at(i);
+          MNN::Express::ExecutorScope scope(c.llm->getExecutor());
+          c.llm->reset();
+          c.held.Clear();
+        }
         gen_ = Generation();
-        held_.Clear();
+        gen_.context = active_;
         return true;
       },
       [](Napi::Env e, bool&) { return e.Undefined(); });
@@ -573,12 +671,13 @@ Napi::Value LlmHandle::Reset(const Napi::CallbackInfo& info) {
 
 Napi::Value LlmHandle::EraseHistory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Llm* llm = Require(env, "Llm.eraseHistory");
+  Require(env, "Llm.eraseHistory");
   size_t begin = info[0].As<Napi::Number>().Int64Value();
   size_t end = info[1].As<Napi::Number>().Int64Value();
   return PromiseWorker<bool>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.eraseHistory",
-      [this, llm, begin, end]() {
+      [this, begin, end]() {
+        Llm* llm = Active();
         MNN::Express::ExecutorScope scope(llm->getExecutor());
         size_t current = llm->getCurrentHistory();
         size_t last = end == 0 ? current : end;
@@ -589,10 +688,13 @@ Napi::Value LlmHandle::EraseHistory(const Napi::CallbackInfo& info) {
         }
         llm->eraseHistory(begin, end);
         // Erasing a middle range shifts what follows it: the held tokens no longer say what the KV holds.
-        if (end == 0) {
-          held_.Truncate(begin);
-        } else {
-          held_.Clear();
+        if (contexts_.count() > 0) {
+          HeldPrefix& held = contexts_.at(active_).held;
+          if (end == 0) {
+            held.Truncate(begin);
+          } else {
+            held.Clear();
+          }
         }
         return true;
       },
@@ -646,7 +748,9 @@ Napi::Value LlmHandle::Dispose(const Napi::CallbackInfo& info) {
   }
   return PromiseWorker<bool>::Start(
       env, info.This().As<Napi::Object>(), &busy_, "Llm.dispose",
-      [llm]() {
+      [this, llm]() {
+        // The extra contexts first: their executions are clones of the instance's.
+        DropContexts(1);
         Llm::destroy(llm);
         return true;
       },
@@ -729,6 +833,7 @@ void LlmHandle::ThinkAloud(Llm* llm, const std::string& text) {
   prompt.prompt_template = llm->apply_chat_template(userTurn);
   std::vector<int> ids = llm->tokenizer_encode(prompt);
   if (ids.empty()) throw EngineError("EINVAL", "Llm.speak: the prompt encodes to no tokens for " + configPath_);
+  active_ = 0;
   PrefillIds(llm, ids, 0, nullptr);
   const auto* ctx = llm->getContext();
   for (int id : answer) {
@@ -740,7 +845,7 @@ void LlmHandle::ThinkAloud(Llm* llm, const std::string& text) {
     }
   }
   // The KV now holds the spoken answer, not a prompt of a conversation.
-  held_.Clear();
+  contexts_.at(0).held.Clear();
 }
 
 // nextSpeechChunk() → Promise<{samples: Float32Array, last: boolean} | null>; null when speech has ended.
@@ -768,6 +873,52 @@ Napi::Value LlmHandle::NextSpeechChunk(const Napi::CallbackInfo& info) {
         o.Set("last", Napi::Boolean::New(e, m.second.last));
         return o;
       });
+}
+
+// setConversations({max, budgetBytes, kvBytesPerToken, llmModel}) → Promise<void>: how many conversation contexts
+// the instance may keep (its own included; 1: snapshots off) and the bytes the extra ones may hold together. Extra
+// contexts over the new limits are dropped at once, least recently used first.
+Napi::Value LlmHandle::SetConversations(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Require(env, "Llm.setConversations");
+  if (!loaded_) ThrowJs(env, "ESTATE", "Llm.setConversations: the model is not loaded");
+  if (info.Length() < 1 || !info[0].IsObject()) {
+    ThrowJs(env, "EINVAL",
+            "Llm.setConversations({max: number, budgetBytes: number, kvBytesPerToken: number, llmModel: string})");
+  }
+  auto o = info[0].As<Napi::Object>();
+  auto num = [&](const char* name) -> double {
+    Napi::Value v = o.Get(name);
+    if (!v.IsNumber() || v.As<Napi::Number>().DoubleValue() < 0) {
+      ThrowJs(env, "EINVAL", std::string("Llm.setConversations: ") + name + " must be a non-negative number");
+    }
+    return v.As<Napi::Number>().DoubleValue();
+  };
+  size_t max = static_cast<size_t>(num("max"));
+  auto budget = static_cast<int64_t>(num("budgetBytes"));
+  auto perToken = static_cast<int64_t>(num("kvBytesPerToken"));
+  std::string model = StringField(o, "llmModel");
+  return PromiseWorker<bool>::Start(
+      env, info.This().As<Napi::Object>(), &busy_, "Llm.setConversations",
+      [this, max, budget, perToken, model]() {
+        contexts_.SetLimits(max, budget, perToken);
+        if (!model.empty()) llmModel_ = model;
+        DropContexts(contexts_.max());
+        TrimContexts();
+        return true;
+      },
+      [](Napi::Env e, bool&) { return e.Undefined(); });
+}
+
+// dropSnapshots() → Promise<number>: drops every extra context (memory is short; the model itself stays), and
+// resolves with the bytes they were counted at.
+Napi::Value LlmHandle::DropSnapshots(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Require(env, "Llm.dropSnapshots");
+  return PromiseWorker<double>::Start(
+      env, info.This().As<Napi::Object>(), &busy_, "Llm.dropSnapshots",
+      [this]() { return static_cast<double>(DropContexts(1)); },
+      [](Napi::Env e, double& freed) { return Napi::Number::New(e, freed); });
 }
 
 }  // namespace mnn_edge

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "pcm_queue.h"
+#include "kv_contexts.h"
 #include "prefix_reuse.h"
 #include "piece_stream.h"
 #include "speech_relay.h"
@@ -49,6 +50,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Speak(const Napi::CallbackInfo& info);
   Napi::Value NextSpeechChunk(const Napi::CallbackInfo& info);
+  Napi::Value SetConversations(const Napi::CallbackInfo& info);
+  Napi::Value DropSnapshots(const Napi::CallbackInfo& info);
 
   MNN::Transformer::Llm* Require(Napi::Env env, const char* what);
 
@@ -62,9 +65,13 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
     Napi::ObjectReference owner;
     std::thread thread;
   };
-  void Prefill(MNN::Transformer::Llm* llm, const PrefillRequest& req);
+  MNN::Transformer::Llm* Prefill(MNN::Transformer::Llm* llm, const PrefillRequest& req);
+  size_t OpenContext();
   void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids, size_t keep, std::ostream* os);
   void KeepHeld(MNN::Transformer::Llm* llm);
+  void TrimContexts();
+  int64_t DropContexts(size_t keepCount);
+  MNN::Transformer::Llm* Active() { return contexts_.count() == 0 ? llm_ : contexts_.at(active_).llm; }
   void ThinkAloud(MNN::Transformer::Llm* llm, const std::string& text);
   void DecodeLoop(MNN::Transformer::Llm* llm, const PrefillRequest& req, const std::shared_ptr<DecodeRun>& run);
   void Deliver(Napi::Env env, Napi::Function onBatch, DecodeRun& run);
@@ -80,6 +87,11 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
     std::vector<int> promptIds;
     size_t matchable = 0;
     ReusePlan reuse;
+    // Which context ran it and how it was chosen (kv_contexts.h), and what making a new one cost.
+    size_t context = 0;
+    std::string route = "only";
+    double contextCreateUs = 0;
+    std::string contextError;
   };
 
   std::string configPath_;
@@ -95,8 +107,13 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   // consumes them, and a second Talker::generate on none reads past its list).
   std::atomic<bool> voiceable_{false};
   std::weak_ptr<DecodeRun> run_;
-  // The tokens whose KV the Llm holds: a new prompt keeps the KV of its common prefix with them.
-  HeldPrefix held_;
+  // The instance's conversation contexts (the first is llm_), each with the tokens whose KV it holds: a new
+  // prompt keeps the KV of its common prefix with the context it is routed to.
+  KvContexts contexts_;
+  // The context of the last generation: stats(), eraseHistory() and speak() act on it.
+  size_t active_ = 0;
+  // Extra contexts are made from the graph file the config names (create_lora takes it relative to base_dir).
+  std::string llmModel_ = "llm.mnn";
   // Lives as long as the Llm, which keeps a pointer to it between generations.
   PieceStream pieces_;
 };

@@ -81,6 +81,18 @@ class HeldPrefix {
     matchable_ = 0;
   }
   size_t size() const { return ids_.size(); }
+  size_t matchable() const { return matchable_; }
+  // The held prompt (the part a later prompt may match).
+  std::vector<int> Prompt() const { return std::vector<int>(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(matchable_)); }
+  // Whether `ids` continues the conversation held here: it holds all of the held prompt (a next turn, a barge-in
+  // that cut the answer) or is itself a prefix of it (a regenerated answer). `lcp` gets the common length.
+  bool Continues(const std::vector<int>& ids, size_t* lcp) const {
+    size_t n = matchable_ < ids.size() ? matchable_ : ids.size();
+    size_t k = 0;
+    while (k < n && ids_[k] == ids[k]) ++k;
+    *lcp = k;
+    return matchable_ > 0 && (k == matchable_ || k == ids.size());
+  }
 
  private:
   std::vector<int> ids_;

@@ -31,8 +31,32 @@ export interface LlmConfigOverrides {
   [key: string]: unknown;
 }
 
+/**
+ * Conversation snapshots: how many conversations an instance keeps the KV of at once, so that conversations that
+ * interleave on it (voice, Wyoming, the OpenAI API on one slot) each keep their prefix. Each extra conversation
+ * has a context of its own on the instance's weights; they are dropped least recently used first to stay within
+ * `budgetBytes`. Text-only models: MNN makes extra contexts as plain LLMs, without an omni model's encoders or
+ * talker.
+ */
+export interface ConversationOptions {
+  /** Conversations kept at once, the instance's own context included (1: snapshots off). */
+  max: number;
+  /** Bytes the extra contexts may hold together: what making each took, plus its KV. */
+  budgetBytes: number;
+  /**
+   * One token's KV in bytes (all layers, K and V). Default: an upper bound from the config, layer_nums × 2 ×
+   * hidden_size × 4 (fp32, no grouped-query sharing); the catalog's figure is closer where it has one.
+   */
+  kvBytesPerToken?: number;
+}
+
+/** Upper bound of ConversationOptions.max. */
+export const MAX_CONVERSATIONS = 64;
+
 export interface LlmLoadOptions {
   overrides?: LlmConfigOverrides;
+  /** Keep several conversations' KV on the instance (default: one). */
+  conversations?: ConversationOptions;
   /** The loaded addon; by default the one engine/build holds. */
   addon?: EngineAddon;
 }
@@ -113,4 +137,40 @@ export function checkOverrides(overrides: unknown): LlmConfigOverrides {
  */
 export function encoderPrecision(asked: Level | undefined, arch: string = process.arch): Level | undefined {
   return asked === 'low' && arch === 'arm64' ? 'normal' : asked;
+}
+
+/** Checks ConversationOptions; undefined stays undefined. */
+export function checkConversations(c: unknown): ConversationOptions | undefined {
+  if (c === undefined) return undefined;
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) {
+    throw invalidParameter('conversations', 'an object {max, budgetBytes, kvBytesPerToken?}', c);
+  }
+  const o = c as Record<string, unknown>;
+  const max = o['max'];
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_CONVERSATIONS) {
+    throw invalidParameter('conversations.max', `an integer from 1 to ${MAX_CONVERSATIONS}`, max);
+  }
+  const budget = o['budgetBytes'];
+  if (typeof budget !== 'number' || !Number.isSafeInteger(budget) || budget < 0) {
+    throw invalidParameter('conversations.budgetBytes', 'a non-negative integer', budget);
+  }
+  const perToken = o['kvBytesPerToken'];
+  if (
+    perToken !== undefined &&
+    (typeof perToken !== 'number' || !Number.isSafeInteger(perToken) || perToken < 0)
+  ) {
+    throw invalidParameter('conversations.kvBytesPerToken', 'a non-negative integer', perToken);
+  }
+  return {
+    max,
+    budgetBytes: budget,
+    ...(perToken !== undefined ? { kvBytesPerToken: perToken as number } : {}),
+  };
+}
+
+/** An upper bound of one token's KV from an MNN config: every layer's K and V at fp32, one head per query head. */
+export function kvBytesPerTokenBound(config: Readonly<Record<string, unknown>>): number {
+  const layers = Number(config['layer_nums'] ?? 0);
+  const hidden = Number(config['hidden_size'] ?? 0);
+  return Number.isFinite(layers) && Number.isFinite(hidden) ? Math.max(0, layers * 2 * hidden * 4) : 0;
 }

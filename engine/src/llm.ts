@@ -28,9 +28,12 @@ export {
 } from './generation.js';
 
 import {
+  type ConversationOptions,
+  checkConversations,
   checkOverrides,
   encoderPrecision,
   type GenerateOptions,
+  kvBytesPerTokenBound,
   type LlmConfigOverrides,
   type LlmLoadOptions,
   MAX_CPU_ID,
@@ -39,10 +42,13 @@ import {
 } from './llm-options.js';
 
 export {
+  type ConversationOptions,
   encoderPrecision,
   type GenerateOptions,
+  kvBytesPerTokenBound,
   type LlmConfigOverrides,
   type LlmLoadOptions,
+  MAX_CONVERSATIONS,
   MAX_CPU_ID,
   MAX_HANDOVER_HOLD_MS,
   MAX_READ_AHEAD,
@@ -155,6 +161,7 @@ export class Llm {
     }
     // reuse_kv: MNN keeps the KV cache between calls, and the addon erases what a new prompt does not share.
     let overrides: LlmConfigOverrides = { reuse_kv: true, ...checkOverrides(options.overrides) };
+    const conversations = checkConversations(options.conversations);
     const addon = options.addon ?? createAddonLoader().load();
     let handle = Llm.#open(addon, configPath, overrides);
     try {
@@ -179,6 +186,7 @@ export class Llm {
       }
       const t = await handle.load(weightFiles(configPath, config));
       llm.loadTiming = { readMs: t.readUs / 1000, readBytes: t.readBytes, mnnLoadMs: t.loadUs / 1000 };
+      if (conversations) await llm.#setConversations(conversations);
       return llm;
     } catch (err) {
       await handle.dispose().catch(() => {});
@@ -391,7 +399,50 @@ export class Llm {
     })();
   }
 
-  /** Clears the conversation (KV cache and history). */
+  /**
+   * How many conversations the instance keeps the KV of, within what bytes (see ConversationOptions); lowering
+   * them drops extra contexts at once. An omni model (vision, audio or a talker) keeps one: MNN makes extra
+   * contexts as plain LLMs. Throws ENOTSUP with an addon built before conversation contexts.
+   */
+  async setConversations(options: ConversationOptions): Promise<void> {
+    const checked = checkConversations(options);
+    if (checked === undefined) throw invalidParameter('options', 'an object {max, budgetBytes}', options);
+    return this.#setConversations(checked);
+  }
+
+  #setConversations(c: ConversationOptions): Promise<void> {
+    const handle = this.#handle;
+    const setter = handle.setConversations;
+    if (setter === undefined) {
+      return Promise.reject(
+        new EngineError(
+          'ENOTSUP',
+          'Llm.setConversations: this engine build predates conversation contexts; rebuild it',
+        ),
+      );
+    }
+    const { vision, audio, talker } = this.capabilities;
+    const limits = {
+      max: vision || audio || talker ? 1 : c.max,
+      budgetBytes: c.budgetBytes,
+      kvBytesPerToken: c.kvBytesPerToken ?? kvBytesPerTokenBound(this.config),
+      llmModel: typeof this.config['llm_model'] === 'string' ? this.config['llm_model'] : 'llm.mnn',
+    };
+    return this.#call('setConversations', () => setter.call(handle, limits));
+  }
+
+  /**
+   * Drops the KV of every conversation but the one in the instance's own context (memory is short: snapshots go
+   * before any model is unloaded). Resolves with the bytes they were counted at (0 with an older addon).
+   */
+  async dropSnapshots(): Promise<number> {
+    const handle = this.#handle;
+    const drop = handle.dropSnapshots;
+    if (drop === undefined) return 0;
+    return this.#call('dropSnapshots', () => drop.call(handle));
+  }
+
+  /** Clears every conversation (KV cache and history). */
   async reset(): Promise<void> {
     return this.#call('reset', () => this.#handle.reset());
   }

@@ -105,18 +105,55 @@ export interface NativeTokenBatch {
 /**
  * What a generation did with the KV cache the model held: `hit` kept all of it (the prompt extends what the model
  * holds), `partial` a prefix, `miss` none. `reason` says why not all of it: `cold` (nothing held: a new, restarted
- * or failed-over host), `disabled` (the request or config turned reuse off), `diverged` (the prompt differs from
- * the held tokens after `reusedTokens`: an edited or another conversation, a changed system prompt), `media` (a
- * prefix is kept only up to the first image/audio part), `regenerate` (the whole prompt was held: its last token is
- * prefilled again for its logits).
+ * or failed-over host, or a new conversation context), `disabled` (the request or config turned reuse off),
+ * `diverged` (the prompt differs from the held tokens after `reusedTokens`: an edited or another conversation, a
+ * changed system prompt), `media` (a prefix is kept only up to the first image/audio part), `regenerate` (the
+ * whole prompt was held: its last tokens are prefilled again for their logits), `evicted` (the prompt continues a
+ * conversation whose context was given up: least recently used, over the byte budget, or memory was short).
  */
 export interface PrefixReuse {
   outcome: 'hit' | 'partial' | 'miss';
-  reason: 'cold' | 'disabled' | 'diverged' | 'media' | 'regenerate' | null;
+  reason: 'cold' | 'disabled' | 'diverged' | 'media' | 'regenerate' | 'evicted' | null;
   reusedTokens: number;
   prefilledTokens: number;
-  /** Tokens whose KV the model held before this generation. */
+  /** Tokens whose KV the model held before this generation (in the context it ran in). */
   heldTokens: number;
+  /** The conversation contexts of the instance (absent from addons built before them). */
+  contexts?: ConversationContexts;
+}
+
+/**
+ * An instance's conversation contexts after a generation (engine/native/kv_contexts.h). Each context keeps the KV
+ * of one conversation; extra ones share the instance's weights (MNN's Llm::create_lora on the same graph).
+ */
+export interface ConversationContexts {
+  /** The context this generation ran in (0: the instance's own). */
+  context: number;
+  /**
+   * How it was chosen: `own` (it continues the conversation that context holds), `new` (a context of its own was
+   * made), `lru` (it took over the least recently used context), `only` (one context: snapshots off).
+   */
+  route: 'own' | 'new' | 'lru' | 'only';
+  count: number;
+  max: number;
+  /** What the extra contexts hold together (made + KV), against `budgetBytes`. */
+  snapshotBytes: number;
+  budgetBytes: number;
+  /** Conversations given up so far. */
+  evictions: number;
+  /** Making the new context took this long (0 unless route is `new`); it is part of this generation's TTFT. */
+  createUs: number;
+  /** Why a new context could not be made (then it took over the least recently used one). */
+  error: string | null;
+}
+
+/** Limits of an instance's conversation contexts (see ConversationOptions). */
+export interface NativeConversationLimits {
+  max: number;
+  budgetBytes: number;
+  kvBytesPerToken: number;
+  /** The graph file as the config names it (relative to base_dir): extra contexts are made from it. */
+  llmModel: string;
 }
 
 export interface NativeLlmStats {
@@ -177,6 +214,10 @@ export interface NativeLlmHandle {
     refAudio?: string;
   }): Promise<void>;
   nextSpeechChunk(): Promise<{ samples: Float32Array; last: boolean } | null>;
+  /** Absent from addons built before conversation contexts. */
+  setConversations?(limits: NativeConversationLimits): Promise<void>;
+  /** Drops every extra conversation context; resolves with the bytes they were counted at. */
+  dropSnapshots?(): Promise<number>;
 }
 
 export type TensorData = Float32Array | Int32Array | Uint8Array | Int8Array;

@@ -11,6 +11,7 @@ import { TypedEventEmitter } from '../../../lib/typed-events.js';
 import { EngineError, type EngineErrorCode } from '../errors.js';
 import type { GraphOutput, Tensor } from '../graph.js';
 import type {
+  ConversationOptions,
   GenerateOptions,
   GenerationResult,
   GenerationStats,
@@ -132,8 +133,23 @@ export class EngineHostClient {
   }
 
   /** Loads the model this host will serve (one per host). */
-  async load(configPath: string, overrides: LlmConfigOverrides = {}): Promise<LoadedModel> {
-    return (await this.#request({ type: 'load', configPath, overrides }, 'load')) as LoadedModel;
+  async load(
+    configPath: string,
+    overrides: LlmConfigOverrides = {},
+    conversations?: ConversationOptions,
+  ): Promise<LoadedModel> {
+    return (await this.#request(
+      { type: 'load', configPath, overrides, ...(conversations ? { conversations } : {}) },
+      'load',
+    )) as LoadedModel;
+  }
+
+  /**
+   * Drops the KV of every conversation but the one in the instance's own context (memory is short); resolves with
+   * the bytes they were counted at.
+   */
+  async dropSnapshots(): Promise<number> {
+    return (await this.#request({ type: 'drop-snapshots' }, 'drop-snapshots')) as number;
   }
 
   /** Loads a non-LLM model (Silero VAD, an encoder) into this host instead of an LLM. */

@@ -62,7 +62,11 @@ function createHostModel(send: (msg: HostResponse) => void) {
   const handlers = {
     async load(m: Request<'load'>) {
       refuseSecond();
-      const llm = await Llm.load(m.configPath, { overrides: m.overrides, addon: addonLoader.load() });
+      const llm = await Llm.load(m.configPath, {
+        overrides: m.overrides,
+        addon: addonLoader.load(),
+        ...(m.conversations ? { conversations: m.conversations } : {}),
+      });
       held = { kind: 'llm', model: llm };
       return {
         configPath: llm.configPath,
@@ -126,6 +130,9 @@ function createHostModel(send: (msg: HostResponse) => void) {
       await requireLlm('reset').reset();
       return undefined;
     },
+    dropSnapshots() {
+      return requireLlm('drop-snapshots').dropSnapshots();
+    },
     // Availability, not an error: a missing addon is an answer the caller wants to show as is.
     runtimeInfo: () => addonLoader.availability(),
   };
@@ -175,6 +182,8 @@ export function serveEngineHost(channel: NodeJS.Process): void {
           return handlers.stats();
         case 'reset':
           return handlers.reset();
+        case 'drop-snapshots':
+          return handlers.dropSnapshots();
         case 'unload':
           return release();
       }

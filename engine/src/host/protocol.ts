@@ -4,6 +4,7 @@
 
 import type { GraphLoadOptions, GraphOutput, Tensor } from '../graph.js';
 import type {
+  ConversationOptions,
   GenerateOptions,
   GenerationDelivery,
   GenerationResult,
@@ -31,7 +32,13 @@ export type HostWakeOptions = Omit<WakeLoadOptions, 'addon'>;
 export type HostGenerateOptions = Omit<GenerateOptions, 'signal'>;
 
 export type HostRequest =
-  | { type: 'load'; id: number; configPath: string; overrides: LlmConfigOverrides }
+  | {
+      type: 'load';
+      id: number;
+      configPath: string;
+      overrides: LlmConfigOverrides;
+      conversations?: ConversationOptions;
+    }
   | { type: 'load-module'; id: number; path: string; options: HostModuleOptions }
   /** An openWakeWord pipeline (melspectrogram, embedding, keyword heads); `forward` then runs one 80 ms step. */
   | { type: 'load-wake'; id: number; files: WakeFiles; options: HostWakeOptions }
@@ -43,6 +50,8 @@ export type HostRequest =
   | { type: 'cancel'; id: number; target: number }
   | { type: 'stats'; id: number }
   | { type: 'reset'; id: number }
+  /** Drops the KV of every conversation but the instance's own context; answers the bytes they held. */
+  | { type: 'drop-snapshots'; id: number }
   | { type: 'unload'; id: number }
   | { type: 'exit'; id: number };
 
@@ -85,6 +94,7 @@ export type HostResultValue =
   | GraphOutput[]
   | EngineAvailability
   | GenerationStats
+  | number
   | null
   | undefined;
 
