@@ -1,5 +1,5 @@
 import { candidateKey, configKey } from './config-key.js';
-import { estimateInstanceBytes } from './memory.js';
+import { estimateInstanceBytes, snapshotsFor } from './memory.js';
 import { decidePrecision, FP16, fp32Precision, precisionLabel } from './precision.js';
 import { chooseThreads } from './threads.js';
 import type {
@@ -269,6 +269,7 @@ export function enumerateCandidates(
   const variants = constraints.variant
     ? model.variants.filter((v) => v.variantId === constraints.variant)
     : model.variants;
+  const snapshots = snapshotsFor(model.kind, ctx.policy);
   for (const variant of variants) {
     const backends = new Set<BackendType>(variant.backends);
     if (constraints.backend) {
@@ -306,7 +307,8 @@ export function enumerateCandidates(
           configPath: variant.configPath,
           ...(variant.configOverrides ? { configOverrides: variant.configOverrides } : {}),
           config,
-          memoryBytes: estimateInstanceBytes(variant, ctx.contextTokens, ctx.policy),
+          memoryBytes: estimateInstanceBytes(variant, ctx.contextTokens, ctx.policy, snapshots?.budgetBytes),
+          ...(snapshots ? { conversations: snapshots } : {}),
           evidence: ev.evidence,
           refSeconds: ev.refSeconds,
           summary: ev.summary,

@@ -1,4 +1,11 @@
-import type { CatalogVariant, MemoryBudget, PlanBoard, PlanPolicy } from './types.js';
+import type {
+  CatalogVariant,
+  ConversationSnapshots,
+  MemoryBudget,
+  ModelKind,
+  PlanBoard,
+  PlanPolicy,
+} from './types.js';
 
 export const MiB = 1024 * 1024;
 
@@ -15,8 +22,21 @@ export function estimateInstanceBytes(
   variant: CatalogVariant,
   contextTokens: number,
   policy: PlanPolicy,
+  snapshotBytes = 0,
 ): number {
-  return variant.weightBytes + variant.kvBytesPerToken * contextTokens + policy.instanceOverheadBytes;
+  return (
+    variant.weightBytes +
+    variant.kvBytesPerToken * contextTokens +
+    policy.instanceOverheadBytes +
+    snapshotBytes
+  );
+}
+
+/** The conversation snapshots an instance of this kind keeps: text LLMs only (MNN makes extra contexts as plain
+ *  LLMs, without an omni model's encoders or talker); none when the policy keeps one conversation. */
+export function snapshotsFor(kind: ModelKind, policy: PlanPolicy): ConversationSnapshots | undefined {
+  const s = policy.conversationSnapshots;
+  return kind === 'llm' && s.max > 1 ? s : undefined;
 }
 
 export function memoryBudget(board: PlanBoard, policy: PlanPolicy): Omit<MemoryBudget, 'plannedBytes'> {

@@ -58,10 +58,13 @@ function explainMemory(c: Candidate, group: Group, overheadBytes: number, leftBy
   const variant = group.model.variants.find((v) => v.variantId === c.variantId);
   const kvPerToken = variant?.kvBytesPerToken ?? 0;
   const kv = kvPerToken * group.contextTokens;
+  const snapshots = c.conversations
+    ? ` + conversation snapshots ${mib(c.conversations.budgetBytes)} (up to ${c.conversations.max - 1} more conversations' KV)`
+    : '';
   return (
     `memory ${mib(c.memoryBytes)} = weights ${mib(variant?.weightBytes ?? 0)} + KV cache ` +
-    `${group.contextTokens} tokens × ${(kvPerToken / 1024).toFixed(1)} KiB = ${mib(kv)} + engine ${mib(overheadBytes)}; ` +
-    `${mib(leftBytes)} of the budget left`
+    `${group.contextTokens} tokens × ${(kvPerToken / 1024).toFixed(1)} KiB = ${mib(kv)} + engine ${mib(overheadBytes)}` +
+    `${snapshots}; ${mib(leftBytes)} of the budget left`
   );
 }
 

@@ -190,6 +190,17 @@ export interface PlanPolicy {
   staticOrder: BackendType[];
   /** Longest fallback chain kept per instance (the chosen candidate excluded). */
   maxChain: number;
+  /**
+   * Per text LLM instance: conversations whose KV it keeps at once (its own context included) and the bytes the
+   * extra ones may hold together. The bytes are counted in the instance's memory; under memory pressure they are
+   * the first to go, before any model is unloaded.
+   */
+  conversationSnapshots: ConversationSnapshots;
+}
+
+export interface ConversationSnapshots {
+  max: number;
+  budgetBytes: number;
 }
 
 export const defaultPlanPolicy: PlanPolicy = {
@@ -202,6 +213,9 @@ export const defaultPlanPolicy: PlanPolicy = {
   memory: 'low',
   staticOrder: ['npu', 'hexagon', 'cuda', 'opencl', 'vulkan', 'metal', 'cpu'],
   maxChain: 3,
+  // Voice, Wyoming and the OpenAI API may share one chat instance: a conversation each, and room for a
+  // ~1000-token conversation of a 1–2B model's KV beside the instance's own.
+  conversationSnapshots: { max: 3, budgetBytes: 64 * 1024 * 1024 },
 };
 
 export interface PlanInput {
@@ -233,6 +247,8 @@ export interface Candidate {
   configOverrides?: Record<string, unknown>;
   config: MnnConfig;
   memoryBytes: number;
+  /** Conversation snapshots the instance keeps (text LLMs; counted in memoryBytes). */
+  conversations?: ConversationSnapshots;
   evidence: Evidence;
   /** Estimated seconds for the slot kind's reference request; undefined when only the static order is known. */
   refSeconds: number | undefined;

@@ -23,10 +23,19 @@ export interface SlotRuntimeStats {
 /** One generation's use of the KV its engine host held (engine's PrefixReuse). */
 export interface KvReuseOutcome {
   outcome: 'hit' | 'partial' | 'miss';
-  /** Why not all of it: cold (a new, restarted or failed-over host), disabled, diverged, media, regenerate. */
+  /**
+   * Why not all of it: cold (a new, restarted or failed-over host, or a new conversation context), disabled,
+   * diverged, media, regenerate, evicted (its conversation's snapshot was given up).
+   */
   reason: string | null;
   reusedTokens: number;
   prefilledTokens: number;
+  /** The conversation context it ran in (0: the instance's own) and how that was chosen: own, new, lru, only. */
+  context?: number;
+  route?: string;
+  /** Conversation contexts the instance held after it, and the bytes the extra ones hold. */
+  contexts?: number;
+  snapshotBytes?: number;
 }
 
 export interface KvReuseCounters {

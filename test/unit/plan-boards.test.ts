@@ -200,7 +200,7 @@ test('spacemit-k1 (4 GB, RAM read from the fixture meminfo): vision stays unload
     'vision.vlm': 'unloaded',
   });
   t.deepEqual(p.slots.find((s) => s.slot === 'vision.vlm')!.reasons, [
-    'qwen2-vl-2b@1.0.0 needs at least 1504 MiB but only 887 MiB of the 2663 MiB budget is left after higher-priority slots',
+    'qwen2-vl-2b@1.0.0 needs at least 1504 MiB but only 823 MiB of the 2663 MiB budget is left after higher-priority slots',
   ]);
 });
 

@@ -146,12 +146,32 @@ test('spacemit-k1 (4 GB): the lowest-priority slot stays unloaded and the plan s
     'voice.tts': `placed cosyvoice-300m@1.0.0/int8|${cpu8}`,
     'vision.vlm': 'unloaded -',
   });
-  // budget: floor(3806.99 MiB × 0.75) − 192 MiB; asr 288 + llm 1104 + tts 384 leave 887 MiB.
+  // budget: floor(3806.99 MiB × 0.75) − 192 MiB; asr 288 + llm 1104 (+ 64 conversation snapshots) + tts 384
+  // leave 823 MiB.
   t.is(p.budget.budgetBytes, Math.floor(3_898_372 * 1024 * 0.75) - 192 * 1024 * 1024);
   t.deepEqual(p.slots.find((s) => s.slot === 'vision.vlm')!.reasons, [
-    'qwen2-vl-2b@1.1.0 needs at least 1504 MiB but only 887 MiB of the 2663 MiB budget is left after higher-priority slots',
+    'qwen2-vl-2b@1.1.0 needs at least 1504 MiB but only 823 MiB of the 2663 MiB budget is left after higher-priority slots',
   ]);
   t.true(p.budget.plannedBytes <= p.budget.budgetBytes);
+});
+
+test('a text LLM instance counts its conversation snapshots in its memory; the policy can turn them off', (t) => {
+  const slots = [slot('voice.llm', { model: { id: 'qwen2.5-1.5b' } }, 80, { contextTokens: 512 })];
+  const on = plan(boards.k1, slots);
+  const off = plan(boards.k1, slots, {
+    policy: { ...defaultPlanPolicy, conversationSnapshots: { max: 1, budgetBytes: 64 * 1024 * 1024 } },
+  });
+  const chosenOn = on.instances[0]!.chosen;
+  const chosenOff = off.instances[0]!.chosen;
+  t.deepEqual(chosenOn.conversations, { max: 3, budgetBytes: 64 * 1024 * 1024 });
+  t.is(chosenOff.conversations, undefined);
+  t.is(chosenOn.memoryBytes - chosenOff.memoryBytes, 64 * 1024 * 1024);
+  t.true(
+    on.instances[0]!.reasons.some((r) =>
+      r.includes(" + conversation snapshots 64 MiB (up to 2 more conversations' KV)"),
+    ),
+    on.instances[0]!.reasons.join('\n'),
+  );
 });
 
 test('spacemit-k1: a slot degrades to a smaller variant when the faster one does not fit', (t) => {
@@ -172,7 +192,7 @@ test('spacemit-k1: a slot degrades to a smaller variant when the faster one does
   const llm = p.slots.find((s) => s.slot === 'voice.llm')!;
   t.is(llm.status, 'degraded');
   t.is(llm.instanceKey, `qwen2.5-1.5b@1.0.0/int4|${cpu8}`);
-  t.is(llm.reasons[1], 'degraded: int8 on cpu needs 1862 MiB, only 1442 MiB of the budget was left');
+  t.is(llm.reasons[1], 'degraded: int8 on cpu needs 1926 MiB, only 1442 MiB of the budget was left');
   t.is(p.slots.find((s) => s.slot === 'voice.tts')!.status, 'unloaded');
   // The bigger variant cannot be a fallback: it was never reserved.
   const inst = p.instances.find((i) => i.slots.includes('voice.llm'))!;

@@ -56,6 +56,18 @@ export class FakeHost implements EngineHost {
     });
   }
 
+  /** Times dropSnapshots() was called. */
+  snapshotDrops = 0;
+  #snapshotsHeld = true;
+
+  async dropSnapshots(): Promise<number> {
+    this.snapshotDrops++;
+    const freed = this.#snapshotsHeld ? this.#world.snapshotBytes : 0;
+    this.#snapshotsHeld = false;
+    this.#world.memAvailable += freed;
+    return freed;
+  }
+
   async load(spec: InstanceSpec): Promise<LoadReport> {
     await sleep(5);
     if (this.#world.behaviour.loadHangs.has(spec.config.backend_type)) await new Promise(() => {});
@@ -177,6 +189,8 @@ export class FakeWorld implements EngineHostFactory, SystemMemory {
   peakRssBytes = 110 * MiB;
   /** Exited hosts do not give their memory back (a leak the release check must catch). */
   leakOnExit = false;
+  /** What each loaded host's conversation snapshots hold: dropSnapshots() gives it back to MemAvailable. */
+  snapshotBytes = 0;
   hosts: FakeHost[] = [];
   behaviour: FakeBehaviour = {
     loadFails: new Map(),

@@ -270,7 +270,7 @@ test('no room for both: stop-then-load, requests wait for the new instance inste
   const { world, runtime, events } = setup();
   await runtime.configure(slots);
   await ready(runtime);
-  world.memAvailable = 700 * MiB; // 444 MiB above the reserve; the new instance needs 548 MiB
+  world.memAvailable = 700 * MiB; // 444 MiB above the reserve; the new instance needs 612 MiB
   const traffic = load(runtime, 'voice.llm', 3);
   await until(() => (traffic.served.get(v1) ?? 0) > 0, `a request served by ${v1}`);
   await runtime.setModelVersion('tiny-llm', '2', 'job-8');
@@ -281,10 +281,26 @@ test('no room for both: stop-then-load, requests wait for the new instance inste
   const plan = events.plan!.at(-1)!;
   t.deepEqual(plan.strategies, { [v2]: 'stop-then-load' });
   t.deepEqual(plan.notes, [
-    `${v2}: stop-then-load: it needs 548 MiB but only 444 MiB is available above the 256 MiB reserve while ` +
+    `${v2}: stop-then-load: it needs 612 MiB but only 444 MiB is available above the 256 MiB reserve while ` +
       `${v1} is loaded; voice.llm, vision.vlm wait unserved during the swap`,
   ]);
   t.deepEqual(plan.steps.slice(0, 2), ['switch voice.llm, vision.vlm → (unserved)', `drain ${v1}`]);
+  await runtime.stop();
+});
+
+test('memory short for a swap: conversation snapshots are dropped first, and then the old model need not stop', async (t) => {
+  const { world, runtime, events } = setup();
+  await runtime.configure(slots);
+  await ready(runtime);
+  world.memAvailable = 700 * MiB; // 444 MiB above the reserve; the new instance needs 612 MiB
+  world.snapshotBytes = 200 * MiB; // what the old instance's snapshots give back
+  const old = world.live()[0]!;
+  await runtime.setModelVersion('tiny-llm', '2', 'job-10');
+  await ready(runtime);
+  t.is(old.snapshotDrops, 1);
+  const plan = events.plan!.at(-1)!;
+  t.deepEqual(plan.strategies, { [v2]: 'blue-green' });
+  t.deepEqual(runtime.state().serving, { 'voice.llm': v2, 'vision.vlm': v2 });
   await runtime.stop();
 });
 

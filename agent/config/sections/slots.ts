@@ -44,6 +44,11 @@ export interface RuntimeConfig {
   drainTimeoutMs?: number;
   /** Probe new models in the background after an install. */
   probeAfterInstall?: boolean;
+  /**
+   * Per text LLM instance: conversations whose KV it keeps at once (1: one, as before) and the MiB the extra ones
+   * may hold together; counted in the memory plan, dropped first when memory is short.
+   */
+  conversationSnapshots?: { max?: number; budgetMiB?: number };
 }
 
 /** The built-in order of importance: voice first (a conversation stalls without it), vision last. */
@@ -109,6 +114,14 @@ export const runtimeSchema: JsonSchema = {
     swapReserveMiB: { type: 'integer', minimum: 0 },
     drainTimeoutMs: { type: 'integer', minimum: 0, maximum: 600_000 },
     probeAfterInstall: { type: 'boolean' },
+    conversationSnapshots: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        max: { type: 'integer', minimum: 1, maximum: 64 },
+        budgetMiB: { type: 'integer', minimum: 0 },
+      },
+    },
   },
 };
 
@@ -154,5 +167,12 @@ export function planPolicyFromConfig(runtime: RuntimeConfig | undefined): PlanPo
     ...defaultPlanPolicy,
     ...(runtime?.budgetFraction !== undefined ? { budgetFraction: runtime.budgetFraction } : {}),
     ...(runtime?.reserveMiB !== undefined ? { reserveBytes: runtime.reserveMiB * 1024 * 1024 } : {}),
+    conversationSnapshots: {
+      max: runtime?.conversationSnapshots?.max ?? defaultPlanPolicy.conversationSnapshots.max,
+      budgetBytes:
+        runtime?.conversationSnapshots?.budgetMiB !== undefined
+          ? runtime.conversationSnapshots.budgetMiB * 1024 * 1024
+          : defaultPlanPolicy.conversationSnapshots.budgetBytes,
+    },
   };
 }

@@ -18,6 +18,7 @@ export function specOf(c: Candidate, kindOf: KindOf = () => undefined): Instance
     ...(c.configOverrides ? { configOverrides: c.configOverrides } : {}),
     config: c.config,
     memoryBytes: c.memoryBytes,
+    ...(c.conversations ? { conversations: c.conversations } : {}),
   };
 }
 

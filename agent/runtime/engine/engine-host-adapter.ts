@@ -104,14 +104,18 @@ class AdaptedHost implements EngineHost {
       }
       const cache = this.#prepareCache(spec);
       const t0 = performance.now();
-      const loaded = await this.#client.load(spec.configPath, {
-        ...spec.configOverrides,
-        backend_type: spec.config.backend_type,
-        thread_num: spec.config.thread_num,
-        precision: spec.config.precision,
-        memory: spec.config.memory,
-        ...(cache ? { tmp_path: cache.dir } : {}),
-      });
+      const loaded = await this.#client.load(
+        spec.configPath,
+        {
+          ...spec.configOverrides,
+          backend_type: spec.config.backend_type,
+          thread_num: spec.config.thread_num,
+          precision: spec.config.precision,
+          memory: spec.config.memory,
+          ...(cache ? { tmp_path: cache.dir } : {}),
+        },
+        spec.conversations,
+      );
       if (cache)
         this.#options.log.info('model loaded on a GPU backend', {
           key: spec.key,
@@ -176,6 +180,14 @@ class AdaptedHost implements EngineHost {
                   reason: s.reuse.reason,
                   reusedTokens: s.reuse.reusedTokens,
                   prefilledTokens: s.reuse.prefilledTokens,
+                  ...(s.reuse.contexts
+                    ? {
+                        context: s.reuse.contexts.context,
+                        route: s.reuse.contexts.route,
+                        contexts: s.reuse.contexts.count,
+                        snapshotBytes: s.reuse.contexts.snapshotBytes,
+                      }
+                    : {}),
                 },
               }
             : {}),
@@ -212,6 +224,14 @@ class AdaptedHost implements EngineHost {
 
   memory(): Promise<HostMemory> {
     return processMemory(this.pid, this.#procRoot);
+  }
+
+  async dropSnapshots(): Promise<number> {
+    try {
+      return await this.#client.dropSnapshots();
+    } catch (err) {
+      throw classify(err, 'generate');
+    }
   }
 
   async unload(): Promise<void> {

@@ -22,6 +22,8 @@ export interface InstanceSpec {
   config: MnnConfig;
   /** The planner's estimate; used to decide blue/green vs stop-then-load. */
   memoryBytes: number;
+  /** Conversations whose KV a text LLM keeps at once, and the bytes the extra ones may hold (in memoryBytes). */
+  conversations?: { max: number; budgetBytes: number };
 }
 
 export interface HostExit {
@@ -109,6 +111,11 @@ export interface EngineHost {
   /** One run of a Module model (spec.kind `vad`). Throws EngineFailure. */
   forward(inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]>;
   memory(): Promise<HostMemory>;
+  /**
+   * Drops the KV of every conversation but the one in the instance's own context (memory is short: snapshots go
+   * before any model is unloaded); resolves with the bytes they were counted at. Absent: nothing to drop.
+   */
+  dropSnapshots?(): Promise<number>;
   unload(): Promise<void>;
   /** Ask the process to exit, kill it after a grace period; resolves with how it exited. */
   stop(): Promise<HostExit>;

@@ -51,11 +51,15 @@ export class Reconciler {
       const { target, choices } = activeTarget(placement, failures, kindOf);
       this.#failover.announce(choices);
       const current = table.current();
-      const availableBytes = await deps.memory.memAvailableBytes();
-      const plan = planSteps(current, target, {
-        availableBytes,
+      const memory = async () => ({
+        availableBytes: await deps.memory.memAvailableBytes(),
         reserveBytes: opts.memoryReserveBytes,
       });
+      let plan = planSteps(current, target, await memory());
+      // Memory too short to keep the old instance while a new one loads: conversation snapshots go first, and
+      // the plan is made again with what they gave back, before any model is stopped for room.
+      if (Object.values(plan.strategies).includes('stop-then-load') && (await this.#dropSnapshots()) > 0)
+        plan = planSteps(current, target, await memory());
       if (plan.steps.length === 0) {
         this.#failover.scheduleRetryOfPreferred();
         return;
@@ -78,6 +82,25 @@ export class Reconciler {
       }
     }
     throw new Error(`reconcile did not converge in ${MAX_ATTEMPTS_PER_RUN} attempts`);
+  }
+
+  /** Asks every ready LLM host to drop its conversation snapshots; the bytes they were counted at, summed. */
+  async #dropSnapshots(): Promise<number> {
+    let freed = 0;
+    for (const inst of this.#core.table.instances.values()) {
+      if (inst.status !== 'ready' || !inst.spec.conversations || !inst.host.dropSnapshots) continue;
+      try {
+        const bytes = await inst.host.dropSnapshots();
+        freed += bytes;
+        this.#core.log.info('conversation snapshots dropped for memory', { instance: inst.spec.key, bytes });
+      } catch (err) {
+        this.#core.log.warn('dropping conversation snapshots failed', {
+          instance: inst.spec.key,
+          error: errorMessage(err),
+        });
+      }
+    }
+    return freed;
   }
 
   /** The watchdog's tick: fresh RSS of the serving hosts for the dashboard. */

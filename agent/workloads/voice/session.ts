@@ -27,8 +27,10 @@ function resultMetrics(metrics: TurnMetrics, result: ChatResult): void {
   if (result.decodeMs > 0) metrics.tokensPerSec = (result.generatedTokens / result.decodeMs) * 1000;
   if (result.reuse) {
     metrics.kvReusedTokens = result.reuse.reusedTokens;
-    const { outcome, reason } = result.reuse;
-    metrics.kvReuse = reason === null ? outcome : `${outcome} (${reason})`;
+    const { outcome, reason, route, context } = result.reuse;
+    // With conversation snapshots: which context served it and how (own: its conversation's; new; lru).
+    const where = route !== undefined && route !== 'only' ? ` · context ${context ?? 0} ${route}` : '';
+    metrics.kvReuse = `${reason === null ? outcome : `${outcome} (${reason})`}${where}`;
   }
   handoverOf(metrics);
 }

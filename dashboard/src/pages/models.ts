@@ -4,7 +4,7 @@ import type {
   PlacementView,
 } from '../../../agent/dashboard-api/ports.js';
 import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
-import type { LoadTimeRecord } from '../../../agent/runtime/desired/types.js';
+import type { LoadTimeRecord, SlotStats } from '../../../agent/runtime/desired/types.js';
 import { describeLoadSplit } from '../../../agent/runtime/engine/load-split.js';
 import type { SlotPhase, SlotState } from '../../../agent/runtime/measuring/slot-states.js';
 import type { InstanceLoad } from '../../../agent/runtime/reconciling/load-times.js';
@@ -160,6 +160,43 @@ function loadTimesTable(loads: LoadTimeRecord[]): HTMLElement {
   );
 }
 
+/** "hit (own context 1)": the last generation's verdict, why not all of it, and the conversation context. */
+function lastReuseText(kv: NonNullable<SlotStats['kv']>): string {
+  const last = kv.last;
+  if (!last) return '—';
+  const why = last.reason ? ` (${last.reason})` : '';
+  const where =
+    last.route !== undefined && last.route !== 'only'
+      ? ` · context ${last.context ?? 0} of ${last.contexts ?? 1}, ${last.route}`
+      : '';
+  const snapshots = last.snapshotBytes ? ` · snapshots ${formatBytes(last.snapshotBytes)}` : '';
+  return `${last.outcome}${why} ${last.reusedTokens}/${last.reusedTokens + last.prefilledTokens} kept${where}${snapshots}${last.newHost ? ' · new host' : ''}`;
+}
+
+/** Per slot: how its generations used the KV their engine host held (hit / partial / miss) and the last one. */
+function kvReuseTable(stats: SlotStats[]): HTMLElement | null {
+  const rows = stats.filter((s) => s.kv !== undefined);
+  if (rows.length === 0) return null;
+  return tagged(
+    'kv-reuse',
+    table(
+      ['Slot', 'Hit / partial / miss', 'Prompt tokens kept', 'Last generation'],
+      rows.map((s) => {
+        const kv = s.kv!;
+        const total = kv.reusedTokens + kv.prefilledTokens;
+        return [
+          h('code', {}, s.slot),
+          `${kv.hits} / ${kv.partials} / ${kv.misses}`,
+          total > 0
+            ? `${kv.reusedTokens} of ${total} (${Math.round((kv.reusedTokens / total) * 100)} %)`
+            : '—',
+          lastReuseText(kv),
+        ];
+      }),
+    ),
+  );
+}
+
 async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTMLElement> {
   let view: PlacementResponse;
   try {
@@ -209,6 +246,7 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
         ),
       ),
     );
+    parts.push(kvReuseTable(view.slotStats ?? []));
     // Why each instance runs where it does: the numbers behind the choice and every rejected candidate.
     for (const inst of p?.instances ?? [])
       parts.push(
