@@ -178,68 +178,74 @@ async function conversationTtft(): Promise<void> {
       `${check('answers equal with reuse on and off (bench model)', (agree / TURNS) * 100, '%', '= 100', agree === TURNS)}`,
     );
 
-    // (2) Two conversations interleaved on one instance, with conversation snapshots (a third host, loaded with
-    // room for two conversations) and without (the reuse host of (1): one KV, so each turn finds the other
-    // conversation's prompt). Each turn runs on both hosts, in alternating order.
-    const snap = await EngineHostClient.start({ name: 'conversation:snapshots', logger });
-    try {
-      await snap.load(config, { thread_num: 1 }, { max: 2, budgetBytes: 512 * 1024 * 1024 });
-      await snap.complete('Warm up.', { maxNewTokens: 4 });
-      await snap.reset();
-      await on.reset();
-      const hosts = { snap, on } as const;
-      const convs = { snap: [[], []] as ChatMessage[][], on: [[], []] as ChatMessage[][] };
-      let turn8 = { snap: [] as TurnSample[], on: [] as TurnSample[] };
-      let equal = 0;
-      let asked = 0;
-      for (let t = 0; t < 8; t++) {
-        turn8 = { snap: [], on: [] };
-        for (const i of [0, 1]) {
-          const question = `${i === 0 ? 'First' : 'Second'} conversation. ${questions[t]!}`;
-          for (const mode of (t + i) % 2 === 0 ? (['snap', 'on'] as const) : (['on', 'snap'] as const)) {
-            const h = convs[mode][i]!;
-            h.push({ role: 'user', content: question });
-            const s = await ask(hosts[mode], [{ role: 'system', content: SYSTEM }, ...h], true);
-            h.push({ role: 'assistant', content: s.text });
-            turn8[mode].push(s);
-          }
-          asked++;
-          if (turn8.snap[i]!.text === turn8.on[i]!.text) equal++;
-        }
-      }
-      const alone = samples.on[7]!.ttftMs;
-      const withSnap = summarize(turn8.snap.map((s) => s.ttftMs)).median;
-      const without = summarize(turn8.on.map((s) => s.ttftMs)).median;
-      const last = turn8.snap.at(-1)!;
-      console.log(
-        '\n(2) two conversations interleaved on one instance, turn 8 (median of the two conversations)',
-      );
-      console.log(
-        `    alone (from (1)):     TTFT ${fmt(alone, 1)} ms, prefilled ${samples.on[7]!.prefilled}`,
-      );
-      console.log(
-        `    with snapshots:       TTFT ${fmt(withSnap, 1)} ms, prefilled ${turn8.snap.map((s) => s.prefilled).join(' / ')}, ${turn8.snap.map((s) => `${s.outcome}`).join(' / ')} (${last.contexts})`,
-      );
-      console.log(
-        `    without (one KV):     TTFT ${fmt(without, 1)} ms, prefilled ${turn8.on.map((s) => s.prefilled).join(' / ')}, ${turn8.on.map((s) => `${s.outcome}`).join(' / ')}`,
-      );
-      console.log(`    answers equal with and without snapshots on ${equal}/${asked} turns`);
-      const scale2 = Math.max(withSnap, without, alone);
-      console.log(bar('turn 8 with snapshots', withSnap, scale2, `${fmt(withSnap, 1)} ms`));
-      console.log(bar('turn 8 without', without, scale2, `${fmt(without, 1)} ms`));
-      console.log(bar('turn 8 alone', alone, scale2, `${fmt(alone, 1)} ms`));
-      console.log(
-        `${check('interleaved turn 8 TTFT with snapshots / alone', withSnap / alone, 'x', '≤ 1.2', withSnap / alone <= 1.2)} (without snapshots: ${fmt(without / alone)}x)`,
-      );
-      console.log(
-        `${check('answers equal with and without snapshots', (equal / asked) * 100, '%', '= 100', equal === asked)}`,
-      );
-    } finally {
-      await snap.close();
-    }
+    await interleavedTtft(config, on, samples.on[7]!, questions);
   } finally {
     await on.close();
     await off.close();
+  }
+}
+
+/** (2) Two conversations interleaved on one instance, with conversation snapshots (a third host with room for two)
+ *  and without (`on`, (1)'s reuse host: one KV, each turn finds the other's prompt), turns alternating hosts. */
+async function interleavedTtft(
+  config: string,
+  on: EngineHostClient,
+  aloneTurn8: TurnSample,
+  questions: string[],
+): Promise<void> {
+  const snap = await EngineHostClient.start({ name: 'conversation:snapshots', logger: createMemoryLogger() });
+  try {
+    await snap.load(config, { thread_num: 1 }, { max: 2, budgetBytes: 512 * 1024 * 1024 });
+    await snap.complete('Warm up.', { maxNewTokens: 4 });
+    await snap.reset();
+    await on.reset();
+    const hosts = { snap, on } as const;
+    const convs = { snap: [[], []] as ChatMessage[][], on: [[], []] as ChatMessage[][] };
+    let turn8 = { snap: [] as TurnSample[], on: [] as TurnSample[] };
+    let equal = 0;
+    let asked = 0;
+    for (let t = 0; t < 8; t++) {
+      turn8 = { snap: [], on: [] };
+      for (const i of [0, 1]) {
+        const question = `${i === 0 ? 'First' : 'Second'} conversation. ${questions[t]!}`;
+        for (const mode of (t + i) % 2 === 0 ? (['snap', 'on'] as const) : (['on', 'snap'] as const)) {
+          const h = convs[mode][i]!;
+          h.push({ role: 'user', content: question });
+          const s = await ask(hosts[mode], [{ role: 'system', content: SYSTEM }, ...h], true);
+          h.push({ role: 'assistant', content: s.text });
+          turn8[mode].push(s);
+        }
+        asked++;
+        if (turn8.snap[i]!.text === turn8.on[i]!.text) equal++;
+      }
+    }
+    const alone = aloneTurn8.ttftMs;
+    const withSnap = summarize(turn8.snap.map((s) => s.ttftMs)).median;
+    const without = summarize(turn8.on.map((s) => s.ttftMs)).median;
+    const last = turn8.snap.at(-1)!;
+    console.log(
+      '\n(2) two conversations interleaved on one instance, turn 8 (median of the two conversations)',
+    );
+    console.log(`    alone (from (1)):     TTFT ${fmt(alone, 1)} ms, prefilled ${aloneTurn8.prefilled}`);
+    console.log(
+      `    with snapshots:       TTFT ${fmt(withSnap, 1)} ms, prefilled ${turn8.snap.map((s) => s.prefilled).join(' / ')}, ${turn8.snap.map((s) => `${s.outcome}`).join(' / ')} (${last.contexts})`,
+    );
+    console.log(
+      `    without (one KV):     TTFT ${fmt(without, 1)} ms, prefilled ${turn8.on.map((s) => s.prefilled).join(' / ')}, ${turn8.on.map((s) => `${s.outcome}`).join(' / ')}`,
+    );
+    console.log(`    answers equal with and without snapshots on ${equal}/${asked} turns`);
+    const scale2 = Math.max(withSnap, without, alone);
+    console.log(bar('turn 8 with snapshots', withSnap, scale2, `${fmt(withSnap, 1)} ms`));
+    console.log(bar('turn 8 without', without, scale2, `${fmt(without, 1)} ms`));
+    console.log(bar('turn 8 alone', alone, scale2, `${fmt(alone, 1)} ms`));
+    console.log(
+      `${check('interleaved turn 8 TTFT with snapshots / alone', withSnap / alone, 'x', '≤ 1.2', withSnap / alone <= 1.2)} (without snapshots: ${fmt(without / alone)}x)`,
+    );
+    console.log(
+      `${check('answers equal with and without snapshots', (equal / asked) * 100, '%', '= 100', equal === asked)}`,
+    );
+  } finally {
+    await snap.close();
   }
 }
 

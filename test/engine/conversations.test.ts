@@ -110,7 +110,7 @@ if (engineOrSkip(test, 'conversations')) {
       t.is(reuse.outcome, 'partial');
       t.is(reuse.reason, 'diverged');
       t.is(reuse.contexts?.route, 'only');
-      t.true(reuse.reusedTokens < r.result.stats.promptTokens / 2);
+      t.true(reuse.reusedTokens > 0, 'the system prompt is kept');
     }
   });
 
@@ -135,7 +135,7 @@ if (engineOrSkip(test, 'conversations')) {
     await using reference = await Llm.load(models.tinyLlm);
     const replies = await interleave(llm, reference, 2, 2);
     assertIdentical(t, replies);
-    // The first extra context was made (its cost was not known yet) and dropped after its turn: over budget.
+    // No extra context fits in 0 bytes: each conversation takes over the other's.
     for (const r of replies) t.is(r.result.stats.reuse!.contexts!.count, 1);
     t.is(replies[2]!.result.stats.reuse!.reason, 'evicted');
     t.true(replies.every((r) => r.result.stats.reuse!.contexts!.snapshotBytes === 0));

@@ -28,8 +28,7 @@ function resultMetrics(metrics: TurnMetrics, result: ChatResult): void {
   if (result.reuse) {
     metrics.kvReusedTokens = result.reuse.reusedTokens;
     const { outcome, reason, route, context } = result.reuse;
-    // With conversation snapshots: which context served it and how (own: its conversation's; new; lru).
-    const where = route !== undefined && route !== 'only' ? ` · context ${context ?? 0} ${route}` : '';
+    const where = route !== undefined && route !== 'only' ? ` · context ${context ?? 0} ${route}` : ''; // snapshots
     metrics.kvReuse = `${reason === null ? outcome : `${outcome} (${reason})`}${where}`;
   }
   handoverOf(metrics);
