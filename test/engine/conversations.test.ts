@@ -6,10 +6,12 @@ import test from 'ava';
 import {
   type ChatMessage,
   type ConversationOptions,
+  EngineHostClient,
   type GenerationResult,
   Llm,
 } from '../../engine/index.js';
 import { MnnEdgeError } from '../../lib/errors.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { engineOrSkip, models } from './_engine.js';
 
 const SYSTEM = 'You are a helpful assistant.';
@@ -163,6 +165,31 @@ if (engineOrSkip(test, 'conversations')) {
     t.deepEqual([...after.stats.outputIds!], [...full.stats.outputIds!]);
     t.is(after.stats.reuse!.reason, 'evicted');
     t.is(after.stats.reuse!.contexts!.count, 2, 'a new context was made for it again');
+  });
+
+  test('through an engine host: load with conversations, each keeps its context, drop-snapshots frees them', async (t) => {
+    await using host = await EngineHostClient.start({ name: 'conversations', logger: createMemoryLogger() });
+    await host.load(models.tinyLlm, {}, SNAPSHOTS);
+    const a: ChatMessage[] = [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: OPENERS[0]! },
+    ];
+    const b: ChatMessage[] = [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: OPENERS[1]! },
+    ];
+    const a1 = await host.complete(a, { maxNewTokens: 6 });
+    const b1 = await host.complete(b, { maxNewTokens: 6 });
+    const a2 = await host.complete(
+      [...a, { role: 'assistant', content: a1.text }, { role: 'user', content: FOLLOW_UPS[0]! }],
+      { maxNewTokens: 6 },
+    );
+    t.is(b1.stats.reuse?.contexts?.route, 'new');
+    t.is(a2.stats.reuse?.outcome, 'hit');
+    t.is(a2.stats.reuse?.contexts?.context, 0);
+    t.is(a2.stats.reuse?.contexts?.count, 2);
+    t.true((await host.dropSnapshots()) > 0);
+    t.is(await host.dropSnapshots(), 0, 'nothing left to drop');
   });
 
   test('conversations: bad limits are refused with what was expected', async (t) => {
