@@ -148,9 +148,9 @@ class KvContexts {
 
   void Touch(size_t i) { all_[i].lastUse = ++clock_; }
 
-  // Extra contexts to drop so that the rest fit the count and the budget, least recently used first, never
-  // `keep` (the one that just ran). The caller destroys their Llms; indices above are shifted down by Remove.
-  std::vector<size_t> OverLimit(size_t keep) const {
+  // Extra contexts to drop so that the rest fit the count and the budget, least recently used first; `keep` (the
+  // one that just ran, whose stats are still to be read) only if `dropKeep`. The caller destroys their Llms.
+  std::vector<size_t> OverLimit(size_t keep, bool dropKeep) const {
     std::vector<size_t> out;
     int64_t bytes = SnapshotBytes();
     size_t n = all_.size();
@@ -163,8 +163,8 @@ class KvContexts {
         if (victim == all_.size() || all_[i].lastUse < all_[victim].lastUse) victim = i;
       }
       if (victim == all_.size()) {
-        // Only the one that just ran is left over the budget: it goes too, unless it is the instance's own.
-        if (keep == 0 || keep >= all_.size() || gone[keep]) break;
+        // Only `keep` is left over the budget: it goes too when allowed, unless it is the instance's own.
+        if (!dropKeep || keep == 0 || keep >= all_.size() || gone[keep]) break;
         victim = keep;
       }
       gone[victim] = true;

@@ -382,6 +382,8 @@ Llm* LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
     cap = req.mrope ? 0 : beforeMedia;
     capReason = "media";
   }
+  // The last generation's context, if it alone grew over the budget, goes now that its stats were read.
+  TrimContexts(true);
   ContextRoute route = contexts_.Route(ids, cap, capReason);
   if (route.index == contexts_.count()) route.index = OpenContext();
   if (route.route == "lru") contexts_.Evict(route.index);
@@ -469,10 +471,11 @@ void LlmHandle::KeepHeld(Llm* llm) {
   held.Set(std::move(all), gen_.matchable);
 }
 
-// Decode thread, after a generation: extra contexts beyond the count or the byte budget are dropped, least
-// recently used first (their KV grew with the turn that just ran, or the limits were lowered).
-void LlmHandle::TrimContexts() {
-  std::vector<size_t> over = contexts_.OverLimit(active_);
+// Extra contexts beyond the count or the byte budget are dropped, least recently used first (their KV grew with
+// a turn, or the limits were lowered). After a generation the one that ran stays until the next prompt is routed
+// (`dropActive` false): stats() still reads it.
+void LlmHandle::TrimContexts(bool dropActive) {
+  std::vector<size_t> over = contexts_.OverLimit(active_, dropActive);
   std::sort(over.begin(), over.end());
   for (auto it = over.rbegin(); it != over.rend(); ++it) {
     size_t i = *it;
@@ -563,7 +566,7 @@ void LlmHandle::DecodeLoop(Llm* llm, const PrefillRequest& req, const std::share
     contexts_.at(active_).held.Clear();
   }
   try {
-    TrimContexts();
+    TrimContexts(false);
   } catch (const std::exception&) {
     // Destroying an Llm does not throw in MNN; nothing here may keep the generation from settling.
   }
@@ -904,7 +907,7 @@ Napi::Value LlmHandle::SetConversations(const Napi::CallbackInfo& info) {
         contexts_.SetLimits(max, budget, perToken);
         if (!model.empty()) llmModel_ = model;
         DropContexts(contexts_.max());
-        TrimContexts();
+        TrimContexts(true);
         return true;
       },
       [](Napi::Env e, bool&) { return e.Undefined(); });

@@ -69,7 +69,7 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   size_t OpenContext();
   void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids, size_t keep, std::ostream* os);
   void KeepHeld(MNN::Transformer::Llm* llm);
-  void TrimContexts();
+  void TrimContexts(bool dropActive);
   int64_t DropContexts(size_t keepCount);
   MNN::Transformer::Llm* Active() { return contexts_.count() == 0 ? llm_ : contexts_.at(active_).llm; }
   void ThinkAloud(MNN::Transformer::Llm* llm, const std::string& text);
