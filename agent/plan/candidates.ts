@@ -308,7 +308,14 @@ export function enumerateCandidates(
           ...(variant.configOverrides ? { configOverrides: variant.configOverrides } : {}),
           config,
           memoryBytes: estimateInstanceBytes(variant, ctx.contextTokens, ctx.policy, snapshots?.budgetBytes),
-          ...(snapshots ? { conversations: snapshots } : {}),
+          ...(snapshots
+            ? {
+                conversations:
+                  variant.kvBytesPerToken > 0
+                    ? { ...snapshots, kvBytesPerToken: variant.kvBytesPerToken }
+                    : snapshots,
+              }
+            : {}),
           evidence: ev.evidence,
           refSeconds: ev.refSeconds,
           summary: ev.summary,

@@ -201,6 +201,8 @@ export interface PlanPolicy {
 export interface ConversationSnapshots {
   max: number;
   budgetBytes: number;
+  /** One token's KV as the catalog gives it (the engine's own bound from the config is far above it with GQA). */
+  kvBytesPerToken?: number;
 }
 
 export const defaultPlanPolicy: PlanPolicy = {

@@ -385,7 +385,10 @@ Llm* LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
   // The last generation's context, if it alone grew over the budget, goes now that its stats were read.
   TrimContexts(true);
   ContextRoute route = contexts_.Route(ids, cap, capReason);
-  if (route.index == contexts_.count()) route.index = OpenContext();
+  if (route.index == contexts_.count()) {
+    route.index = OpenContext();
+    if (!gen_.contextError.empty()) route.route = "lru";
+  }
   if (route.route == "lru") contexts_.Evict(route.index);
   active_ = route.index;
   contexts_.Touch(active_);

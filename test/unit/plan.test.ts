@@ -163,7 +163,9 @@ test('a text LLM instance counts its conversation snapshots in its memory; the p
   });
   const chosenOn = on.instances[0]!.chosen;
   const chosenOff = off.instances[0]!.chosen;
-  t.deepEqual(chosenOn.conversations, { max: 3, budgetBytes: 64 * 1024 * 1024 });
+  t.like(chosenOn.conversations, { max: 3, budgetBytes: 64 * 1024 * 1024 });
+  // The catalog's KV per token goes with it: the engine's own bound from the config ignores grouped-query heads.
+  t.true((chosenOn.conversations?.kvBytesPerToken ?? 0) > 0);
   t.is(chosenOff.conversations, undefined);
   t.is(chosenOn.memoryBytes - chosenOff.memoryBytes, 64 * 1024 * 1024);
   t.true(

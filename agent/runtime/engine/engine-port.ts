@@ -23,7 +23,7 @@ export interface InstanceSpec {
   /** The planner's estimate; used to decide blue/green vs stop-then-load. */
   memoryBytes: number;
   /** Conversations whose KV a text LLM keeps at once, and the bytes the extra ones may hold (in memoryBytes). */
-  conversations?: { max: number; budgetBytes: number };
+  conversations?: { max: number; budgetBytes: number; kvBytesPerToken?: number };
 }
 
 export interface HostExit {
