@@ -210,6 +210,40 @@ if (engineOrSkip(test, 'runtime')) {
     },
   );
 
+  test.serial(
+    'two conversations interleaved on one slot each keep their own context; /api/placement shows the hit',
+    async (t) => {
+      const { runtime, close } = setup();
+      try {
+        await runtime.configure(slots);
+        await runtime.settled();
+        // The planner gave the text LLM instance conversation snapshots (the default policy: 3 conversations).
+        t.like(runtime.state().instances[0], { key: fp32 });
+        const system = { role: 'system' as const, content: 'You are a helpful assistant.' };
+        const a = [system, { role: 'user' as const, content: 'Hello, who are you?' }];
+        const b = [system, { role: 'user' as const, content: 'What is the capital of France?' }];
+        const a1 = await runtime.generate('voice.llm', { prompt: a, maxNewTokens: 6 });
+        await runtime.generate('voice.llm', { prompt: b, maxNewTokens: 6 });
+        await runtime.generate('voice.llm', {
+          prompt: [...a, { role: 'assistant', content: a1.text }, { role: 'user', content: 'And then?' }],
+          maxNewTokens: 6,
+        });
+        const kv = runtime.slotStats().find((s) => s.slot === 'voice.llm')?.kv;
+        t.like(kv?.last, { outcome: 'hit', route: 'own', reason: null });
+        t.true((kv?.last?.contexts ?? 0) >= 2, `contexts ${kv?.last?.contexts}`);
+        t.true((kv?.last?.snapshotBytes ?? 0) > 0);
+        t.deepEqual(
+          placementPortFrom(runtime)
+            .view()
+            .slotStats?.find((s) => s.slot === 'voice.llm')?.kv?.last,
+          kv?.last,
+        );
+      } finally {
+        await close();
+      }
+    },
+  );
+
   test.serial('opencl on a host without it: falls back to cpu, reason recorded and announced', async (t) => {
     const { runtime, events, close } = setup();
     try {
