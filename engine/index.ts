@@ -61,6 +61,7 @@ export type {
   ConversationContexts,
   FinishReason,
   PrefixReuse,
+  PreparedContexts,
   RuntimeInfo,
   TensorData,
   TensorType,

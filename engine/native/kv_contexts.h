@@ -127,6 +127,9 @@ class KvContexts {
     return r;
   }
 
+  // Whether one more context fits the count and the budget (an empty one: what the last one took to make).
+  bool RoomForAnother() const { return all_.size() < max_ && Fits(0); }
+
   // A context made for a route "new" (its Llm and what making it cost).
   size_t Add(MNN::Transformer::Llm* llm, int64_t baseBytes) {
     KvContext c;

@@ -67,6 +67,7 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
   };
   MNN::Transformer::Llm* Prefill(MNN::Transformer::Llm* llm, const PrefillRequest& req);
   size_t OpenContext();
+  bool MakeContext(std::string* error);
   void PrefillIds(MNN::Transformer::Llm* llm, const std::vector<int>& ids, size_t keep, std::ostream* os);
   void KeepHeld(MNN::Transformer::Llm* llm);
   void TrimContexts(bool dropActive);

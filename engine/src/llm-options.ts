@@ -48,6 +48,12 @@ export interface ConversationOptions {
    * hidden_size × 4 (fp32, no grouped-query sharing); the catalog's figure is closer where it has one.
    */
   kvBytesPerToken?: number;
+  /**
+   * Make the extra contexts at load (as many as `max` and the budget allow) instead of on a new conversation's
+   * first turn: MNN's create_lora takes about as long as the model's own load on a graph with its weights inline,
+   * which that turn would otherwise wait for. Empty contexts hold what making them took, not a KV.
+   */
+  prepare?: boolean;
 }
 
 /** Upper bound of ConversationOptions.max. */
@@ -161,10 +167,15 @@ export function checkConversations(c: unknown): ConversationOptions | undefined 
   ) {
     throw invalidParameter('conversations.kvBytesPerToken', 'a non-negative integer', perToken);
   }
+  const prepare = o['prepare'];
+  if (prepare !== undefined && typeof prepare !== 'boolean') {
+    throw invalidParameter('conversations.prepare', 'a boolean', prepare);
+  }
   return {
     max,
     budgetBytes: budget,
     ...(perToken !== undefined ? { kvBytesPerToken: perToken as number } : {}),
+    ...(prepare !== undefined ? { prepare } : {}),
   };
 }
 

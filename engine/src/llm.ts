@@ -14,7 +14,7 @@ import {
   recordBatch,
 } from './generation.js';
 import { createAddonLoader } from './loader.js';
-import type { EngineAddon, FinishReason, NativeLlmHandle } from './native.js';
+import type { EngineAddon, FinishReason, NativeLlmHandle, PreparedContexts } from './native.js';
 import { buildPrefillRequest, type ChatMessage } from './prompt.js';
 import { SerialQueue } from './serial-queue.js';
 
@@ -93,6 +93,8 @@ export interface LoadTiming {
   readBytes: number;
   /** MNN's Llm::load after that: parse, allocate, repack weights. */
   mnnLoadMs: number;
+  /** Making the conversation contexts ahead (`conversations.prepare`), after MNN's load. */
+  contextsMs?: number;
 }
 
 /** The files MNN reads at load, as its config resolves them (base_dir + name, with MNN's default names). */
@@ -186,7 +188,10 @@ export class Llm {
       }
       const t = await handle.load(weightFiles(configPath, config));
       llm.loadTiming = { readMs: t.readUs / 1000, readBytes: t.readBytes, mnnLoadMs: t.loadUs / 1000 };
-      if (conversations) await llm.#setConversations(conversations);
+      if (conversations) {
+        const prepared = await llm.#setConversations(conversations);
+        if (conversations.prepare) llm.loadTiming.contextsMs = prepared.prepareUs / 1000;
+      }
       return llm;
     } catch (err) {
       await handle.dispose().catch(() => {});
@@ -399,18 +404,15 @@ export class Llm {
     })();
   }
 
-  /**
-   * How many conversations the instance keeps the KV of, within what bytes (see ConversationOptions); lowering
-   * them drops extra contexts at once. An omni model (vision, audio or a talker) keeps one: MNN makes extra
-   * contexts as plain LLMs. Throws ENOTSUP with an addon built before conversation contexts.
-   */
-  async setConversations(options: ConversationOptions): Promise<void> {
+  /** How many conversations the instance keeps the KV of, within what bytes (ConversationOptions); lowering them
+   *  drops extra contexts at once. An omni model keeps one (MNN makes extra contexts as plain LLMs). */
+  async setConversations(options: ConversationOptions): Promise<PreparedContexts> {
     const checked = checkConversations(options);
     if (checked === undefined) throw invalidParameter('options', 'an object {max, budgetBytes}', options);
     return this.#setConversations(checked);
   }
 
-  #setConversations(c: ConversationOptions): Promise<void> {
+  #setConversations(c: ConversationOptions): Promise<PreparedContexts> {
     const handle = this.#handle;
     const setter = handle.setConversations;
     if (setter === undefined) {
@@ -427,6 +429,7 @@ export class Llm {
       budgetBytes: c.budgetBytes,
       kvBytesPerToken: c.kvBytesPerToken ?? kvBytesPerTokenBound(this.config),
       llmModel: typeof this.config['llm_model'] === 'string' ? this.config['llm_model'] : 'llm.mnn',
+      prepare: c.prepare === true,
     };
     return this.#call('setConversations', () => setter.call(handle, limits));
   }

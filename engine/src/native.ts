@@ -154,6 +154,15 @@ export interface NativeConversationLimits {
   kvBytesPerToken: number;
   /** The graph file as the config names it (relative to base_dir): extra contexts are made from it. */
   llmModel: string;
+  /** Make the extra contexts now, as many as the count and budget allow. */
+  prepare?: boolean;
+}
+
+/** What setConversations left: the contexts now made, how long making them ahead took, why one could not be. */
+export interface PreparedContexts {
+  contexts: number;
+  prepareUs: number;
+  error: string | null;
 }
 
 export interface NativeLlmStats {
@@ -215,7 +224,7 @@ export interface NativeLlmHandle {
   }): Promise<void>;
   nextSpeechChunk(): Promise<{ samples: Float32Array; last: boolean } | null>;
   /** Absent from addons built before conversation contexts. */
-  setConversations?(limits: NativeConversationLimits): Promise<void>;
+  setConversations?(limits: NativeConversationLimits): Promise<PreparedContexts>;
   /** Drops every extra conversation context; resolves with the bytes they were counted at. */
   dropSnapshots?(): Promise<number>;
 }

@@ -192,6 +192,21 @@ if (engineOrSkip(test, 'conversations')) {
     t.is(await host.dropSnapshots(), 0, 'nothing left to drop');
   });
 
+  test('prepare: the contexts are made at load; a new conversation then waits for none', async (t) => {
+    await using llm = await Llm.load(models.tinyLlm, { conversations: { ...SNAPSHOTS, prepare: true } });
+    t.true((llm.loadTiming.contextsMs ?? -1) >= 0);
+    await using reference = await Llm.load(models.tinyLlm);
+    const replies = await interleave(llm, reference, 3, 2);
+    assertIdentical(t, replies);
+    for (const r of replies) {
+      const c = r.result.stats.reuse!.contexts!;
+      t.is(c.count, 3);
+      t.is(c.createUs, 0, 'no context was made during a turn');
+      t.is(c.context, r.conversation);
+    }
+    t.is(replies.at(-1)!.result.stats.reuse!.outcome, 'hit');
+  });
+
   test('conversations: bad limits are refused with what was expected', async (t) => {
     const err = await t.throwsAsync(
       () => Llm.load(models.tinyLlm, { conversations: { max: 0, budgetBytes: 1 } }),
@@ -206,6 +221,11 @@ if (engineOrSkip(test, 'conversations')) {
       { instanceOf: MnnEdgeError },
     );
     t.regex(neg!.message, /conversations\.budgetBytes/);
+    const prep = await t.throwsAsync(
+      () => Llm.load(models.tinyLlm, { conversations: { max: 2, budgetBytes: 1, prepare: 'yes' as never } }),
+      { instanceOf: MnnEdgeError },
+    );
+    t.regex(prep!.message, /conversations\.prepare/);
   });
 
   test('an omni model (vision) keeps one context: snapshots do not apply to it', async (t) => {

@@ -114,7 +114,8 @@ class AdaptedHost implements EngineHost {
           memory: spec.config.memory,
           ...(cache ? { tmp_path: cache.dir } : {}),
         },
-        spec.conversations,
+        // Made at load (warm-up comes after), so that no conversation's first turn waits for its context.
+        spec.conversations ? { ...spec.conversations, prepare: true } : undefined,
       );
       if (cache)
         this.#options.log.info('model loaded on a GPU backend', {
