@@ -67,6 +67,7 @@ export class Runtime {
   readonly #reconciler: Reconciler;
   #exclusive: Promise<unknown> = Promise.resolve();
   #stopped = false;
+  #started = false;
   #watchdog: NodeJS.Timeout | undefined;
   readonly #stopping = new AbortController();
 
@@ -104,6 +105,7 @@ export class Runtime {
       clock: deps.clock,
       backoff: opts.runnerBackoff,
       stuckAfterMs: opts.stuckAfterMs,
+      onRunStart: () => this.#armWatchdog(),
       onError: (err, n, retryInMs) => {
         log.warn('reconcile failed', { error: errorMessage(err), consecutiveFailures: n, retryInMs });
         this.events.emit('runner-error', { error: errorMessage(err), consecutiveFailures: n, retryInMs });
@@ -223,15 +225,35 @@ export class Runtime {
   // ---------------------------------------------------------------- loop control
 
   start(): void {
+    this.#started = true;
     this.#runner.trigger();
+    this.#armWatchdog();
+  }
+
+  /**
+   * Whether the loop's watchdog timer is armed. It ticks only while it has something to watch (a reconcile run
+   * to time, instances whose memory to sample): an agent with nothing placed wakes up for nobody (bench/idle).
+   */
+  get watchdogArmed(): boolean {
+    return this.#watchdog !== undefined;
+  }
+
+  /** Every run arms the watchdog (a run may hang, and it is what starts instances). */
+  #armWatchdog(): void {
+    if (!this.#started || this.#stopped || this.#watchdog !== undefined) return;
     const { tickMs, stuckAfterMs } = this.#core.opts;
-    this.#watchdog ??= setInterval(() => this.#tick(), Math.max(5, Math.min(tickMs, stuckAfterMs / 4)));
+    this.#watchdog = setInterval(() => this.#tick(), Math.max(5, Math.min(tickMs, stuckAfterMs / 4)));
     this.#watchdog.unref?.();
   }
 
   #tick(): void {
     this.#reconciler.sampleReady();
     this.#checkLoop();
+    // Nothing running and nothing hosted: the next run re-arms it.
+    if (!this.#runner.health().running && this.#core.table.instances.size === 0) {
+      clearInterval(this.#watchdog);
+      this.#watchdog = undefined;
+    }
   }
 
   /** The loop's own health check: a run stuck past its limit is reported and cancelled, so the loop recovers. */
@@ -264,7 +286,8 @@ export class Runtime {
     this.#stopping.abort(new Error('runtime stopping'));
     this.#failover.stop();
     this.#health?.stop();
-    if (this.#watchdog) clearInterval(this.#watchdog);
+    clearInterval(this.#watchdog);
+    this.#watchdog = undefined;
     await this.#runner.stop();
     await this.#measurement.settled();
     const { table } = this.#core;

@@ -578,6 +578,24 @@ test('the hosts RSS is refreshed for the dashboard while they serve', async (t) 
   await runtime.stop();
 });
 
+test('the loop watchdog ticks only while it has a run or an instance to watch', async (t) => {
+  // An idle agent with nothing placed must not wake up every tick for nobody (issue 31, bench/idle).
+  const { runtime } = setup({ tickMs: 10 });
+  await runtime.configure([]);
+  t.false(runtime.watchdogArmed, 'not armed before start');
+  runtime.start();
+  t.true(runtime.watchdogArmed, 'armed while the first run goes');
+  await runtime.settled();
+  await until(() => !runtime.watchdogArmed, 'the watchdog to stand down with nothing hosted');
+  await runtime.configure(slots);
+  await ready(runtime);
+  t.true(runtime.watchdogArmed, 'a run re-arms it');
+  await until(() => (runtime.state().instances[0]?.rssBytes ?? 0) > 0, 'an RSS sample');
+  t.true(runtime.watchdogArmed, 'it stays armed while an instance is hosted');
+  await runtime.stop();
+  t.false(runtime.watchdogArmed, 'stop disarms it');
+});
+
 test('a stopped host whose memory does not come back is reported with the numbers', async (t) => {
   const { world, runtime, events, log } = setup();
   await runtime.configure(slots);

@@ -9,6 +9,8 @@ export interface RunnerOptions {
   /** A run taking longer than this makes the loop unhealthy (a hung driver, a drain that never ends). */
   stuckAfterMs: number;
   onError?: (err: unknown, consecutiveFailures: number, retryInMs: number) => void;
+  /** Called as each run begins, whatever started it (a trigger, a coalesced trigger, a backoff retry). */
+  onRunStart?: () => void;
 }
 
 /**
@@ -104,6 +106,7 @@ export class ExclusiveRunner {
     this.#runStartedAtMs = this.#opts.clock.monotonicMs();
     this.#dirty = false;
     this.#runs++;
+    this.#opts.onRunStart?.();
     let failure: { err: unknown } | undefined;
     try {
       await this.#job(ctl.signal);
