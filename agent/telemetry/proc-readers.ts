@@ -1,8 +1,11 @@
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 // CPU load and memory straight from /proc: two small reads per sample. (systeminformation did the same reads,
 // but loading it kept ~1 MB of JavaScript in the idle agent's heap for these two numbers; bench/idle.)
+// The reads are synchronous: procfs files are made in memory by the kernel and never wait on a disk, and an
+// asynchronous read is an open, fstat, read and close each sent to the thread pool and woken up for, every
+// sample round of an idle agent (bench/idle). The readers keep their promise so a test can stand in for them.
 
 export interface CpuLoad {
   /** Busy share of all CPUs since the previous call (since boot on the first), percent. */
@@ -33,7 +36,7 @@ function percent(now: Ticks, before: Ticks | undefined): number {
 export function procCpuLoad(procDir = '/proc'): () => Promise<CpuLoad> {
   let previous: { all: Ticks; cpus: Ticks[] } | undefined;
   return async () => {
-    const lines = (await readFile(join(procDir, 'stat'), 'utf8')).split('\n');
+    const lines = readFileSync(join(procDir, 'stat'), 'utf8').split('\n');
     const allLine = lines.find((l) => l.startsWith('cpu '));
     if (!allLine) throw new Error(`${join(procDir, 'stat')} has no aggregate cpu line`);
     const all = parseCpuLine(allLine);
@@ -49,7 +52,7 @@ export function procCpuLoad(procDir = '/proc'): () => Promise<CpuLoad> {
 
 /** MemTotal and MemAvailable (what can be allocated without swapping), in bytes. */
 export async function procMemory(procDir = '/proc'): Promise<{ total: number; available: number }> {
-  const text = await readFile(join(procDir, 'meminfo'), 'utf8');
+  const text = readFileSync(join(procDir, 'meminfo'), 'utf8');
   const kb = (key: string) => {
     const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text);
     if (!m) throw new Error(`${join(procDir, 'meminfo')} has no ${key}`);

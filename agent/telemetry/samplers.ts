@@ -1,10 +1,13 @@
-import { readdir, readFile, statfs } from 'node:fs/promises';
+import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type CpuLoad, procCpuLoad, procMemory } from './proc-readers.js';
 
 // System samplers. CPU load and memory come from /proc (proc-readers.ts); thermal zones, network counters and
 // disk use are read under `root`, which lets tests point at a fixture tree. No child processes, no polling
-// between samples.
+// between samples. What the kernel answers from memory (procfs, sysfs listings, statfs) is read synchronously:
+// each asynchronous call is several thread-pool round trips that wake the idle agent's loop (bench/idle).
+// Only a sensor's temperature stays asynchronous, since some thermal drivers read it over a slow bus.
 // Metrics are flat names → numbers so that aggregation, history and Home Assistant treat them alike.
 
 export type MetricSample = Record<string, number>;
@@ -62,7 +65,7 @@ export function thermalSampler(root: string): Sampler {
       const out: MetricSample = {};
       let entries: string[];
       try {
-        entries = (await readdir(base)).filter((e) => /^thermal_zone\d+$/.test(e));
+        entries = readdirSync(base).filter((e) => /^thermal_zone\d+$/.test(e));
       } catch {
         return out; // No thermal framework (containers, some x86 hosts).
       }
@@ -70,10 +73,8 @@ export function thermalSampler(root: string): Sampler {
         entries.map(async (zone) => {
           const index = Number(zone.slice('thermal_zone'.length));
           try {
-            const [type, temp] = await Promise.all([
-              readFile(join(base, zone, 'type'), 'utf8'),
-              readFile(join(base, zone, 'temp'), 'utf8'),
-            ]);
+            const type = readFileSync(join(base, zone, 'type'), 'utf8');
+            const temp = await readFile(join(base, zone, 'temp'), 'utf8');
             const milli = Number(temp.trim());
             if (Number.isFinite(milli)) {
               let name = thermalZoneName(type, index);
@@ -115,7 +116,7 @@ export function networkSampler(root: string, monotonicMs: () => number): Sampler
     async sample() {
       let text: string;
       try {
-        text = await readFile(join(root, 'proc', 'net', 'dev'), 'utf8');
+        text = readFileSync(join(root, 'proc', 'net', 'dev'), 'utf8');
       } catch {
         return {};
       }
@@ -145,7 +146,7 @@ export function diskSampler(path: string): Sampler {
     name: 'disk',
     async sample(): Promise<MetricSample> {
       try {
-        const s = await statfs(path);
+        const s = statfsSync(path);
         const total = s.blocks * s.bsize;
         const free = s.bavail * s.bsize;
         return {
@@ -169,10 +170,12 @@ export function processSampler(): Sampler {
     async sample() {
       const mem = process.memoryUsage();
       const resources = process.getActiveResourcesInfo();
-      const fds = await readdir('/proc/self/fd').then(
-        (e) => e.length,
-        () => undefined,
-      );
+      let fds: number | undefined;
+      try {
+        fds = readdirSync('/proc/self/fd').length;
+      } catch {
+        fds = undefined;
+      }
       return {
         'agent.rss_bytes': mem.rss,
         'agent.heap_used_bytes': mem.heapUsed,
