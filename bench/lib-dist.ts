@@ -35,21 +35,48 @@ export function ensureBuilt(): void {
  * so that what the benchmarks time and weigh is what ships.
  */
 export function daemonNodeFlags(): string[] {
-  const unit = join(
-    repoRoot,
-    'yocto',
-    'meta-mnn-edge',
-    'recipes-mnn-edge',
-    'mnn-edge',
-    'files',
-    'mnn-edge.service',
-  );
-  const line = readFileSync(unit, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('ExecStart='));
+  const line = unitLines().find((l) => l.startsWith('ExecStart='));
   const argv = line?.slice('ExecStart='.length).trim().split(/\s+/) ?? [];
   const script = argv.findIndex((a) => a.endsWith('/mnn-edge.js'));
   return argv[0]?.endsWith('/node') && script > 0 ? argv.slice(1, script) : [];
+}
+
+const unitPath = join(
+  repoRoot,
+  'yocto',
+  'meta-mnn-edge',
+  'recipes-mnn-edge',
+  'mnn-edge',
+  'files',
+  'mnn-edge.service',
+);
+
+function unitLines(): string[] {
+  return readFileSync(unitPath, 'utf8').split('\n');
+}
+
+const SPAN_UNITS_US: Record<string, number> = { us: 1, ms: 1e3, s: 1e6, sec: 1e6, min: 60e6, h: 3600e6 };
+
+/**
+ * The unit's WatchdogSec in microseconds, as systemd passes it in WATCHDOG_USEC, so that a benchmark of the
+ * daemon also pays for the watchdog pings it sends on a board. Undefined when the unit has none.
+ */
+export function daemonWatchdogUsec(): number | undefined {
+  const raw = unitLines()
+    .find((l) => l.startsWith('WatchdogSec='))
+    ?.slice('WatchdogSec='.length)
+    .trim();
+  if (raw === undefined || raw === '' || raw === '0' || raw === 'infinity') return undefined;
+  // A systemd time span: "30s", "3min", "1min 30s"; a bare number is seconds.
+  let usec = 0;
+  for (const part of raw.split(/\s+/)) {
+    const m = /^(\d+)([a-z]*)$/.exec(part);
+    const scale = m ? SPAN_UNITS_US[m[2] || 's'] : undefined;
+    if (!m || scale === undefined)
+      throw new Error(`${unitPath}: cannot read WatchdogSec=${raw} (at "${part}")`);
+    usec += Number(m[1]) * scale;
+  }
+  return usec;
 }
 
 /**

@@ -23,11 +23,30 @@ export function treePids(root: number): number[] {
   return out;
 }
 
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** utime + stime, in clock ticks. */
 export function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const f = statFields(pid);
   return Number(f[11]) + Number(f[12]);
+}
+
+/**
+ * utime + stime plus cutime + cstime: also the CPU of children that ran and were reaped in the meantime
+ * (a systemd-notify per watchdog ping lives a few milliseconds, never long enough to be seen in the tree).
+ */
+export function cpuTicksWithReaped(pid: number): number {
+  const f = statFields(pid);
+  return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+}
+
+/** Times the process's main thread went to sleep waiting (each one a wake-up later): voluntary switches. */
+export function voluntarySwitches(pid: number): number {
+  const m = /^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
 }
 
 export function rssBytes(pid: number): number {

@@ -181,7 +181,7 @@ test('the unit is Type=notify with a watchdog, a privileged detect step and the 
   const s = unit['Service']!;
   t.deepEqual(s['Type'], ['notify']);
   t.deepEqual(s['NotifyAccess'], ['all'], 'systemd-notify is a child of the agent');
-  t.deepEqual(s['WatchdogSec'], ['30s']);
+  t.deepEqual(s['WatchdogSec'], ['3min']);
   t.deepEqual(s['Restart'], ['on-failure']);
   t.deepEqual(s['User'], ['mnn-edge']);
   t.deepEqual(s['SupplementaryGroups'], ['video audio render']);
