@@ -11,6 +11,10 @@
 // the answer, on both paths. The speech is sent at once, faster than a microphone would; each path then waits
 // SETTLE_MS before ending it, as a live stream would have been taken in by then, so that neither figure holds
 // the server still working through a backlog of audio (20 ms Wyoming chunks against 200 ms WebSocket frames). Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms per median.
+// First, without the engine (lib-wyoming-describe.ts): 20, then 100 concurrent connections each sending `describe`,
+// as Home Assistant's checks and pipelines do, at the default wyoming.maxConnections (32); then held open together
+// (100 under a limit of 128). Target (issue 31): every one answered, latency median and max printed. 100 held open at
+// the default limit is shown, not judged: past 32 the refusal (ECONNLIMIT) is the designed answer.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -24,14 +28,41 @@ import { slotRuntimeModules } from '../test/engine/_slots.js';
 import { loopbackAgentConfig } from '../test/helpers/agent-config.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { WyomingTestClient } from '../test/helpers/wyoming-client.js';
+import { describeBursts } from './lib-wyoming-describe.js';
 import { check, describe, fmt, summarize } from './stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 15);
 const TARGET_MS = 5;
 
+const bursts = await describeBursts([
+  { clients: 20, maxConnections: 32, mode: 'atOnce' },
+  { clients: 100, maxConnections: 32, mode: 'atOnce' },
+  { clients: 20, maxConnections: 32, mode: 'held' },
+  { clients: 100, maxConnections: 128, mode: 'held' },
+  { clients: 100, maxConnections: 32, mode: 'held' },
+]);
+console.log('concurrent Wyoming describes (upstream-style client):');
+for (const b of bursts) {
+  const refused = Object.entries(b.refused).map(([code, n]) => `${n} refused ${code}`);
+  const outcome = [`${b.answered} answered`, ...refused, ...(b.lost > 0 ? [`${b.lost} lost`] : [])];
+  const how =
+    b.mode === 'atOnce'
+      ? 'each connects and describes at once (latency from its connect)'
+      : 'all held open, then describe together (latency from the describe)';
+  console.log(
+    `  ${String(b.clients).padStart(3)}, wyoming.maxConnections ${String(b.maxConnections).padStart(3)}, ${how}: ` +
+      `${outcome.join(', ')}; latency median ${fmt(b.latency.median, 1)} ms, max ${fmt(b.latency.max, 1)} ms`,
+  );
+  // Held past the connection limit, the refusals are the point (shown); every other burst must be answered whole.
+  if (b.mode === 'atOnce' || b.maxConnections >= b.clients) {
+    const figure = `${b.clients} concurrent describes answered (${b.mode === 'atOnce' ? 'at once' : 'held open'})`;
+    check(figure, b.answered, '', `= ${b.clients}`, b.answered === b.clients);
+  }
+}
+
 const availability = engineAvailability();
 if (!availability.available) {
-  console.log(`SKIP bench/wyoming: ${unavailableMessage(availability.reason)}`);
+  console.log(`SKIP Wyoming vs WebSocket voice paths: ${unavailableMessage(availability.reason)}`);
   process.exit(0);
 }
 
