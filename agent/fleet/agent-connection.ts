@@ -60,6 +60,15 @@ async function resolveBroker(
   }
 }
 
+/**
+ * The MQTT settings of the agent's own link. The embedded broker runs in this process: a link to it cannot go
+ * silent while the agent lives, so keep-alive pings (0 turns them off) would only wake the idle agent, a timer
+ * every keepaliveSec/2 in the client and one per keepalive in the broker (issue 31, bench/idle).
+ */
+export function linkConfig(mqtt: MqttConfig, embeddedBroker: boolean): MqttConfig {
+  return embeddedBroker ? { ...mqtt, keepaliveSec: 0 } : mqtt;
+}
+
 export class AgentConnection {
   readonly #o: AgentConnectionOptions;
   #link: BrokerLink | undefined;
@@ -131,7 +140,7 @@ export class AgentConnection {
     this.#broker = broker;
     this.#link = new BrokerLink({
       urls,
-      config: mqtt,
+      config: linkConfig(mqtt, broker !== undefined),
       protocol,
       clientId: `mnn-edge-${topics.segment}`,
       will: (level) => ({

@@ -5,6 +5,7 @@ import test from 'ava';
 import { parseConfig } from '../../agent/config/load.js';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { resolveTelemetryConfig } from '../../agent/fleet/agent.js';
+import { linkConfig } from '../../agent/fleet/agent-connection.js';
 import { registerBuiltinCommands } from '../../agent/fleet/builtin-commands.js';
 import { CommandError, CommandRegistry } from '../../agent/fleet/commands.js';
 import { backoffDelay, buildClientOptions } from '../../agent/fleet/connection.js';
@@ -148,6 +149,26 @@ const mqtt = (extra: Partial<MqttConfig> = {}): MqttConfig => ({
   ...extra,
 });
 const will = { topic: 'mnn-edge/d1/status', payload: '{"v":1,"state":"offline","deviceId":"d1"}' };
+
+test('the link to the embedded broker (in this process) sends no keep-alive pings; an external one keeps them', (t) => {
+  // Keep-alive timers on an in-process link only wake the idle agent (issue 31, bench/idle).
+  const target = { url: 'mqtt://127.0.0.1:1883', protocolVersion: 4 } as const;
+  const embedded = buildClientOptions(
+    linkConfig(mqtt({ keepaliveSec: 15 }), true),
+    target,
+    'mnn-edge-d1',
+    will,
+  );
+  t.is(embedded.keepalive, 0);
+  const external = buildClientOptions(
+    linkConfig(mqtt({ keepaliveSec: 15 }), false),
+    target,
+    'mnn-edge-d1',
+    will,
+  );
+  t.is(external.keepalive, 15);
+  t.is(buildClientOptions(linkConfig(mqtt(), false), target, 'mnn-edge-d1', will).keepalive, 30);
+});
 
 test('client options: credentials, retained QoS 1 will, no built-in reconnect', (t) => {
   const o = buildClientOptions(
