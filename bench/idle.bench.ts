@@ -12,7 +12,8 @@
 // mapped size. The main thread's wake-ups per minute are printed beside the CPU: a count, which a busy machine
 // does not inflate, of what the CPU figure is mostly made of (each wake-up of an idle node process costs
 // about a millisecond of CPU on a loaded 2-core host).
-// BENCH_IDLE_SECONDS shortens the 60 s window for a quick look.
+// BENCH_IDLE_SECONDS shortens the 60 s window for a quick look; the window is rounded up to whole watchdog ping
+// intervals (90 s with the unit's WatchdogSec=3min).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -189,12 +190,16 @@ async function weighEngineHosts(bareMb: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const seconds = Number(process.env['BENCH_IDLE_SECONDS'] ?? 60);
+  const watchdogUsec = daemonWatchdogUsec();
+  // The window holds whole ping intervals (WatchdogSec/2), so that the pings are paid at their true rate: a 60 s
+  // window next to 90 s pings would hold none, or one, depending on where it starts.
+  const pingSec = watchdogUsec === undefined ? undefined : watchdogUsec / 2e6;
+  const asked = Number(process.env['BENCH_IDLE_SECONDS'] ?? 60);
+  const seconds = pingSec === undefined ? asked : Math.ceil(asked / pingSec) * pingSec;
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-idle-'));
   const configPath = writeBenchAgentConfig(dir);
   const children: ChildProcess[] = [];
-  const watchdogUsec = daemonWatchdogUsec();
   const notify = await startNotifyListener(join(dir, 'notify.sock'));
   // WATCHDOG_PID is left out: the agent then takes the watchdog as its own, as the unit's main process does.
   const unitEnv: NodeJS.ProcessEnv = {
@@ -226,7 +231,7 @@ async function main(): Promise<void> {
     const pings = notify.received.filter((n) => n.data.split('\n').includes('WATCHDOG=1')).length;
     console.log(
       `under the unit's watchdog: WatchdogSec ${watchdogUsec === undefined ? 'unset' : `${watchdogUsec / 1e6} s`}, ` +
-        `${pings} WATCHDOG=1 from both agents since they started`,
+        `${pings} WATCHDOG=1 from both agents since they started (the window holds whole ping intervals)`,
     );
     console.log(`process tree pids: agent ${treePids(children[0]!.pid!).length}, baseline 1`);
     const scale = Math.max(agent!.rssMb.max, 80);
