@@ -75,6 +75,8 @@ export function slotGauges(stats: readonly SlotRuntimeStats[]): MetricSample {
     if (s.kv && s.kv.reusedTokens + s.kv.prefilledTokens > 0) {
       out[`${p}.kv_reuse_ratio`] = s.kv.reusedTokens / (s.kv.reusedTokens + s.kv.prefilledTokens);
       out[`${p}.kv_misses`] = s.kv.misses;
+      // What the instance's extra conversation contexts held after its last generation (counted in its plan).
+      if (s.kv.last?.snapshotBytes !== undefined) out[`${p}.kv_snapshot_bytes`] = s.kv.last.snapshotBytes;
     }
   }
   return out;
