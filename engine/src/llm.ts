@@ -424,8 +424,10 @@ export class Llm {
       );
     }
     const { vision, audio, talker } = this.capabilities;
+    // One context on a GPU backend too: create_lora's clones of GPU executions are not verified on any here.
+    const cpu = String(this.config['backend_type'] ?? 'cpu') === 'cpu';
     const limits = {
-      max: vision || audio || talker ? 1 : c.max,
+      max: vision || audio || talker || !cpu ? 1 : c.max,
       budgetBytes: c.budgetBytes,
       kvBytesPerToken: c.kvBytesPerToken ?? kvBytesPerTokenBound(this.config),
       llmModel: typeof this.config['llm_model'] === 'string' ? this.config['llm_model'] : 'llm.mnn',
