@@ -46,6 +46,8 @@ test('probeModels: each candidate probed under the lock, stored per board, then 
     parts.world.hosts.every((h) => !h.alive),
     'every probe host was stopped',
   );
+  // A probe measures the model alone: no conversation contexts made at its load.
+  t.true(parts.world.hosts.every((h) => h.spec !== undefined && h.spec.conversations === undefined));
 });
 
 test('probeModels: a candidate that does not fit above the reserve is skipped with the reason, no replan', async (t) => {

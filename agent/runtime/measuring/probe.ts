@@ -63,7 +63,9 @@ export async function probeCandidate(spec: InstanceSpec, ctx: ProbeContext): Pro
       }
     }
     const t0 = ctx.clock.monotonicMs();
-    await host.load(spec, ctx.signal);
+    // The model alone: conversation contexts made at load would count in its load time and peak RSS.
+    const { conversations: _contexts, ...model } = spec;
+    await host.load(model, ctx.signal);
     loadMs = ctx.clock.monotonicMs() - t0;
     for await (const _ of host.generate({ prompt: 'Hello', maxNewTokens: 2 }, ctx.signal)) {
       // warm-up: first-run allocations and kernel selection stay out of the numbers
