@@ -48,7 +48,8 @@ export interface WorkloadsModuleDeps {
   /** Watch-mode answers as device events (the fleet module publishes them on MQTT `events`). */
   publishEvent?: PublishEvent;
   retentionSweepMs?: number;
-  /** The runtime's slot states: /v1/models lists only models that can answer (serving, or loading). */
+  /** The runtime's slot states: /v1/models lists only models that can answer (serving, or loading for the first
+   *  time; a retry after failed loads is not listed, as the failed model before it was not). */
   slotStates?: () => readonly SlotState[];
   /** The fleet's registry: `restart-workload` goes there (it restarts through `control`). */
   commands?: Pick<CommandRegistry, 'register'>;
@@ -230,7 +231,8 @@ type ApiModels = ReturnType<Parameters<typeof registerOpenAiRoutes>[0]['models']
 /**
  * What /v1/models lists, read on every request: a model installed or swapped while the agent runs shows up at
  * once. Slots that share a model appear once, under the first slot that serves it. A model that cannot answer
- * (no engine, failed to load) is not listed, but asking for it by name still answers 503 with the reason.
+ * (no engine, failed to load, retrying a load that failed) is not listed, but asking for it by name still answers
+ * 503 with the reason.
  */
 function apiModelsOf(
   models: WorkloadModels,
@@ -245,7 +247,7 @@ function apiModelsOf(
       const state = states?.find((st) => st.slot === slot);
       return state === undefined
         ? models.missing(slot) === undefined
-        : state.servable || state.phase === 'loading';
+        : state.servable || (state.phase === 'loading' && state.retryAfterFailures === undefined);
     };
     return API_SLOTS.flatMap((slot) => {
       const id = models.modelId(slot);

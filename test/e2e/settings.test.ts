@@ -21,6 +21,7 @@ import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { mediaFixturesDir, modelFixturesDir, repoRoot } from '../helpers/paths.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
+import { until } from '../helpers/until.js';
 import { buildDashboard, launchChromium, login, screenshot } from './harness.js';
 
 /** The parts of the agent's answers the test reads. */
@@ -235,6 +236,13 @@ if (why) {
 
   test.serial('the planner refuses a slot it has no memory for: shown, and nothing changed', async (t) => {
     const { daemon, page } = run;
+    // The restart above loads voice.llm again; on a busy machine that outlasts the page load. Refusing must leave
+    // a serving slot serving, so start from one.
+    await until(
+      async () => (await slotPhase(daemon, 'voice.llm')) === 'serving',
+      'voice.llm serving after the restart',
+      { timeoutMs: 180_000, stepMs: 250 },
+    );
     await page.goto(`${daemon.url}/#/models`);
     await page.getByTestId('use-tiny-vlm-for-vision.vlm').click();
     const refused = page.getByTestId('settings-refused');

@@ -136,6 +136,9 @@ test('a load failure is failed with its reason and attempts; a fallback that run
   });
   t.is(retrying.phase, 'loading');
   t.is(retrying.reason, 'Retrying after 3 failed attempts: load failed: tiny-llm/llm.mnn is truncated.');
+  // /v1/models lists a first load, not a retry of one that failed (agent/workloads/module.ts).
+  t.is(retrying.retryAfterFailures, 3);
+  t.is(llm({ ...base, instances: [{ key: gpu.key, status: 'loading' }] }).retryAfterFailures, undefined);
   // The loop's last error names the candidate by its key; the page gets the model in words.
   const loopError = llm({ ...base, lastError: `${cpu.key}: load failed: bad tokenizer` });
   t.is(loopError.reason, 'tiny-llm@1.0.0 (cpu-fp32): load failed: bad tokenizer.');

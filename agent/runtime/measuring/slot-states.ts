@@ -50,6 +50,8 @@ export interface SlotState {
   why: string[];
   /** Where the serving instance's start went (host start, read, MNN's load, warm-up), once it serves. */
   loadSplit?: LoadSplit;
+  /** While loading again after failed loads of the same candidate: how many failed. */
+  retryAfterFailures?: number;
 }
 
 export interface SlotStateInput {
@@ -236,6 +238,7 @@ function engineSlot(
       phase: 'loading',
       servable: false,
       summary: `Loading ${modelView(activeCandidate).label} (${running.status}).`,
+      ...(failure ? { retryAfterFailures: failure.count } : {}),
       // A retry after failures says what failed last, so a page that catches it mid-retry is not misled.
       reason: failure
         ? sentence(
