@@ -66,12 +66,26 @@ export class TelemetryService {
       t.unref();
       this.#timers.push(t);
     };
-    every(sampleIntervalMs, () => void this.sample());
-    every(publishIntervalMs, () => {
+    const publish = () => {
       this.publish().catch((err: unknown) =>
         this.#o.logger.error('telemetry publish failed', { error: errorMessage(err) }),
       );
-    });
+    };
+    // A publish interval that is a whole number of sample intervals (the default: 6) publishes right after every
+    // n-th sample round, in the same wake-up: on an idle board each wake-up of the agent is most of what it costs
+    // (bench/idle), and the message then ends on a fresh sample.
+    const roundsPerPublish = publishIntervalMs / sampleIntervalMs;
+    if (Number.isInteger(roundsPerPublish)) {
+      let round = 0;
+      every(sampleIntervalMs, () => {
+        void this.sample();
+        round = (round + 1) % roundsPerPublish;
+        if (round === 0) publish();
+      });
+    } else {
+      every(sampleIntervalMs, () => void this.sample());
+      every(publishIntervalMs, publish);
+    }
     every(maintenanceIntervalMs, () => this.maintain());
     void this.sample();
   }

@@ -25,6 +25,7 @@ import type { Clock } from '../../lib/clock.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { validate } from '../../lib/schema.js';
 import { socFixturesDir } from '../helpers/paths.js';
+import { until } from '../helpers/until.js';
 
 function fakeClock(start = 1_800_000_000_000): Clock & { advance(ms: number): void } {
   let now = start;
@@ -154,10 +155,11 @@ test('slot gauges become metrics named per slot', (t) => {
   );
 });
 
-function service(samplers: Sampler[], clock = fakeClock()) {
+function service(samplers: Sampler[], clock = fakeClock(), intervals: Partial<TelemetryConfig> = {}) {
   const db = openStore(':memory:');
   const config: TelemetryConfig = {
     ...defaultTelemetryConfig,
+    ...intervals,
     outbox: { ...defaultTelemetryConfig.outbox, flushIntervalMs: 0, messageExpirySec: 100 },
   };
   const outbox = new Outbox({ db, config: config.outbox, clock, logger: createMemoryLogger() });
@@ -194,6 +196,22 @@ function service(samplers: Sampler[], clock = fakeClock()) {
   });
   return { svc, outbox, history, clock };
 }
+
+test('a publish interval of whole sample rounds publishes right after every n-th round: n rounds a message', async (t) => {
+  // One wake-up for both (issue 31, bench/idle). A publish on a timer of its own would hold 2, 3 or 4 rounds
+  // depending on where the two timers fall; after its own round, always exactly n.
+  const cpu: Sampler = { name: 'cpu', sample: async () => ({ 'cpu.load_pct': 1 }) };
+  const { svc, outbox } = service([cpu], fakeClock(), { sampleIntervalMs: 10, publishIntervalMs: 30 });
+  t.teardown(() => svc.stop());
+  svc.start();
+  await until(() => outbox.next(0, 10).length >= 3, 'three telemetry messages');
+  svc.stop();
+  const rounds = outbox
+    .next(0, 10)
+    .map((r) => (JSON.parse(r.payload.toString()) as TelemetryMessage).metrics['cpu.load_pct']!.n);
+  // The first message also holds the round start() takes at once.
+  t.deepEqual(rounds.slice(0, 3), [4, 3, 3]);
+});
 
 test('one telemetry message per interval: aggregated, schema-valid, with slots and outbox counters', async (t) => {
   let load = 0;
