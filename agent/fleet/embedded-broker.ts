@@ -17,7 +17,10 @@ export async function startEmbeddedBroker(options: {
   port: number;
   logger: Logger;
 }): Promise<EmbeddedBroker> {
-  const broker = await Aedes.createBroker();
+  // aedes publishes a $SYS heartbeat so that the other instances of a clustered broker know this one lives; the
+  // embedded broker is alone, so an hourly one (it cannot be turned off) spares the idle agent a wake-up a
+  // minute (issue 31, bench/idle).
+  const broker = await Aedes.createBroker({ heartbeatInterval: 3_600_000 });
   const server: Server = createServer(broker.handle);
   broker.on('clientError', (client, err) =>
     options.logger.debug('embedded broker client error', { client: client.id, error: err.message }),
