@@ -137,3 +137,40 @@ test('20, then 100 concurrent describes: every one answered (latency median and 
   }
   t.is(metric('refused_connections'), 0);
 });
+
+test('a burst of 200, then 400 connections at the default wyoming.maxConnections (32): every client is answered `info` or ECONNLIMIT with a retry hint before the close, none closed silently, each refusal counted', async (t) => {
+  const { connect, metric } = await startAgent(t, 4);
+  let refusedBefore = 0;
+  // 400 passes the refusals that wait for their client (256 at once): the rest are closed right after the event.
+  for (const n of [200, 400]) {
+    const clients = await Promise.all(Array.from({ length: n }, () => connect()));
+    await Promise.all(
+      clients.map(async (c) => {
+        c.send('describe');
+        // An accepted connection stays open after `info`; a refused one is closed after its event.
+        await Promise.race([c.closed, c.next('info').catch(() => undefined)]);
+      }),
+    );
+    const answered = clients.filter((c) => c.events.some((e) => e.type === 'info'));
+    const refused = clients.filter(
+      (c) =>
+        c.events.length === 1 &&
+        c.events[0]!.type === 'error' &&
+        c.events[0]!.data['code'] === 'ECONNLIMIT' &&
+        c.events[0]!.data['retry_after_s'] === 5,
+    );
+    const silent = clients.filter((c) => c.events.length === 0);
+    t.log(
+      `${n} at once: ${answered.length} answered info, ${refused.length} refused with ECONNLIMIT, ${silent.length} closed silently`,
+    );
+    t.is(answered.length, 32);
+    t.is(refused.length, n - 32);
+    t.is(silent.length, 0);
+    await Promise.all(refused.map((c) => c.closed));
+    t.is(metric('refused_connections'), refusedBefore + n - 32);
+    t.is(metric('dropped_connections'), 0);
+    refusedBefore += n - 32;
+    for (const c of answered) c.socket.destroy();
+    await until(() => metric('connections') === 0, 'all closed');
+  }
+});

@@ -45,12 +45,29 @@ export interface WyomingStats {
   maxConnections: number;
   /** Connections holding a session slot, by role. */
   sessions: Record<string, number>;
+  /** Every connection refused for wyoming.maxConnections, with the `error` event or (see dropped) without. */
   refusedConnections: number;
+  /** Of those, the ones closed at accept without the event: past the hard cap of a flood (ACCEPT_HEADROOM). */
+  droppedConnections: number;
   refusedSessions: number;
 }
 
 /** What a client refused for the connection limit is told to wait before it tries again. */
 const CONNECTION_RETRY_AFTER_S = 5;
+
+/**
+ * Connection refusals that may wait (at most 2 s) for their client to read the event and close first. Past this
+ * many at once a refusal still gets its event, but the socket is closed as soon as the event is handed to the
+ * kernel, so a flood costs no file descriptor beyond the moment of its accept.
+ */
+const REFUSALS_HELD_MAX = 256;
+
+/**
+ * Sockets open at once, past wyoming.maxConnections, before Node closes new ones at accept without a word (and
+ * they are counted as dropped): the last guard of the process's file descriptors in a flood, far above any burst
+ * a Home Assistant (or a few of them) opens, which all get the ECONNLIMIT event.
+ */
+const ACCEPT_HEADROOM = 1024;
 
 /** The allow-list as a BlockList (addresses and CIDR ranges, IPv4 and IPv6); undefined: everyone may connect. */
 export function allowList(entries: readonly string[]): BlockList | undefined {
@@ -106,11 +123,15 @@ function eventWriter(socket: Socket): (event: WyomingEvent) => Promise<void> {
   };
 }
 
-/** Says why, then closes; the client sees one error event before the end of the stream. */
-function refuse(socket: Socket, code: string, text: string): void {
+/**
+ * Says why, then closes; the client sees one error event before the end of the stream. `hold: false` closes the
+ * socket as soon as the event is written instead of waiting for the client's close.
+ */
+function refuse(socket: Socket, code: string, text: string, hold = true): void {
   const retry = /retry in (\d+) s/.exec(text);
   const data = { text, code, ...(retry ? { retry_after_s: Number(retry[1]) } : {}) };
-  if (!socket.destroyed) socket.end(encodeEvent({ type: 'error', data }));
+  if (!socket.destroyed)
+    socket.end(encodeEvent({ type: 'error', data }), hold ? undefined : () => socket.destroy());
   // A client that does not read must not keep the socket half-open.
   setTimeout(() => socket.destroy(), 2000).unref();
 }
@@ -240,6 +261,9 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
     live: new Set(),
   };
   let refusedConnections = 0;
+  let droppedConnections = 0;
+  /** Connection refusals whose socket is still open (waiting for the client to read and close). */
+  let refusing = 0;
   const sockets = new Set<Socket>();
   let server: Server | undefined;
 
@@ -253,11 +277,19 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
     if (sockets.size >= config.maxConnections) {
       refusedConnections++;
       log.info('Wyoming connection refused: wyoming.maxConnections reached', { remote });
+      const hold = refusing < REFUSALS_HELD_MAX;
+      refusing++;
+      socket.once('close', () => refusing--);
+      socket.on('error', () => {});
+      // What the client sent meanwhile (Home Assistant's `describe`) is read and dropped: a close with unread
+      // bytes would be a reset, which can cost the client the event.
+      socket.resume();
       refuse(
         socket,
         'ECONNLIMIT',
         `Too many Wyoming connections: ${sockets.size} of ${config.maxConnections} are open ` +
           `(wyoming.maxConnections); retry in ${CONNECTION_RETRY_AFTER_S} s`,
+        hold,
       );
       return;
     }
@@ -286,16 +318,18 @@ export function createWyomingServer(deps: WyomingServerDeps): WyomingServer {
         maxConnections: config.maxConnections,
         sessions,
         refusedConnections,
+        droppedConnections,
         refusedSessions: shared.refusedSessions,
       };
     },
     listen() {
       server = createServer(onConnection);
-      // Past the limit a refusal still costs an accept and a write; beyond twice the limit the kernel-level
-      // drop is cheaper and is counted too ('drop').
-      server.maxConnections = config.maxConnections * 2;
+      // Past wyoming.maxConnections every connection is accepted and answered ECONNLIMIT (onConnection); only a
+      // flood past ACCEPT_HEADROOM more sockets at once is closed by Node at accept, without the event, counted.
+      server.maxConnections = config.maxConnections + ACCEPT_HEADROOM;
       server.on('drop', () => {
         refusedConnections++;
+        droppedConnections++;
       });
       const s = server;
       return new Promise((resolve, reject) => {

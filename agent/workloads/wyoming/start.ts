@@ -75,6 +75,7 @@ export function wyomingGauges(stats: WyomingStats | undefined): Record<string, n
     'workload.wyoming.connections': stats.connections,
     'workload.wyoming.sessions': Object.values(stats.sessions).reduce((a, n) => a + n, 0),
     'workload.wyoming.refused_connections': stats.refusedConnections,
+    'workload.wyoming.dropped_connections': stats.droppedConnections,
     'workload.wyoming.refused_sessions': stats.refusedSessions,
   };
 }
