@@ -20,6 +20,7 @@ import { FleetOperator } from '../agent/fleet/operator.js';
 import { STORE_FILE } from '../agent/main.js';
 import { openStore } from '../agent/store/database.js';
 import { allMigrations } from '../agent/store/migrations/index.js';
+import { TIMER_CENSUS_ENV } from '../agent/telemetry/timer-census.js';
 import { engineAvailability, unavailableMessage } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { ModelStore } from '../models/index.js';
@@ -123,7 +124,10 @@ async function startDaemon(configPath: string, dataDir: string): Promise<Daemon>
   const child = spawn(
     process.execPath,
     [...daemonNodeFlags(), agentCli, 'run', '--config', configPath, '--data-dir', dataDir],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MNN_EDGE_DATA_DIR: '' } },
+    {
+      stdio: ['ignore', 'pipe', 'pipe'], // The timer census (agent/telemetry/timer-census.ts): agent.timers_all counts the unref'd timers too.
+      env: { ...process.env, MNN_EDGE_DATA_DIR: '', [TIMER_CENSUS_ENV]: '1' },
+    },
   );
   const errors: string[] = [];
   let http = 0;
@@ -325,7 +329,8 @@ async function sampler(
       hosts,
       heapBytes: m['agent.heap_used_bytes'],
       handles: m['agent.handles'],
-      timers: m['agent.timers'],
+      // Every live timer (the census); a daemon without it reports only the loop-holding ones.
+      timers: m['agent.timers_all'] ?? m['agent.timers'],
       outboxQueued: telemetry.latest.outboxQueued,
       dbBytes: fileBytes(db),
       walBytes: fileBytes(`${db}-wal`),

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type CpuLoad, procCpuLoad, procMemory } from './proc-readers.js';
+import { liveTimers } from './timer-census.js';
 
 // System samplers. CPU load and memory come from /proc (proc-readers.ts); thermal zones, network counters and
 // disk use are read under `root`, which lets tests point at a fixture tree. No child processes, no polling
@@ -170,6 +171,7 @@ export function processSampler(): Sampler {
     async sample() {
       const mem = process.memoryUsage();
       const resources = process.getActiveResourcesInfo();
+      const allTimers = liveTimers();
       let fds: number | undefined;
       try {
         fds = readdirSync('/proc/self/fd').length;
@@ -181,7 +183,9 @@ export function processSampler(): Sampler {
         'agent.heap_used_bytes': mem.heapUsed,
         'agent.external_bytes': mem.external,
         'agent.handles': resources.length,
+        // The timers that keep the loop alive; unref'd ones only with the bench's census (timer-census.ts).
         'agent.timers': resources.filter((r) => r === 'Timeout').length,
+        ...(allTimers !== undefined ? { 'agent.timers_all': allTimers } : {}),
         ...(fds !== undefined ? { 'agent.fds': fds } : {}),
       };
     },
