@@ -31,7 +31,7 @@ test("the census counts unref'd timers and intervals until they fire or are clea
   clearInterval(interval);
   // Destroy hooks run in a later turn of the loop: the count comes back to where it was, but for the one timer
   // of until()'s own polling.
-  await until(() => liveTimers()! <= base + 1, `back to ${base} live timers (now ${liveTimers()})`, {
+  await until(() => liveTimers()! <= base + 1, `back to ${base} live timers`, {
     stepMs: 20,
   });
   t.pass();
