@@ -220,9 +220,11 @@ function configsFor(
     return [{ config: base, precisionReason: `${base.precision}, no fp16 candidate: ${fp16.reason}` }];
   const c16: MnnConfig = { ...base, precision: FP16 };
   const c32: MnnConfig = { ...base, precision: fp32Precision(ctx.policy) };
+  // `bench models` probes both, a known engine defect or not, so the defect's fix shows up in its figures.
+  if (ctx.everyPrecision) return [{ config: c16 }, { config: c32 }];
   // A known engine defect keeps fp16 out entirely, even as the last fallback: falling back into a heap
-  // corruption is no fallback. `bench models` (everyPrecision) still probes it, so the defect's fix shows up.
-  if (ctx.policy.fp16Fault !== undefined && !ctx.everyPrecision)
+  // corruption is no fallback.
+  if (ctx.policy.fp16Fault !== undefined)
     return [
       {
         config: c32,
@@ -231,7 +233,6 @@ function configsFor(
           'a slot that pins precision low runs it anyway',
       },
     ];
-  if (ctx.everyPrecision) return [{ config: c16 }, { config: c32 }];
   const decision = decidePrecision(
     { precision: c16.precision, probe: latestProbe(ctx.probes, model, variant, configKey(c16), ctx) },
     { precision: c32.precision, probe: latestProbe(ctx.probes, model, variant, configKey(c32), ctx) },

@@ -28,7 +28,8 @@ function resultMetrics(metrics: TurnMetrics, result: ChatResult): void {
   if (result.reuse) {
     metrics.kvReusedTokens = result.reuse.reusedTokens;
     const { outcome, reason, route, context } = result.reuse;
-    const where = route !== undefined && route !== 'only' ? ` · context ${context ?? 0} ${route}` : ''; // snapshots
+    // With conversation contexts, which one the turn ran in and how it was chosen.
+    const where = route !== undefined && route !== 'only' ? ` · context ${context ?? 0} ${route}` : '';
     metrics.kvReuse = `${reason === null ? outcome : `${outcome} (${reason})`}${where}`;
   }
   handoverOf(metrics);

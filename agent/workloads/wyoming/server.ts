@@ -5,9 +5,10 @@
 // a flow that runs model work takes one of the agent's shared session slots (session-slot.ts), so idle Home
 // Assistant connections cannot starve the dashboard. Every refusal is an `error` event with a code and a retry
 // hint before the close, and is counted (stats(), in the workloads' telemetry); only a flood far past
-// wyoming.maxConnections (ACCEPT_HEADROOM) is closed at accept without the event, counted apart as dropped. A frame error (bad JSON, a length over its limit, garbage) is answered
-// with one `error` event and the connection is closed: the byte stream cannot be trusted after it. A connection
-// that sends nothing for idleTimeoutS while no request of its runs is closed too.
+// wyoming.maxConnections (ACCEPT_HEADROOM) is closed at accept without the event, counted apart as dropped. A
+// frame error (bad JSON, a length over its limit, garbage) is answered with one `error` event and the connection
+// is closed: the byte stream cannot be trusted after it. A connection that sends nothing for idleTimeoutS while
+// no request of its runs is closed too.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { BlockList, createServer, isIPv4, isIPv6, type Server, type Socket } from 'node:net';
 import { errorMessage } from '../../../lib/errors.js';
