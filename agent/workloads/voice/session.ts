@@ -28,9 +28,8 @@ function resultMetrics(metrics: TurnMetrics, result: ChatResult): void {
   if (result.reuse) {
     metrics.kvReusedTokens = result.reuse.reusedTokens;
     const { outcome, reason, route, context } = result.reuse;
-    // With conversation contexts, which one the turn ran in and how it was chosen.
-    const where = route !== undefined && route !== 'only' ? ` · context ${context ?? 0} ${route}` : '';
-    metrics.kvReuse = `${reason === null ? outcome : `${outcome} (${reason})`}${where}`;
+    const contextUsed = route !== undefined && route !== 'only' ? ` · context ${context ?? 0} ${route}` : '';
+    metrics.kvReuse = `${reason === null ? outcome : `${outcome} (${reason})`}${contextUsed}`;
   }
   handoverOf(metrics);
 }
