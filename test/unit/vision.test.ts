@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
@@ -179,6 +180,33 @@ test('voice priority holds background work until the voice turn ends', async (t)
   p.end();
   await waiting;
   t.true(resumed);
+});
+
+test('waits on a long-lived signal leave no abort listener behind once they end', async (t) => {
+  // A watch loop passes one signal to every wait for hours; each finished wait must take its listener away
+  // (the soak saw "MaxListenersExceededWarning: 11 abort listeners" when they did not).
+  const watch = new AbortController();
+  const gate = new SlotGate('vision.vlm', { concurrency: 1, maxQueued: 1, retryAfterS: 1 });
+  const priority = new VoicePriority();
+  for (let i = 0; i < 20; i++) {
+    const holder = await gate.acquire(watch.signal);
+    const queued = gate.acquire(watch.signal);
+    holder();
+    (await queued)();
+    priority.begin();
+    const idle = priority.waitForVoiceIdle(watch.signal);
+    priority.end();
+    await idle;
+  }
+  t.is(getEventListeners(watch.signal, 'abort').length, 0);
+  t.is(gate.running, 0);
+  // An abort still reaches a wait in progress.
+  const holder = await gate.acquire();
+  const queued = gate.acquire(watch.signal);
+  watch.abort(new Error('watch stopped'));
+  await t.throwsAsync(queued, { message: 'watch stopped' });
+  t.is(gate.queued, 0);
+  holder();
 });
 
 test('vision without the engine reports it, and bad frames are refused first', async (t) => {

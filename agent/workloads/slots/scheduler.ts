@@ -41,18 +41,24 @@ export class SlotGate {
           { retryAfterS: this.#o.retryAfterS },
         );
       }
+      // A long-lived signal (a watch loop's, a session's) sees many waits: each wait takes its listener
+      // away when it ends, or the listeners (and what they hold) pile up on the signal.
       await new Promise<void>((resolve, reject) => {
-        const entry = { resolve, reject, ...(signal ? { signal } : {}) };
-        this.#queue.push(entry);
-        signal?.addEventListener(
-          'abort',
-          () => {
-            const i = this.#queue.indexOf(entry);
-            if (i >= 0) this.#queue.splice(i, 1);
-            reject(signal.reason);
+        const onAbort = () => {
+          const i = this.#queue.indexOf(entry);
+          if (i >= 0) this.#queue.splice(i, 1);
+          reject(signal?.reason);
+        };
+        const entry = {
+          resolve: () => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
           },
-          { once: true },
-        );
+          reject,
+          ...(signal ? { signal } : {}),
+        };
+        this.#queue.push(entry);
+        signal?.addEventListener('abort', onAbort, { once: true });
       });
     } else {
       this.#running++;
@@ -96,16 +102,16 @@ export class VoicePriority {
     if (this.#active === 0) return;
     this.pausedWaits++;
     await new Promise<void>((resolve, reject) => {
-      const done = () => resolve();
+      const onAbort = () => {
+        this.#waiters = this.#waiters.filter((w) => w !== done);
+        reject(signal?.reason);
+      };
+      const done = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
       this.#waiters.push(done);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.#waiters = this.#waiters.filter((w) => w !== done);
-          reject(signal.reason);
-        },
-        { once: true },
-      );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 }
