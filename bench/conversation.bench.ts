@@ -15,11 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseWav } from '../agent/workloads/audio/wav.js';
-import { resolveVoiceConfig } from '../agent/workloads/config.js';
-import { slotModels } from '../agent/workloads/slots/slot-models.js';
-import { VoiceService } from '../agent/workloads/voice/service.js';
-import { AudioLlmAsr, EspeakTts, SentenceChunker } from '../agent/workloads/voice/stages.js';
-import type { TurnMetrics } from '../agent/workloads/voice/turn-store.js';
+import { EspeakTts } from '../agent/workloads/voice/stages.js';
 import {
   type ChatMessage,
   EngineHostClient,
@@ -30,14 +26,16 @@ import {
 import { systemClock } from '../lib/clock.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { models } from '../test/engine/_engine.js';
-import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
+import { voiceOverhead } from './lib-voice-turn.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const TURNS = 16;
 const SHOWN = [1, 4, 8, 16];
 const VOICE_ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
+// (3) pairs rounds on a machine whose speed drifts: its median needs more of them than the other parts.
+const TURN_ROUNDS = Number(process.env['BENCH_VOICE_ROUNDS'] ?? 21);
 const SYSTEM = 'You are the voice assistant of a small board. Answer briefly and clearly.';
 
 const availability = engineAvailability();
@@ -251,101 +249,6 @@ async function interleavedTtft(
   }
 }
 
-/** (3) The voice turn through the session vs its stages alone. */
-async function voiceOverhead(): Promise<void> {
-  const speech = parseWav(readFileSync(join(mediaFixturesDir, 'speech-hello-16k.wav'))).channels[0]!;
-  const silence = new Float32Array(16000);
-  const slots = await startSlotRuntime(['silero-vad', 'tiny-omni-audio', 'tiny-llm'], voiceSlots);
-  try {
-    const workloads = slotModels(() => slots.runtime);
-    const config = resolveVoiceConfig({ maxNewTokens: 24, maxSessions: 64 });
-    const asr = new AudioLlmAsr(workloads.chat('voice.asr'));
-    const llm = workloads.chat('voice.llm');
-    const tts = new EspeakTts();
-    const pipeline: TurnMetrics[] = [];
-    const own: number[] = [];
-
-    for (let round = 0; round < VOICE_ROUNDS; round++) {
-      // Another system prompt each round and for each side, so neither finds the other's KV ready.
-      const service = new VoiceService(
-        { ...config, systemPrompt: `Round ${round}. ${config.systemPrompt}` },
-        { models: workloads, clock: systemClock },
-      );
-      const session = await service.open(`bench-${round}`, { duplex: 'full' });
-      const ended = new Promise<TurnMetrics>((resolve) =>
-        session.once('turn-end', (e) => resolve(e.metrics)),
-      );
-
-      session.pushAudio(speech);
-      session.pushAudio(silence);
-      await session.endOfInput();
-      const m = await ended;
-      await session.close();
-      pipeline.push(m);
-
-      // The same work, stage by stage, nothing in between: ASR, the reply up to its first sentence, TTS's first
-      // chunk of that sentence.
-      const signal = new AbortController().signal;
-      const a0 = performance.now();
-      const transcript = await asr.transcribe(speech, signal);
-      const asrMs = performance.now() - a0;
-      const l0 = performance.now();
-      const stream = llm.generate({
-        messages: [
-          { role: 'system', content: `Alone ${round}. ${config.systemPrompt}` },
-          { role: 'user', content: transcript.text },
-        ],
-        maxNewTokens: config.maxNewTokens,
-      });
-      const chunker = new SentenceChunker();
-      let sentence: string | undefined;
-      let llmMs = Number.NaN;
-      for await (const piece of stream) {
-        if (sentence !== undefined) continue;
-        sentence = chunker.push(piece)[0];
-        if (sentence !== undefined) llmMs = performance.now() - l0;
-      }
-      if (sentence === undefined) {
-        sentence = chunker.flush()[0] ?? 'ok';
-        llmMs = performance.now() - l0;
-      }
-      await stream.result;
-      const t0 = performance.now();
-      for await (const _ of tts.synthesize(sentence, signal)) break;
-      own.push(asrMs + llmMs + (performance.now() - t0));
-    }
-    const ttfa = summarize(pipeline.map((m) => m.ttfaMs ?? Number.NaN));
-    const sum = summarize(own);
-    // Round by round (the machine's speed drifts between rounds), then the median of those differences.
-    const overhead = summarize(pipeline.map((m, i) => (m.ttfaMs ?? Number.NaN) - own[i]!)).median;
-    const parts = (k: keyof TurnMetrics) =>
-      describe(
-        summarize(pipeline.map((m) => (typeof m[k] === 'number' ? (m[k] as number) : Number.NaN))),
-        'ms',
-        1,
-      );
-    console.log(
-      '\n(3) voice turn, end of speech → first audio (Silero VAD, tiny-omni-audio ASR, tiny-llm, espeak-ng)',
-    );
-    console.log(`    VAD end decision (audio): ${parts('vadEndMs')}`);
-    console.log(`    ASR:                      ${parts('asrMs')}`);
-    console.log(`    LLM TTFT:                 ${parts('llmTtftMs')}`);
-    console.log(`    first sentence:           ${parts('sentenceMs')}`);
-    console.log(`    first TTS chunk:          ${parts('ttsFirstMs')}`);
-    console.log(`    hand-overs (in session):  ${parts('handoverMs')}`);
-    console.log(`    pipeline first audio:     ${describe(ttfa, 'ms', 1)}`);
-    console.log(`    stages alone, summed:     ${describe(sum, 'ms', 1)}`);
-    const scale = Math.max(ttfa.median, sum.median);
-    console.log(bar('pipeline', ttfa.median, scale, `${fmt(ttfa.median, 1)} ms`));
-    console.log(bar('stages alone', sum.median, scale, `${fmt(sum.median, 1)} ms`));
-    console.log(
-      `${check('voice turn overhead (pipeline − stages alone, paired rounds)', overhead, 'ms', '≤ 20', overhead <= 20)} ${fmt(overhead, 1)} ms`,
-    );
-  } finally {
-    await slots.close();
-  }
-}
-
 /** (4) Generated tokens that agree between reuse and full prefill, per fixture, over an edit/regenerate script. */
 async function outputIdentity(): Promise<void> {
   const script = ['Hello, who are you?', 'Tell me about the weather.', 'And tomorrow?'];
@@ -494,7 +397,9 @@ async function ttsOverlap(): Promise<void> {
   );
 }
 
-await conversationTtft();
-await voiceOverhead();
-await ttsOverlap();
-await outputIdentity();
+// BENCH_PARTS=3,3b runs only those parts ((1) includes (2)); all of them by default.
+const parts = new Set((process.env['BENCH_PARTS'] ?? '1,3,3b,4').split(',').map((p) => p.trim()));
+if (parts.has('1')) await conversationTtft();
+if (parts.has('3')) await voiceOverhead(TURN_ROUNDS);
+if (parts.has('3b')) await ttsOverlap();
+if (parts.has('4')) await outputIdentity();

@@ -1,0 +1,414 @@
+// bench/conversation (3): a voice turn, end of speech → first audio, through the real session (VoiceService's
+// session: Silero VAD, tiny-omni-audio ASR, tiny-llm, espeak-ng) against the same stages, each measured alone,
+// in paired rounds whose order alternates.
+//
+// What makes the two sides comparable:
+//  - the same work: the stages alone get the very utterance the session's VAD cut (taken from a discarded first
+//    round), the same system prompt and maxNewTokens, so the transcript, the reply and the first sentence spoken
+//    are the same (the bench counts the rounds where they are);
+//  - the same warm state: before each side, a one-token request on the ASR and on the LLM slot, so neither side
+//    finds the other's KV (each starts from an unrelated prompt, as a fresh conversation does);
+//  - the same hosts and threads (the same slot runtime), and both sides through the same timing wrappers;
+//  - the end of speech as the user has it: the silence after the speech reaches the session one 32 ms frame at a
+//    time, as from a microphone, and the turn's clock starts when the frame that decides the end is pushed; the VAD
+//    keeps hearing silence at that pace until the turn ends, as it does live.
+// The overhead is the median of the rounds' own differences (this machine's speed drifts between rounds); the
+// stages' times inside the pipeline beside their times alone show contention (the LLM still decoding while
+// espeak-ng starts, the VAD), and the hand-overs are the gaps between one stage's end and the next one's start.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from '../agent/workloads/audio/vad.js';
+import { parseWav } from '../agent/workloads/audio/wav.js';
+import { resolveVoiceConfig } from '../agent/workloads/config.js';
+import type { ChatModel, ChatRequest, ChatStream } from '../agent/workloads/shared/chat-model.js';
+import { slotModels, type WorkloadModels } from '../agent/workloads/slots/slot-models.js';
+import { VoiceService } from '../agent/workloads/voice/service.js';
+import type { VoiceEvents } from '../agent/workloads/voice/session.js';
+import {
+  AudioLlmAsr,
+  ChatReplyStage,
+  EspeakTts,
+  SentenceChunker,
+  type TtsStage,
+} from '../agent/workloads/voice/stages.js';
+import type { TurnMetrics } from '../agent/workloads/voice/turn-store.js';
+import { systemClock } from '../lib/clock.js';
+import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
+import { mediaFixturesDir } from '../test/helpers/paths.js';
+import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
+
+const now = () => performance.now();
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
+/** When a stage was called, gave its first piece and ended (performance.now()). */
+interface Marks {
+  callAt: number;
+  firstAt?: number;
+  doneAt?: number;
+}
+
+class Recorder {
+  readonly asr: Marks[] = [];
+  readonly llm: Marks[] = [];
+  readonly tts: Marks[] = [];
+  /** The last VAD frame's own time, and the utterances the ASR slot was given. */
+  lastVadMs = Number.NaN;
+  readonly heard: Float32Array[] = [];
+}
+
+function timedChat(model: ChatModel, marks: Marks[], heard?: Float32Array[]): ChatModel {
+  return {
+    id: model.id,
+    capabilities: model.capabilities,
+    generate(request: ChatRequest): ChatStream {
+      const m: Marks = { callAt: now() };
+      marks.push(m);
+      if (request.audio) heard?.push(request.audio);
+      const inner = model.generate(request);
+      return {
+        result: inner.result,
+        async *[Symbol.asyncIterator]() {
+          for await (const piece of inner) {
+            m.firstAt ??= now();
+            yield piece;
+          }
+          m.doneAt = now();
+        },
+      };
+    },
+  };
+}
+
+function timedTts(tts: TtsStage, marks: Marks[]): TtsStage {
+  return {
+    family: tts.family,
+    async *synthesize(text, signal) {
+      const m: Marks = { callAt: now() };
+      marks.push(m);
+      for await (const chunk of tts.synthesize(text, signal)) {
+        m.firstAt ??= now();
+        yield chunk;
+      }
+      m.doneAt = now();
+    },
+  };
+}
+
+function timedModels(models: WorkloadModels, rec: Recorder): WorkloadModels {
+  return {
+    ...models,
+    chat(slot) {
+      const model = models.chat(slot);
+      return slot === 'voice.asr' ? timedChat(model, rec.asr, rec.heard) : timedChat(model, rec.llm);
+    },
+    vad(energy) {
+      const vad = models.vad(energy);
+      const timed: VoiceActivityDetector = {
+        kind: vad.kind,
+        async process(frame) {
+          const t = now();
+          try {
+            return await vad.process(frame);
+          } finally {
+            rec.lastVadMs = now() - t;
+          }
+        },
+        reset: () => vad.reset(),
+        dispose: () => vad.dispose(),
+      };
+      return timed;
+    },
+  };
+}
+
+/** The session with its TTS stage timed (open() takes the stage from ttsStage()). */
+class TimedVoiceService extends VoiceService {
+  marks: Marks[] = [];
+  override ttsStage(): TtsStage {
+    return timedTts(super.ttsStage(), this.marks);
+  }
+}
+
+/** One side's parts, ms: the stages' own times, the hand-overs (pipeline only) and end of speech → first audio. */
+interface Side {
+  vad: number;
+  asr: number;
+  llm: number;
+  tts: number;
+  total: number;
+  transcript: string;
+  sentence: string;
+  hand?: Record<Handover, number>;
+  metrics?: TurnMetrics;
+}
+
+const HANDOVERS = {
+  vadToTurn: 'VAD decision → turn starts',
+  turnToAsr: 'turn start → ASR called',
+  asrToLlm: 'ASR done → LLM called',
+  sentenceToTts: 'sentence cut → TTS called',
+  chunkToAudio: 'TTS first chunk → audio event',
+} as const;
+type Handover = keyof typeof HANDOVERS;
+
+/** The first sentence of a reply as the session cuts it, and when (the stream's end when no sentence ends). */
+async function untilFirstSentence(stream: AsyncIterable<string>): Promise<{ sentence: string; at: number }> {
+  const chunker = new SentenceChunker();
+  let first: { sentence: string; at: number } | undefined;
+  for await (const piece of stream) {
+    if (first) continue;
+    const s = chunker.push(piece)[0];
+    if (s !== undefined) first = { sentence: s, at: now() };
+  }
+  return first ?? { sentence: chunker.flush()[0] ?? '', at: now() };
+}
+
+interface Rig {
+  rec: Recorder;
+  models: WorkloadModels;
+  config: ReturnType<typeof resolveVoiceConfig>;
+  speech: Float32Array;
+  silenceFrame: Float32Array;
+  asr: AudioLlmAsr;
+  llm: ChatReplyStage;
+  tts: TtsStage;
+}
+
+/** The turn through the session: the speech at once, then silence at a microphone's pace until the turn ends. */
+async function pipelineSide(rig: Rig, round: number, system: string): Promise<Side> {
+  const { rec } = rig;
+  const service = new TimedVoiceService(
+    { ...rig.config, systemPrompt: system },
+    { models: rig.models, clock: systemClock },
+  );
+  const session = await service.open(`bench-${round}`, { duplex: 'full' });
+  rec.asr.length = rec.llm.length = 0;
+  const t: Partial<Record<'push' | 'decide' | 'turn' | 'sentence' | 'audio', number>> = {};
+  let vadMs = Number.NaN;
+  let transcript = '';
+  let sentence = '';
+  const chunker = new SentenceChunker();
+  session.once('speech-end', () => {
+    t.turn = now();
+    t.decide = t.push;
+    vadMs = rec.lastVadMs;
+  });
+  session.once('transcript', (e) => {
+    transcript = e.text;
+  });
+  session.on('reply-delta', (e) => {
+    if (t.sentence !== undefined) return;
+    const s = chunker.push(e.text)[0];
+    if (s !== undefined) {
+      t.sentence = now();
+      sentence = s;
+    }
+  });
+  session.once('audio', () => {
+    t.audio = now();
+  });
+  const ended = new Promise<VoiceEvents['turn-end']>((r) => session.once('turn-end', r));
+  let over = false;
+  void ended.then(() => {
+    over = true;
+  });
+  session.pushAudio(rig.speech);
+  await session.drained();
+  // One frame, then the VAD's verdict on it, then the next 32 ms later: the frame that decides is known.
+  const start = now();
+  for (let i = 0; !over; i++) {
+    if (i > 30_000 / VAD_FRAME_MS) throw new Error('bench (3): the session never ended the turn');
+    t.push = now();
+    session.pushAudio(rig.silenceFrame);
+    await session.drained();
+    await sleep(start + (i + 1) * VAD_FRAME_MS - now());
+  }
+  const end = await ended;
+  await session.close();
+  if (end.status !== 'completed') throw new Error(`bench (3): the turn ${end.status}: ${end.error}`);
+  const asrM = rec.asr[0]!;
+  const llmM = rec.llm[0]!;
+  const ttsM = service.marks[0]!;
+  // No sentence ended in the reply: the session spoke it whole once the stream ended.
+  if (t.sentence === undefined) {
+    t.sentence = llmM.doneAt!;
+    sentence = chunker.flush()[0] ?? '';
+  }
+  return {
+    vad: vadMs,
+    asr: asrM.doneAt! - asrM.callAt,
+    llm: t.sentence - llmM.callAt,
+    tts: ttsM.firstAt! - ttsM.callAt,
+    total: t.audio! - t.decide!,
+    transcript,
+    sentence,
+    metrics: end.metrics,
+    hand: {
+      vadToTurn: t.turn! - t.decide! - vadMs,
+      turnToAsr: asrM.callAt - t.turn!,
+      asrToLlm: llmM.callAt - asrM.doneAt!,
+      sentenceToTts: ttsM.callAt - t.sentence,
+      chunkToAudio: t.audio! - ttsM.firstAt!,
+    },
+  };
+}
+
+/** The same stages one after another with nothing between them: one VAD frame, ASR, LLM, TTS's first chunk. */
+async function aloneSide(rig: Rig, system: string, utterance: Float32Array): Promise<Side> {
+  const signal = new AbortController().signal;
+  const vad = rig.models.vad();
+  const v0 = now();
+  await vad.process(rig.silenceFrame);
+  const vadMs = now() - v0;
+  await vad.dispose();
+  const a0 = now();
+  const heard = await rig.asr.transcribe(utterance, signal);
+  const asrMs = now() - a0;
+  const l0 = now();
+  const first = await untilFirstSentence(
+    rig.llm.reply({
+      history: [
+        { role: 'system', content: system },
+        { role: 'user', content: heard.text },
+      ],
+      signal,
+    }),
+  );
+  const llmMs = first.at - l0;
+  const s0 = now();
+  for await (const _ of rig.tts.synthesize(first.sentence, signal)) break;
+  const ttsMs = now() - s0;
+  return {
+    vad: vadMs,
+    asr: asrMs,
+    llm: llmMs,
+    tts: ttsMs,
+    total: vadMs + asrMs + llmMs + ttsMs,
+    transcript: heard.text,
+    sentence: first.sentence,
+  };
+}
+
+export async function voiceOverhead(rounds: number): Promise<void> {
+  const speech = parseWav(readFileSync(join(mediaFixturesDir, 'speech-hello-16k.wav'))).channels[0]!;
+  const slots = await startSlotRuntime(['silero-vad', 'tiny-omni-audio', 'tiny-llm'], voiceSlots);
+  try {
+    const rec = new Recorder();
+    const models = timedModels(
+      slotModels(() => slots.runtime),
+      rec,
+    );
+    const config = resolveVoiceConfig({ maxNewTokens: 24, maxSessions: 64 });
+    const asrModel = models.chat('voice.asr');
+    const llmModel = models.chat('voice.llm');
+    const rig: Rig = {
+      rec,
+      models,
+      config,
+      speech,
+      silenceFrame: new Float32Array(VAD_FRAME_SAMPLES),
+      asr: new AudioLlmAsr(asrModel),
+      llm: new ChatReplyStage(llmModel, { maxNewTokens: config.maxNewTokens }),
+      tts: timedTts(new EspeakTts(config.espeak), []),
+    };
+    let scrubs = 0;
+    /** A one-token request on both slots: the KV then holds an unrelated prompt, whichever side ran before. */
+    const scrub = async () => {
+      for (const model of [asrModel, llmModel]) {
+        const s = model.generate({
+          messages: [{ role: 'user', content: `Scrub ${scrubs++}.` }],
+          maxNewTokens: 1,
+        });
+        for await (const _ of s);
+      }
+    };
+    // A discarded first round: warms every stage, and gives the utterance the session's VAD cuts.
+    await scrub();
+    await pipelineSide(rig, -1, `Warm-up. ${config.systemPrompt}`);
+    const utterance = rec.heard.at(-1)!;
+    await scrub();
+    await aloneSide(rig, `Warm-up. ${config.systemPrompt}`, utterance);
+
+    const pairs: Array<{ pipe: Side; alone: Side; pipeFirst: boolean }> = [];
+    for (let round = 0; round < rounds; round++) {
+      const system = `Round ${round}. ${config.systemPrompt}`;
+      const pipeFirst = round % 2 === 0;
+      let p: Side | undefined;
+      let a: Side | undefined;
+      for (const side of pipeFirst ? ['pipe', 'alone'] : ['alone', 'pipe']) {
+        await scrub();
+        if (side === 'pipe') p = await pipelineSide(rig, round, system);
+        else a = await aloneSide(rig, system, utterance);
+      }
+      pairs.push({ pipe: p!, alone: a!, pipeFirst });
+    }
+    report(pairs);
+  } finally {
+    await slots.close();
+  }
+}
+
+const spread = (s: Summary, digits = 1) =>
+  `${fmt(s.median, digits).padStart(7)}  ${fmt(s.p10, digits).padStart(7)}–${fmt(s.p90, digits).padEnd(7)}`;
+
+function report(pairs: Array<{ pipe: Side; alone: Side; pipeFirst: boolean }>): void {
+  const col = (f: (p: { pipe: Side; alone: Side }) => number) => summarize(pairs.map(f));
+  console.log(
+    `\n(3) voice turn, end of speech → first audio (Silero VAD, tiny-omni-audio ASR, tiny-llm, espeak-ng), ${pairs.length} paired rounds, order alternating`,
+  );
+  console.log('    ms, median and p10–p90   in pipeline          alone            pipeline − alone (paired)');
+  const parts: Array<[string, keyof Side]> = [
+    ['VAD, the deciding frame', 'vad'],
+    ['ASR', 'asr'],
+    ['LLM to first sentence', 'llm'],
+    ['TTS to first chunk', 'tts'],
+    ['end of speech → audio', 'total'],
+  ];
+  for (const [label, k] of parts) {
+    const p = col((x) => x.pipe[k] as number);
+    const a = col((x) => x.alone[k] as number);
+    const d = col((x) => (x.pipe[k] as number) - (x.alone[k] as number));
+    console.log(`    ${label.padEnd(24)} ${spread(p)}  ${spread(a)}  ${spread(d)}`);
+  }
+  console.log('    hand-overs in the pipeline (ms, median, p90, max):');
+  for (const [k, label] of Object.entries(HANDOVERS) as Array<[Handover, string]>) {
+    const h = col((x) => x.pipe.hand![k]);
+    console.log(`      ${label.padEnd(36)} ${fmt(h.median, 2)}  ${fmt(h.p90, 2)}  ${fmt(h.max, 2)}`);
+  }
+  const m = (k: keyof TurnMetrics) =>
+    describe(
+      col((x) => {
+        const v = x.pipe.metrics?.[k];
+        return typeof v === 'number' ? v : Number.NaN;
+      }),
+      'ms',
+      1,
+    );
+  console.log("    the session's own per-turn record (what the Voice page and telemetry show, whole ms):");
+  console.log(`      VAD end decision (audio): ${m('vadEndMs')}`);
+  console.log(`      ASR ${m('asrMs')}; LLM TTFT ${m('llmTtftMs')}; first sentence ${m('sentenceMs')}`);
+  console.log(
+    `      first TTS chunk ${m('ttsFirstMs')}; hand-overs ${m('handoverMs')}; first audio ${m('ttfaMs')}`,
+  );
+  const same = pairs.filter(
+    (x) => x.pipe.transcript === x.alone.transcript && x.pipe.sentence === x.alone.sentence,
+  ).length;
+  console.log(
+    `    same transcript and first sentence on both sides: ${same}/${pairs.length} rounds (sentence: ${JSON.stringify(pairs[0]?.pipe.sentence)})`,
+  );
+  const overhead = col((x) => x.pipe.total - x.alone.total);
+  const byOrder = (first: boolean) =>
+    fmt(
+      summarize(pairs.filter((x) => x.pipeFirst === first).map((x) => x.pipe.total - x.alone.total)).median,
+      1,
+    );
+  console.log(`    overhead by order: pipeline first ${byOrder(true)} ms, stages first ${byOrder(false)} ms`);
+  const total = col((x) => x.pipe.total);
+  const sum = col((x) => x.alone.total);
+  const scale = Math.max(total.median, sum.median);
+  console.log(bar('pipeline', total.median, scale, `${fmt(total.median, 1)} ms`));
+  console.log(bar('stages alone', sum.median, scale, `${fmt(sum.median, 1)} ms`));
+  console.log(
+    `${check('voice turn overhead (pipeline − stages alone, paired rounds)', overhead.median, 'ms', '≤ 20', overhead.median <= 20)} ${describe(overhead, 'ms', 1)}, p10–p90 ${fmt(overhead.p10, 1)}–${fmt(overhead.p90, 1)} ms`,
+  );
+}
