@@ -38,7 +38,8 @@ struct TokenBatch {
 class TokenChannel {
  public:
   // holdUs > 0: while JS is busy or not, decoded tokens are held up to that long (and while the window has room)
-  // so that JS is woken once per batch, not per token; the first token of a generation is never held.
+  // so that JS is woken once per batch, not per token; the first token of a generation is never held, nor one whose
+  // next token is not due within the hold.
   explicit TokenChannel(int window, double holdUs = 0) : window_(window < 1 ? 1 : window), holdUs_(holdUs) {}
 
   // Decode thread: blocks until a token may be decoded. False when cancelled (checked before every token, so a
@@ -63,9 +64,14 @@ class TokenChannel {
     pending_.tokens += 1;
     pending_.producedUsSum += producedUs;
     pending_.lastUs = producedUs;
+    // Nothing but the next token (or the end) hands a held one over, so a token is held only while the next is due
+    // before the batch's hold runs out, the step just taken being the guess: a step longer than that (a board's
+    // 25-100 ms) would make it wait a whole step, the sentence that it ends unspoken for that long.
+    const double stepUs = produced_ > 0 ? producedUs - lastPutUs_ : 0;
+    lastPutUs_ = producedUs;
     ++produced_;
     if (holdUs_ > 0 && !last && produced_ > 1 && produced_ - acked_ < window_ &&
-        producedUs - pending_.firstUs < holdUs_) {
+        producedUs + stepUs - pending_.firstUs < holdUs_) {
       return false;
     }
     return Schedule();
@@ -120,6 +126,7 @@ class TokenChannel {
   const double holdUs_;
   long long produced_ = 0;
   long long acked_ = 0;
+  double lastPutUs_ = 0;
   double creditWaitUs_ = 0;
   TokenBatch pending_;
   bool scheduled_ = false;

@@ -90,7 +90,9 @@ export interface GenerateOptions {
    * Milliseconds decoded tokens may wait on the decode thread to be handed over together (default 0: each one
    * as soon as the consumer is idle). Waking the JS thread for every token costs the decode step CPU time on a
    * small machine; with a read-ahead above 1, holding a few milliseconds turns that into one wake per batch.
-   * The first token is never held, and nothing is held once the read-ahead is used up.
+   * The first token is never held, nor one whose next token is not due within the hold (the last decode step
+   * taken longer than what is left of it: only the next token hands a held one over, so it would wait a whole step),
+   * and nothing is held once the read-ahead is used up.
    */
   handoverHoldMs?: number;
   /**
