@@ -102,3 +102,35 @@ test('VAD frames of the wrong size are refused', async (t) => {
     message: 'VAD frame must be a Float32Array of 512 samples, got 100',
   });
 });
+
+test("an utterance's samples are the audio from its start to its end, past the collecting buffer's growth, and stay its own after the next one", (t) => {
+  // 12 s of speech (the buffer starts with room for 3 s and doubles), each sample its own index in the stream.
+  const seg = new UtteranceSegmenter({ hangoverMs: 96, padMs: 32, maxUtteranceMs: 60_000 });
+  let position = 0;
+  const frame = (speech: boolean) => {
+    const f = new Float32Array(VAD_FRAME_SAMPLES);
+    for (let i = 0; i < f.length; i++) f[i] = position + i;
+    position += f.length;
+    return seg.push(f, speech ? 1 : 0);
+  };
+  const events: SegmenterEvent[] = [];
+  const speak = (frames: number) => {
+    for (let i = 0; i < 4; i++) events.push(...frame(false));
+    for (let i = 0; i < frames; i++) events.push(...frame(true));
+    for (let i = 0; i < 4; i++) events.push(...frame(false));
+  };
+  speak(375);
+  const [first] = utterances(events);
+  const copy = Float32Array.from(first!.samples);
+  speak(40);
+  const [, second] = utterances(events);
+  for (const u of [first!, second!]) {
+    t.is(u.samples.length, u.endSample - u.startSample);
+    t.true(
+      u.samples.every((v, i) => v === u.startSample + i),
+      `${u.startSample}-${u.endSample}`,
+    );
+  }
+  t.is(first!.samples.length, 375 * VAD_FRAME_SAMPLES + 2 * VAD_FRAME_SAMPLES);
+  t.deepEqual(first!.samples, copy, 'the next utterance is collected elsewhere');
+});

@@ -40,12 +40,17 @@ export type SegmenterEvent =
   | { type: 'discarded'; startSample: number; endSample: number; reason: 'too-short' };
 
 const ms = (v: number) => Math.round((v * PIPELINE_RATE) / 1000);
+/** Room an utterance's buffer starts with (it doubles as needed). */
+const INITIAL_MS = 3000;
 
 export class UtteranceSegmenter {
   readonly #opt: Required<SegmenterOptions>;
   /** Recent frames kept before speech starts, for the leading pad. */
   #history: Array<{ start: number; samples: Float32Array }> = [];
-  #collected: Float32Array[] = [];
+  /** The utterance so far, in a buffer that grows by doubling while the user speaks: the end decision hands out a
+   *  view on it instead of copying the whole utterance on the turn's critical path (a fresh buffer per utterance,
+   *  so the view stays the turn's). */
+  #collected = new Float32Array(0);
   #collectedStart = 0;
   #collectedLength = 0;
   #speechStart = -1;
@@ -76,7 +81,7 @@ export class UtteranceSegmenter {
         this.#speechStart = start;
         this.#quietSince = undefined;
         const from = Math.max(0, start - ms(this.#opt.padMs));
-        this.#collected = [];
+        this.#collected = new Float32Array(ms(INITIAL_MS));
         this.#collectedLength = 0;
         this.#collectedStart = from;
         for (const h of this.#history) {
@@ -116,7 +121,7 @@ export class UtteranceSegmenter {
   reset(): void {
     this.#speechStart = -1;
     this.#quietSince = undefined;
-    this.#collected = [];
+    this.#collected = new Float32Array(0);
     this.#collectedLength = 0;
     this.#history = [];
   }
@@ -129,8 +134,14 @@ export class UtteranceSegmenter {
   }
 
   #append(samples: Float32Array): void {
-    this.#collected.push(samples.slice());
-    this.#collectedLength += samples.length;
+    const length = this.#collectedLength + samples.length;
+    if (length > this.#collected.length) {
+      const grown = new Float32Array(Math.max(length, this.#collected.length * 2));
+      grown.set(this.#collected.subarray(0, this.#collectedLength));
+      this.#collected = grown;
+    }
+    this.#collected.set(samples, this.#collectedLength);
+    this.#collectedLength = length;
   }
 
   #finish(
@@ -142,12 +153,7 @@ export class UtteranceSegmenter {
     const startSample = this.#collectedStart;
     const speechStart = this.#speechStart;
     const speechEnd = this.#quietSince ?? streamEnd;
-    const all = new Float32Array(this.#collectedLength);
-    let at = 0;
-    for (const c of this.#collected) {
-      all.set(c, at);
-      at += c.length;
-    }
+    const all = this.#collected;
     this.reset();
     // The frames after the cut are the next utterance's leading pad.
     if (lastFrame) this.#remember(streamEnd - lastFrame.length, lastFrame);
