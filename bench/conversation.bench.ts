@@ -35,7 +35,7 @@ const TURNS = 16;
 const SHOWN = [1, 4, 8, 16];
 const VOICE_ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 // (3) pairs rounds on a machine whose speed drifts: its median needs more of them than the other parts.
-const TURN_ROUNDS = Number(process.env['BENCH_VOICE_ROUNDS'] ?? 21);
+const TURN_ROUNDS = Number(process.env['BENCH_VOICE_ROUNDS'] ?? 41);
 const SYSTEM = 'You are the voice assistant of a small board. Answer briefly and clearly.';
 
 const availability = engineAvailability();

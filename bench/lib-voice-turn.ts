@@ -45,6 +45,8 @@ interface Marks {
   callAt: number;
   firstAt?: number;
   doneAt?: number;
+  /** What the engine did with the KV it held (hit / partial / miss). */
+  reuse?: string;
 }
 
 class Recorder {
@@ -65,6 +67,12 @@ function timedChat(model: ChatModel, marks: Marks[], heard?: Float32Array[]): Ch
       marks.push(m);
       if (request.audio) heard?.push(request.audio);
       const inner = model.generate(request);
+      void inner.result.then(
+        (r) => {
+          m.reuse = r.reuse?.outcome ?? 'none';
+        },
+        () => {},
+      );
       return {
         result: inner.result,
         async *[Symbol.asyncIterator]() {
@@ -138,6 +146,8 @@ interface Side {
   total: number;
   transcript: string;
   sentence: string;
+  /** The ASR's and the LLM's KV reuse outcomes. */
+  reuse: string;
   hand?: Record<Handover, number>;
   metrics?: TurnMetrics;
 }
@@ -242,6 +252,7 @@ async function pipelineSide(rig: Rig, round: number, system: string): Promise<Si
     total: t.audio! - t.decide!,
     transcript,
     sentence,
+    reuse: `${asrM.reuse}/${llmM.reuse}`,
     metrics: end.metrics,
     hand: {
       vadToTurn: t.turn! - t.decide! - vadMs,
@@ -256,6 +267,7 @@ async function pipelineSide(rig: Rig, round: number, system: string): Promise<Si
 /** The same stages one after another with nothing between them: one VAD frame, ASR, LLM, TTS's first chunk. */
 async function aloneSide(rig: Rig, system: string, utterance: Float32Array): Promise<Side> {
   const signal = new AbortController().signal;
+  rig.rec.asr.length = rig.rec.llm.length = 0;
   const vad = rig.models.vad();
   const v0 = now();
   await vad.process(rig.silenceFrame);
@@ -286,6 +298,7 @@ async function aloneSide(rig: Rig, system: string, utterance: Float32Array): Pro
     total: vadMs + asrMs + llmMs + ttsMs,
     transcript: heard.text,
     sentence: first.sentence,
+    reuse: `${rig.rec.asr[0]?.reuse}/${rig.rec.llm[0]?.reuse}`,
   };
 }
 
@@ -348,6 +361,27 @@ export async function voiceOverhead(rounds: number): Promise<void> {
   }
 }
 
+/** A distribution-free 95 % confidence interval of the median: the order statistics the binomial puts it between
+ *  ([x(j+1), x(n-j)] for the largest j with P(Binomial(n, 1/2) ≤ j) ≤ 2.5 %; n = 21: the 6th and 16th of 21). */
+function medianInterval(samples: number[]): [number, number] {
+  const s = [...samples].sort((a, b) => a - b);
+  const n = s.length;
+  let cdf = 0;
+  let j = -1;
+  for (let i = 0; i < n; i++) {
+    cdf += choose(n, i) / 2 ** n;
+    if (cdf > 0.025) break;
+    j = i;
+  }
+  return j < 0 ? [Number.NaN, Number.NaN] : [s[j]!, s[n - 1 - j]!];
+}
+
+function choose(n: number, k: number): number {
+  let r = 1;
+  for (let i = 1; i <= k; i++) r = (r * (n - k + i)) / i;
+  return r;
+}
+
 const spread = (s: Summary, digits = 1) =>
   `${fmt(s.median, digits).padStart(7)}  ${fmt(s.p10, digits).padStart(7)}–${fmt(s.p90, digits).padEnd(7)}`;
 
@@ -396,7 +430,29 @@ function report(pairs: Array<{ pipe: Side; alone: Side; pipeFirst: boolean }>): 
   console.log(
     `    same transcript and first sentence on both sides: ${same}/${pairs.length} rounds (sentence: ${JSON.stringify(pairs[0]?.pipe.sentence)})`,
   );
-  const overhead = col((x) => x.pipe.total - x.alone.total);
+  const tally = (side: 'pipe' | 'alone') => {
+    const n = new Map<string, number>();
+    for (const x of pairs) n.set(x[side].reuse, (n.get(x[side].reuse) ?? 0) + 1);
+    return [...n].map(([k, v]) => `${k} ×${v}`).join(', ');
+  };
+  console.log(`    KV reuse, ASR/LLM: pipeline ${tally('pipe')}; alone ${tally('alone')}`);
+  const diffs = pairs.map((x) => x.pipe.total - x.alone.total);
+  const overhead = summarize(diffs);
+  const [lo, hi] = medianInterval(diffs);
+  const stageDiffs = (['vad', 'asr', 'llm', 'tts'] as const).reduce(
+    (sum, k) => sum + col((x) => x.pipe[k] - x.alone[k]).median,
+    0,
+  );
+  const handovers = (Object.keys(HANDOVERS) as Handover[]).reduce(
+    (sum, k) => sum + col((x) => x.pipe.hand![k]).median,
+    0,
+  );
+  console.log(
+    `    overhead, median of the paired rounds: ${fmt(overhead.median, 1)} ms, 95 % interval ${fmt(lo, 1)}…${fmt(hi, 1)} ms (${hi <= 20 ? 'the target is shown' : 'too wide to show the target'})`,
+  );
+  console.log(
+    `    overhead by parts: the stages' paired medians ${fmt(stageDiffs, 1)} ms + the hand-overs' medians ${fmt(handovers, 2)} ms = ${fmt(stageDiffs + handovers, 1)} ms`,
+  );
   const byOrder = (first: boolean) =>
     fmt(
       summarize(pairs.filter((x) => x.pipeFirst === first).map((x) => x.pipe.total - x.alone.total)).median,
