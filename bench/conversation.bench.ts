@@ -10,6 +10,8 @@
 //      Target: overhead ≤ 20 ms (the median of the rounds' own differences).
 // (3b) Speech starts on the first sentence while the LLM still decodes: a stand-in LLM paced like a board's
 //      (25 ms a token) through the real session and espeak-ng; how long before the last token the first audio came.
+// (3c) A decoded token's wait before the agent has it, through an engine host, with the host's batched hand-over and
+//      without: the hold's cost per token stays under the hold (bench/lib-token-hold.ts).
 //  (4) Output identity: every fixture LLM answers a multi-turn script (edit, system prompt change, regenerate)
 //      with reuse and with full prefills; the share of generated tokens that agree. Target: 100 %.
 import { readFileSync } from 'node:fs';
@@ -28,6 +30,7 @@ import { createMemoryLogger } from '../lib/log.js';
 import { models } from '../test/engine/_engine.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
+import { tokenHold } from './lib-token-hold.js';
 import { voiceOverhead } from './lib-voice-turn.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
@@ -398,8 +401,16 @@ async function ttsOverlap(): Promise<void> {
 }
 
 // BENCH_PARTS=3,3b runs only those parts ((1) includes (2)); all of them by default.
-const parts = new Set((process.env['BENCH_PARTS'] ?? '1,3,3b,4').split(',').map((p) => p.trim()));
+const parts = new Set((process.env['BENCH_PARTS'] ?? '1,3,3b,3c,4').split(',').map((p) => p.trim()));
 if (parts.has('1')) await conversationTtft();
 if (parts.has('3')) await voiceOverhead(TURN_ROUNDS);
 if (parts.has('3b')) await ttsOverlap();
+if (parts.has('3c')) {
+  try {
+    await tokenHold(ensureBenchModel(), 2 * VOICE_ROUNDS);
+  } catch (err) {
+    if (!(err instanceof BenchModelUnavailable)) throw err;
+    console.log(`SKIP (3c) the benchmark model: ${err.message}`);
+  }
+}
 if (parts.has('4')) await outputIdentity();
