@@ -212,6 +212,24 @@ test('one spoken request becomes one turn: events in pipeline order, metrics sto
   await s.close();
 });
 
+test('the TTS stage is told to get ready when speech starts, long before the turn, and let go at close', async (t) => {
+  const { s, log, tts, asr } = session();
+  const calls: string[] = [];
+  Object.assign(tts, {
+    prepare: () => calls.push(`prepare (turns so far: ${log.filter((e) => e.type === 'speech-end').length})`),
+    dispose: () => calls.push('dispose'),
+  });
+  s.pushAudio(tone(700, 0.3));
+  s.pushAudio(silence(800));
+  await s.endOfInput();
+  await s.idle();
+  t.deepEqual(calls, ['prepare (turns so far: 0)']);
+  t.is(log.at(-1)?.status, 'completed');
+  t.is(asr.calls, 1);
+  await s.close();
+  t.deepEqual(calls, ['prepare (turns so far: 0)', 'dispose']);
+});
+
 test('barge-in: speech during a reply cancels it before the next turn starts', async (t) => {
   const { s, log, store } = session({
     reply: new FakeReply(

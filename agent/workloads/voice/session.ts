@@ -16,10 +16,6 @@ import type { TurnStatus, VoiceEvents, VoiceSessionOptions, VoiceSessionStats } 
 
 class NothingHeard extends Error {}
 
-/**
- * End of speech → first audio, less the stages' own parts (ASR, LLM time to first token, the rest of the first
- * sentence, its first TTS chunk): what our hand-overs between them cost.
- */
 /** The reply's counts, its KV reuse and the hand-overs, once it has ended. */
 function resultMetrics(metrics: TurnMetrics, result: ChatResult): void {
   metrics.promptTokens = result.promptTokens;
@@ -34,6 +30,7 @@ function resultMetrics(metrics: TurnMetrics, result: ChatResult): void {
   handoverOf(metrics);
 }
 
+/** End of speech → first audio less the stages' own parts (ASR, LLM TTFT, first sentence, its first TTS chunk). */
 export function handoverOf(m: TurnMetrics): void {
   if (m.ttfaMs === undefined || m.llmTtftMs === undefined || m.ttsFirstMs === undefined) return;
   const own = (m.asrMs ?? 0) + m.llmTtftMs + (m.sentenceMs ?? 0) + m.ttsFirstMs;
@@ -153,6 +150,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
   /** Push-to-talk: start collecting a request (interrupting a reply). */
   pushToTalkStart(): void {
     this.#ptt = [];
+    this.#o.tts.prepare?.();
     if (this.#active) this.#bargeIn();
   }
 
@@ -207,6 +205,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
     this.#active?.controller.abort(new WorkloadError('ECANCELLED', 'voice session closed'));
     await this.#vadChain.catch(() => {});
     await this.#active?.done;
+    this.#o.tts.dispose?.();
     await this.#o.vad.dispose();
   }
 
@@ -260,8 +259,10 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
 
   #handleSegments(events: SegmenterEvent[]): void {
     for (const e of events) {
-      if (e.type === 'speech-start') this.emit('speech-start', { atMs: (e.atSample / PIPELINE_RATE) * 1000 });
-      else if (e.type === 'discarded') this.emit('speech-discarded', { reason: e.reason });
+      if (e.type === 'speech-start') {
+        this.#o.tts.prepare?.(); // while the user speaks: starting espeak-ng holds this thread for ms
+        this.emit('speech-start', { atMs: (e.atSample / PIPELINE_RATE) * 1000 });
+      } else if (e.type === 'discarded') this.emit('speech-discarded', { reason: e.reason });
       else if (this.#active && !this.#o.bargeIn) this.stats.utterancesIgnored++;
       else this.#startTurn(e.utterance);
     }
@@ -290,9 +291,7 @@ export class VoiceSession extends TypedEventEmitter<VoiceEvents> {
 
   #startTurnWith(run: (active: ActiveTurn) => Promise<void>): void {
     const previous = this.#active;
-    if (previous) {
-      this.#bargeIn();
-    }
+    if (previous) this.#bargeIn();
     const turn = ++this.#turnCounter;
     const controller = new AbortController();
     const active: ActiveTurn = { turn, controller, done: Promise.resolve() };

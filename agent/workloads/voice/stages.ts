@@ -8,7 +8,7 @@
 //                       the engine
 //        EspeakTts      espeak-ng (Debian, Yocto meta-oe) when no speech model is installed, so the assistant
 //                       always speaks
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import type { ChatMessage, ChatModel, ChatResult, ChatStream } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
 
@@ -49,6 +49,11 @@ export interface TtsStage {
   readonly family: string;
   /** PCM of one sentence, chunk by chunk; aborting stops synthesis. */
   synthesize(text: string, signal: AbortSignal): AsyncIterable<PcmChunk>;
+  /** Speech will be wanted soon (a turn has started): start now what is slow to start, while ASR and the LLM
+   *  work, so the first sentence does not wait for it. */
+  prepare?(): void;
+  /** Lets go of what prepare() started and was not used. */
+  dispose?(): void;
 }
 
 export function checkUtterance(audio: Float32Array): void {
@@ -165,19 +170,51 @@ const ESPEAK_HEADER = 44;
 export class EspeakTts implements TtsStage {
   readonly family = 'espeak-ng (formant synthesis, no model)';
   readonly #options: EspeakOptions;
+  /** An espeak-ng started by prepare(), its voice loaded, waiting for its text on stdin: its start (20-60 ms on a
+   *  busy 2-core machine, most of the time to a sentence's first audio) is then off the turn's path. */
+  #spare: ChildProcessWithoutNullStreams | undefined;
 
   constructor(options: Partial<EspeakOptions> = {}) {
     this.#options = { ...defaultEspeakOptions, ...options };
   }
 
-  async *synthesize(text: string, signal: AbortSignal): AsyncIterable<PcmChunk> {
-    if (text.trim().length === 0) return;
-    signal.throwIfAborted();
+  prepare(): void {
+    if (this.#spare && running(this.#spare)) return;
+    this.#spare?.kill('SIGKILL');
+    this.#spare = this.#spawn();
+  }
+
+  dispose(): void {
+    this.#spare?.kill('SIGKILL');
+    this.#spare = undefined;
+  }
+
+  #spawn(): ChildProcessWithoutNullStreams {
     const { command, voice, wordsPerMinute } = this.#options;
     // Text goes through stdin so nothing in it can be read as an option.
     const child = spawn(command, ['--stdout', '--stdin', '-v', voice, '-s', String(wordsPerMinute)], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    // A spare nobody has taken yet must not fail the process with an unheard 'error' (no espeak-ng).
+    child.on('error', () => {});
+    child.stdin.on('error', () => {});
+    return child;
+  }
+
+  /** The prepared espeak-ng when it is still there to take, else a new one. */
+  #take(): ChildProcessWithoutNullStreams {
+    const spare = this.#spare;
+    this.#spare = undefined;
+    if (spare && running(spare)) return spare;
+    spare?.kill('SIGKILL');
+    return this.#spawn();
+  }
+
+  async *synthesize(text: string, signal: AbortSignal): AsyncIterable<PcmChunk> {
+    if (text.trim().length === 0) return;
+    signal.throwIfAborted();
+    const { command } = this.#options;
+    const child = this.#take();
     const onAbort = () => child.kill('SIGKILL');
     signal.addEventListener('abort', onAbort, { once: true });
     let stderr = '';
@@ -188,7 +225,6 @@ export class EspeakTts implements TtsStage {
       child.once('error', (error) => resolve({ code: null, error }));
       child.once('close', (code) => resolve({ code }));
     });
-    child.stdin.on('error', () => {});
     child.stdin.end(text);
     let header: Buffer | undefined = Buffer.alloc(0);
     let sampleRate = 22050;
@@ -226,6 +262,11 @@ export class EspeakTts implements TtsStage {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
   }
+}
+
+/** Started (it has a pid) and not exited, killed or failed. */
+function running(child: ChildProcessWithoutNullStreams): boolean {
+  return child.pid !== undefined && child.exitCode === null && child.signalCode === null && !child.killed;
 }
 
 // CJK full stops as escapes: one character above U+00FF makes V8 keep the whole bundled chunk as UTF-16.
