@@ -90,6 +90,8 @@ function timedChat(model: ChatModel, marks: Marks[], heard?: Float32Array[]): Ch
 function timedTts(tts: TtsStage, marks: Marks[]): TtsStage {
   return {
     family: tts.family,
+    prepare: () => tts.prepare?.(),
+    dispose: () => tts.dispose?.(),
     async *synthesize(text, signal) {
       const m: Marks = { callAt: now() };
       marks.push(m);
@@ -143,6 +145,8 @@ interface Side {
   asr: number;
   llm: number;
   tts: number;
+  /** Alone: TTS to its first chunk with espeak-ng started only when the sentence is due (no prepare()). */
+  ttsCold?: number;
   total: number;
   transcript: string;
   sentence: string;
@@ -181,7 +185,9 @@ interface Rig {
   silenceFrame: Float32Array;
   asr: AudioLlmAsr;
   llm: ChatReplyStage;
+  /** Prepared when the turn starts, as the session does; `ttsCold` never is. */
   tts: TtsStage;
+  ttsCold: TtsStage;
 }
 
 /** The turn through the session: the speech at once, then silence at a microphone's pace until the turn ends. */
@@ -268,7 +274,14 @@ async function pipelineSide(rig: Rig, round: number, system: string): Promise<Si
 async function aloneSide(rig: Rig, system: string, utterance: Float32Array): Promise<Side> {
   const signal = new AbortController().signal;
   rig.rec.asr.length = rig.rec.llm.length = 0;
+  // As the session does when speech starts: espeak-ng starts and loads its voice during the speech and the VAD's
+  // hangover, before the turn; the ASR and LLM hosts idle as long as in the pipeline (the speech, then the
+  // hangover), and the VAD has just seen a frame, as at a microphone's pace.
+  rig.tts.prepare?.();
+  await sleep(rig.config.vad.hangoverMs);
   const vad = rig.models.vad();
+  await vad.process(rig.silenceFrame);
+  await sleep(VAD_FRAME_MS);
   const v0 = now();
   await vad.process(rig.silenceFrame);
   const vadMs = now() - v0;
@@ -290,7 +303,11 @@ async function aloneSide(rig: Rig, system: string, utterance: Float32Array): Pro
   const s0 = now();
   for await (const _ of rig.tts.synthesize(first.sentence, signal)) break;
   const ttsMs = now() - s0;
+  const c0 = now();
+  for await (const _ of rig.ttsCold.synthesize(first.sentence, signal)) break;
+  const ttsCold = now() - c0;
   return {
+    ttsCold,
     vad: vadMs,
     asr: asrMs,
     llm: llmMs,
@@ -323,6 +340,7 @@ export async function voiceOverhead(rounds: number): Promise<void> {
       asr: new AudioLlmAsr(asrModel),
       llm: new ChatReplyStage(llmModel, { maxNewTokens: config.maxNewTokens }),
       tts: timedTts(new EspeakTts(config.espeak), []),
+      ttsCold: new EspeakTts(config.espeak),
     };
     let scrubs = 0;
     /** A one-token request on both slots: the KV then holds an unrelated prompt, whichever side ran before. */
@@ -355,6 +373,7 @@ export async function voiceOverhead(rounds: number): Promise<void> {
       }
       pairs.push({ pipe: p!, alone: a!, pipeFirst });
     }
+    rig.tts.dispose?.();
     report(pairs);
   } finally {
     await slots.close();
@@ -404,6 +423,10 @@ function report(pairs: Array<{ pipe: Side; alone: Side; pipeFirst: boolean }>): 
     const d = col((x) => (x.pipe[k] as number) - (x.alone[k] as number));
     console.log(`    ${label.padEnd(24)} ${spread(p)}  ${spread(a)}  ${spread(d)}`);
   }
+  const cold = col((x) => x.alone.ttsCold ?? Number.NaN);
+  console.log(
+    `    TTS to first chunk alone, espeak-ng started only when the sentence is due (no prepare): ${spread(cold)}`,
+  );
   console.log('    hand-overs in the pipeline (ms, median, p90, max):');
   for (const [k, label] of Object.entries(HANDOVERS) as Array<[Handover, string]>) {
     const h = col((x) => x.pipe.hand![k]);
