@@ -1,20 +1,16 @@
 // bench/conversation (3): a voice turn, end of speech → first audio, through the real session (VoiceService's
 // session: Silero VAD, tiny-omni-audio ASR, tiny-llm, espeak-ng) against the same stages, each measured alone,
-// in paired rounds whose order alternates.
-//
-// What makes the two sides comparable:
-//  - the same work: the stages alone get the very utterance the session's VAD cut (taken from a discarded first
-//    round), the same system prompt and maxNewTokens, so the transcript, the reply and the first sentence spoken
-//    are the same (the bench counts the rounds where they are);
-//  - the same warm state: before each side, a one-token request on the ASR and on the LLM slot, so neither side
-//    finds the other's KV (each starts from an unrelated prompt, as a fresh conversation does);
-//  - the same hosts and threads (the same slot runtime), and both sides through the same timing wrappers;
-//  - the end of speech as the user has it: the silence after the speech reaches the session one 32 ms frame at a
-//    time, as from a microphone, and the turn's clock starts when the frame that decides the end is pushed; the VAD
-//    keeps hearing silence at that pace until the turn ends, as it does live.
+// in paired rounds whose order alternates. What makes the two sides comparable:
+//  - the same work: the stages alone get the very utterance the session's VAD cut (from a discarded first round),
+//    the same system prompt and maxNewTokens: the same transcript, reply and first sentence (the bench counts them);
+//  - the same warm state: before each side a one-token request on the ASR and on the LLM slot, so neither finds
+//    the other's KV; espeak-ng prepared on both before the turn; the same hosts, threads and timing wrappers;
+//  - the end of speech as the user has it: the silence reaches the session one 32 ms frame at a time, as from a
+//    microphone, and the clock starts when the frame that decides the end is pushed; on both sides a VAD hears a
+//    frame every 32 ms through the turn, as it does live.
 // The overhead is the median of the rounds' own differences (this machine's speed drifts between rounds); the
-// stages' times inside the pipeline beside their times alone show contention (the LLM still decoding while
-// espeak-ng starts, the VAD), and the hand-overs are the gaps between one stage's end and the next one's start.
+// stages' times in the pipeline beside their times alone show contention, and the hand-overs are the gaps between
+// one stage's end and the next one's start.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from '../agent/workloads/audio/vad.js';
@@ -275,17 +271,24 @@ async function aloneSide(rig: Rig, system: string, utterance: Float32Array): Pro
   const signal = new AbortController().signal;
   rig.rec.asr.length = rig.rec.llm.length = 0;
   // As the session does when speech starts: espeak-ng starts and loads its voice during the speech and the VAD's
-  // hangover, before the turn; the ASR and LLM hosts idle as long as in the pipeline (the speech, then the
-  // hangover), and the VAD has just seen a frame, as at a microphone's pace.
+  // hangover, before the turn; the ASR and LLM hosts idle as long as in the pipeline, and a VAD hears a frame every
+  // 32 ms from then until the first audio, as the session's does (this process and the VAD host stay as busy).
   rig.tts.prepare?.();
-  await sleep(rig.config.vad.hangoverMs);
   const vad = rig.models.vad();
-  await vad.process(rig.silenceFrame);
-  await sleep(VAD_FRAME_MS);
+  let listening = true;
+  const microphone = (async () => {
+    for (let next = now(); listening; next += VAD_FRAME_MS) {
+      await vad.process(rig.silenceFrame);
+      await sleep(next + VAD_FRAME_MS - now());
+    }
+  })();
+  await sleep(rig.config.vad.hangoverMs);
+  const deciding = rig.models.vad();
+  await deciding.process(rig.silenceFrame);
   const v0 = now();
-  await vad.process(rig.silenceFrame);
+  await deciding.process(rig.silenceFrame);
   const vadMs = now() - v0;
-  await vad.dispose();
+  await deciding.dispose();
   const a0 = now();
   const heard = await rig.asr.transcribe(utterance, signal);
   const asrMs = now() - a0;
@@ -303,6 +306,9 @@ async function aloneSide(rig: Rig, system: string, utterance: Float32Array): Pro
   const s0 = now();
   for await (const _ of rig.tts.synthesize(first.sentence, signal)) break;
   const ttsMs = now() - s0;
+  listening = false;
+  await microphone;
+  await vad.dispose();
   const c0 = now();
   for await (const _ of rig.ttsCold.synthesize(first.sentence, signal)) break;
   const ttsCold = now() - c0;
