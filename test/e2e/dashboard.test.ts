@@ -229,6 +229,9 @@ test.serial('telemetry: last hour from history, then live samples over the WebSo
 test.serial(
   'voice: a fake-microphone session gives transcript, reply and playback, or says why it cannot run',
   async (t) => {
+    // Three voice turns through the browser: each waits up to 90 s on a busy machine, past ava's 3-minute
+    // silence limit together.
+    t.timeout(10 * 60_000);
     const { agent, page } = t.context;
     await page.goto(`${agent.url}/#/voice`);
     await page.waitForSelector('[data-page="voice"] h1');
@@ -269,8 +272,11 @@ test.serial(
       await page.getByTestId('voice-start').click();
       await page.getByTestId('voice-mode').selectOption('push-to-talk');
       await page.getByTestId('voice-start').click();
-      await page.waitForFunction(() =>
-        /hold the button/.test(document.querySelector('[data-testid="voice-state"]')?.textContent ?? ''),
+      await page.waitForFunction(
+        () =>
+          /hold the button/.test(document.querySelector('[data-testid="voice-state"]')?.textContent ?? ''),
+        null,
+        { timeout: 90_000 },
       );
       const ptt = page.getByTestId('voice-ptt');
       await ptt.dispatchEvent('pointerdown');

@@ -125,6 +125,9 @@ if (why) {
   test.serial(
     'load times: the model on Vulkan cold (kernels compiled), then warm (cache used), and on the CPU',
     async (t) => {
+      // Three loads, the first compiling every Vulkan kernel: minutes on a busy machine, longer than ava's
+      // 3-minute silence limit, which would otherwise end the run with this test pending.
+      t.timeout(15 * 60_000);
       const { agent, page } = t.context;
       await page.goto(`${agent.url}/#/models`);
       const pinTo = async (backend: string) => {
