@@ -59,5 +59,9 @@ export function dispatchCommands(o: CommandDispatchOptions): void {
       })
       .catch((err: unknown) => logger.error('command handling crashed', { topic, error: errorMessage(err) }));
   };
-  o.subscriptions.add([o.topics.commandFilter, fleetTopics.commandFilter], onCommand);
+  // The device's own commands wait in its broker session while it is away (QoS 1); fleet commands are sent
+  // to many with a deadline and an operator who names the devices that did not answer (QoS 0: no JetStream
+  // consumer per device on NATS). docs/PROTOCOL.md, "Subscriptions".
+  o.subscriptions.add([o.topics.commandFilter], onCommand, 1);
+  o.subscriptions.add([fleetTopics.commandFilter], onCommand, 0);
 }

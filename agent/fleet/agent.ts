@@ -24,7 +24,7 @@ import { registerBuiltinCommands } from './builtin-commands.js';
 import { CommandRegistry } from './commands.js';
 import { HA_STATUS_TOPIC, type HaModelSlot, type HaSlot } from './ha-discovery.js';
 import { type BoardInfo, encode } from './protocol.js';
-import { type MessageHandler, SubscriptionRegistry } from './subscriptions.js';
+import { type MessageHandler, type SubscriptionQos, SubscriptionRegistry } from './subscriptions.js';
 
 // The agent's side of the MQTT contract: presence (status + Last Will), retained documents, commands with
 // request/response, durable telemetry from the outbox, and Home Assistant discovery. Everything it needs is
@@ -88,8 +88,8 @@ export interface FleetAgent {
   readonly subscriptions: SubscriptionRegistry;
   /** The connection's state, last error and next attempt; undefined before start. */
   linkStatus(): BrokerLinkStatus | undefined;
-  /** Subscribes (now and after every reconnect) and routes the filters' messages to `handler`. */
-  subscribe(filters: readonly string[], handler: MessageHandler): () => void;
+  /** Subscribes (now and after every reconnect) at `qos` (default 1) and routes the filters' messages to `handler`. */
+  subscribe(filters: readonly string[], handler: MessageHandler, qos?: SubscriptionQos): () => void;
   /** QoS 1 publish on the current connection; rejects while offline. */
   publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
   /** Runs `listener` after every (re)connection; returns the remover. */
@@ -195,9 +195,14 @@ function serveCommands(deps: FleetAgentDeps, parts: Parts): void {
       ...deps.state?.(),
     }),
   });
-  subscriptions.add([HA_STATUS_TOPIC], (_topic, payload) => {
-    if (payload.toString('utf8').trim() === 'online') parts.homeAssistant.announce();
-  });
+  // QoS 0: discovery is announced on every connect anyway; a birth message missed offline changes nothing.
+  subscriptions.add(
+    [HA_STATUS_TOPIC],
+    (_topic, payload) => {
+      if (payload.toString('utf8').trim() === 'online') parts.homeAssistant.announce();
+    },
+    0,
+  );
   dispatchCommands({
     commands,
     subscriptions,
@@ -244,7 +249,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     },
     subscriptions,
     linkStatus: () => connection.status(),
-    subscribe: (filters, handler) => subscriptions.add(filters, handler),
+    subscribe: (filters, handler, qos) => subscriptions.add(filters, handler, qos),
     publish: (topic, payload, opts) => connection.publish(topic, payload, opts),
     onConnected: (listener) => events.on('connected', () => listener()),
     async start() {

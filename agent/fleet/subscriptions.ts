@@ -9,6 +9,12 @@ import type { Logger } from '../../lib/log.js';
 // answers SUBACK 0x80 while JetStream cannot create the subscription's consumer (a leader election, an
 // overloaded cluster) and grants the same filter later; a refusal that stays (an ACL) costs one SUBSCRIBE
 // a minute.
+// Each filter has its QoS (the highest any of its adders asked for). QoS 1 is for messages that must wait in
+// the broker session while the device is away (its own commands); a filter whose messages are retained (OTA
+// jobs and root rotations) or whose sender has a deadline anyway (fleet commands, Home Assistant's birth)
+// takes QoS 0: the retained copy comes with every SUBSCRIBE, which this registry sends after every CONNACK.
+// On NATS every QoS 1 subscription is a JetStream consumer (a raft group per filter per device), a QoS 0 one
+// a plain subscription; docs/PROTOCOL.md lists the device's filters with their QoS.
 
 export interface MessagePacket {
   retain?: boolean;
@@ -26,8 +32,11 @@ export interface SubscribingClient {
   unsubscribe(filters: string[], callback: (err?: Error | null) => void): unknown;
 }
 
+export type SubscriptionQos = 0 | 1;
+
 export interface SubscriptionState {
   filter: string;
+  qos: SubscriptionQos;
   /** `active` once the broker granted it on the current connection; `denied` when its SUBACK refused it. */
   state: 'pending' | 'active' | 'denied';
   error?: string;
@@ -35,6 +44,7 @@ export interface SubscriptionState {
 
 interface Entry {
   filter: string;
+  qos: SubscriptionQos;
   handlers: Set<MessageHandler>;
   state: SubscriptionState['state'];
   error?: string;
@@ -75,15 +85,19 @@ export class SubscriptionRegistry {
 
   /**
    * Subscribes `filters` (now when connected, else on the next connection) and routes their messages to
-   * `handler`. Returns the function that removes them again; a filter shared with another handler stays.
+   * `handler`, at `qos` (default 1). Returns the function that removes them again; a filter shared with another
+   * handler stays. A filter already subscribed at QoS 0 that is added at QoS 1 is subscribed again at 1.
    */
-  add(filters: readonly string[], handler: MessageHandler): () => void {
+  add(filters: readonly string[], handler: MessageHandler, qos: SubscriptionQos = 1): () => void {
     const fresh: string[] = [];
     for (const filter of filters) {
       let entry = this.#entries.get(filter);
       if (!entry) {
-        entry = { filter, handlers: new Set(), state: 'pending' };
+        entry = { filter, qos, handlers: new Set(), state: 'pending' };
         this.#entries.set(filter, entry);
+        fresh.push(filter);
+      } else if (qos > entry.qos) {
+        entry.qos = qos;
         fresh.push(filter);
       }
       entry.handlers.add(handler);
@@ -152,13 +166,16 @@ export class SubscriptionRegistry {
   state(): SubscriptionState[] {
     return [...this.#entries.values()].map((e) => ({
       filter: e.filter,
+      qos: e.qos,
       state: e.state,
       ...(e.error !== undefined ? { error: e.error } : {}),
     }));
   }
 
   #subscribe(client: SubscribingClient, filters: string[], answered?: () => void): void {
-    const request = Object.fromEntries(filters.map((f) => [f, { qos: 1 as const }]));
+    const request = Object.fromEntries(
+      filters.map((f) => [f, { qos: this.#entries.get(f)?.qos ?? 1 }] as const),
+    );
     client.subscribe(request, (err, granted) => {
       answered?.();
       if (client !== this.#client) return; // answered on a connection that is gone; the next one re-subscribes

@@ -16,8 +16,11 @@ type MessageHandler = (topic: string, payload: Buffer, packet?: { retain?: boole
 
 /** What OTA needs from an MQTT connection that comes and goes. */
 export interface OtaTransport {
-  /** Routes these filters' messages to `handler` on every connection from now on; returns the remover. */
-  subscribe(filters: readonly string[], handler: MessageHandler): () => void;
+  /**
+   * Routes these filters' messages to `handler` on every connection from now on, subscribed at `qos`; returns
+   * the remover.
+   */
+  subscribe(filters: readonly string[], handler: MessageHandler, qos: 0 | 1): () => void;
   /** QoS 1; rejects when not connected. */
   publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
   /** Called after every (re)connection; returns the remover. */
@@ -26,7 +29,7 @@ export interface OtaTransport {
 
 /** The part of an MQTT.js client `clientTransport` uses. */
 export interface OtaMqttClient {
-  subscribeAsync(topic: string[], opts: { qos: 1 }): Promise<unknown>;
+  subscribeAsync(topic: string[], opts: { qos: 0 | 1 }): Promise<unknown>;
   unsubscribeAsync(topic: string[]): Promise<unknown>;
   publishAsync(topic: string, message: string, opts: { qos: 1; retain: boolean }): Promise<unknown>;
   on(event: 'message', cb: MessageHandler): unknown;
@@ -39,13 +42,13 @@ export interface OtaMqttClient {
  */
 export function clientTransport(client: OtaMqttClient, logger?: Logger): OtaTransport {
   return {
-    subscribe(filters, handler) {
+    subscribe(filters, handler, qos) {
       const list = [...filters];
       const onMessage: MessageHandler = (topic, payload, packet) => {
         if (list.includes(topic)) handler(topic, payload, packet);
       };
       client.on('message', onMessage);
-      client.subscribeAsync(list, { qos: 1 }).catch((err: unknown) => {
+      client.subscribeAsync(list, { qos }).catch((err: unknown) => {
         logger?.warn('ota: subscribe failed', { filters: list, error: errorMessage(err) });
       });
       return () => {
@@ -128,7 +131,11 @@ export function attachOtaToMqtt(
     }
     runner.submit(message);
   };
-  const removeSubscription = transport.subscribe([...jobTopics, ...rootTopics], onMessage);
+  // QoS 0: every job and root rotation is retained, and the broker sends the retained copy with every
+  // SUBSCRIBE, which the transport repeats after every connection. A job published while the device was away
+  // (or lost in flight with a dying connection) reaches it when it is back; only the newest one per topic,
+  // which is all a job topic means. On NATS this keeps the OTA filters off JetStream (no consumer per filter).
+  const removeSubscription = transport.subscribe([...jobTopics, ...rootTopics], onMessage, 0);
   const offConnected = transport.onConnected(() => {
     if (unsent !== undefined) send(unsent);
   });

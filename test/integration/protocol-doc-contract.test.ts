@@ -125,6 +125,25 @@ test('topics: the device subscribes to exactly the documented inbound topics', a
   t.deepEqual([...subscribed].sort(), [...documented].sort());
 });
 
+test('subscriptions: each filter at the QoS the subscriptions table gives it', async (t) => {
+  const { services } = await composedAgent();
+  const documented = Object.fromEntries(
+    table(protocolDoc, 'filter').map(([filter, qos]) => [concrete(codes(filter!)[0]!, '+'), Number(qos)]),
+  );
+  const subscribed = Object.fromEntries(
+    services
+      .fleet()
+      .agent!.subscriptions.state()
+      .map((s) => [s.filter, s.qos]),
+  );
+  t.deepEqual(subscribed, documented);
+  t.deepEqual(
+    Object.keys(subscribed).filter((f) => subscribed[f] === 1),
+    [deviceTopics(DEVICE).commandFilter],
+    'only the device’s own commands at QoS 1',
+  );
+});
+
 test('topics: the device publishes on exactly the documented outbound topics', (t) => {
   const documented = table(protocolDoc, 'topic')
     .filter(([, direction]) => direction!.startsWith('device →'))

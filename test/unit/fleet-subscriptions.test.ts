@@ -13,6 +13,7 @@ import { deviceIdOf, deviceIdOfSegment, deviceTopics, topicSegment } from '../..
 
 class RecordingClient implements SubscribingClient {
   readonly subscribed: string[][] = [];
+  readonly requested: Record<string, { qos: 0 | 1 | 2 }>[] = [];
   readonly unsubscribed: string[][] = [];
   constructor(private readonly refuse: readonly string[] = []) {}
   subscribe(
@@ -21,6 +22,7 @@ class RecordingClient implements SubscribingClient {
   ) {
     const topics = Object.keys(filters);
     this.subscribed.push(topics);
+    this.requested.push(filters);
     cb(
       null,
       topics.map((topic) => ({ topic, qos: this.refuse.includes(topic) ? 0x87 : 1 })),
@@ -59,6 +61,39 @@ test('filters added while offline are subscribed on connect, and all of them aga
   t.true(reg.dispatch('ota/jobs', Buffer.from('{}'), {}));
   t.false(reg.dispatch('other/topic', Buffer.from('{}'), {}));
   t.deepEqual(got, ['a/x/cmd/ping', 'ota/jobs']);
+});
+
+test('each filter is subscribed at its QoS, on every connection; a QoS 1 adder raises a QoS 0 filter', (t) => {
+  const reg = new SubscriptionRegistry(createMemoryLogger());
+  const h: MessageHandler = () => {};
+  reg.add(['own/cmd/+'], h, 1);
+  reg.add(['fleet/cmd/+', 'jobs/retained'], h, 0);
+  reg.add(['default'], h);
+  const first = new RecordingClient();
+  reg.connected(first);
+  t.deepEqual(first.requested, [
+    { 'own/cmd/+': { qos: 1 }, 'fleet/cmd/+': { qos: 0 }, 'jobs/retained': { qos: 0 }, default: { qos: 1 } },
+  ]);
+  t.deepEqual(
+    reg.state().map((s) => [s.filter, s.qos]),
+    [
+      ['own/cmd/+', 1],
+      ['fleet/cmd/+', 0],
+      ['jobs/retained', 0],
+      ['default', 1],
+    ],
+  );
+  // A second handler at QoS 0 changes nothing; one at QoS 1 subscribes the filter again at 1.
+  reg.add(['own/cmd/+'], h, 0);
+  t.is(first.requested.length, 1);
+  reg.add(['jobs/retained'], () => {}, 1);
+  t.deepEqual(first.requested.at(-1), { 'jobs/retained': { qos: 1 } });
+  reg.disconnected();
+  const second = new RecordingClient();
+  reg.connected(second);
+  t.deepEqual(second.requested, [
+    { 'own/cmd/+': { qos: 1 }, 'fleet/cmd/+': { qos: 0 }, 'jobs/retained': { qos: 1 }, default: { qos: 1 } },
+  ]);
 });
 
 test('a shared filter stays until its last handler goes; removal unsubscribes once', (t) => {
