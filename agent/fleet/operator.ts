@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IClientPublishOptions } from 'mqtt';
 import { MnnEdgeError } from '../../lib/errors.js';
 import { parseJsonInput } from '../../lib/json-input.js';
-import { OperatorLink } from '../../lib/mqtt/operator-link.js';
+import { OPERATOR_QOS, OperatorLink } from '../../lib/mqtt/operator-link.js';
 import { validate } from '../../lib/schema.js';
 import {
   DOCUMENT_KINDS,
@@ -108,7 +108,7 @@ export class FleetOperator {
     const filters = [fleetTopics.allStatus, fleetTopics.allTelemetry, ...fleetTopics.allDocuments];
     const off = this.#link.onMessage(onMessage);
     try {
-      await this.#link.subscribe(filters, 1);
+      await this.#link.subscribe(filters, OPERATOR_QOS);
       // Retained messages arrive right after the SUBACK, a thousand devices' worth in a burst: the snapshot is
       // complete once none has come for `waitMs` (live telemetry, not retained, does not hold it open).
       lastRetained = Date.now();
@@ -151,7 +151,7 @@ export class FleetOperator {
     };
     const topic = single ? deviceTopics(target.deviceId).command(name) : fleetTopics.command(name);
     const responses: CommandResponse[] = [];
-    await this.#link.subscribe([responseTopic], 1);
+    await this.#link.subscribe([responseTopic], OPERATOR_QOS);
     let finish: () => void = () => undefined;
     const done = new Promise<void>((resolve) => {
       finish = resolve;
@@ -204,7 +204,7 @@ export class FleetOperator {
       else onInvalid?.(topic, errors.map((e) => `${e.path}: ${e.message}`).join('; '));
     };
     const off = this.#link.onMessage(onMessage);
-    await this.#link.subscribe([fleetTopics.allTelemetry], 1);
+    await this.#link.subscribe([fleetTopics.allTelemetry], OPERATOR_QOS);
     return async () => {
       off();
       await this.#link.unsubscribe([fleetTopics.allTelemetry]);

@@ -37,6 +37,15 @@ const PROTOCOL_REFUSED = new Set([1, 0x84]);
 
 export type LinkMessageHandler = (topic: string, payload: Buffer, packet: { retain?: boolean }) => void;
 
+/**
+ * The QoS of every subscription the operator tools make. They read retained messages (statuses, documents,
+ * OTA statuses: sent again with every SUBSCRIBE, also after a move to another node) and answers or telemetry
+ * on a live clean session, which a QoS 1 subscription would not keep either once the connection is gone. QoS
+ * 0 costs a broker nothing more than the delivery; on NATS a QoS 1 subscription is a replicated JetStream
+ * consumer made for every `fleet ls` and every command's answers (docs/FLEET.md).
+ */
+export const OPERATOR_QOS = 0;
+
 /** "Subscribe error: Unspecified error" says nothing of where; this names the node and the filters. */
 function grantedError(
   url: string,
@@ -229,7 +238,9 @@ export class OperatorLink {
           const c = await this.#connectTo(index);
           const filters = [...this.#wanted.keys()];
           if (filters.length > 0) {
-            const granted = await c.subscribeAsync(filters, { qos: 1 });
+            const granted = await c.subscribeAsync(
+              Object.fromEntries([...this.#wanted].map(([f, qos]) => [f, { qos }])),
+            );
             const refused = grantedError(this.#o.urls[index]!, filters, granted);
             if (refused) {
               this.#client = undefined;

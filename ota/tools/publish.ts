@@ -2,7 +2,7 @@
 // controller from them. Runs wherever the broker is reachable (beside it, or on a laptop).
 
 import { parseJsonInput } from '../../lib/json-input.js';
-import { OperatorLink } from '../../lib/mqtt/operator-link.js';
+import { OPERATOR_QOS, OperatorLink } from '../../lib/mqtt/operator-link.js';
 import { validate } from '../../lib/schema.js';
 import { deviceIdOf, fleetTopics } from '../../lib/topics.js';
 import { type JobStatus, jobStatusSchema, type OtaJob, otaTopics } from '../jobs/job.js';
@@ -79,7 +79,7 @@ export async function watchStatuses(
     if (s) onStatus(s);
     else if (payload.length > 0) onMalformed?.(deviceIdOf(topic) ?? m[1]!, malformedWhy(payload));
   });
-  await client.subscribe([otaTopics.allStatus], 1);
+  await client.subscribe([otaTopics.allStatus], OPERATOR_QOS);
   return async () => {
     off();
     await client.unsubscribe([otaTopics.allStatus]);
@@ -162,7 +162,7 @@ export async function driveRollout(
       if (id === undefined || !topic.endsWith('/status') || topic.includes('/ota/')) return;
       if (onlineTags(payload)?.includes(follow.tag) && controller.join(rolloutId, id)) dirty = true;
     });
-    await client.subscribe([fleetTopics.allStatus], 1);
+    await client.subscribe([fleetTopics.allStatus], OPERATOR_QOS);
     stopFollowing = async () => {
       off();
       await client.unsubscribe([fleetTopics.allStatus]);
