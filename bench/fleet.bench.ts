@@ -9,6 +9,9 @@
 // FLEET_N (default 1000), FLEET_PKG_BYTES (default 256 KiB), FLEET_KILLS (default 10), FLEET_SEED,
 // FLEET_MOSQUITTO=0 / FLEET_NATS=0 leave a broker out, FLEET_FAULTS=0 leaves the faulted rollouts out,
 // FLEET_NATS_CONSUMER_REPLICAS sets NATS's mqtt.consumer_replicas (default: as many as the streams, 3).
+// FLEET_PROCS > 1 spreads the boards over that many simulator processes (one process's descriptors end near
+// 5,000 boards) and measures on mosquitto only what needs no board in this process: all online, memory,
+// `fleet ls`, the fan-out and the connect storm after a restart; no rollouts.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +26,7 @@ import {
   referenceRollout,
 } from './fleet/rollout-figures.js';
 import { type SimFleet, startSimFleet } from './fleet/sim-fleet.js';
+import { startSimProcs } from './fleet/sim-procs.js';
 import { type SimPackage, simPackages } from './fleet/sim-rollout.js';
 import { bar, check, fmt } from './stats.js';
 
@@ -30,6 +34,7 @@ const N = Number(process.env['FLEET_N'] ?? 1000);
 const PKG = Number(process.env['FLEET_PKG_BYTES'] ?? 256 * 1024);
 const KILLS = Number(process.env['FLEET_KILLS'] ?? 10);
 const FAULTS = process.env['FLEET_FAULTS'] !== '0';
+const PROCS = Number(process.env['FLEET_PROCS'] ?? 1);
 const mb = (b: number) => b / 1024 / 1024;
 const load = () =>
   `load ${loadavg()
@@ -72,6 +77,8 @@ interface Broker {
   version: 4 | 5;
   /** The connect storm: every board loses its broker (restart) or a third of them their node (kill). */
   storm(): Promise<void>;
+  /** The node the storm kills: its boards count as back only once connected to another one. */
+  lostUrl?: string;
   /** After every board is back: a killed node is started again. */
   afterStorm?: () => Promise<void>;
   /** Done to the broker in the middle of a rollout. */
@@ -79,14 +86,24 @@ interface Broker {
 }
 
 /** Boards up, then what the operator tools see: memory, `fleet ls`, a fan-out to everyone. */
-async function operatorFigures(b: Broker, rssBefore: number, startS: number): Promise<void> {
-  const perDevice = (process.memoryUsage().rss - rssBefore) / N;
+async function operatorFigures(
+  b: Broker,
+  memory: { perDevice: number; rss: number },
+  startS: number,
+): Promise<void> {
+  const { perDevice } = memory;
   console.log(
     `  ${N} boards online in ${fmt(startS, 1)} s; ${fmt(perDevice / 1024, 0)} KiB RSS per board; ${load()}`,
   );
   check(`${b.name}: boards started and online`, startS, 's', 'report', true);
   check(`${b.name}: memory per simulated board`, perDevice / 1024, 'KiB', 'report', true);
-  check(`${b.name}: process RSS with ${N} boards`, mb(process.memoryUsage().rss), 'MB', 'report', true);
+  check(
+    `${b.name}: ${PROCS > 1 ? `RSS of ${PROCS} simulator processes` : 'process RSS'} with ${N} boards`,
+    mb(memory.rss),
+    'MB',
+    'report',
+    true,
+  );
 
   const op = await FleetOperator.connect({ url: b.urls.at(-1)!, protocolVersion: b.version });
   const l0 = performance.now();
@@ -138,11 +155,18 @@ async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: str
   });
   try {
     await until(() => fleet.online() === N, 600_000, 'all online');
-    await operatorFigures(b, rssBefore, (performance.now() - t0) / 1000);
+    const rss = process.memoryUsage().rss;
+    await operatorFigures(b, { perDevice: (rss - rssBefore) / N, rss }, (performance.now() - t0) / 1000);
 
     const s0 = performance.now();
+    const onLost = fleet.devices.filter((d) => d.brokerUrl === b.lostUrl).length;
     await b.storm();
-    await until(() => fleet.online() === N, 600_000, 'back online');
+    await until(
+      () => fleet.online() === N && fleet.devices.every((d) => d.brokerUrl !== b.lostUrl),
+      600_000,
+      'back online',
+    );
+    if (b.lostUrl) console.log(`  ${onLost} boards were on the killed node`);
     check(`${b.name}: connect storm, all online again`, (performance.now() - s0) / 1000, 's', 'report', true);
     console.log(`  connect storm over; ${load()}`);
     await b.afterStorm?.();
@@ -170,6 +194,28 @@ async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: str
   }
 }
 
+/** FLEET_PROCS > 1: the boards in several processes, on mosquitto; no rollouts (no board in this process). */
+async function measureProcs(b: Broker, dir: string): Promise<void> {
+  const perProc = Math.ceil(N / PROCS);
+  console.log(`\n--- ${b.name}: ${N} boards in ${PROCS} processes of ${perProc}; ${load()}`);
+  const t0 = performance.now();
+  const procs = startSimProcs({ procs: PROCS, perProc, urls: b.urls, protocolVersion: b.version, dir });
+  try {
+    await until(() => procs.online() >= N, 900_000, `all online (${N})`);
+    const rss = procs.rss();
+    await operatorFigures(b, { perDevice: rss / N, rss }, (performance.now() - t0) / 1000);
+    const s0 = performance.now();
+    await b.storm();
+    // The processes report every 500 ms: a restart they all got over between two reports shows no dip.
+    await until(() => procs.online() < N, 15_000, 'boards noticed the restart').catch(() => undefined);
+    await until(() => procs.online() >= N, 900_000, 'back online');
+    check(`${b.name}: connect storm, all online again`, (performance.now() - s0) / 1000, 's', 'report', true);
+    console.log(`  connect storm over; ${load()}`);
+  } finally {
+    await procs.stop();
+  }
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-fleet-'));
 const seed = Number(process.env['FLEET_SEED'] ?? Date.now() % 1_000_000);
 console.log(`fleet bench: N=${N}, seed ${seed} (FLEET_SEED repeats it), ${load()}`);
@@ -193,24 +239,20 @@ try {
       }
     };
     try {
-      await measure(
-        {
-          name: 'mosquitto',
-          urls: [mosq.url],
-          version: 5,
-          storm: restart,
-          midRollout: { label: 'broker restart', fault: restart },
-        },
-        pkg,
-        targetsFile,
-        dir,
-        random,
-      );
+      await (PROCS > 1
+        ? (b: Broker) => measureProcs(b, join(dir, 'procs'))
+        : (b: Broker) => measure(b, pkg, targetsFile, dir, random))({
+        name: 'mosquitto',
+        urls: [mosq.url],
+        version: 5,
+        storm: restart,
+        midRollout: { label: 'broker restart', fault: restart },
+      });
     } finally {
       await mosq.close();
     }
   }
-  if (natsAvailable() && process.env['FLEET_NATS'] !== '0') {
+  if (natsAvailable() && process.env['FLEET_NATS'] !== '0' && PROCS <= 1) {
     const consumers = Number(process.env['FLEET_NATS_CONSUMER_REPLICAS'] ?? 0);
     const cluster = await startNatsCluster({
       streamReplicas: 3,
@@ -224,6 +266,7 @@ try {
           version: 4,
           // Node 1 dies for the storm and comes back; node 2 dies mid-rollout.
           storm: () => cluster.nodes[0]!.kill(),
+          lostUrl: cluster.mqttUrls[0]!,
           // Back before the rollouts: with one node left of three, the streams' quorum would be gone.
           afterStorm: () => cluster.nodes[0]!.start(),
           midRollout: { label: 'node 2 killed', fault: () => cluster.nodes[1]!.kill() },
