@@ -89,7 +89,12 @@ export interface FleetAgent {
   /** The connection's state, last error and next attempt; undefined before start. */
   linkStatus(): BrokerLinkStatus | undefined;
   /** Subscribes (now and after every reconnect) at `qos` (default 1) and routes the filters' messages to `handler`. */
-  subscribe(filters: readonly string[], handler: MessageHandler, qos?: SubscriptionQos): () => void;
+  subscribe(
+    filters: readonly string[],
+    handler: MessageHandler,
+    qos?: SubscriptionQos,
+    refresh?: { everyMs: number },
+  ): () => void;
   /** QoS 1 publish on the current connection; rejects while offline. */
   publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
   /** Runs `listener` after every (re)connection; returns the remover. */
@@ -249,7 +254,7 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     },
     subscriptions,
     linkStatus: () => connection.status(),
-    subscribe: (filters, handler, qos) => subscriptions.add(filters, handler, qos),
+    subscribe: (filters, handler, qos, refresh) => subscriptions.add(filters, handler, qos, refresh),
     publish: (topic, payload, opts) => connection.publish(topic, payload, opts),
     onConnected: (listener) => events.on('connected', () => listener()),
     async start() {

@@ -15,6 +15,10 @@ import type { Logger } from '../../lib/log.js';
 // takes QoS 0: the retained copy comes with every SUBSCRIBE, which this registry sends after every CONNACK.
 // On NATS every QoS 1 subscription is a JetStream consumer (a raft group per filter per device), a QoS 0 one
 // a plain subscription; docs/PROTOCOL.md lists the device's filters with their QoS.
+// A QoS 0 delivery lost on a live connection (a NATS route between cluster nodes that drops and reconnects
+// loses what was in flight to plain subscriptions) comes back only with the next SUBSCRIBE: a filter added with
+// `refreshMs` is subscribed again that often (jittered by ±50 %) while connected, so its retained message
+// arrives again.
 
 export interface MessagePacket {
   retain?: boolean;
@@ -45,6 +49,7 @@ export interface SubscriptionState {
 interface Entry {
   filter: string;
   qos: SubscriptionQos;
+  refreshMs?: number;
   handlers: Set<MessageHandler>;
   state: SubscriptionState['state'];
   error?: string;
@@ -76,6 +81,7 @@ export class SubscriptionRegistry {
   readonly #retry: RefusalRetry;
   #client: SubscribingClient | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
+  #refreshTimer: NodeJS.Timeout | undefined;
   #refusedInARow = 0;
 
   constructor(logger: Logger, retry: RefusalRetry = { minMs: 2_000, maxMs: 60_000 }) {
@@ -88,7 +94,12 @@ export class SubscriptionRegistry {
    * `handler`, at `qos` (default 1). Returns the function that removes them again; a filter shared with another
    * handler stays. A filter already subscribed at QoS 0 that is added at QoS 1 is subscribed again at 1.
    */
-  add(filters: readonly string[], handler: MessageHandler, qos: SubscriptionQos = 1): () => void {
+  add(
+    filters: readonly string[],
+    handler: MessageHandler,
+    qos: SubscriptionQos = 1,
+    refresh?: { everyMs: number },
+  ): () => void {
     const fresh: string[] = [];
     for (const filter of filters) {
       let entry = this.#entries.get(filter);
@@ -100,9 +111,11 @@ export class SubscriptionRegistry {
         entry.qos = qos;
         fresh.push(filter);
       }
+      if (refresh) entry.refreshMs = Math.min(entry.refreshMs ?? Infinity, refresh.everyMs);
       entry.handlers.add(handler);
     }
     if (fresh.length > 0 && this.#client) this.#subscribe(this.#client, fresh);
+    if (refresh && this.#client && !this.#refreshTimer) this.#scheduleRefresh(this.#client);
     let removed = false;
     return () => {
       if (removed) return;
@@ -131,6 +144,8 @@ export class SubscriptionRegistry {
   connected(client: SubscribingClient): Promise<void> {
     this.#client = client;
     this.#cancelRetry();
+    this.#cancelRefresh();
+    this.#scheduleRefresh(client);
     this.#refusedInARow = 0;
     for (const entry of this.#entries.values()) {
       entry.state = 'pending';
@@ -144,6 +159,7 @@ export class SubscriptionRegistry {
   disconnected(): void {
     this.#client = undefined;
     this.#cancelRetry();
+    this.#cancelRefresh();
     for (const entry of this.#entries.values()) entry.state = 'pending';
   }
 
@@ -213,6 +229,28 @@ export class SubscriptionRegistry {
       if (refused.length > 0) this.#subscribe(client, refused);
     }, wait);
     this.#retryTimer.unref?.();
+  }
+
+  /** Subscribes the filters that asked for it again, every `refreshMs` ±50 %, on this connection. */
+  #scheduleRefresh(client: SubscribingClient): void {
+    const every = Math.min(...[...this.#entries.values()].map((e) => e.refreshMs ?? Infinity));
+    if (!Number.isFinite(every)) return;
+    this.#refreshTimer = setTimeout(
+      () => {
+        this.#refreshTimer = undefined;
+        if (client !== this.#client) return;
+        const due = [...this.#entries.values()].filter((e) => e.refreshMs !== undefined).map((e) => e.filter);
+        if (due.length > 0) this.#subscribe(client, due);
+        this.#scheduleRefresh(client);
+      },
+      every * (0.5 + Math.random()),
+    );
+    this.#refreshTimer.unref?.();
+  }
+
+  #cancelRefresh(): void {
+    clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = undefined;
   }
 
   #cancelRetry(): void {

@@ -12,6 +12,9 @@ import { type JobStatus, otaTopics } from './job.js';
 import type { JobRunner } from './job-runner.js';
 import { applyRootJob } from './root-job.js';
 
+/** How often a device subscribes to its OTA topics again while connected (±50 %). */
+export const OTA_TOPIC_REFRESH_MS = 5 * 60_000;
+
 type MessageHandler = (topic: string, payload: Buffer, packet?: { retain?: boolean }) => void;
 
 /** What OTA needs from an MQTT connection that comes and goes. */
@@ -20,7 +23,13 @@ export interface OtaTransport {
    * Routes these filters' messages to `handler` on every connection from now on, subscribed at `qos`; returns
    * the remover.
    */
-  subscribe(filters: readonly string[], handler: MessageHandler, qos: 0 | 1): () => void;
+  subscribe(
+    filters: readonly string[],
+    handler: MessageHandler,
+    qos: 0 | 1,
+    /** Subscribe again this often while connected, so the retained messages come again. */
+    refresh?: { everyMs: number },
+  ): () => void;
   /** QoS 1; rejects when not connected. */
   publish(topic: string, payload: string, opts: { qos: 1; retain: boolean }): Promise<void>;
   /** Called after every (re)connection; returns the remover. */
@@ -135,7 +144,11 @@ export function attachOtaToMqtt(
   // SUBSCRIBE, which the transport repeats after every connection. A job published while the device was away
   // (or lost in flight with a dying connection) reaches it when it is back; only the newest one per topic,
   // which is all a job topic means. On NATS this keeps the OTA filters off JetStream (no consumer per filter).
-  const removeSubscription = transport.subscribe([...jobTopics, ...rootTopics], onMessage, 0);
+  // A delivery lost on a live connection (a NATS route that dropped) comes again with the periodic SUBSCRIBE;
+  // the runner answers a job it knows with its status again, which heals a status the operator missed too.
+  const removeSubscription = transport.subscribe([...jobTopics, ...rootTopics], onMessage, 0, {
+    everyMs: OTA_TOPIC_REFRESH_MS,
+  });
   const offConnected = transport.onConnected(() => {
     if (unsent !== undefined) send(unsent);
   });

@@ -159,6 +159,24 @@ test('a refused filter is asked for again on the same connection until the broke
   );
 });
 
+test('a filter added with refresh is subscribed again while connected, alone; not once disconnected', async (t) => {
+  const reg = new SubscriptionRegistry(createMemoryLogger());
+  reg.add(['own/cmd/+'], () => {}, 1);
+  reg.add(['jobs/retained', 'tag/jobs'], () => {}, 0, { everyMs: 10 });
+  const client = new RecordingClient();
+  await reg.connected(client);
+  while (client.requested.length < 3) await new Promise((r) => setTimeout(r, 5));
+  t.deepEqual(client.requested.slice(0, 3), [
+    { 'own/cmd/+': { qos: 1 }, 'jobs/retained': { qos: 0 }, 'tag/jobs': { qos: 0 } },
+    { 'jobs/retained': { qos: 0 }, 'tag/jobs': { qos: 0 } },
+    { 'jobs/retained': { qos: 0 }, 'tag/jobs': { qos: 0 } },
+  ]);
+  reg.disconnected();
+  const asked = client.requested.length;
+  await new Promise((r) => setTimeout(r, 50));
+  t.is(client.requested.length, asked, 'nothing on a connection that is gone');
+});
+
 test('MQTT filter matching', (t) => {
   t.true(topicMatches('a/+/c', 'a/b/c'));
   t.false(topicMatches('a/+/c', 'a/b/c/d'));
