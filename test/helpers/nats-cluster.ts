@@ -68,6 +68,22 @@ function alive(p: ChildProcess | undefined): boolean {
   return p !== undefined && p.exitCode === null && p.signalCode === null;
 }
 
+const SUBACK_WAIT_MS = 5_000;
+const STOP_GRACE_MS = 5_000;
+
+/** `p`'s value, or undefined once `ms` have passed without it. */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Until a QoS 1 subscription is granted: the node's JetStream has a meta leader and the MQTT streams exist. */
 async function waitForMqtt(
   url: string,
@@ -86,9 +102,15 @@ async function waitForMqtt(
         clientId: `probe-${Math.random().toString(36).slice(2, 10)}`,
       });
       try {
-        const granted = await c.subscribeAsync('mnn-edge/probe', { qos: 1 });
-        if (granted.every((g) => g.qos === 1)) return;
-        last = `subscription refused (${JSON.stringify(granted)})`;
+        // Bounded: a node whose JetStream has no leader yet can leave a SUBSCRIBE unanswered, and mqtt.js waits
+        // for its SUBACK without end (seen once beside the CPU hog: the cluster's start hung until the test's
+        // 600 s budget ran out); a fresh connection's SUBSCRIBE is answered once the leader is there.
+        const subscribed = c.subscribeAsync('mnn-edge/probe', { qos: 1 });
+        subscribed.catch(() => {}); // once given up on, the forced end below rejects it: nobody listens then
+        const granted = await within(subscribed, SUBACK_WAIT_MS);
+        if (granted === undefined) last = `SUBSCRIBE unanswered for ${SUBACK_WAIT_MS} ms`;
+        else if (granted.every((g) => g.qos === 1)) return;
+        else last = `subscription refused (${JSON.stringify(granted)})`;
       } finally {
         await c.endAsync(true);
       }
@@ -214,7 +236,13 @@ async function launchCluster(options: NatsClusterOptions, unlock: () => void): P
         const c = proc;
         if (!c || !alive(c)) return;
         await new Promise<void>((resolve) => {
-          c.once('exit', () => resolve());
+          // A JetStream node can take its time to shut down on a starved machine; the cluster lock (and the next
+          // test file waiting on it) must not wait on that.
+          const hard = setTimeout(() => c.kill('SIGKILL'), STOP_GRACE_MS);
+          c.once('exit', () => {
+            clearTimeout(hard);
+            resolve();
+          });
           c.kill('SIGTERM');
         });
       },
