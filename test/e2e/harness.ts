@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type BrowserContext, type ConsoleMessage, chromium, type Page, type Request } from 'playwright-core';
 import { defaultConfig } from '../../agent/config/defaults.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { planPolicyFromConfig } from '../../agent/config/sections/slots.js';
@@ -311,12 +311,55 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return path;
 }
 
+/** What the page shows and what went wrong in it: for a failure message, where a screenshot alone says little. */
+async function pageState(page: Page, problems: string[]): Promise<string> {
+  const shown = await page
+    .evaluate(
+      () =>
+        `readyState ${document.readyState}, #app: ${document.getElementById('app')?.innerHTML.slice(0, 300)}`,
+    )
+    .catch((err: Error) => `not readable: ${err.message}`);
+  return `${page.url()}; ${shown}; console errors and failed requests: ${problems.slice(0, 10).join(' | ') || 'none'}`;
+}
+
 export async function login(page: Page, url: string, token: string): Promise<void> {
-  await page.goto(`${url}/#/login`);
-  // A loaded machine (a CI runner beside another daemon loading models) can take longer than Playwright's 30 s
-  // default to render the form; the budget is for that, not for a healthy page.
-  await page.getByTestId('token').waitFor({ timeout: 120_000 });
-  await page.getByTestId('token').fill(token);
-  await page.getByTestId('login').click();
-  await page.waitForSelector('[data-page="overview"] [data-testid="board-name"]');
+  const problems: string[] = [];
+  const onConsole = (m: ConsoleMessage) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  };
+  const onPageError = (err: Error) => problems.push(`page error: ${err.message}`);
+  const onRequestFailed = (r: Request) =>
+    problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`);
+  page.on('console', onConsole);
+  page.on('pageerror', onPageError);
+  page.on('requestfailed', onRequestFailed);
+  try {
+    await page.goto(`${url}/#/login`);
+    // A loaded machine (a CI runner beside another daemon loading models) can take longer than Playwright's 30 s
+    // default to render the form; the budget is for that, not for a healthy page. Once (a CI run beside the
+    // soak) a fresh page showed no form for 120 s while the same test passed everywhere else: the page is then
+    // loaded once more, and what it showed is printed, so a next time says what happened instead of hiding it.
+    const form = page.getByTestId('token');
+    const firstTry = await form.waitFor({ timeout: 60_000 }).then(
+      () => undefined,
+      () => pageState(page, problems),
+    );
+    if (firstTry !== undefined) {
+      console.log(`login: no form after 60 s, loading the page again (it showed: ${firstTry})`);
+      await screenshot(page, 'login-no-form').catch(() => undefined);
+      await page.reload();
+      await form.waitFor({ timeout: 60_000 }).catch(async (err: Error) => {
+        throw new Error(
+          `${err.message}\nfirst load: ${firstTry}\nafter a reload: ${await pageState(page, problems)}`,
+        );
+      });
+    }
+    await form.fill(token);
+    await page.getByTestId('login').click();
+    await page.waitForSelector('[data-page="overview"] [data-testid="board-name"]');
+  } finally {
+    page.off('console', onConsole);
+    page.off('pageerror', onPageError);
+    page.off('requestfailed', onRequestFailed);
+  }
 }
