@@ -368,8 +368,7 @@ export class Llm {
     const { signal, ...rest } = options;
     const mode = family === 'qwen3-tts' ? 'tts' : rest.text === undefined ? 'last' : 'text';
     const request = { ...rest, mode } as const;
-    const handle = this.#handle;
-    const queue = this.#queue;
+    const [handle, queue] = [this.#handle, this.#queue];
     return (async function* () {
       const release = await queue.acquire();
       let running: Promise<void>;
@@ -387,6 +386,7 @@ export class Llm {
         for (;;) {
           const chunk = await handle.nextSpeechChunk();
           if (chunk === null) break;
+          if (signal?.aborted) continue; // cut off while on its way: drained, not played
           yield { samples: chunk.samples, sampleRate: SPEECH_SAMPLE_RATE, last: chunk.last };
         }
         finished = true;

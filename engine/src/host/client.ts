@@ -201,12 +201,16 @@ export class EngineHostClient {
     const cancel = () => {
       if (id && this.alive) this.#post({ type: 'cancel', target: id });
     };
-    const speech = new HostSpeech(cancel, () => signal?.removeEventListener('abort', cancel));
+    const speech = new HostSpeech(cancel, () => signal?.removeEventListener('abort', onAbort));
+    const onAbort = () => {
+      speech.silence();
+      cancel();
+    };
     if (signal?.aborted) {
       speech.end();
       return speech;
     }
-    signal?.addEventListener('abort', cancel, { once: true });
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       id = this.#send({ type: 'speak', options: rest }, 'speak', undefined, speech);
     } catch (err) {

@@ -31,6 +31,11 @@ class PushedStream<T> implements AsyncIterable<T> {
     this.#wake?.();
   }
 
+  /** Drops what was pushed and not yet pulled. */
+  protected dropPending(): void {
+    this.#items.length = 0;
+  }
+
   /** Ends the stream; false when it had already ended. */
   protected close(error?: Error): boolean {
     if (this.#end) return false;
@@ -122,10 +127,24 @@ export class HostGeneration extends PushedStream<string> {
  */
 export class HostSpeech extends PushedStream<SpeechChunk> {
   readonly #onEnd: () => void;
+  #silenced = false;
 
   constructor(onBreak: () => void, onEnd: () => void = () => {}) {
     super('a speech stream', onBreak);
     this.#onEnd = onEnd;
+  }
+
+  /** @internal */ override push(chunk: SpeechChunk): void {
+    if (!this.#silenced) super.push(chunk);
+  }
+
+  /**
+   * @internal Aborted: audio already here or still on its way is dropped (a cut-off reply must not go on playing
+   * what was queued on a busy machine); the stream ends when the host confirms the cancel.
+   */
+  silence(): void {
+    this.#silenced = true;
+    this.dropPending();
   }
 
   /** @internal */ end(error?: Error): void {
