@@ -103,8 +103,8 @@ async function waitForMqtt(
       });
       try {
         // Bounded: a node whose JetStream has no leader yet can leave a SUBSCRIBE unanswered, and mqtt.js waits
-        // for its SUBACK without end (seen once beside the CPU hog: the cluster's start hung until the test's
-        // 600 s budget ran out); a fresh connection's SUBSCRIBE is answered once the leader is there.
+        // for its SUBACK without end (a suspect, not proven, for a run beside the CPU hog whose cluster start
+        // never returned); a fresh connection's SUBSCRIBE is answered once the leader is there.
         const subscribed = c.subscribeAsync('mnn-edge/probe', { qos: 1 });
         subscribed.catch(() => {}); // once given up on, the forced end below rejects it: nobody listens then
         const granted = await within(subscribed, SUBACK_WAIT_MS);
