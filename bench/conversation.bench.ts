@@ -243,56 +243,44 @@ async function interleavedTtft(
     await snap.complete('Warm up.', { maxNewTokens: 4 }).then(() => Promise.all([snap.reset(), on.reset()]));
     const hosts = { snap, on } as const;
     // Both conversations from their first turn, CONVERSATION_ROUNDS times; the figure is the median turn 8 of all.
-    const all8 = { snap: [] as TurnSample[], on: [] as TurnSample[] };
+    const turn8 = { snap: [] as TurnSample[], on: [] as TurnSample[] };
     let equal = 0;
     let asked = 0;
     for (let r = 0; r < CONVERSATION_ROUNDS; r++) {
       const convs = { snap: [[], []] as ChatMessage[][], on: [[], []] as ChatMessage[][] };
-      let turn8 = { snap: [] as TurnSample[], on: [] as TurnSample[] };
       for (let t = 0; t < 8; t++) {
-        turn8 = { snap: [], on: [] };
         for (const i of [0, 1]) {
           const question = `${i === 0 ? 'First' : 'Second'} conversation. ${questions[t]!}`;
+          const answers = { snap: '', on: '' };
           for (const mode of (t + i) % 2 === 0 ? (['snap', 'on'] as const) : (['on', 'snap'] as const)) {
             const h = convs[mode][i]!;
             h.push({ role: 'user', content: question });
             const s = await ask(hosts[mode], [{ role: 'system', content: SYSTEM }, ...h], true);
             h.push({ role: 'assistant', content: s.text });
-            turn8[mode].push(s);
+            answers[mode] = s.text;
+            if (t === 7) turn8[mode].push(s);
           }
           asked++;
-          if (turn8.snap[i]!.text === turn8.on[i]!.text) equal++;
+          if (answers.snap === answers.on) equal++;
         }
       }
-      all8.snap.push(...turn8.snap);
-      all8.on.push(...turn8.on);
     }
-    const turn8 = all8;
     const alone = aloneTurn8.ttftMs;
     const withSnap = summarize(turn8.snap.map((s) => s.ttftMs)).median;
     const without = summarize(turn8.on.map((s) => s.ttftMs)).median;
-    const last = turn8.snap.at(-1)!;
+    // The last round's two turn-8 samples on each side, for their prefill counts and reuse outcomes.
+    const lastSnap = turn8.snap.slice(-2);
+    const lastOn = turn8.on.slice(-2);
+    const last = lastSnap.at(-1)!;
     console.log(
       `\n(2) two conversations interleaved on one instance, turn 8 (median of the two conversations' turn 8 in ${CONVERSATION_ROUNDS} rounds)`,
     );
     console.log(`    alone (from (1)):     TTFT ${fmt(alone, 1)} ms, prefilled ${aloneTurn8.prefilled}`);
     console.log(
-      `    with snapshots:       TTFT ${fmt(withSnap, 1)} ms, prefilled ${turn8.snap
-        .slice(-2)
-        .map((s) => s.prefilled)
-        .join(' / ')}, ${turn8.snap
-        .slice(-2)
-        .map((s) => `${s.outcome}`)
-        .join(' / ')} (${last.contexts})`,
+      `    with snapshots:       TTFT ${fmt(withSnap, 1)} ms, prefilled ${lastSnap.map((s) => s.prefilled).join(' / ')}, ${lastSnap.map((s) => s.outcome).join(' / ')} (${last.contexts})`,
     );
     console.log(
-      `    without (one KV):     TTFT ${fmt(without, 1)} ms, prefilled ${turn8.on
-        .slice(-2)
-        .map((s) => s.prefilled)
-        .join(' / ')}, ${turn8.on
-        .slice(-2)
-        .map((s) => `${s.outcome}`)
-        .join(' / ')}`,
+      `    without (one KV):     TTFT ${fmt(without, 1)} ms, prefilled ${lastOn.map((s) => s.prefilled).join(' / ')}, ${lastOn.map((s) => s.outcome).join(' / ')}`,
     );
     console.log(`    answers equal with and without snapshots on ${equal}/${asked} turns`);
     console.log(
