@@ -148,8 +148,20 @@ function ends(points: ReadonlyArray<readonly [number, number]>): { first: number
   };
 }
 
-/** Each engine host's RSS slope within its own life (hosts are killed and swapped during the soak). */
-function perHostSlopes(samples: readonly Sample[], warmH: number): number[] {
+interface HostLife {
+  pid: number;
+  /** hours sampled after warm-up */
+  hours: number;
+  firstMb: number;
+  lastMb: number;
+  slopeH: number;
+}
+
+/** A host's RSS slope means something only over a life longer than its own warm-up (KV caches, contexts). */
+const LONG_LIFE_H = 0.5;
+
+/** Each engine host's RSS within its own life (hosts are killed and swapped during the soak). */
+function hostLives(samples: readonly Sample[], warmH: number): HostLife[] {
   const byPid = new Map<number, Array<[number, number]>>();
   for (const s of samples)
     for (const x of s.hosts) {
@@ -158,7 +170,19 @@ function perHostSlopes(samples: readonly Sample[], warmH: number): number[] {
       list.push([s.t / 3_600_000, x.rssBytes / 1e6]);
       byPid.set(x.pid, list);
     }
-  return [...byPid.values()].filter((p) => p.length >= 8).map((p) => slope(p.slice(3)));
+  return [...byPid.entries()]
+    .filter(([, p]) => p.length >= 8)
+    .map(([pid, p]) => {
+      const kept = p.slice(3);
+      const e = ends(kept);
+      return {
+        pid,
+        hours: kept[kept.length - 1]![0] - kept[0]![0],
+        firstMb: e.first,
+        lastMb: e.last,
+        slopeH: slope(kept),
+      };
+    });
 }
 
 export function report(o: {
@@ -193,17 +217,25 @@ export function report(o: {
         `slope ${fmt(sl, 2)} ${s.unit || 'per'}/h`,
     );
   }
-  const hostSlopes = perHostSlopes(o.samples, warmH);
-  if (hostSlopes.length > 0)
+  const lives = hostLives(o.samples, warmH);
+  const medianLife = quantile(
+    lives.map((l) => l.slopeH),
+    0.5,
+  );
+  if (lives.length > 0)
     console.log(
-      `  each engine host within its life: median slope ${fmt(quantile(hostSlopes, 0.5), 2)} MB/h over ${hostSlopes.length} hosts`,
+      `  each engine host within its life: median slope ${fmt(medianLife, 2)} MB/h over ${lives.length} hosts`,
     );
-  verdicts(results, hostSlopes, unexplained, o.daemonErrors);
+  for (const l of lives.filter((x) => x.hours >= LONG_LIFE_H))
+    console.log(
+      `  engine host ${l.pid}: ${fmt(l.hours * 60, 0)} min after warm-up, RSS ${fmt(l.firstMb, 1)} → ${fmt(l.lastMb, 1)} MB (medians of the first and last fifth), slope ${fmt(l.slopeH, 2)} MB/h`,
+    );
+  verdicts(results, lives, unexplained, o.daemonErrors);
 }
 
 function verdicts(
   r: Map<string, { slopeH: number; first: number; last: number }>,
-  hostSlopes: number[],
+  lives: readonly HostLife[],
   unexplained: number,
   daemonErrors: string[],
 ): void {
@@ -225,12 +257,16 @@ function verdicts(
       `${name}: no growth (last fifth − first fifth ≤ ${tol}): ${check(`soak ${name} growth`, growth, '', `≤ ${tol}`, growth <= tol)} (${fmt(x.first, 0)} → ${fmt(x.last, 0)})`,
     );
   }
-  if (hostSlopes.length > 0) {
-    const med = quantile(hostSlopes, 0.5);
+  const long = lives.filter((l) => l.hours >= LONG_LIFE_H).map((l) => l.slopeH);
+  if (long.length > 0) {
+    const med = quantile(long, 0.5);
     console.log(
-      `engine host RSS flat (median slope within a host's life ≤ 5 MB/h): ${check('soak host RSS slope', med, 'MB/h', '≤ 5', med <= 5)}`,
+      `engine host RSS flat (median slope of the ${long.length} hosts that lived ≥ ${LONG_LIFE_H * 60} min after warm-up ≤ 5 MB/h): ${check('soak host RSS slope', med, 'MB/h', '≤ 5', med <= 5)} (${fmt(med, 2)} MB/h)`,
     );
-  }
+  } else if (lives.length > 0)
+    console.log(
+      `engine host RSS flat: not judged: no host lived ${LONG_LIFE_H * 60} min after warm-up (each was killed or swapped sooner; SOAK_FAULTS=broker-restart,hot-swap keeps them)`,
+    );
   const wal = r.get('agent.db-wal')!;
   const data = r.get('data dir (no models)')!;
   console.log(

@@ -5,7 +5,9 @@
 // Wyoming voice turns (speech → transcript → handled → synthesize), dashboard voice-socket turns, OpenAI
 // requests (plain, streamed, cancelled after the first chunk) and a camera watch on an ffmpeg test video.
 // Faults, one after another every FAULT_EVERY_S: a broker restart, a hot swap (a fleet set-placement between two
-// installed versions: blue/green), a SIGKILL of a random engine host.
+// installed versions: blue/green), a SIGKILL of a random engine host. SOAK_FAULTS picks some of them (for example
+// `broker-restart,hot-swap`: hosts other than the swapped slot's then live the whole run, which the engine hosts'
+// in-life figures need).
 // Sampled every few seconds: RSS, descriptors and threads of the agent and each engine host (/proc), the agent's
 // heap, handles and timers (its own telemetry), the outbox depth, the SQLite files (WAL included) and the data
 // directory. After warm-up a slope is fitted to each. Targets (issue 31): agent RSS ≤ 1 MB/hour; host RSS flat
@@ -35,6 +37,21 @@ const MINUTES = Number(process.env['SOAK_MINUTES'] ?? 30);
 const SAMPLE_S = Math.max(2, Math.min(30, Math.round((MINUTES * 60) / 400)));
 const FAULT_EVERY_S = Math.max(40, Math.min(150, (MINUTES * 60) / 12));
 const DEVICE = 'soak-dev';
+const FAULT_KINDS = ['broker-restart', 'hot-swap', 'host-kill'] as const;
+type FaultKind = (typeof FAULT_KINDS)[number];
+const chosenFaults = faultKinds(process.env['SOAK_FAULTS']);
+
+/** SOAK_FAULTS: a comma-separated subset of FAULT_KINDS (all of them when unset); a typo stops the soak. */
+function faultKinds(spec: string | undefined): readonly FaultKind[] {
+  if (spec === undefined || spec.trim() === '') return FAULT_KINDS;
+  const kinds = spec.split(',').map((k) => k.trim());
+  const unknown = kinds.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k));
+  if (unknown.length > 0)
+    throw new Error(
+      `SOAK_FAULTS: unknown fault ${unknown.join(', ')}; choose from ${FAULT_KINDS.join(', ')}`,
+    );
+  return FAULT_KINDS.filter((k) => kinds.includes(k));
+}
 /** A request still unanswered after this counts as failed (and the soak moves on). */
 const REQUEST_DEADLINE_MS = 180_000;
 
@@ -257,7 +274,7 @@ async function soak(
   report({ minutes: MINUTES, reqs, faults, samples, daemonErrors: daemon.errors, withEngine });
 }
 
-/** One fault after another: broker restart, hot swap, host kill (the last two only with the engine). */
+/** One fault after another: broker restart, hot swap, host kill (the last two only with the engine), as chosen. */
 async function chaos(
   daemon: Daemon,
   operator: FleetOperator,
@@ -266,9 +283,8 @@ async function chaos(
   now: () => number,
   running: () => boolean,
 ): Promise<void> {
-  const order = withEngine
-    ? (['broker-restart', 'hot-swap', 'host-kill'] as const)
-    : (['broker-restart'] as const);
+  const order = chosenFaults.filter((k) => withEngine || k === 'broker-restart');
+  if (order.length === 0) return;
   let version = '1.0.0';
   for (let i = 0; ; i++) {
     const waitUntil = performance.now() + FAULT_EVERY_S * 1000;
