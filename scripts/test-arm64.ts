@@ -8,7 +8,8 @@
 // Node. Only the test runner's TypeScript transpiler (esbuild's service binary) stays x86: it compiles the tests'
 // source text and runs none of it; every line of the product and the tests runs on the arm64 Node.
 //
-// MNN_EDGE_ARM64_TIER=quick runs the subset CI uses (platform and daemon, engine agreement, the riscv64 harness).
+// MNN_EDGE_ARM64_TIER=quick runs the subset CI uses (platform and daemon, engine agreement, the riscv64 harness);
+// MNN_EDGE_ARM64_ONLY=FILE[,FILE] runs just those test files under the arm64 Node (a rerun of one failure).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -111,7 +112,9 @@ console.log(
   `test:arm64: MNN's references from ${prefix} (${file.deviceSupports ?? 'no CPU report'}): ${references}`,
 );
 
-const files = process.env['MNN_EDGE_ARM64_TIER'] === 'quick' ? QUICK : FULL;
+const only = (process.env['MNN_EDGE_ARM64_ONLY'] ?? '').split(',').filter((f) => f.trim() !== '');
+const tier = only.length > 0 ? 'chosen' : process.env['MNN_EDGE_ARM64_TIER'] === 'quick' ? 'quick' : 'full';
+const files = tier === 'chosen' ? only : tier === 'quick' ? QUICK : FULL;
 const esbuild = join(repo, 'node_modules', '@esbuild', 'linux-x64', 'bin', 'esbuild');
 const child = spawn(
   node,
@@ -136,7 +139,7 @@ const child = spawn(
 );
 const code = await new Promise<number>((resolve) => child.on('close', (c, s) => resolve(c ?? (s ? 1 : 0))));
 console.log(
-  `test:arm64: ${files.length} file patterns under ${node} (${process.env['MNN_EDGE_ARM64_TIER'] === 'quick' ? 'quick' : 'full'} tier): exit ${code}`,
+  `test:arm64: ${files.length} file patterns under ${node} (${tier === 'chosen' ? 'MNN_EDGE_ARM64_ONLY' : `${tier} tier`}): exit ${code}`,
 );
 // On this machine's Node: the riscv64 harness (no Node there, so our C++ harness runs under qemu-riscv64; one
 // skip line when the riscv64 prefixes are absent) and the staged image tree for an aarch64 machine.

@@ -265,7 +265,13 @@ test.serial(
         { timeout: 90_000 },
       );
       t.true((await page.locator('.turn .you').first().textContent())!.length > 0);
-      t.true((await page.locator('[data-testid="latencies"] tbody tr').count()) >= 1);
+      // The turn's latencies arrive when the turn ends: speech starts on the first sentence while the LLM still
+      // decodes, so on a slow machine (an arm64 daemon under emulation) playback comes well before that row.
+      await page.waitForFunction(
+        () => document.querySelectorAll('[data-testid="latencies"] tbody tr').length >= 1,
+        null,
+        { timeout: 90_000 },
+      );
       await screenshot(page, 'voice');
 
       // Push-to-talk: a new capture plays the fixture from its start; audio goes up only while the button is held.
