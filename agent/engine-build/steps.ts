@@ -100,6 +100,8 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
   return steps;
 }
 
+export const ADDON_STEP_TITLE = 'build the engine addon';
+
 /** Where the addon is built: the given directory, engine/build-<target> for a cross-build, else undefined
  *  (the checkout's own engine/build). */
 export function addonOutDir(
@@ -119,7 +121,7 @@ function addonSteps(plan: EngineBuildPlan, o: StepOptions, packageRoot: string):
   const steps: BuildStep[] = [];
   const addonOut = addonOutDir(plan, packageRoot, o.addonBuildDir);
   steps.push({
-    title: 'build the engine addon',
+    title: ADDON_STEP_TITLE,
     command: [
       o.nodePath,
       join(packageRoot, 'engine', 'scripts', 'build-engine.mjs'),

@@ -18,7 +18,14 @@ import {
   type SelectableBackend,
 } from '../../engine-build/plan.js';
 import { findBuildHost } from '../../engine-build/sdk.js';
-import { addonOutDir, type BuildStep, buildSteps, formatStep, runSteps } from '../../engine-build/steps.js';
+import {
+  ADDON_STEP_TITLE,
+  addonOutDir,
+  type BuildStep,
+  buildSteps,
+  formatStep,
+  runSteps,
+} from '../../engine-build/steps.js';
 import { parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
 
@@ -244,7 +251,11 @@ export const command: Command = {
     io.stdout.write(`MNN installed into ${prefix}\n`);
     // A cross-build's addon goes to engine/build-<target> unless --addon-build says where.
     if (pkgRoot !== undefined)
-      io.stdout.write(addonBuiltLine(pkgRoot, addonOutDir(plan, pkgRoot, addonBuildDir)));
+      io.stdout.write(
+        steps.some((s) => s.title === ADDON_STEP_TITLE)
+          ? addonBuiltLine(pkgRoot, addonOutDir(plan, pkgRoot, addonBuildDir))
+          : `No engine addon for ${plan.toolchain?.processor ?? 'this CPU'}: no Node is published for it to build against; MNN's own tools are in ${join(prefix, 'bin')}\n`,
+      );
     return 0;
   },
 };
