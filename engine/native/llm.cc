@@ -43,6 +43,21 @@ struct AudioRequest {
   bool hasSamples = false;
 };
 
+// MNN's Llm methods each run inside an ExecutorScope of the instance's executor; its destructor takes none, so
+// the variables it releases would see whatever executor is current on the calling thread (the process-wide one
+// on a worker thread), which other models in the process may be using at that moment. Destroy inside the
+// instance's own scope, holding the executor past the delete (the destructor drops the instance's reference).
+void DestroyLlm(Llm* llm) {
+  if (llm == nullptr) return;
+  std::shared_ptr<MNN::Express::Executor> executor = llm->getExecutor();
+  if (executor == nullptr) {
+    Llm::destroy(llm);
+    return;
+  }
+  MNN::Express::ExecutorScope scope(executor);
+  Llm::destroy(llm);
+}
+
 }  // namespace
 
 // A generation's input, read from JS on the JS thread, used on the decode thread.
@@ -216,7 +231,7 @@ LlmHandle::LlmHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<LlmHandl
   llm_ = Llm::createLLM(configPath_);
   if (llm_ == nullptr) ThrowJs(env, "ELOAD", "MNN Llm::createLLM failed for " + configPath_);
   if (!overrides.empty() && overrides != "{}" && !llm_->set_config(overrides)) {
-    Llm::destroy(llm_);
+    DestroyLlm(llm_);
     llm_ = nullptr;
     ThrowJs(env, "EINVAL", "MNN Llm::set_config rejected the overrides for " + configPath_ + ": " + overrides);
   }
@@ -226,7 +241,7 @@ LlmHandle::~LlmHandle() {
   // A GC'd handle whose owner never called dispose(): no worker can hold it (workers keep a reference).
   if (llm_ != nullptr) {
     DropContexts(1);
-    Llm::destroy(llm_);
+    DestroyLlm(llm_);
   }
 }
 
@@ -508,7 +523,7 @@ void LlmHandle::TrimContexts(bool dropActive) {
     size_t i = *it;
     contexts_.Evict(i);
     Llm* gone = contexts_.Remove(i);
-    Llm::destroy(gone);
+    DestroyLlm(gone);
     if (active_ == i) {
       active_ = 0;
     } else if (active_ > i) {
@@ -526,7 +541,7 @@ int64_t LlmHandle::DropContexts(size_t keepCount) {
     size_t i = contexts_.count() - 1;
     freed += contexts_.BytesOf(contexts_.at(i));
     contexts_.Evict(i);
-    Llm::destroy(contexts_.Remove(i));
+    DestroyLlm(contexts_.Remove(i));
   }
   if (active_ >= contexts_.count()) active_ = 0;
   return freed;
@@ -781,7 +796,7 @@ Napi::Value LlmHandle::Dispose(const Napi::CallbackInfo& info) {
       [this, llm]() {
         // The extra contexts first: their executions are clones of the instance's.
         DropContexts(1);
-        Llm::destroy(llm);
+        DestroyLlm(llm);
         return true;
       },
       [](Napi::Env e, bool&) { return e.Undefined(); });
