@@ -36,7 +36,9 @@ import { type Fault, type Req, report, type Sample } from './lib-soak-report.js'
 const MINUTES = Number(process.env['SOAK_MINUTES'] ?? 30);
 const SAMPLE_S = Math.max(2, Math.min(30, Math.round((MINUTES * 60) / 400)));
 // SOAK_FAULT_EVERY_S sets the pace (a short run that repeats one fault many times, to see what it costs).
-const FAULT_EVERY_S = Number(process.env['SOAK_FAULT_EVERY_S'] ?? Math.max(40, Math.min(150, (MINUTES * 60) / 12)));
+const FAULT_EVERY_S = Number(
+  process.env['SOAK_FAULT_EVERY_S'] ?? Math.max(40, Math.min(150, (MINUTES * 60) / 12)),
+);
 const DEVICE = 'soak-dev';
 const FAULT_KINDS = ['broker-restart', 'hot-swap', 'host-kill'] as const;
 type FaultKind = (typeof FAULT_KINDS)[number];
