@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { startNotifyListener } from '../test/integration/sdnotify-listener.js';
 import {
   agentCli,
+  daemonEnvironment,
   daemonNodeFlags,
   daemonWatchdogUsec,
   ensureBuilt,
@@ -204,6 +205,7 @@ async function main(): Promise<void> {
   // WATCHDOG_PID is left out: the agent then takes the watchdog as its own, as the unit's main process does.
   const unitEnv: NodeJS.ProcessEnv = {
     ...process.env,
+    ...daemonEnvironment(),
     NOTIFY_SOCKET: notify.path,
     ...(watchdogUsec !== undefined ? { WATCHDOG_USEC: String(watchdogUsec) } : {}),
   };

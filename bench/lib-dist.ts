@@ -41,6 +41,19 @@ export function daemonNodeFlags(): string[] {
   return argv[0]?.endsWith('/node') && script > 0 ? argv.slice(1, script) : [];
 }
 
+/**
+ * The environment the systemd unit gives the daemon (`Environment=NAME=VALUE` lines: NODE_ENV, glibc's malloc
+ * tunables), less the data directory, which each benchmark chooses.
+ */
+export function daemonEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of unitLines()) {
+    const m = /^Environment=([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line.trim());
+    if (m && m[1] !== 'MNN_EDGE_DATA_DIR') env[m[1]!] = m[2]!;
+  }
+  return env;
+}
+
 const unitPath = join(
   repoRoot,
   'yocto',

@@ -28,7 +28,7 @@ import { createMemoryLogger } from '../lib/log.js';
 import { ModelStore } from '../models/index.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { modelFixturesDir } from '../test/helpers/paths.js';
-import { agentCli, daemonNodeFlags, ensureBuilt } from './lib-dist.js';
+import { agentCli, daemonEnvironment, daemonNodeFlags, ensureBuilt } from './lib-dist.js';
 import * as load from './lib-soak-load.js';
 import { engineHostPids, fileBytes, procFacts, treeBytes } from './lib-soak-probe.js';
 import { type Fault, type Req, report, type Sample } from './lib-soak-report.js';
@@ -146,7 +146,7 @@ async function startDaemon(configPath: string, dataDir: string): Promise<Daemon>
     [...daemonNodeFlags(), agentCli, 'run', '--config', configPath, '--data-dir', dataDir],
     {
       stdio: ['ignore', 'pipe', 'pipe'], // The timer census (agent/telemetry/timer-census.ts): agent.timers_all counts the unref'd timers too.
-      env: { ...process.env, MNN_EDGE_DATA_DIR: '', [TIMER_CENSUS_ENV]: '1' },
+      env: { ...process.env, ...daemonEnvironment(), MNN_EDGE_DATA_DIR: '', [TIMER_CENSUS_ENV]: '1' },
     },
   );
   const errors: string[] = [];
