@@ -44,6 +44,17 @@ const FAULT_KINDS = ['broker-restart', 'hot-swap', 'host-kill'] as const;
 type FaultKind = (typeof FAULT_KINDS)[number];
 const chosenFaults = faultKinds(process.env['SOAK_FAULTS']);
 
+/** SOAK_AGENT_ENV: a JSON object of variables for the agent alone, e.g. a heap profiler's LD_PRELOAD (set for the
+ *  whole soak it would profile the load generator too). */
+function agentOnlyEnv(): Record<string, string> {
+  const text = process.env['SOAK_AGENT_ENV'];
+  if (text === undefined || text.trim() === '') return {};
+  const parsed: unknown = JSON.parse(text);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new Error(`SOAK_AGENT_ENV must be a JSON object of strings, got ${text}`);
+  return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]));
+}
+
 /** SOAK_FAULTS: a comma-separated subset of FAULT_KINDS (all of them when unset); a typo stops the soak. */
 function faultKinds(spec: string | undefined): readonly FaultKind[] {
   if (spec === undefined || spec.trim() === '') return FAULT_KINDS;
@@ -146,7 +157,13 @@ async function startDaemon(configPath: string, dataDir: string): Promise<Daemon>
     [...daemonNodeFlags(), agentCli, 'run', '--config', configPath, '--data-dir', dataDir],
     {
       stdio: ['ignore', 'pipe', 'pipe'], // The timer census (agent/telemetry/timer-census.ts): agent.timers_all counts the unref'd timers too.
-      env: { ...process.env, ...daemonEnvironment(), MNN_EDGE_DATA_DIR: '', [TIMER_CENSUS_ENV]: '1' },
+      env: {
+        ...process.env,
+        ...daemonEnvironment(),
+        ...agentOnlyEnv(),
+        MNN_EDGE_DATA_DIR: '',
+        [TIMER_CENSUS_ENV]: '1',
+      },
     },
   );
   const errors: string[] = [];

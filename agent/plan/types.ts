@@ -1,8 +1,6 @@
 // The planner's vocabulary. These are the planner's own ports: the detect, models and bench modules are adapted
 // to them at the composition root, so the planner stays pure and is tested with plain values.
 
-import { ARM82_FP16_FAULT } from './engine-faults.js';
-
 export const SLOT_NAMES = [
   'voice.vad',
   'voice.wake',
@@ -182,8 +180,10 @@ export interface PlanPolicy {
   /** On a CPU with fp16 arithmetic, fp16 replaces fp32 only when measured at least this many times faster on the
    *  slot kind's reference request: fp16 changes the numbers, so it has to earn its place beyond probe noise. */
   fp16MinSpeedup: number;
-  /** Set when the engine this release pins has a known defect in its fp16 CPU kernels: no fp16 candidate is
-   *  offered (measured or not, nor as a last fallback) unless a slot pins precision 'low'; the text says why. */
+  /** Set when the engine this release pins has a known defect in its fp16 CPU kernels that the engine cannot steer
+   *  around: no fp16 candidate is offered (measured or not, nor as a last fallback) unless a slot pins precision
+   *  'low'; the text says why. None at MNN 4d40bdbd7: its Arm82 use-after-free is avoided by the engine's sampler
+   *  (engine/src/llm-options.ts, arm82SafeSampler). */
   fp16Fault?: string;
   memory: MemoryMode;
   /** Order used when nothing is known about speed (like MNN's AUTO: accelerators first). */
@@ -211,7 +211,6 @@ export const defaultPlanPolicy: PlanPolicy = {
   instanceOverheadBytes: 48 * 1024 * 1024,
   precision: 'low',
   fp16MinSpeedup: 1.1,
-  fp16Fault: ARM82_FP16_FAULT,
   memory: 'low',
   staticOrder: ['npu', 'hexagon', 'cuda', 'opencl', 'vulkan', 'metal', 'cpu'],
   maxChain: 3,

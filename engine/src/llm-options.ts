@@ -17,6 +17,7 @@ export interface LlmConfigOverrides {
   use_mmap?: boolean;
   max_new_tokens?: number;
   sampler_type?: string;
+  mixed_samplers?: string[];
   temperature?: number;
   topK?: number;
   topP?: number;
@@ -137,14 +138,37 @@ export function checkOverrides(overrides: unknown): LlmConfigOverrides {
 
 /**
  * The precision a vision/audio encoder or a module graph (Silero VAD, wake word) runs at on this CPU architecture.
- * On arm64, `low` selects MNN's Arm82 fp16 backend, which at the pinned MNN (4d40bdbd7) breaks both: an encoder
- * there corrupts the heap (a tiny-vlm image prompt at `low` writes the second decode step's logits into a freed
- * buffer, found with Electric Fence on MNN's own Llm API, no addon involved; it surfaces later as a SIGSEGV in
- * malloc), and Silero VAD v5 scores every frame 0.002 (at `normal` its scores match x86 to 0.001). They run at
- * `normal` (fp32 NEON) there; an LLM's decoder keeps `low`. docs/ENGINE.md has the runs.
+ * On arm64, `low` selects MNN's Arm82 fp16 backend. Silero VAD v5 scores every frame 0.002 there (at `normal` its
+ * scores match x86 to 0.001). An encoder at `low` was seen corrupting the heap; that was the greedy sampler's
+ * cross-backend copy (arm82SafeSampler, below), but encoders at `low` have not been checked through this engine
+ * since, so they too run at `normal` (fp32 NEON) there; an LLM's decoder keeps `low`. docs/ENGINE.md has the runs.
  */
 export function encoderPrecision(asked: Level | undefined, arch: string = process.arch): Level | undefined {
   return asked === 'low' && arch === 'arm64' ? 'normal' : asked;
+}
+
+/**
+ * The sampler overrides that keep a decoder on MNN's Arm82 fp16 backend clear of the pinned MNN's (4d40bdbd7)
+ * use-after-free, or undefined where none is needed. MNN's greedy sampler takes the argmax with an Express op in
+ * a new session on the CPU runtime the model shares. After a generation's garbage collection that session's
+ * buffer is the runtime's only one, and its first step, the fp16 → fp32 copy of the logits, runs on the model's
+ * Arm82 backend, whose onCopyBuffer re-applies its own, larger allocation first: that reallocates the shared
+ * buffer, freeing the new session's tensors, and the copy then writes the logits into the freed block
+ * (Arm82Backend.cpp:111 → BufferAllocator.cpp:465-477 → Arm82Backend.cpp:178; it happens in every answer, and
+ * Electric Fence stops there; unchecked it surfaces later as a SIGSEGV in malloc). A `mixed` sampler made of
+ * `greedy` alone picks the same token (the first maximum) from a host copy of the logits (readMap), so no session
+ * copies across backends. Only where that copy exists: the CPU backend at `low` on arm64 (fp32 logits elsewhere
+ * need no copy), with MNN's greedy sampler (the default); other samplers already read the logits on the host.
+ */
+export function arm82SafeSampler(
+  config: Readonly<Record<string, unknown>>,
+  arch: string = process.arch,
+): Pick<LlmConfigOverrides, 'sampler_type' | 'mixed_samplers'> | undefined {
+  const backend = String(config['backend_type'] ?? 'cpu');
+  const precision = config['precision'] ?? 'low';
+  const sampler = config['sampler_type'] ?? 'greedy';
+  if (arch !== 'arm64' || backend !== 'cpu' || precision !== 'low' || sampler !== 'greedy') return undefined;
+  return { sampler_type: 'mixed', mixed_samplers: ['greedy'] };
 }
 
 /** Checks ConversationOptions; undefined stays undefined. */

@@ -28,6 +28,7 @@ export {
 } from './generation.js';
 
 import {
+  arm82SafeSampler,
   type ConversationOptions,
   checkConversations,
   checkOverrides,
@@ -42,6 +43,7 @@ import {
 } from './llm-options.js';
 
 export {
+  arm82SafeSampler,
   type ConversationOptions,
   encoderPrecision,
   type GenerateOptions,
@@ -174,6 +176,13 @@ export class Llm {
         // Opening reads only the config (the weights load below), so a second open costs nothing.
         await handle.dispose();
         overrides = { ...overrides, mllm: { ...overrides.mllm, precision: safe } };
+        handle = Llm.#open(addon, configPath, overrides);
+        config = JSON.parse(handle.configJson()) as Record<string, unknown>;
+      }
+      const sampler = arm82SafeSampler(config);
+      if (sampler !== undefined) {
+        await handle.dispose();
+        overrides = { ...overrides, ...sampler };
         handle = Llm.#open(addon, configPath, overrides);
         config = JSON.parse(handle.configJson()) as Record<string, unknown>;
       }

@@ -107,8 +107,6 @@ function table(p: Placement): Record<string, string> {
   return out;
 }
 
-// On the arm64 CPUs with fp16 arithmetic the CPU runs fp32 (p:normal): the pinned MNN's Arm82 fp16 kernels
-// corrupt the heap (agent/plan/engine-faults.ts). Accelerators keep the policy's precision.
 const expected: Record<string, Record<string, string>> = {
   'nvidia-jetson-orin-nano-super': {
     board: 'jetson-orin/Tegra234',
@@ -121,26 +119,26 @@ const expected: Record<string, Record<string, string>> = {
   'qcom-qcs6490-rb3gen2': {
     board: 'qcs6490/QCM6490',
     'voice.vad': 'builtin',
-    'voice.asr': 'placed int8 cpu t4 p:normal m:low cpus:4-7 (static)',
+    'voice.asr': 'placed int8 cpu t4 p:low m:low cpus:4-7 (static)',
     'voice.llm': 'placed int4-htp npu t1 p:low m:low cpus:any (static)',
-    'voice.tts': 'placed int8 cpu t4 p:normal m:low cpus:4-7 (static)',
+    'voice.tts': 'placed int8 cpu t4 p:low m:low cpus:4-7 (static)',
     'vision.vlm': 'placed int4-htp npu t1 p:low m:low cpus:any (static)',
   },
   'qcom-qcs9075-iq9075-evk': {
     board: 'qcs9075/QCS9075',
     'voice.vad': 'builtin',
-    'voice.asr': 'placed int8 cpu t8 p:normal m:low cpus:any (prior)',
-    'voice.llm': 'placed int4 cpu t8 p:normal m:low cpus:any (prior)',
-    'voice.tts': 'placed int8 cpu t8 p:normal m:low cpus:any (prior)',
-    'vision.vlm': 'placed int4 cpu t8 p:normal m:low cpus:any (prior)',
+    'voice.asr': 'placed int8 cpu t8 p:low m:low cpus:any (prior)',
+    'voice.llm': 'placed int4 cpu t8 p:low m:low cpus:any (prior)',
+    'voice.tts': 'placed int8 cpu t8 p:low m:low cpus:any (prior)',
+    'vision.vlm': 'placed int4 cpu t8 p:low m:low cpus:any (prior)',
   },
   'rockchip-rk3588-rock5b': {
     board: 'rk3588/RK3588',
     'voice.vad': 'builtin',
-    'voice.asr': 'placed int8 cpu t4 p:normal m:low cpus:4-7 (static)',
-    'voice.llm': 'placed int4 cpu t4 p:normal m:low cpus:4-7 (static)',
-    'voice.tts': 'placed int8 cpu t4 p:normal m:low cpus:4-7 (static)',
-    'vision.vlm': 'placed int4 cpu t4 p:normal m:low cpus:4-7 (static)',
+    'voice.asr': 'placed int8 cpu t4 p:low m:low cpus:4-7 (static)',
+    'voice.llm': 'placed int4 cpu t4 p:low m:low cpus:4-7 (static)',
+    'voice.tts': 'placed int8 cpu t4 p:low m:low cpus:4-7 (static)',
+    'vision.vlm': 'placed int4 cpu t4 p:low m:low cpus:4-7 (static)',
   },
 };
 

@@ -84,9 +84,13 @@ function probesFor(
   });
 }
 
-// The measured choice as it works for an MNN without the pinned one's Arm82 fault (agent/plan/engine-faults.ts);
-// the fault's own rule has its tests at the end of this file.
-const { fp16Fault: _pinnedFault, ...measuredPolicy } = defaultPlanPolicy;
+// The measured choice (the default policy); a pinned engine's known fp16 defect has its tests at the end.
+const measuredPolicy = defaultPlanPolicy;
+/** A defect the engine could not steer around (none at MNN 4d40bdbd7: agent/plan/types.ts, fp16Fault). */
+const faultyPolicy: PlanPolicy = {
+  ...defaultPlanPolicy,
+  fp16Fault: "MNN x's fp16 kernels write an LLM's logits into freed memory",
+};
 
 function plan(
   board: PlanBoard,
@@ -391,16 +395,16 @@ test('the precision not kept is the last fallback on the CPU, so an fp16 failure
   t.deepEqual(plan(boardOf(x86.dir, x86.ramBytes), m, []).instances[0]!.fallback, []);
 });
 
-test("the pinned MNN's Arm82 fault: arm64 CPUs run fp32 whatever fp16 measured, with no fp16 fallback; a pin of low still runs it", (t) => {
+test("a pinned engine's known fp16 defect: arm64 CPUs run fp32 whatever fp16 measured, with no fp16 fallback; a pin of low still runs it", (t) => {
   const m = model('llm');
   for (const f of boardPrecision) {
     const board = boardOf(f.dir, f.ramBytes);
-    const p = plan(board, m, probesFor(board, m, { low: f.fp16, normal: f.fp32 }), {}, defaultPlanPolicy);
+    const p = plan(board, m, probesFor(board, m, { low: f.fp16, normal: f.fp32 }), {}, faultyPolicy);
     const inst = p.instances[0]!;
     t.is(inst.chosen.config.precision, 'normal', f.dir);
     t.regex(
       inst.chosen.precisionReason ?? '',
-      /^fp32 \(normal\): fp16 is not offered: MNN 4d40bdbd7's Arm82 fp16 kernels write an LLM's logits into freed memory .*; a slot that pins precision low runs it anyway$/,
+      /^fp32 \(normal\): fp16 is not offered: MNN x's fp16 kernels write an LLM's logits into freed memory; a slot that pins precision low runs it anyway$/,
       f.dir,
     );
     t.false(
@@ -410,19 +414,19 @@ test("the pinned MNN's Arm82 fault: arm64 CPUs run fp32 whatever fp16 measured, 
   }
   const rk = boardPrecision.find((x) => x.dir === 'rockchip-rk3588-rock5b')!;
   const rkBoard = boardOf(rk.dir, rk.ramBytes);
-  const pinned = plan(rkBoard, m, [], { precision: 'low' }, defaultPlanPolicy).instances[0]!;
+  const pinned = plan(rkBoard, m, [], { precision: 'low' }, faultyPolicy).instances[0]!;
   t.is(pinned.chosen.config.precision, 'low');
-  t.regex(pinned.chosen.precisionReason ?? '', /^fp16 \(low\) pinned, although MNN 4d40bdbd7's Arm82/);
-  // `bench models` still measures fp16, so the fault's fix, when the pin moves, shows in the figures.
+  t.regex(pinned.chosen.precisionReason ?? '', /^fp16 \(low\) pinned, although MNN x's fp16 kernels/);
+  // `bench models` still measures fp16, so a fix, when the pin moves, shows in the figures.
   t.deepEqual(
-    probeCandidates(rkBoard, { models: [m] }, defaultPlanPolicy, ENGINE)
+    probeCandidates(rkBoard, { models: [m] }, faultyPolicy, ENGINE)
       .map((c) => c.config.precision)
       .sort(),
     ['low', 'normal'],
   );
   // Where 'low' never meant fp16 nothing changes.
   for (const b of noFp16Boards) {
-    const c = plan(boardOf(b.dir, b.ramBytes), m, [], {}, defaultPlanPolicy).instances[0]!.chosen;
+    const c = plan(boardOf(b.dir, b.ramBytes), m, [], {}, faultyPolicy).instances[0]!.chosen;
     t.is(c.config.precision, 'low', b.dir);
   }
 });
