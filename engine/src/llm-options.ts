@@ -171,6 +171,20 @@ export function arm82SafeSampler(
   return { sampler_type: 'mixed', mixed_samplers: ['greedy'] };
 }
 
+/** What this CPU architecture changes in a loaded config (encoderPrecision, arm82SafeSampler), or undefined. */
+export function archSafeOverrides(
+  config: Readonly<Record<string, unknown>>,
+  overrides: LlmConfigOverrides,
+  arch: string = process.arch,
+): LlmConfigOverrides | undefined {
+  const extra: LlmConfigOverrides = { ...arm82SafeSampler(config, arch) };
+  const encoder = config['mllm'] as { precision?: Level } | undefined;
+  const safe = encoderPrecision(encoder?.precision, arch);
+  if (encoder !== undefined && safe !== encoder.precision)
+    extra.mllm = { ...overrides.mllm, precision: safe };
+  return Object.keys(extra).length > 0 ? extra : undefined;
+}
+
 /** Checks ConversationOptions; undefined stays undefined. */
 export function checkConversations(c: unknown): ConversationOptions | undefined {
   if (c === undefined) return undefined;

@@ -28,11 +28,10 @@ export {
 } from './generation.js';
 
 import {
-  arm82SafeSampler,
+  archSafeOverrides,
   type ConversationOptions,
   checkConversations,
   checkOverrides,
-  encoderPrecision,
   type GenerateOptions,
   kvBytesPerTokenBound,
   type LlmConfigOverrides,
@@ -170,19 +169,11 @@ export class Llm {
     let handle = Llm.#open(addon, configPath, overrides);
     try {
       let config = JSON.parse(handle.configJson()) as Record<string, unknown>;
-      const encoder = config['mllm'] as { precision?: LlmConfigOverrides['precision'] } | undefined;
-      const safe = encoderPrecision(encoder?.precision);
-      if (encoder !== undefined && safe !== encoder.precision) {
+      const safer = archSafeOverrides(config, overrides);
+      if (safer !== undefined) {
         // Opening reads only the config (the weights load below), so a second open costs nothing.
         await handle.dispose();
-        overrides = { ...overrides, mllm: { ...overrides.mllm, precision: safe } };
-        handle = Llm.#open(addon, configPath, overrides);
-        config = JSON.parse(handle.configJson()) as Record<string, unknown>;
-      }
-      const sampler = arm82SafeSampler(config);
-      if (sampler !== undefined) {
-        await handle.dispose();
-        overrides = { ...overrides, ...sampler };
+        overrides = { ...overrides, ...safer };
         handle = Llm.#open(addon, configPath, overrides);
         config = JSON.parse(handle.configJson()) as Record<string, unknown>;
       }
