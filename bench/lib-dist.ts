@@ -42,8 +42,8 @@ export function daemonNodeFlags(): string[] {
 }
 
 /**
- * The environment the systemd unit gives the daemon (`Environment=NAME=VALUE` lines: NODE_ENV, glibc's malloc
- * tunables), less the data directory, which each benchmark chooses.
+ * The environment the systemd unit gives the daemon (its `Environment=NAME=VALUE` lines), less the data
+ * directory, which each benchmark chooses.
  */
 export function daemonEnvironment(): Record<string, string> {
   const env: Record<string, string> = {};
