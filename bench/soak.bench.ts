@@ -160,9 +160,9 @@ async function startDaemon(configPath: string, dataDir: string): Promise<Daemon>
       env: {
         ...process.env,
         ...daemonEnvironment(),
-        ...agentOnlyEnv(),
         MNN_EDGE_DATA_DIR: '',
-        [TIMER_CENSUS_ENV]: '1',
+        [TIMER_CENSUS_ENV]: '1', // SOAK_AGENT_ENV='{"MNN_EDGE_TIMER_CENSUS":"0"}' runs the agent without it.
+        ...agentOnlyEnv(),
       },
     },
   );
