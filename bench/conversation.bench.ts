@@ -2,7 +2,10 @@
 //  (1) TTFT per turn of a 16-turn conversation on the benchmark-size model in an engine host, each turn adding
 //      ~60 tokens, with prefix reuse on and off (two hosts, turns alternating between them so the machine's drift
 //      hits both alike); the tokens each turn prefilled; each turn's TTFT the median of BENCH_CONVERSATION_ROUNDS
-//      (5) whole conversations. Target: turn 16 ≤ 1.2× turn 1 with reuse.
+//      (5) whole conversations. Target: turn 16 ≤ 1.2× turn 1 with reuse. Beside it, the ratio the turns' own
+//      multiply-accumulates allow (attention over the history grows with it, whatever is reused).
+// (1b) The same on two layers of Qwen2.5-1.5B's shape (3 rounds), where attention over the history weighs what it
+//      does in the models boards run. BENCH_LLM_OVERRIDES='{"attention_mode":0}' tries MNN settings on both.
 //  (2) Two conversations interleaved on one instance: TTFT at turn 8 with conversation snapshots (a context per
 //      conversation on the instance's weights) and without (one KV: each turn falls back to the shared system
 //      prompt), against the same conversation alone.
@@ -30,18 +33,31 @@ import { systemClock } from '../lib/clock.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { models } from '../test/engine/_engine.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
-import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
+import {
+  BENCH_SHAPES,
+  BenchModelUnavailable,
+  type BenchShapeName,
+  ensureBenchModel,
+  prefillMacs,
+} from './lib-bench-model.js';
+import {
+  ask,
+  conversation,
+  medianTurns,
+  SYSTEM,
+  TURNS,
+  type TurnSample,
+  userMessage,
+} from './lib-conversation-turns.js';
 import { tokenHold } from './lib-token-hold.js';
 import { voiceOverhead } from './lib-voice-turn.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
-const TURNS = 16;
 const SHOWN = [1, 4, 8, 16];
 const CONVERSATION_ROUNDS = Number(process.env['BENCH_CONVERSATION_ROUNDS'] ?? 5);
 const VOICE_ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 // (3) pairs rounds on a machine whose speed drifts: its median needs more of them than the other parts.
 const TURN_ROUNDS = Number(process.env['BENCH_VOICE_ROUNDS'] ?? 41);
-const SYSTEM = 'You are the voice assistant of a small board. Answer briefly and clearly.';
 
 const availability = engineAvailability();
 if (!availability.available) {
@@ -49,98 +65,30 @@ if (!availability.available) {
   process.exit(0);
 }
 
-/** A user message of about `tokens` tokens on this model's tokenizer (its words are whatever it splits). */
-async function userMessage(llm: Llm, turn: number, tokens: number): Promise<string> {
-  const words = ['please', 'tell', 'me', 'about', 'the', 'board', 'and', 'its', 'sensors', 'today', 'now'];
-  let text = `Turn ${turn}:`;
-  for (let i = 0; ; i++) {
-    const next = `${text} ${words[(i + turn) % words.length]}`;
-    if ((await llm.encode(next)).length > tokens) return text;
-    text = next;
-  }
+/** BENCH_LLM_OVERRIDES: a JSON object of MNN llm settings for (1) and (2), e.g. '{"attention_mode":0}'. */
+function llmOverrides(): Record<string, unknown> {
+  const text = process.env['BENCH_LLM_OVERRIDES'];
+  if (text === undefined || text.trim() === '') return { thread_num: 1 };
+  const parsed: unknown = JSON.parse(text);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new Error(`BENCH_LLM_OVERRIDES must be a JSON object, got ${text}`);
+  return { thread_num: 1, ...(parsed as Record<string, unknown>) };
 }
 
-interface TurnSample {
-  ttftMs: number;
-  /** MNN's own prefill time in the host (the rest of the TTFT is templating, tokenizing, the first decode step
-   *  and the hand-overs). */
-  prefillMs: number;
-  prefilled: number;
-  prompt: number;
-  text: string;
-  /** hit / partial / miss, with the reason. */
-  outcome: string;
-  /** The host's conversation contexts after the turn, in words. */
-  contexts: string;
+function describeShape(name: BenchShapeName): string {
+  const x = BENCH_SHAPES[name];
+  return `hidden ${x.hidden}, ${x.layers} layers, ${x.heads} heads over ${x.kvHeads} KV heads of ${x.headDim}, MLP ${x.inter}`;
 }
 
-async function ask(
-  host: EngineHostClient,
-  messages: ChatMessage[],
-  reusePrefix: boolean,
-): Promise<TurnSample> {
-  const t0 = performance.now();
-  const gen = host.generate(messages, { maxNewTokens: 20, reusePrefix });
-  let ttftMs = Number.NaN;
-  for await (const _ of gen) if (Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
-  const r = await gen.result;
-  const reuse = r.stats.reuse;
-  const c = reuse?.contexts;
-  return {
-    ttftMs,
-    prefillMs: r.stats.prefillUs / 1000,
-    prefilled: reuse?.prefilledTokens ?? r.stats.promptTokens,
-    prompt: r.stats.promptTokens,
-    text: r.text,
-    outcome: reuse ? `${reuse.outcome}${reuse.reason ? ` (${reuse.reason})` : ''}` : '?',
-    contexts: c
-      ? `${c.count} contexts, snapshots ${(c.snapshotBytes / 1024 / 1024).toFixed(1)} MiB of ${(c.budgetBytes / 1024 / 1024).toFixed(0)} MiB`
-      : 'no context stats',
-  };
-}
-
-/** One 16-turn conversation on both hosts from an empty KV, turns alternating which host goes first. */
-async function conversation(
-  on: EngineHostClient,
-  off: EngineHostClient,
-  questions: string[],
-): Promise<{ samples: { on: TurnSample[]; off: TurnSample[] }; agree: number }> {
-  const histories = { on: [] as ChatMessage[], off: [] as ChatMessage[] };
-  const samples = { on: [] as TurnSample[], off: [] as TurnSample[] };
-  let agree = 0;
-  for (let t = 0; t < TURNS; t++) {
-    for (const mode of t % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
-      const h = histories[mode];
-      h.push({ role: 'user', content: questions[t]! });
-      const s = await ask(
-        mode === 'on' ? on : off,
-        [{ role: 'system', content: SYSTEM }, ...h],
-        mode === 'on',
-      );
-      h.push({ role: 'assistant', content: s.text });
-      samples[mode].push(s);
-    }
-    if (samples.on[t]!.text === samples.off[t]!.text) agree++;
-  }
-  return { samples, agree };
-}
-
-/** Per turn, the first round's sample with the median TTFT of all rounds (greedy: every round does the same work). */
-function medianTurns(rounds: TurnSample[][]): TurnSample[] {
-  return rounds[0]!.map((first, t) => ({
-    ...first,
-    ttftMs: summarize(rounds.map((r) => r[t]!.ttftMs)).median,
-    prefillMs: summarize(rounds.map((r) => r[t]!.prefillMs)).median,
-  }));
-}
-
-async function conversationTtft(): Promise<void> {
+/** (1) on one model shape; (2) after it on the benchmark model. */
+async function conversationTtft(shapeName: BenchShapeName, roundCount: number): Promise<void> {
+  const part = shapeName === 'bench' ? '(1)' : '(1b)';
   let config: string;
   try {
-    config = ensureBenchModel();
+    config = ensureBenchModel(undefined, shapeName);
   } catch (err) {
     if (err instanceof BenchModelUnavailable) {
-      console.log(`SKIP (1)-(2) the benchmark model: ${err.message}`);
+      console.log(`SKIP ${part} the ${shapeName} model: ${err.message}`);
       return;
     }
     throw err;
@@ -149,8 +97,9 @@ async function conversationTtft(): Promise<void> {
   const on = await EngineHostClient.start({ name: 'conversation:reuse', logger });
   const off = await EngineHostClient.start({ name: 'conversation:full', logger });
   try {
-    await on.load(config, { thread_num: 1 });
-    await off.load(config, { thread_num: 1 });
+    const overrides = llmOverrides();
+    await on.load(config, overrides);
+    await off.load(config, overrides);
     // A discarded first generation on each host (a fresh model's first run allocates), then an empty KV.
     for (const host of [on, off]) {
       await host.complete('Warm up.', { maxNewTokens: 4 });
@@ -166,16 +115,16 @@ async function conversationTtft(): Promise<void> {
     // conversation runs CONVERSATION_ROUNDS times from an empty KV and each turn's figure is its median.
     const rounds: Array<{ on: TurnSample[]; off: TurnSample[] }> = [];
     let agree = 0;
-    for (let r = 0; r < CONVERSATION_ROUNDS; r++) {
+    for (let r = 0; r < roundCount; r++) {
       for (const host of [on, off]) await host.reset();
       const round = await conversation(on, off, questions);
       rounds.push(round.samples);
       agree += round.agree;
     }
     const samples = { on: medianTurns(rounds.map((r) => r.on)), off: medianTurns(rounds.map((r) => r.off)) };
-    const asked = TURNS * CONVERSATION_ROUNDS;
+    const asked = TURNS * roundCount;
     console.log(
-      `(1) TTFT per turn, 16-turn conversation, benchmark model, one thread, engine host, median of ${CONVERSATION_ROUNDS} rounds`,
+      `${part} TTFT per turn, 16-turn conversation, ${shapeName} model (${describeShape(shapeName)}), one thread, engine host, median of ${roundCount} rounds${process.env['BENCH_LLM_OVERRIDES'] ? `, overrides ${process.env['BENCH_LLM_OVERRIDES']}` : ''}`,
     );
     console.log('    turn  prompt  prefilled(on)  TTFT on    (MNN prefill)  TTFT off   prefilled(off)');
     for (const t of SHOWN) {
@@ -214,14 +163,21 @@ async function conversationTtft(): Promise<void> {
     console.log(
       `    turn 16 / turn 1 with reuse, round by round: ${perRound.map((x) => `${fmt(x)}x`).join(' ')}`,
     );
+    // What the turns' own arithmetic allows: turn 16 prefills about as many tokens as turn 1, but each of them
+    // attends over the whole history. A measured ratio near this floor is the model's shape, not the reuse.
+    const macs = (x: TurnSample) => prefillMacs(BENCH_SHAPES[shapeName], x.prompt - x.prefilled, x.prefilled);
+    const floor = macs(samples.on[TURNS - 1]!) / macs(samples.on[0]!);
     console.log(
-      `${check('TTFT turn 16 / turn 1, reuse on', ratioOn, 'x', '≤ 1.2', ratioOn <= 1.2)} (reuse off: ${fmt(ratioOff)}x)`,
+      `    the compute floor of that ratio (multiply-accumulates of turn 16's prefill over turn 1's, attention over the history included): ${fmt(floor)}x`,
     );
     console.log(
-      `${check('answers equal with reuse on and off (bench model)', (agree / asked) * 100, '%', '= 100', agree === asked)}`,
+      `${check(`TTFT turn 16 / turn 1, reuse on (${shapeName} model)`, ratioOn, 'x', '≤ 1.2', ratioOn <= 1.2)} (reuse off: ${fmt(ratioOff)}x; compute floor ${fmt(floor)}x)`,
+    );
+    console.log(
+      `${check(`answers equal with reuse on and off (${shapeName} model)`, (agree / asked) * 100, '%', '= 100', agree === asked)}`,
     );
 
-    await interleavedTtft(config, on, samples.on[7]!, questions);
+    if (shapeName === 'bench') await interleavedTtft(config, on, samples.on[7]!, questions);
   } finally {
     await on.close();
     await off.close();
@@ -450,8 +406,10 @@ async function ttsOverlap(): Promise<void> {
 }
 
 // BENCH_PARTS=3,3b runs only those parts ((1) includes (2)); all of them by default.
-const parts = new Set((process.env['BENCH_PARTS'] ?? '1,3,3b,3c,4').split(',').map((p) => p.trim()));
-if (parts.has('1')) await conversationTtft();
+const parts = new Set((process.env['BENCH_PARTS'] ?? '1,1b,3,3b,3c,4').split(',').map((p) => p.trim()));
+if (parts.has('1')) await conversationTtft('bench', CONVERSATION_ROUNDS);
+// (1b) The same conversation on two layers of a board's real model shape (bench/lib-bench-model.ts).
+if (parts.has('1b')) await conversationTtft('qwen-1.5b-layers', Math.min(3, CONVERSATION_ROUNDS));
 if (parts.has('3')) await voiceOverhead(TURN_ROUNDS);
 if (parts.has('3b')) await ttsOverlap();
 if (parts.has('3c')) {

@@ -12,9 +12,43 @@ const mnnRoot = process.env['MNN_ROOT'] ?? '/opt/mnn';
 const mnnSrc = process.env['MNN_SRC'] ?? '/opt/src/MNN';
 export const benchCacheDir = process.env['MNN_EDGE_CACHE'] ?? join(homedir(), '.cache', 'mnn-edge');
 const generatorDir = join(sharedDir, 'tools', 'tiny-mnn-llm');
-const SIZE = ['--hidden', '512', '--layers', '8'];
-const GRAPH = [...SIZE, '--heads', '8', '--kv-heads', '4', '--head-dim', '64', '--inter', '1408'];
 const DEFAULT_SEED = 20260101;
+
+/** A generated model's shape (gen_tiny_llm's flags). */
+export interface BenchShape {
+  hidden: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  inter: number;
+}
+
+/**
+ * `bench`: the benchmark model every bench shares (hidden 512, 8 layers, 95 MB). `qwen-1.5b-layers`: two layers
+ * of Qwen2.5-1.5B's shape (hidden 1536, 12 heads over 2 KV heads of 128, MLP 8960; 378 MB), for figures where
+ * the balance between a layer's matrix work and its attention over the context matters: in the narrow bench
+ * model attending over 1,000 tokens costs a third of a token's matrix work, in a board's real model a fifteenth.
+ */
+export const BENCH_SHAPES = {
+  bench: { hidden: 512, layers: 8, heads: 8, kvHeads: 4, headDim: 64, inter: 1408 },
+  'qwen-1.5b-layers': { hidden: 1536, layers: 2, heads: 12, kvHeads: 2, headDim: 128, inter: 8960 },
+} as const satisfies Record<string, BenchShape>;
+export type BenchShapeName = keyof typeof BENCH_SHAPES;
+
+/**
+ * Multiply-accumulates of prefilling `tokens` tokens after `held` tokens already in the KV cache: each token's
+ * projections and MLP, plus its attention (q·k and the weighted sum of v) over every earlier position. Softmax,
+ * norms and the LM head are left out (they do not grow with the context, and the LM head is tiny here).
+ */
+export function prefillMacs(shape: BenchShape, held: number, tokens: number): number {
+  const q = shape.heads * shape.headDim;
+  const kv = shape.kvHeads * shape.headDim;
+  const matrix = shape.hidden * (2 * q + 2 * kv) + 3 * shape.hidden * shape.inter;
+  // Positions attended by the prefilled tokens: held+1, held+2, …, held+tokens.
+  const positions = tokens * held + (tokens * (tokens + 1)) / 2;
+  return shape.layers * (tokens * matrix + 2 * q * positions);
+}
 
 export class BenchModelUnavailable extends Error {}
 
@@ -35,8 +69,16 @@ export function mnnToolBuildArgs(source: string, out: string, includeDirs: reado
 }
 
 /** config.json of the benchmark model with this seed (the default seed is bench/engine's `bench-llm`). */
-export function ensureBenchModel(seed = DEFAULT_SEED): string {
-  const modelDir = join(benchCacheDir, seed === DEFAULT_SEED ? 'bench-llm' : `bench-llm-seed${seed}`);
+export function ensureBenchModel(seed = DEFAULT_SEED, shapeName: BenchShapeName = 'bench'): string {
+  const shape: BenchShape = BENCH_SHAPES[shapeName];
+  const size = ['--hidden', String(shape.hidden), '--layers', String(shape.layers)];
+  const graph = [
+    ...size,
+    ...['--heads', String(shape.heads), '--kv-heads', String(shape.kvHeads)],
+    ...['--head-dim', String(shape.headDim), '--inter', String(shape.inter)],
+  ];
+  const base = shapeName === 'bench' ? 'bench-llm' : `bench-llm-${shapeName}`;
+  const modelDir = join(benchCacheDir, seed === DEFAULT_SEED ? base : `${base}-seed${seed}`);
   const config = join(modelDir, 'config.json');
   if (existsSync(join(modelDir, 'llm.mnn')) && existsSync(config)) return config;
   const generator = join(benchCacheDir, 'gen_tiny_llm');
@@ -55,9 +97,9 @@ export function ensureBenchModel(seed = DEFAULT_SEED): string {
       ]),
     );
   }
-  console.log(`generating the benchmark model (seed ${seed}) into ${modelDir}`);
-  execFileSync('python3', [join(generatorDir, 'gen_tiny_assets.py'), modelDir, ...SIZE], { stdio: 'ignore' });
-  execFileSync(generator, [modelDir, ...GRAPH, '--seed', String(seed)], { stdio: 'ignore' });
+  console.log(`generating the benchmark model (${shapeName}, seed ${seed}) into ${modelDir}`);
+  execFileSync('python3', [join(generatorDir, 'gen_tiny_assets.py'), modelDir, ...size], { stdio: 'ignore' });
+  execFileSync(generator, [modelDir, ...graph, '--seed', String(seed)], { stdio: 'ignore' });
   return config;
 }
 
