@@ -1,9 +1,9 @@
-import type { IClientPublishOptions } from 'mqtt';
 import type { Clock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { type DeviceTopics, fleetTopics } from '../../lib/topics.js';
 import type { AgentConnection } from './agent-connection.js';
+import { AnswerSender } from './answer-sender.js';
 import { CommandServer } from './command-server.js';
 import type { CommandRegistry } from './commands.js';
 import type { BoardInfo } from './protocol.js';
@@ -11,7 +11,8 @@ import type { MessageHandler, SubscriptionRegistry } from './subscriptions.js';
 
 // The fleet agent's command dispatch: requests on this device's and the fleet's command topics go to the
 // CommandServer (selector, validation, timeouts), and its answer goes back on the requester's response topic,
-// with the MQTT 5 correlation data when the connection has it.
+// with the MQTT 5 correlation data when the connection has it, and again on the next connection if the broker
+// lost it with the last one while the requester still waits (AnswerSender).
 
 export interface CommandDispatchOptions {
   commands: CommandRegistry;
@@ -24,6 +25,8 @@ export interface CommandDispatchOptions {
   logger: Logger;
   /** Aborted when the agent stops: commands still running are cancelled. */
   signal: AbortSignal;
+  /** Registers a listener for every (re)connection: answers lost with the last connection go out again. */
+  onConnected: (listener: () => void) => void;
 }
 
 export function dispatchCommands(o: CommandDispatchOptions): void {
@@ -42,6 +45,8 @@ export function dispatchCommands(o: CommandDispatchOptions): void {
     logger: logger.child('cmd'),
     signal: o.signal,
   });
+  const answers = new AnswerSender(connection, o.clock, logger.child('cmd'));
+  o.onConnected(() => answers.resend());
   const onCommand: MessageHandler = (topic, payload, packet) => {
     const props = packet.properties ?? {};
     server
@@ -52,10 +57,7 @@ export function dispatchCommands(o: CommandDispatchOptions): void {
         ...(props.correlationData !== undefined ? { correlationData: props.correlationData } : {}),
       })
       .then((out) => {
-        if (out === undefined) return;
-        const opts: IClientPublishOptions = { qos: 1 };
-        if (connection.v5 && out.correlationData) opts.properties = { correlationData: out.correlationData };
-        connection.publishSafe(out.topic, out.payload, opts);
+        if (out !== undefined) answers.send(out);
       })
       .catch((err: unknown) => logger.error('command handling crashed', { topic, error: errorMessage(err) }));
   };

@@ -218,6 +218,7 @@ function serveCommands(deps: FleetAgentDeps, parts: Parts): void {
     clock: deps.clock,
     logger: deps.logger,
     signal: parts.stopping.signal,
+    onConnected: (listener) => parts.events.on('connected', () => listener()),
   });
 }
 

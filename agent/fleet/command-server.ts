@@ -39,6 +39,8 @@ export interface OutgoingResponse {
   /** Echoed MQTT 5 correlation data. */
   correlationData?: Buffer;
   response: CommandResponse;
+  /** Until when the requester waits for it (the request's expiresAt), when the request said so. */
+  expiresAt?: number;
 }
 
 export interface SelectorContext {
@@ -89,6 +91,7 @@ export class CommandServer {
       topic: this.#defaultReplyTo,
       id: undefined as string | undefined,
       correlationData: msg.correlationData,
+      expiresAt: undefined as number | undefined,
     };
     if (msg.correlationData !== undefined) reply.id = correlationId(msg.correlationData);
     // A usable MQTT 5 response topic is known before the payload is even read, so parse errors reach it.
@@ -135,6 +138,7 @@ export class CommandServer {
     if (errors.length > 0)
       return this.#error(target, reply, 'ESCHEMA', `Invalid command request: ${formatSchemaErrors(errors)}`);
     const request = parsed as CommandRequest;
+    reply.expiresAt = request.expiresAt;
     if (target.scope === 'fleet') {
       if (!selectorMatches(request.selector, self)) return undefined;
     } else if (request.selector !== undefined) {
@@ -161,21 +165,12 @@ export class CommandServer {
     return this.#respond(target, reply, outcome);
   }
 
-  #error(
-    target: CommandTarget,
-    reply: { topic: string; id: string | undefined; correlationData: Buffer | undefined },
-    code: CommandErrorCode,
-    message: string,
-  ): OutgoingResponse {
+  #error(target: CommandTarget, reply: Reply, code: CommandErrorCode, message: string): OutgoingResponse {
     this.#o.logger.debug('command rejected', { command: target.name, code, message });
     return this.#respond(target, reply, { ok: false, error: { code, message } });
   }
 
-  #respond(
-    target: CommandTarget,
-    reply: { topic: string; id: string | undefined; correlationData: Buffer | undefined },
-    outcome: CommandOutcome,
-  ): OutgoingResponse {
+  #respond(target: CommandTarget, reply: Reply, outcome: CommandOutcome): OutgoingResponse {
     const response: CommandResponse = {
       v: PROTOCOL_VERSION,
       deviceId: this.#o.self.deviceId,
@@ -201,14 +196,26 @@ export class CommandServer {
       };
       delete fallback.result;
       payload = encode('command-response', fallback);
-      return { topic: reply.topic, payload, response: fallback, ...corr(reply.correlationData) };
+      return { topic: reply.topic, payload, response: fallback, ...corr(reply), ...deadline(reply) };
     }
-    return { topic: reply.topic, payload, response, ...corr(reply.correlationData) };
+    return { topic: reply.topic, payload, response, ...corr(reply), ...deadline(reply) };
   }
 }
 
-function corr(data: Buffer | undefined): { correlationData?: Buffer } {
-  return data === undefined ? {} : { correlationData: data };
+/** Where and how a request is answered, learnt while reading it. */
+interface Reply {
+  topic: string;
+  id: string | undefined;
+  correlationData: Buffer | undefined;
+  expiresAt: number | undefined;
+}
+
+function corr(reply: Reply): { correlationData?: Buffer } {
+  return reply.correlationData === undefined ? {} : { correlationData: reply.correlationData };
+}
+
+function deadline(reply: Reply): { expiresAt?: number } {
+  return reply.expiresAt === undefined ? {} : { expiresAt: reply.expiresAt };
 }
 
 /** Correlation data is opaque bytes in MQTT 5; the payload carries it as text when it is printable. */

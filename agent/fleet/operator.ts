@@ -162,6 +162,9 @@ export class FleetOperator {
       if (validate(commandResponseSchema, value).length > 0) return;
       const r = value as CommandResponse;
       if (r.id !== id) return;
+      // QoS 1 is at least once, and a device sends its answer again when its connection dropped before the
+      // broker acknowledged it (a cluster node may have passed it on already): the first per device counts.
+      if (responses.some((known) => known.deviceId === r.deviceId)) return;
       responses.push(r);
       onResponse?.(r);
       if (single || doneWhen?.(responses)) finish();
