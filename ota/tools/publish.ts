@@ -115,7 +115,16 @@ export interface DriveOptions {
   /** How often the controller looks at the clock (timeouts, retries, the rate) and at what arrived. */
   tickMs?: number;
   signal?: AbortSignal;
+  /**
+   * Jobs no device status answered yet go out again this often (same job id: a device that has it answers with
+   * its status and never runs it twice). A broker can lose one: a NATS node whose retained-message stream is
+   * electing a leader acknowledges a retained job it did not keep, and a board moving between nodes then never
+   * sees it (seen: two of twelve boards' jobs after a node kill, the rollout timed out after 5 minutes).
+   */
+  resendUnansweredMs?: number;
 }
+
+const RESEND_UNANSWERED_MS = 30_000;
 
 /** The tags a retained presence message announces, for dynamic membership; undefined when not online. */
 function onlineTags(payload: Buffer): string[] | undefined {
@@ -169,7 +178,9 @@ export async function driveRollout(
     };
   }
   const tickMs = options.tickMs ?? 250;
+  const resendMs = options.resendUnansweredMs ?? RESEND_UNANSWERED_MS;
   let lastAdvance = Date.now();
+  let lastResend = Date.now();
   try {
     while (!options.signal?.aborted) {
       await new Promise((r) => setTimeout(r, tickMs));
@@ -177,7 +188,9 @@ export async function driveRollout(
       if (!dirty && Date.now() - lastAdvance < 1_000) continue;
       dirty = false;
       lastAdvance = Date.now();
-      view = await controller.advance(rolloutId);
+      const resendUnanswered = lastAdvance - lastResend >= resendMs;
+      if (resendUnanswered) lastResend = lastAdvance;
+      view = await controller.advance(rolloutId, { resendUnanswered });
       onChange(view);
       if (view.state !== 'running') break;
     }
