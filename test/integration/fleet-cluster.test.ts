@@ -14,8 +14,6 @@ import { runCli } from '../helpers/run-cli.js';
 
 const skipped = natsSkipReason();
 if (skipped) console.log(`fleet-cluster: skipped, ${skipped}`);
-else if (process.env['MNN_EDGE_TEST_NATS_NODE_LOSS'] !== '1')
-  console.log('fleet-cluster: the node-loss half is skipped (MNN_EDGE_TEST_NATS_NODE_LOSS=1 runs it)');
 const gate = skipped ? test.skip : test.serial;
 
 async function until(cond: () => boolean, timeoutMs: number): Promise<boolean> {
@@ -31,7 +29,7 @@ gate('boards on three NATS nodes; a node dies; boards and operator tools move on
   // Room to wait for another file's cluster first (one at a time, see startNatsCluster); then the test's budget.
   t.timeout(600_000);
   const cluster = await startNatsCluster({ streamReplicas: 3 });
-  t.timeout(170_000);
+  t.timeout(300_000);
   t.teardown(() => cluster.close());
   const dir = mkdtempSync(join(tmpdir(), 'fleet-cluster-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -75,13 +73,6 @@ gate('boards on three NATS nodes; a node dies; boards and operator tools move on
   t.is(answers.length, 6);
 
   // n1 dies. Its boards reconnect elsewhere; an operator whose first node was n1 carries on.
-  // Opt-in for now: in two fresh-clone CI runs beside the CPU hog, the surviving node answered the operator's
-  // SUBSCRIBE with "Unspecified error" and refused connections for over 120 s after the kill (JetStream's
-  // leader election starved of CPU). Passes on a machine with CPU to spare; the cause is still open (issue 27).
-  if (process.env['MNN_EDGE_TEST_NATS_NODE_LOSS'] !== '1') {
-    t.log('node loss not exercised: set MNN_EDGE_TEST_NATS_NODE_LOSS=1');
-    return;
-  }
   const killedAt = Date.now();
   await cluster.nodes[0]!.kill();
   t.true(
@@ -89,6 +80,15 @@ gate('boards on three NATS nodes; a node dies; boards and operator tools move on
     `online after the kill: ${fleet.online()}`,
   );
   t.log(`boards of the lost node back online on other nodes after ${Date.now() - killedAt} ms`);
+  // The streams and consumers n1 led elect new leaders on the survivors (raft: 4-9 s in nats-server 2.9, longer
+  // on a starved machine). Until then every retained or QoS 1 publish on a survivor waits up to 4 s for
+  // JetStream in its connection's read loop, and a board's answer queued behind its republished status and
+  // telemetry comes late (2-4 of 6 within 4 s in runs beside the hog). That is the cluster's recovery, not the
+  // boards': wait for it, then every board must answer (docs/FLEET.md, "NATS: what a lost node needs").
+  const electedMs = await cluster.waitHealthy(120_000);
+  t.log(
+    `the survivors' JetStream healthy ${Date.now() - killedAt} ms after the kill (${electedMs} ms waited)`,
+  );
   const after = await runCli(
     'fleet',
     'ls',
