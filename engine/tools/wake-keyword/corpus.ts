@@ -25,9 +25,16 @@ export interface Clip {
   label: string;
 }
 
+/** Accents × variants to draw voices from; `dataPath` when some variants are made up (timbres.ts). */
+export interface VoicePool {
+  accents: string[];
+  variants: string[];
+  dataPath?: string;
+}
+
 export interface VoiceSplit {
-  train: { accents: string[]; variants: string[] };
-  heldOut: { accents: string[]; variants: string[] };
+  train: VoicePool;
+  heldOut: VoicePool;
 }
 
 /** Two accents and a quarter of the timbres are kept for evaluation only. */
@@ -46,11 +53,12 @@ export function splitVoices(seed: number): VoiceSplit {
   };
 }
 
-export function randomVoice(r: () => number, pool: { accents: string[]; variants: string[] }): Voice {
+export function randomVoice(r: () => number, pool: VoicePool): Voice {
   return {
     name: `${pick(r, pool.accents)}+${pick(r, pool.variants)}`,
     speed: 120 + Math.floor(r() * 80),
     pitch: 25 + Math.floor(r() * 50),
+    ...(pool.dataPath ? { dataPath: pool.dataPath } : {}),
   };
 }
 
@@ -97,6 +105,20 @@ export function randomSentence(r: () => number): string {
   return Array.from({ length: n }, () => pick(r, WORDS)).join(' ');
 }
 
+/**
+ * A near miss made from the wake phrase itself: one of its words swapped for another ("hey river", "my
+ * computer"), or one of its words inside an unrelated sentence. The fixed list above is for "hey computer";
+ * these come for any phrase.
+ */
+export function nearMiss(r: () => number, phrase: string): string {
+  const words = phrase.split(/\s+/).filter((w) => w.length > 0);
+  const i = Math.floor(r() * words.length);
+  if (words.length > 1 && r() < 0.5) return words.map((w, k) => (k === i ? pick(r, WORDS) : w)).join(' ');
+  const sentence = Array.from({ length: 2 + Math.floor(r() * 5) }, () => pick(r, WORDS));
+  sentence.splice(Math.floor(r() * (sentence.length + 1)), 0, words[i]!);
+  return sentence.join(' ');
+}
+
 export interface Background {
   kind: NoiseKind | 'silence';
   level: number;
@@ -139,10 +161,7 @@ export function noiseClip(seconds: number, r: () => number): Clip {
 }
 
 /** Two or three sentences over each other: a room with a TV on. */
-export async function babbleClip(
-  r: () => number,
-  pool: { accents: string[]; variants: string[] },
-): Promise<Clip> {
+export async function babbleClip(r: () => number, pool: VoicePool): Promise<Clip> {
   const parts = await Promise.all(
     Array.from({ length: 2 + Math.floor(r() * 2) }, () => say(randomSentence(r), randomVoice(r, pool))),
   );
@@ -153,21 +172,27 @@ export async function babbleClip(
   return { audio, label: 'babble' };
 }
 
-/** Negative audio up to `seconds`: sentences, babble, noise and silence, in those proportions. */
+/**
+ * Negative audio up to `seconds`: sentences, babble, noise and silence, in those proportions. With `nearMissOf`
+ * (training), a quarter of the sentences are near misses of that phrase.
+ */
 export async function negativeCorpus(
   seconds: number,
   seed: number,
-  pool: { accents: string[]; variants: string[] },
+  pool: VoicePool,
   onClip?: (done: number, total: number) => void,
+  nearMissOf?: string,
 ): Promise<Clip[]> {
   const r = rng(seed);
   const clips: Clip[] = [];
   let total = 0;
+  const sentence = () =>
+    nearMissOf !== undefined && r() < 0.25 ? nearMiss(r, nearMissOf) : randomSentence(r);
   while (total < seconds * RATE) {
     const u = r();
     const clip =
       u < 0.6
-        ? await speechClip(randomSentence(r), randomVoice(r, pool), r)
+        ? await speechClip(sentence(), randomVoice(r, pool), r)
         : u < 0.75
           ? await babbleClip(r, pool)
           : u < 0.95

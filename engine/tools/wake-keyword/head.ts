@@ -18,12 +18,16 @@ export interface TrainOptions {
   onEpoch?: (epoch: number, loss: number) => void;
 }
 
+// Weight decay 1e-2 rather than 1e-4: with 1,536 inputs and a few thousand positive windows the head learns the
+// training voices by heart (loss 1e-4 by epoch 6) and fires on unseen ones' ordinary speech; on the validation set
+// the stronger penalty cut false accepts at threshold 0.9 from 45 to 21 an hour, with false rejects unchanged,
+// and by epoch 16 the loss no longer moves.
 export const defaultTrainOptions: TrainOptions = {
   hidden: 32,
-  epochs: 24,
+  epochs: 16,
   batch: 64,
   learningRate: 1e-3,
-  weightDecay: 1e-4,
+  weightDecay: 1e-2,
   negativeWeight: 1,
   seed: 7,
 };

@@ -22,11 +22,21 @@ import { wakeFeatureGraphs, wakeHeadGraph } from '../../../models/wake-package.j
 import { WakePipeline } from '../../src/wake.js';
 import { defaultTriggerRule, type TriggerRule } from '../../src/wake-trigger.js';
 import { convertOnnx, ensureFeatureModels, featureModelsMissing, wakeCacheDir } from './convert.js';
-import { type Clip, joinClips, negativeCorpus, positiveClip, randomVoice, splitVoices } from './corpus.js';
-import { detectPositive, detectStream, type LabelledWindows, labelClip } from './features.js';
+import {
+  type Clip,
+  joinClips,
+  negativeCorpus,
+  positiveClip,
+  randomVoice,
+  splitVoices,
+  type VoicePool,
+} from './corpus.js';
+import { detectStream, type LabelledWindows, labelClip } from './features.js';
 import { foldHead, trainHead } from './head.js';
 import { headToOnnx } from './onnx.js';
+import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
 import { espeakMissing, RATE, rng } from './speech.js';
+import { makeTimbres } from './timbres.js';
 
 export interface KeywordOptions {
   phrase: string;
@@ -35,6 +45,11 @@ export interface KeywordOptions {
   negativeMinutes: number;
   heldOutPositives: number;
   heldOutNegativeMinutes: number;
+  /** Made-up espeak-ng timbres added to the training voices (timbres.ts); 0 for the stock ones only. */
+  timbres: number;
+  /** The rule the package ships with: `rule` as given, or (true) the candidate nearest both targets on the
+   *  validation set, with `rule`'s refractory period. */
+  chooseRule: boolean;
   rule: TriggerRule;
   log: (line: string) => void;
 }
@@ -45,13 +60,15 @@ export const defaultKeywordOptions: KeywordOptions = {
   positives: 700,
   negativeMinutes: 25,
   heldOutPositives: 160,
-  heldOutNegativeMinutes: 6,
+  heldOutNegativeMinutes: 20,
+  timbres: 150,
+  chooseRule: true,
   rule: { ...defaultTriggerRule },
   log: (line) => console.log(line),
 };
 
 /** Version of the recipe: a cached package made by an older one is made again. */
-const RECIPE = 1;
+const RECIPE = 2;
 
 export interface KeywordReport {
   recipe: number;
@@ -63,6 +80,7 @@ export interface KeywordReport {
     positiveWindows: number;
     negativeWindows: number;
     negativeSeconds: number;
+    timbres: number;
   };
   heldOut: {
     voices: string;
@@ -91,12 +109,7 @@ export async function keywordToolsMissing(): Promise<string | undefined> {
   return (await espeakMissing()) ?? (await featureModelsMissing());
 }
 
-async function positives(
-  phrase: string,
-  n: number,
-  seed: number,
-  pool: Parameters<typeof randomVoice>[1],
-): Promise<Clip[]> {
+async function positives(phrase: string, n: number, seed: number, pool: VoicePool): Promise<Clip[]> {
   const r = rng(seed);
   const out: Clip[] = [];
   for (let i = 0; i < n; i++) {
@@ -109,6 +122,50 @@ async function positives(
 
 const median = (xs: number[]) =>
   xs.length === 0 ? null : [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+interface TrainingCorpus {
+  windows: LabelledWindows;
+  positiveClips: number;
+  negativeSeconds: number;
+}
+
+/** Steps 1 and 2: the training clips in `pool`'s voices, labelled into windows through the real pipeline. */
+async function trainingCorpus(
+  pipeline: WakePipeline,
+  o: KeywordOptions,
+  pool: VoicePool,
+): Promise<TrainingCorpus> {
+  const windows: LabelledWindows = { positives: [], negatives: [] };
+  o.log(
+    `[1/4] ${o.positives} positive clips of "${o.phrase}" (${pool.accents.length} accents × ${pool.variants.length} timbres, ${o.timbres} of them made up)`,
+  );
+  const pos = await positives(o.phrase, o.positives, o.seed, pool);
+  for (const [i, c] of pos.entries()) {
+    await labelClip(pipeline, c, windows);
+    if (i % 100 === 99) o.log(`  features of ${i + 1}/${pos.length} positives`);
+  }
+  o.log(`[2/4] ${o.negativeMinutes} min of negative speech, babble, noise and silence`);
+  let lastMinute = -1;
+  // The negatives speak in the same voices, made-up ones included: a timbre alone must not say "keyword".
+  const neg = await negativeCorpus(
+    o.negativeMinutes * 60,
+    o.seed + 1,
+    pool,
+    (done) => {
+      const minute = Math.floor(done / 60);
+      if (minute !== lastMinute && minute % 5 === 0)
+        o.log(`  synthesised ${minute}/${o.negativeMinutes} min`);
+      lastMinute = minute;
+    },
+    o.phrase,
+  );
+  for (const c of neg) await labelClip(pipeline, c, windows);
+  return {
+    windows,
+    positiveClips: pos.length,
+    negativeSeconds: neg.reduce((n, c) => n + c.audio.length, 0) / RATE,
+  };
+}
 
 export async function makeKeyword(
   outDir: string,
@@ -124,24 +181,17 @@ export async function makeKeyword(
   const pipeline = await WakePipeline.load({ ...featureGraphs, heads: [] }, { threads: 1 });
   const split = splitVoices(o.seed);
   const t0 = performance.now();
-  const windows: LabelledWindows = { positives: [], negatives: [] };
-  o.log(
-    `[1/4] ${o.positives} positive clips of "${o.phrase}" (${split.train.accents.length} accents × ${split.train.variants.length} timbres)`,
-  );
-  const pos = await positives(o.phrase, o.positives, o.seed, split.train);
-  for (const [i, c] of pos.entries()) {
-    await labelClip(pipeline, c, windows);
-    if (i % 100 === 99) o.log(`  features of ${i + 1}/${pos.length} positives`);
+  const timbres = o.timbres > 0 ? makeTimbres(o.timbres, rng(o.seed + 5)) : undefined;
+  const trainPool: VoicePool = timbres
+    ? { ...split.train, variants: [...split.train.variants, ...timbres.names], dataPath: timbres.path }
+    : split.train;
+  let corpus: TrainingCorpus;
+  try {
+    corpus = await trainingCorpus(pipeline, o, trainPool);
+  } finally {
+    timbres?.dispose();
   }
-  o.log(`[2/4] ${o.negativeMinutes} min of negative speech, babble, noise and silence`);
-  let lastMinute = -1;
-  const neg = await negativeCorpus(o.negativeMinutes * 60, o.seed + 1, split.train, (done) => {
-    const minute = Math.floor(done / 60);
-    if (minute !== lastMinute && minute % 5 === 0) o.log(`  synthesised ${minute}/${o.negativeMinutes} min`);
-    lastMinute = minute;
-  });
-  for (const c of neg) await labelClip(pipeline, c, windows);
-  const negativeSeconds = neg.reduce((n, c) => n + c.audio.length, 0) / RATE;
+  const { windows } = corpus;
   o.log(
     `[3/4] training on ${windows.positives.length} positive and ${windows.negatives.length} negative windows`,
   );
@@ -164,42 +214,51 @@ export async function makeKeyword(
     { threads: 1 },
   );
   const heldPos = await positives(o.phrase, o.heldOutPositives, o.seed + 2, split.heldOut);
-  const outcomes = [];
-  for (const c of heldPos) outcomes.push(await detectPositive(scored, c, o.rule));
-  const heldNeg = await negativeCorpus(o.heldOutNegativeMinutes * 60, o.seed + 3, split.heldOut);
-  const stream = joinClips(heldNeg);
-  const { detections } = await detectStream(scored, stream, o.rule);
+  const validation: ScoredValidation = { positives: [], negatives: [], negativeHours: 0 };
+  for (const c of heldPos) {
+    const { scores } = await detectStream(scored, c.audio, o.rule, 0, true);
+    validation.positives.push({ scores, keywordEnd: c.keywordEnd ?? 0 });
+  }
+  const stream = joinClips(await negativeCorpus(o.heldOutNegativeMinutes * 60, o.seed + 3, split.heldOut));
+  validation.negatives = (await detectStream(scored, stream, o.rule, 0, true)).scores;
+  validation.negativeHours = stream.length / RATE / 3600;
   await scored.dispose();
-  const misses = outcomes.filter((x) => !x.detected).length;
-  const hours = stream.length / RATE / 3600;
+  // The rule: the caller's, or the candidate nearest both targets on this validation set (rule-choice.ts).
+  const chosen = o.chooseRule
+    ? rankRules(validation, o.rule.refractoryMs)[0]!
+    : ruleOutcome(validation, o.rule);
+  const rule = chosen.rule;
+  const misses = chosen.falseRejects;
+  const hours = validation.negativeHours;
   const report: KeywordReport = {
     recipe: RECIPE,
     phrase: o.phrase,
     name,
     seed: o.seed,
     training: {
-      positiveClips: pos.length,
+      positiveClips: corpus.positiveClips,
       positiveWindows: windows.positives.length,
       negativeWindows: windows.negatives.length,
-      negativeSeconds: Math.round(negativeSeconds),
+      negativeSeconds: Math.round(corpus.negativeSeconds),
+      timbres: o.timbres,
     },
     heldOut: {
       voices: `${split.heldOut.accents.join(', ')} × ${split.heldOut.variants.join(', ')}`,
       positives: heldPos.length,
       falseRejects: misses,
       falseRejectRate: misses / heldPos.length,
-      negativeSeconds: Math.round(stream.length / RATE),
-      falseAccepts: detections.length,
-      falseAcceptsPerHour: detections.length / hours,
-      medianLatencyMs: median(outcomes.flatMap((x) => (x.latencyMs !== undefined ? [x.latencyMs] : []))),
+      negativeSeconds: Math.round(hours * 3600),
+      falseAccepts: chosen.falseAccepts,
+      falseAcceptsPerHour: chosen.falseAcceptsPerHour,
+      medianLatencyMs: median(chosen.latenciesMs),
     },
-    rule: o.rule,
+    rule,
   };
   writeFileSync(
     join(outDir, 'wake.json'),
     `${JSON.stringify(
       {
-        keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...o.rule }],
+        keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...rule }],
         languages: ['en'],
         license:
           'Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on espeak-ng speech)',
@@ -210,8 +269,8 @@ export async function makeKeyword(
   );
   writeFileSync(join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   o.log(
-    `done in ${((performance.now() - t0) / 1000).toFixed(0)} s: held-out false rejects ${misses}/${heldPos.length}, ` +
-      `false accepts ${detections.length} in ${(hours * 60).toFixed(1)} min`,
+    `done in ${((performance.now() - t0) / 1000).toFixed(0)} s: threshold ${rule.threshold}, ${rule.triggerFrames} frame(s); ` +
+      `held-out false rejects ${misses}/${heldPos.length}, false accepts ${chosen.falseAccepts} in ${(hours * 60).toFixed(1)} min`,
   );
   return report;
 }

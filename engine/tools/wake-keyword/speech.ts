@@ -36,6 +36,8 @@ export interface Voice {
   name: string;
   speed: number;
   pitch: number;
+  /** espeak-ng's `--path` for made-up variants (timbres.ts); the system's data without it. */
+  dataPath?: string;
 }
 
 /** English accents espeak-ng ships without mbrola. */
@@ -56,10 +58,15 @@ const VARIANT_DIRS = [
   '/usr/share/espeak-ng-data/voices/!v',
 ];
 
+/** The directory of espeak-ng's stock voice variants, or undefined. */
+export function variantDir(): string | undefined {
+  return VARIANT_DIRS.find((dir) => existsSync(dir));
+}
+
 /** espeak-ng's voice variants (timbre: f1…, m1…, klatt…), sorted; names with spaces are left out. */
 export function espeakVariants(): string[] {
-  for (const dir of VARIANT_DIRS) {
-    if (!existsSync(dir)) continue;
+  const dir = variantDir();
+  if (dir) {
     return readdirSync(dir)
       .filter((n) => /^[A-Za-z0-9]+$/.test(n))
       .sort();
@@ -80,7 +87,10 @@ export async function espeakMissing(command = 'espeak-ng'): Promise<string | und
 export async function say(text: string, voice: Voice, command = 'espeak-ng'): Promise<Float32Array> {
   const { stdout } = await run(
     command,
-    ['-v', voice.name, '-s', String(voice.speed), '-p', String(voice.pitch), '--stdout', text],
+    [
+      ...(voice.dataPath ? [`--path=${voice.dataPath}`] : []),
+      ...['-v', voice.name, '-s', String(voice.speed), '-p', String(voice.pitch), '--stdout', text],
+    ],
     { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
   );
   const wav = parseWav(new Uint8Array(stdout.buffer, stdout.byteOffset, stdout.byteLength));
