@@ -1,6 +1,10 @@
 import test from 'ava';
 import { nearMiss } from '../../engine/tools/wake-keyword/corpus.js';
-import { rankRules, ruleCost, type ScoredValidation } from '../../engine/tools/wake-keyword/rule-choice.js';
+import {
+  MAX_FALSE_REJECT_RATE,
+  rankRules,
+  type ScoredValidation,
+} from '../../engine/tools/wake-keyword/rule-choice.js';
 import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { timbreText } from '../../engine/tools/wake-keyword/timbres.js';
 
@@ -13,34 +17,37 @@ function positive(scores: number[]): ScoredValidation['positives'][number] {
   return { scores: frames([...startUp, ...scores]), keywordEnd: 1280 * 21 };
 }
 
-test('rule choice: the rule nearest both targets wins, not the one that only silences false wakes', (t) => {
-  // 20 positives: 19 reach 0.96–0.98 for three frames around the keyword's end, one only 0.6.
+test('rule choice: the fewest false wakes among rules that miss at most 10 % of wake words', (t) => {
+  // 20 positives: 17 reach 0.96–0.98 for three frames around the keyword's end, 3 only 0.6.
   const strong = positive([0, 0, 0, 0, 0, 0, 0, 0.96, 0.97, 0.98, 0]);
   const weak = positive([0, 0, 0, 0, 0, 0, 0, 0.6, 0.6, 0.6, 0]);
-  // One hour of negatives: three frames at 0.92, later three at 0.55 (far apart: two detections, not one).
+  // One hour of negatives: one frame at 0.92, later three at 0.85, later three at 0.55.
   const calm = Array<number>(100).fill(0.1);
-  const negatives = frames([...startUp, ...calm, 0.92, 0.92, 0.92, ...calm, 0.55, 0.55, 0.55, ...calm]);
+  const negatives = frames([...startUp, ...calm, 0.92, ...calm, 0.85, 0.85, 0.85, ...calm, 0.55, 0.55, 0.55]);
   const v: ScoredValidation = {
-    positives: [...Array.from({ length: 19 }, () => strong), weak],
+    positives: [...Array.from({ length: 17 }, () => strong), weak, weak, weak],
     negatives,
     negativeHours: 1,
   };
-  const [best, ...rest] = rankRules(v, 2000);
-  // 0.95 / 1 frame: 1 false reject of 20 (5 %), 0 false accepts: cost 1, both targets met (0.97 ties it and
-  // loses on the threshold).
-  t.deepEqual(best!.rule, { threshold: 0.95, triggerFrames: 1, refractoryMs: 2000 });
-  t.is(best!.falseRejects, 1);
-  t.is(best!.falseAccepts, 0);
-  t.is(ruleCost(best!), 1);
-  // 0.99 silences everything, misses every keyword: far down the list.
-  const silent = rest.find((o) => o.rule.threshold === 0.99 && o.rule.triggerFrames === 1)!;
-  t.is(silent.falseRejects, 20);
-  t.true(ruleCost(silent) > ruleCost(best!));
-  // 0.5 / 1 frame catches all 20 but wakes twice an hour: cost 4.
-  const eager = rest.find((o) => o.rule.threshold === 0.5 && o.rule.triggerFrames === 1)!;
-  t.is(eager.falseRejects, 0);
-  t.is(eager.falseAccepts, 2);
-  t.is(ruleCost(eager), 4);
+  const ranked = rankRules(v, 2000);
+  const at = (threshold: number, triggerFrames: number) =>
+    ranked.find((o) => o.rule.threshold === threshold && o.rule.triggerFrames === triggerFrames)!;
+  // 0.5 catches every wake word but wakes three (1 frame) or two (2-3 frames) times an hour.
+  t.is(at(0.5, 1).falseRejects, 0);
+  t.is(at(0.5, 1).falseAccepts, 3);
+  t.is(at(0.5, 3).falseAccepts, 2);
+  // 0.95 and up: no false wake, but 3 of 20 missed (15 %): over the cap.
+  t.is(at(0.95, 1).falseAccepts, 0);
+  t.is(at(0.95, 1).falseRejectRate, 0.15);
+  t.true(at(0.95, 1).falseRejectRate > MAX_FALSE_REJECT_RATE);
+  // Within the cap (0 misses) the fewest false wakes: 0.6 over 2 frames sees only the 0.85 run (1 an hour).
+  const [best] = ranked;
+  t.deepEqual(best!.rule, { threshold: 0.6, triggerFrames: 2, refractoryMs: 2000 });
+  t.is(best!.falseRejects, 0);
+  t.is(best!.falseAccepts, 1);
+  // Rules over the cap come after every rule within it.
+  const firstOver = ranked.findIndex((o) => o.falseRejectRate > MAX_FALSE_REJECT_RATE);
+  t.true(ranked.slice(firstOver).every((o) => o.falseRejectRate > MAX_FALSE_REJECT_RATE));
 });
 
 test('near misses come from the phrase: one word swapped, or one of its words inside another sentence', (t) => {

@@ -57,8 +57,8 @@ export interface KeywordOptions {
 export const defaultKeywordOptions: KeywordOptions = {
   phrase: 'hey computer',
   seed: 2028,
-  positives: 700,
-  negativeMinutes: 25,
+  positives: 1500,
+  negativeMinutes: 40,
   heldOutPositives: 160,
   heldOutNegativeMinutes: 20,
   timbres: 150,
