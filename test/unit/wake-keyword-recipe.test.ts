@@ -87,3 +87,26 @@ test('made-up timbres are espeak-ng variant files with every formant and the voi
   t.regex(text, /^roughness [0-4]$/m);
   t.not(timbreText('mnnedge3', rng(10)), text, 'another seed, another timbre');
 });
+
+test('rule choice: a rule that waits past the latency target is not shipped, however few false wakes it has', (t) => {
+  // The keyword's scores rise only after its end (frames 21–26): 1 frame detects 80 ms late, 3 frames 240 ms.
+  const late = positive([0, 0, 0, 0, 0, 0, 0, 0, 0, 0.97, 0.97, 0.97, 0.97, 0.97, 0.97]);
+  const calm = Array<number>(100).fill(0.1);
+  // Two frames at 0.97 in the negatives: 1 or 2 frames wake once; 3 never do.
+  const v: ScoredValidation = {
+    positives: Array.from({ length: 10 }, () => late),
+    negatives: frames([...startUp, ...calm, 0.97, 0.97, ...calm]),
+    negativeHours: 1,
+  };
+  const ranked = rankRules(v, 2000);
+  const three = ranked.find((o) => o.rule.threshold === 0.5 && o.rule.triggerFrames === 3)!;
+  t.is(three.falseAccepts, 0);
+  t.is(three.medianLatencyMs, 240);
+  const [best] = ranked;
+  t.true(
+    best!.medianLatencyMs! <= 200,
+    `chosen: ${JSON.stringify(best!.rule)} at ${best!.medianLatencyMs} ms`,
+  );
+  t.is(best!.falseAccepts, 1);
+  t.is(best!.falseRejects, 0);
+});
