@@ -61,7 +61,10 @@ export async function servePackages(dir: string, host = '127.0.0.1', port = 0): 
   const server = createServer((req, res) => handlePackageRequest(dir, req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, resolve);
+    // A rollout phase starts hundreds of downloads at once; Node's default accept backlog (511) overflowed when
+    // 900 boards connected together (docs/FLEET.md, NATS N = 1,000), and each dropped SYN waits out TCP's
+    // retransmission backoff. The kernel still caps it at net.core.somaxconn (4096 on current kernels).
+    server.listen({ port, host, backlog: 4096 }, resolve);
   });
   const addr = server.address() as AddressInfo;
   const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
