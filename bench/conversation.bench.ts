@@ -49,6 +49,7 @@ import {
   type TurnSample,
   userMessage,
 } from './lib-conversation-turns.js';
+import { envJsonObject } from './lib-env-json.js';
 import { tokenHold } from './lib-token-hold.js';
 import { voiceOverhead } from './lib-voice-turn.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
@@ -67,12 +68,7 @@ if (!availability.available) {
 
 /** BENCH_LLM_OVERRIDES: a JSON object of MNN llm settings for (1) and (2), e.g. '{"attention_mode":0}'. */
 function llmOverrides(): Record<string, unknown> {
-  const text = process.env['BENCH_LLM_OVERRIDES'];
-  if (text === undefined || text.trim() === '') return { thread_num: 1 };
-  const parsed: unknown = JSON.parse(text);
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
-    throw new Error(`BENCH_LLM_OVERRIDES must be a JSON object, got ${text}`);
-  return { thread_num: 1, ...(parsed as Record<string, unknown>) };
+  return { thread_num: 1, ...envJsonObject('BENCH_LLM_OVERRIDES') };
 }
 
 function describeShape(name: BenchShapeName): string {

@@ -29,6 +29,7 @@ import { ModelStore } from '../models/index.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { modelFixturesDir } from '../test/helpers/paths.js';
 import { agentCli, daemonEnvironment, daemonNodeFlags, ensureBuilt } from './lib-dist.js';
+import { envJsonObject } from './lib-env-json.js';
 import * as load from './lib-soak-load.js';
 import { engineHostPids, fileBytes, procFacts, treeBytes } from './lib-soak-probe.js';
 import { type Fault, type Req, report, type Sample } from './lib-soak-report.js';
@@ -47,12 +48,8 @@ const chosenFaults = faultKinds(process.env['SOAK_FAULTS']);
 /** SOAK_AGENT_ENV: a JSON object of variables for the agent alone, e.g. a heap profiler's LD_PRELOAD (set for the
  *  whole soak it would profile the load generator too). */
 function agentOnlyEnv(): Record<string, string> {
-  const text = process.env['SOAK_AGENT_ENV'];
-  if (text === undefined || text.trim() === '') return {};
-  const parsed: unknown = JSON.parse(text);
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
-    throw new Error(`SOAK_AGENT_ENV must be a JSON object of strings, got ${text}`);
-  return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]));
+  const vars = envJsonObject('SOAK_AGENT_ENV', 'a JSON object of strings');
+  return Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, String(v)]));
 }
 
 /** SOAK_FAULTS: a comma-separated subset of FAULT_KINDS (all of them when unset); a typo stops the soak. */
