@@ -21,13 +21,9 @@ import {
   randomVoice,
   splitVoices,
 } from '../engine/tools/wake-keyword/corpus.js';
-import {
-  detectionsOf,
-  detectStream,
-  FRAME_MS,
-  positiveOutcome,
-} from '../engine/tools/wake-keyword/features.js';
+import { detectStream, FRAME_MS, positiveOutcome } from '../engine/tools/wake-keyword/features.js';
 import { ensureWakeKeyword, keywordToolsMissing } from '../engine/tools/wake-keyword/make-keyword.js';
+import { ruleOutcome, type ScoredValidation } from '../engine/tools/wake-keyword/rule-choice.js';
 import { concat, RATE, rng, say } from '../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../models/wake-package.js';
 import { bar, check, fmt } from './stats.js';
@@ -73,13 +69,13 @@ let misses = 0;
 const latencies: number[] = [];
 const stepMs: number[] = [];
 // Scores are kept, so the threshold sweep below reads the same frames at other thresholds.
-const positiveScores: Array<{ scores: Float32Array[]; end: number }> = [];
+const positiveScores: ScoredValidation['positives'] = [];
 for (let i = 0; i < POSITIVES; i++) {
   const speech = await say('hey computer', randomVoice(r, split.heldOut));
   const clip = { ...placeSpeech(speech, r, 1.2 + 0.8 * r(), 0.6), label: 'positive' };
   const t0 = performance.now();
   const { scores, detections } = await detectStream(pipeline, clip.audio, rule, 0, true);
-  positiveScores.push({ scores, end: clip.keywordEnd ?? 0 });
+  positiveScores.push({ scores, keywordEnd: clip.keywordEnd ?? 0 });
   const o = positiveOutcome(detections, clip.keywordEnd ?? 0);
   stepMs.push((performance.now() - t0) / Math.ceil(clip.audio.length / 1280));
   if (o.detected) latencies.push(o.latencyMs!);
@@ -120,12 +116,15 @@ console.log(check('false accepts per hour', perHour, '/h', '<= 0.5', perHour <= 
 console.log(
   `threshold sweep (same frames; ${rule.triggerFrames} frame(s), refractory ${rule.refractoryMs} ms):`,
 );
+const kept: ScoredValidation = {
+  positives: positiveScores,
+  negatives: negativeScores,
+  negativeHours: seconds / 3600,
+};
 for (const threshold of [0.5, 0.7, 0.8, 0.9, 0.95, 0.99]) {
-  const at = { ...rule, threshold };
-  const missed = positiveScores.filter((p) => !positiveOutcome(detectionsOf(p.scores, at), p.end).detected);
-  const falseAccepts = negativeScores.reduce((n, scores) => n + detectionsOf(scores, at).length, 0);
+  const at = ruleOutcome(kept, { ...rule, threshold });
   console.log(
-    `  threshold ${threshold.toFixed(2)}: false rejects ${fmt((missed.length / POSITIVES) * 100, 1)} %, false accepts ${fmt(falseAccepts / (seconds / 3600), 2)} / h`,
+    `  threshold ${threshold.toFixed(2)}: false rejects ${fmt(at.falseRejectRate * 100, 1)} %, false accepts ${fmt(at.falseAcceptsPerHour, 2)} / h`,
   );
 }
 

@@ -26,7 +26,7 @@ test('rule choice: the fewest false wakes among rules that miss at most 10 % of 
   const negatives = frames([...startUp, ...calm, 0.92, ...calm, 0.85, 0.85, 0.85, ...calm, 0.55, 0.55, 0.55]);
   const v: ScoredValidation = {
     positives: [...Array.from({ length: 17 }, () => strong), weak, weak, weak],
-    negatives,
+    negatives: [negatives],
     negativeHours: 1,
   };
   const ranked = rankRules(v, 2000);
@@ -95,7 +95,7 @@ test('rule choice: a rule that waits past the latency target is not shipped, how
   // Two frames at 0.97 in the negatives: 1 or 2 frames wake once; 3 never do.
   const v: ScoredValidation = {
     positives: Array.from({ length: 10 }, () => late),
-    negatives: frames([...startUp, ...calm, 0.97, 0.97, ...calm]),
+    negatives: [frames([...startUp, ...calm, 0.97, 0.97, ...calm])],
     negativeHours: 1,
   };
   const ranked = rankRules(v, 2000);

@@ -217,10 +217,10 @@ export async function makeKeyword(
     validation.positives.push({ scores, keywordEnd: c.keywordEnd ?? 0 });
   }
   const stream = joinClips(await negativeCorpus(o.heldOutNegativeMinutes * 60, o.seed + 3, split.heldOut));
-  validation.negatives = (await detectStream(scored, stream, o.rule, 0, true)).scores;
+  validation.negatives = [(await detectStream(scored, stream, o.rule, 0, true)).scores];
   validation.negativeHours = stream.length / RATE / 3600;
   await scored.dispose();
-  // The rule: the caller's, or the candidate nearest both targets on this validation set (rule-choice.ts).
+  // The rule: the caller's, or the best candidate on this validation set (rankRules, rule-choice.ts).
   const chosen = o.chooseRule
     ? rankRules(validation, o.rule.refractoryMs)[0]!
     : ruleOutcome(validation, o.rule);

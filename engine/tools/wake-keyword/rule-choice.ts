@@ -29,8 +29,8 @@ export interface RuleOutcome {
 export interface ScoredValidation {
   /** Per positive clip, its per-frame scores and the sample where its keyword ends. */
   positives: Array<{ scores: Float32Array[]; keywordEnd: number }>;
-  /** Per-frame scores of the negative stream. */
-  negatives: Float32Array[];
+  /** Per-frame scores of the negative audio: one or more streams, each scored from its own start. */
+  negatives: Float32Array[][];
   negativeHours: number;
 }
 
@@ -42,7 +42,7 @@ export function ruleOutcome(v: ScoredValidation, rule: TriggerRule): RuleOutcome
     if (o.latencyMs !== undefined) latenciesMs.push(o.latencyMs);
     else falseRejects++;
   }
-  const falseAccepts = detectionsOf(v.negatives, rule).length;
+  const falseAccepts = v.negatives.reduce((n, stream) => n + detectionsOf(stream, rule).length, 0);
   return {
     rule,
     falseRejects,
