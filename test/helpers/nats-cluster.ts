@@ -60,16 +60,31 @@ export interface NatsClusterOptions {
   consumerReplicas?: number;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
+/**
+ * `count` distinct free ports. All are held open until every one is known, then released together: picked one by
+ * one, a port closed a moment earlier can be handed out again, and two nodes then fight over it ("bind: address
+ * already in use", seen in a CI run).
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  try {
+    return await Promise.all(
+      servers.map(
+        (srv) =>
+          new Promise<number>((resolve, reject) => {
+            srv.once('error', reject);
+            srv.listen(0, '127.0.0.1', () => {
+              const addr = srv.address();
+              resolve(typeof addr === 'object' && addr ? addr.port : 0);
+            });
+          }),
+      ),
+    );
+  } finally {
+    await Promise.all(
+      servers.map((srv) => new Promise<void>((r) => (srv.listening ? srv.close(() => r()) : r()))),
+    );
+  }
 }
 
 function alive(p: ChildProcess | undefined): boolean {
@@ -205,14 +220,13 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
 async function launchCluster(options: NatsClusterOptions, unlock: () => void): Promise<NatsCluster> {
   const size = options.size ?? 3;
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-nats-'));
-  const ports = await Promise.all(
-    Array.from({ length: size }, async () => ({
-      client: await freePort(),
-      cluster: await freePort(),
-      mqtt: await freePort(),
-      http: await freePort(),
-    })),
-  );
+  const free = await freePorts(4 * size);
+  const ports = Array.from({ length: size }, (_, i) => ({
+    client: free[4 * i]!,
+    cluster: free[4 * i + 1]!,
+    mqtt: free[4 * i + 2]!,
+    http: free[4 * i + 3]!,
+  }));
   const nodes: NatsNode[] = ports.map((p, i) => {
     const name = `n${i + 1}`;
     const store = join(dir, name);
