@@ -29,6 +29,8 @@ export type {
   LoadedWake,
 } from './src/host/protocol.js';
 export {
+  ARM82_PREFILL_CHUNK,
+  arm82ExactChunk,
   arm82SafeSampler,
   type ConversationOptions,
   encoderPrecision,

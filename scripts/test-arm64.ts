@@ -34,6 +34,7 @@ const QUICK = [
   'test/arm64/platform.test.ts',
   'test/arm64/agreement-*-normal.test.ts',
   'test/arm64/agreement-*-low.test.ts',
+  'test/arm64/prefix-reuse-low.test.ts', // conversation KV reuse exact on the Arm82 fp16 backend
 ];
 const FULL = [
   ...QUICK,

@@ -73,6 +73,8 @@ struct PrefillRequest {
   bool mrope = false;
   // The model's context in tokens (0: unknown); a longer prompt is refused the same way with or without reuse.
   int contextTokens = 0;
+  // MNN's prefill chunk in tokens (its config's `chunk`; 0: none): kept KV ends on a multiple of it (AlignToChunk).
+  int prefillChunk = 0;
   std::vector<ImageRequest> images;
   std::vector<AudioRequest> audios;
 };
@@ -144,6 +146,8 @@ PrefillRequest ParsePrefill(Napi::Env env, const Napi::Object& req) {
   r.reuse = !req.Get("reuse").IsBoolean() || req.Get("reuse").As<Napi::Boolean>().Value();
   r.mrope = req.Get("mrope").ToBoolean().Value();
   r.contextTokens = req.Get("contextTokens").IsNumber() ? req.Get("contextTokens").As<Napi::Number>().Int32Value() : 0;
+  r.prefillChunk = req.Get("prefillChunk").IsNumber() ? req.Get("prefillChunk").As<Napi::Number>().Int32Value() : 0;
+  if (r.prefillChunk < 0) r.prefillChunk = 0;
   Napi::Value images = req.Get("images");
   if (images.IsArray()) {
     auto arr = images.As<Napi::Array>();
@@ -411,6 +415,8 @@ Llm* LlmHandle::Prefill(Llm* llm, const PrefillRequest& req) {
   active_ = route.index;
   contexts_.Touch(active_);
   gen_.reuse = route.plan;
+  AlignToChunk(&gen_.reuse, static_cast<size_t>(req.prefillChunk));
+  gen_.chunk = req.prefillChunk;
   gen_.context = route.index;
   gen_.route = route.route;
   Llm* active = Active();
@@ -664,6 +670,7 @@ Napi::Value LlmHandle::Stats(const Napi::CallbackInfo& info) {
   reuse.Set("reusedTokens", static_cast<double>(gen_.reuse.keep));
   reuse.Set("prefilledTokens", static_cast<double>(ctx->prompt_len));
   reuse.Set("heldTokens", static_cast<double>(gen_.reuse.held));
+  reuse.Set("chunkTokens", gen_.chunk > 0 ? Napi::Number::New(env, gen_.chunk) : env.Null());
   Napi::Object contexts = Napi::Object::New(env);
   contexts.Set("context", static_cast<double>(gen_.context));
   contexts.Set("route", gen_.route);

@@ -88,6 +88,8 @@ class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
     std::vector<int> promptIds;
     size_t matchable = 0;
     ReusePlan reuse;
+    // MNN's prefill chunk the kept KV was aligned to (0: none).
+    int chunk = 0;
     // Which context ran it and how it was chosen (kv_contexts.h), and what making a new one cost.
     size_t context = 0;
     std::string route = "only";

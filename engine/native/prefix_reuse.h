@@ -16,12 +16,28 @@ struct ReusePlan {
   size_t keep = 0;
   // "hit": everything the KV held was reused; "partial": a prefix of it; "miss": nothing.
   std::string outcome = "miss";
-  // Why not all of it (empty for a hit): "cold", "disabled", "diverged", "media", "regenerate".
+  // Why not all of it (empty for a hit): "cold", "disabled", "diverged", "media", "regenerate", "chunk" (all that
+  // was held lies before the first chunk boundary, see AlignToChunk).
   // A hit keeps the whole held prompt; the previous answer's tokens are always prefilled again.
   std::string reason;
   // Tokens the KV held before this generation.
   size_t held = 0;
 };
+
+// With MNN's `chunk` set, a prefill runs in pieces of `chunk` tokens counted from where that prefill starts, and on
+// MNN's Arm82 fp16 backend with quantized weights a token's result depends on the piece it was computed in (the
+// activations are quantized over the tokens prefilled together). Kept KV that ends on a multiple of `chunk` makes
+// the rest of a reused prefill run the same pieces at the same positions as a whole prefill of the prompt, so both
+// compute the same KV and the same logits; the cost is prefilling again up to `chunk` - 1 held tokens. A hit that
+// lost only those tokens stays a hit: it keeps all the KV that can be kept exactly. 0: no alignment.
+inline void AlignToChunk(ReusePlan* p, size_t chunk) {
+  if (chunk == 0 || p->keep % chunk == 0) return;
+  p->keep -= p->keep % chunk;
+  if (p->keep == 0) {
+    p->outcome = "miss";
+    if (p->reason.empty()) p->reason = "chunk";
+  }
+}
 
 class HeldPrefix {
  public:

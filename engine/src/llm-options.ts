@@ -22,6 +22,8 @@ export interface LlmConfigOverrides {
   topK?: number;
   topP?: number;
   penalty?: number;
+  /** MNN's prefill chunk in tokens (0: none); see arm82ExactChunk. */
+  chunk?: number;
   mllm?: {
     backend_type?: BackendName;
     thread_num?: number;
@@ -171,18 +173,91 @@ export function arm82SafeSampler(
   return { sampler_type: 'mixed', mixed_samplers: ['greedy'] };
 }
 
-/** What this CPU architecture changes in a loaded config (encoderPrecision, arm82SafeSampler), or undefined. */
+/** The prefill chunk arm82ExactChunk sets: up to 31 held tokens are prefilled again per turn. */
+export const ARM82_PREFILL_CHUNK = 32;
+
+/**
+ * MNN's prefill chunk that keeps conversation KV reuse exact on its Arm82 fp16 backend, or undefined where none is
+ * needed. There, with quantized (int4/int8) weights, the activations are quantized over the tokens prefilled
+ * together, so a turn that prefilled only its new tokens would round differently from a whole prefill of the
+ * same prompt, and a greedy answer parts from it after some tokens (tiny-llm-int4 at `low`, docs/ENGINE.md). With
+ * `chunk` set, MNN prefills in pieces of that many tokens from where the prefill starts, and the engine keeps KV
+ * only up to a multiple of it (engine/native/prefix_reuse.h, AlignToChunk): a reused and a whole prefill then run
+ * the same pieces at the same positions. It is set whatever the weights are, as fp16 kernels may also tile by
+ * batch. Not for models with vision or audio: MNN's Omni hands media embeddings to each prefill call from the
+ * first, so a chunked prompt with media would take the wrong ones. A `chunk` the config or caller set is kept.
+ */
+export function arm82ExactChunk(
+  config: Readonly<Record<string, unknown>>,
+  arch: string = process.arch,
+): Pick<LlmConfigOverrides, 'chunk'> | undefined {
+  const backend = String(config['backend_type'] ?? 'cpu');
+  const precision = config['precision'] ?? 'low';
+  if (arch !== 'arm64' || backend !== 'cpu' || precision !== 'low') return undefined;
+  if (config['is_visual'] === true || config['is_audio'] === true) return undefined;
+  if (config['chunk'] !== undefined || config['chunk_limits'] !== undefined) return undefined;
+  return { chunk: ARM82_PREFILL_CHUNK };
+}
+
+/** MNN's prefill chunk in a loaded config: `chunk`, or the largest of `chunk_limits` where that is set (0: none). */
+export function prefillChunkOf(config: Readonly<Record<string, unknown>>): number {
+  const limits = config['chunk_limits'];
+  if (Array.isArray(limits) && limits.length >= 2 && limits.every((x) => Number.isInteger(x))) {
+    return Math.max(0, ...(limits as number[]));
+  }
+  const chunk = config['chunk'];
+  return typeof chunk === 'number' && Number.isInteger(chunk) && chunk > 0 ? chunk : 0;
+}
+
+/**
+ * What this CPU architecture changes in a loaded config (encoderPrecision, arm82SafeSampler, arm82ExactChunk), or
+ * undefined.
+ */
 export function archSafeOverrides(
   config: Readonly<Record<string, unknown>>,
   overrides: LlmConfigOverrides,
   arch: string = process.arch,
 ): LlmConfigOverrides | undefined {
-  const extra: LlmConfigOverrides = { ...arm82SafeSampler(config, arch) };
+  const extra: LlmConfigOverrides = {
+    ...arm82SafeSampler(config, arch),
+    ...(config['reuse_kv'] === false ? {} : arm82ExactChunk(config, arch)),
+  };
   const encoder = config['mllm'] as { precision?: Level } | undefined;
   const safe = encoderPrecision(encoder?.precision, arch);
   if (encoder !== undefined && safe !== encoder.precision)
     extra.mllm = { ...overrides.mllm, precision: safe };
   return Object.keys(extra).length > 0 ? extra : undefined;
+}
+
+/** The delivery options of one generation (read-ahead window, hand-over hold, decode CPUs), checked. */
+export function checkDelivery(options: GenerateOptions): {
+  readAhead: number;
+  holdMs: number;
+  decodeCpus: readonly number[] | undefined;
+} {
+  const readAhead = options.readAhead ?? 1;
+  if (!Number.isInteger(readAhead) || readAhead < 1 || readAhead > MAX_READ_AHEAD) {
+    throw invalidParameter('readAhead', `an integer from 1 to ${MAX_READ_AHEAD}`, options.readAhead);
+  }
+  const holdMs = options.handoverHoldMs ?? 0;
+  if (!Number.isFinite(holdMs) || holdMs < 0 || holdMs > MAX_HANDOVER_HOLD_MS) {
+    throw invalidParameter(
+      'handoverHoldMs',
+      `a number from 0 to ${MAX_HANDOVER_HOLD_MS}`,
+      options.handoverHoldMs,
+    );
+  }
+  const decodeCpus = options.decodeCpus;
+  if (
+    decodeCpus !== undefined &&
+    (!Array.isArray(decodeCpus) ||
+      decodeCpus.length === 0 ||
+      decodeCpus.length > MAX_CPU_ID + 1 ||
+      !decodeCpus.every((c) => Number.isInteger(c) && c >= 0 && c <= MAX_CPU_ID))
+  ) {
+    throw invalidParameter('decodeCpus', `a non-empty list of CPU ids from 0 to ${MAX_CPU_ID}`, decodeCpus);
+  }
+  return { readAhead, holdMs, decodeCpus };
 }
 
 /** Checks ConversationOptions; undefined stays undefined. */

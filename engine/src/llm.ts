@@ -31,17 +31,18 @@ import {
   archSafeOverrides,
   type ConversationOptions,
   checkConversations,
+  checkDelivery,
   checkOverrides,
   type GenerateOptions,
   kvBytesPerTokenBound,
   type LlmConfigOverrides,
   type LlmLoadOptions,
-  MAX_CPU_ID,
-  MAX_HANDOVER_HOLD_MS,
-  MAX_READ_AHEAD,
+  prefillChunkOf,
 } from './llm-options.js';
 
 export {
+  ARM82_PREFILL_CHUNK,
+  arm82ExactChunk,
   arm82SafeSampler,
   type ConversationOptions,
   encoderPrecision,
@@ -241,28 +242,8 @@ export class Llm {
     request.reuse = options.reusePrefix !== false;
     request.mrope = this.config['is_mrope'] === true;
     request.contextTokens = contextTokens;
-    const readAhead = options.readAhead ?? 1;
-    if (!Number.isInteger(readAhead) || readAhead < 1 || readAhead > MAX_READ_AHEAD) {
-      throw invalidParameter('readAhead', `an integer from 1 to ${MAX_READ_AHEAD}`, options.readAhead);
-    }
-    const holdMs = options.handoverHoldMs ?? 0;
-    if (!Number.isFinite(holdMs) || holdMs < 0 || holdMs > MAX_HANDOVER_HOLD_MS) {
-      throw invalidParameter(
-        'handoverHoldMs',
-        `a number from 0 to ${MAX_HANDOVER_HOLD_MS}`,
-        options.handoverHoldMs,
-      );
-    }
-    const decodeCpus = options.decodeCpus;
-    if (
-      decodeCpus !== undefined &&
-      (!Array.isArray(decodeCpus) ||
-        decodeCpus.length === 0 ||
-        decodeCpus.length > MAX_CPU_ID + 1 ||
-        !decodeCpus.every((c) => Number.isInteger(c) && c >= 0 && c <= MAX_CPU_ID))
-    ) {
-      throw invalidParameter('decodeCpus', `a non-empty list of CPU ids from 0 to ${MAX_CPU_ID}`, decodeCpus);
-    }
+    request.prefillChunk = prefillChunkOf(this.config);
+    const { readAhead, holdMs, decodeCpus } = checkDelivery(options);
     const signal = options.signal;
     const handle = this.#handle;
     const queue = this.#queue;

@@ -80,6 +80,8 @@ export interface NativePrefillRequest {
   mrope?: boolean;
   /** The model's context in tokens; a prompt that fills it is refused with ECONTEXT (0: unchecked). */
   contextTokens?: number;
+  /** MNN's prefill chunk in tokens (config `chunk`, the largest of `chunk_limits`); kept KV ends on a multiple. */
+  prefillChunk?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'aborted';
@@ -109,15 +111,22 @@ export interface NativeTokenBatch {
  * `diverged` (the prompt differs from the held tokens after `reusedTokens`: an edited or another conversation, a
  * changed system prompt), `media` (a prefix is kept only up to the first image/audio part), `regenerate` (the
  * whole prompt was held: its last tokens are prefilled again for their logits), `evicted` (the prompt continues a
- * conversation whose context was given up: least recently used, over the byte budget, or memory was short).
+ * conversation whose context was given up: least recently used, over the byte budget, or memory was short),
+ * `chunk` (all that was held lies before the first boundary of MNN's prefill chunk, see `chunkTokens`).
  */
 export interface PrefixReuse {
   outcome: 'hit' | 'partial' | 'miss';
-  reason: 'cold' | 'disabled' | 'diverged' | 'media' | 'regenerate' | 'evicted' | null;
+  reason: 'cold' | 'disabled' | 'diverged' | 'media' | 'regenerate' | 'evicted' | 'chunk' | null;
   reusedTokens: number;
   prefilledTokens: number;
   /** Tokens whose KV the model held before this generation (in the context it ran in). */
   heldTokens: number;
+  /**
+   * MNN's prefill chunk, where one is set (config `chunk`): the kept KV ends on a multiple of it, so that a reused
+   * prefill computes the same chunks as a whole one (exact on MNN's Arm82 fp16 backend with quantized weights,
+   * whose results depend on the tokens prefilled together). null: none; absent from older builds.
+   */
+  chunkTokens?: number | null;
   /** The conversation contexts of the instance (absent from addons built before them). */
   contexts?: ConversationContexts;
 }

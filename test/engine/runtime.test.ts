@@ -155,8 +155,8 @@ if (engineOrSkip(test, 'runtime')) {
         // The same build's answer in this process, at the placement's precision: exactly what the int4 host gave.
         // The host had answered the workers' 8-token 'Hello' requests, so its answer reused the prompt's KV and
         // prefilled only its last two tokens; the reference takes the same path. On MNN's Arm82 fp16 backend
-        // (arm64 at 'low') int4 weights quantize the activations over the tokens prefilled together, so a whole
-        // prefill would part from it after ~20 tokens (docs/ENGINE.md, prefix reuse on arm64).
+        // (arm64 at 'low') the engine prefills in chunks and keeps KV to a chunk boundary, which for this short
+        // prompt is none: both prefill it whole (docs/ENGINE.md, prefix reuse on the Arm82 backend).
         await using reference = await Llm.load(models.tinyLlmInt4, { overrides: { precision: 'low' } });
         await reference.complete('Hello', { maxNewTokens: 8 });
         t.is(after.text, (await reference.complete('Hello', { maxNewTokens: 32 })).text);
