@@ -117,22 +117,40 @@ async function operatorFigures(
     lsS <= 2 && listed.length === N,
   );
 
-  // Fan-out: one request to every board; latency of each answer from the publish.
+  await fanOut(b, op, '');
+  await op.close();
+}
+
+/** One `ping` to every board; the latency of each answer from the publish, and how many answered in 30 s. */
+async function fanOut(b: Broker, op: FleetOperator, when: string): Promise<void> {
   const sentAt = performance.now();
   const times: number[] = [];
   const answers = await op.command({ selector: {} }, 'ping', {}, 30_000, () =>
     times.push(performance.now() - sentAt),
   );
   times.sort((x, y) => x - y);
-  console.log(`  fan-out ping: ${answers.length}/${N} answered; ${load()}`);
+  console.log(`  fan-out ping${when}: ${answers.length}/${N} answered; ${load()}`);
   for (const [q, label] of [
     [0.5, 'p50'],
     [0.95, 'p95'],
     [0.99, 'p99'],
   ] as const)
-    check(`${b.name}: fan-out latency ${label}`, pct(times, q), 'ms', 'report', true);
-  check(`${b.name}: fan-out completion`, (100 * answers.length) / N, '%', '100', answers.length === N);
-  await op.close();
+    check(`${b.name}: fan-out${when} latency ${label}`, pct(times, q), 'ms', 'report', true);
+  check(`${b.name}: fan-out${when} completion`, (100 * answers.length) / N, '%', '100', answers.length === N);
+}
+
+/**
+ * After the connect storm: every board back, then a fan-out. On NATS the survivors elect new JetStream leaders
+ * after a node's loss, and boards' re-subscriptions made meanwhile can time out (SUBACK failure, retried with
+ * backoff by the subscription registry); a board whose command filter is not back misses the ping.
+ */
+async function fanOutAfterStorm(b: Broker): Promise<void> {
+  const op = await FleetOperator.connect({ url: b.urls.at(-1)!, protocolVersion: b.version });
+  try {
+    await fanOut(b, op, ' after the connect storm');
+  } finally {
+    await op.close();
+  }
 }
 
 async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: string, random: () => number) {
@@ -169,6 +187,7 @@ async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: str
     if (b.lostUrl) console.log(`  ${onLost} boards were on the killed node`);
     check(`${b.name}: connect storm, all online again`, (performance.now() - s0) / 1000, 's', 'report', true);
     console.log(`  connect storm over; ${load()}`);
+    await fanOutAfterStorm(b);
     await b.afterStorm?.();
 
     const rb: RolloutBench = {

@@ -6,7 +6,7 @@
 // The tier script (`npm run test:arm64`) runs this under the arm64 Node through QEMU user mode.
 import test from 'ava';
 import { ARM82_PREFILL_CHUNK } from '../../engine/index.js';
-import { engineOrSkip, models } from '../engine/_engine.js';
+import { engineOrSkip, media, models } from '../engine/_engine.js';
 import { sameAsFullPrefill, type Turn } from '../engine/_prefix-reuse-script.js';
 
 /** The turns' reuse stats: each kept KV on a chunk boundary, and some KV kept at all. */
@@ -45,6 +45,31 @@ if (process.arch !== 'arm64') {
       },
     );
     keptOnBoundaries(t, turns, 8);
+  });
+
+  // Models with vision or audio get no chunk (MNN hands media to each prefill call from the first); their KV is
+  // kept up to the first medium, and the encoders run at normal on arm64 (encoderPrecision).
+  test('tiny-vlm at low, an image in an earlier turn: every turn equals a full prefill', async (t) => {
+    const turns = await sameAsFullPrefill(
+      t,
+      models.tinyVlm,
+      `<img>${media.red}</img>What is this?`,
+      { mediaTags: true },
+      low,
+    );
+    t.is(turns[1]!.result.stats.reuse!.reason, 'media');
+    t.is(turns[1]!.result.stats.reuse!.chunkTokens, null);
+  });
+
+  test('tiny-omni-audio at low, audio in an earlier turn: every turn equals a full prefill', async (t) => {
+    const turns = await sameAsFullPrefill(
+      t,
+      models.tinyOmniAudio,
+      `<audio>${media.speech16k}</audio>Answer this.`,
+      { mediaTags: true },
+      low,
+    );
+    t.is(turns[1]!.result.stats.reuse!.reason, 'media');
   });
 
   test('tiny-llm (fp32 weights) at low: every turn equals a full prefill', async (t) => {
