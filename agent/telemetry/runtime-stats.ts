@@ -25,11 +25,14 @@ export interface KvReuseOutcome {
   outcome: 'hit' | 'partial' | 'miss';
   /**
    * Why not all of it: cold (a new, restarted or failed-over host, or a new conversation context), disabled,
-   * diverged, media, regenerate, evicted (its conversation's snapshot was given up).
+   * diverged, media, regenerate, evicted (its conversation's snapshot was given up), chunk (all that was held lies
+   * before the first boundary of MNN's prefill chunk).
    */
   reason: string | null;
   reusedTokens: number;
   prefilledTokens: number;
+  /** MNN's prefill chunk the kept KV ends on a multiple of (arm64 at precision low: exact reuse); absent: none. */
+  chunkTokens?: number;
   /** The conversation context it ran in (0: the instance's own) and how that was chosen: own, new, lru, only. */
   context?: number;
   route?: string;

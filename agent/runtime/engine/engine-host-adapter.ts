@@ -181,6 +181,7 @@ class AdaptedHost implements EngineHost {
                   reason: s.reuse.reason,
                   reusedTokens: s.reuse.reusedTokens,
                   prefilledTokens: s.reuse.prefilledTokens,
+                  ...(s.reuse.chunkTokens ? { chunkTokens: s.reuse.chunkTokens } : {}),
                   ...(s.reuse.contexts
                     ? {
                         context: s.reuse.contexts.context,

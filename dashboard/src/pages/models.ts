@@ -170,7 +170,8 @@ function lastReuseText(kv: NonNullable<SlotStats['kv']>): string {
       ? ` · context ${last.context ?? 0} of ${last.contexts ?? 1}, ${last.route}`
       : '';
   const snapshots = last.snapshotBytes ? ` · snapshots ${formatBytes(last.snapshotBytes)}` : '';
-  return `${last.outcome}${why} ${last.reusedTokens}/${last.reusedTokens + last.prefilledTokens} kept${where}${snapshots}${last.newHost ? ' · new host' : ''}`;
+  const chunk = last.chunkTokens ? ` · chunk ${last.chunkTokens}` : '';
+  return `${last.outcome}${why} ${last.reusedTokens}/${last.reusedTokens + last.prefilledTokens} kept${chunk}${where}${snapshots}${last.newHost ? ' · new host' : ''}`;
 }
 
 /** Per slot: how its generations used the KV their engine host held (hit / partial / miss) and the last one. */
