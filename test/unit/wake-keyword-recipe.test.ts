@@ -17,7 +17,7 @@ function positive(scores: number[]): ScoredValidation['positives'][number] {
   return { scores: frames([...startUp, ...scores]), keywordEnd: 1280 * 21 };
 }
 
-test('rule choice: the fewest false wakes among rules that miss at most 10 % of wake words', (t) => {
+test('rule choice: the fewest false wakes among rules that miss at most 8 % of wake words', (t) => {
   // 20 positives: 17 reach 0.96–0.98 for three frames around the keyword's end, 3 only 0.6.
   const strong = positive([0, 0, 0, 0, 0, 0, 0, 0.96, 0.97, 0.98, 0]);
   const weak = positive([0, 0, 0, 0, 0, 0, 0, 0.6, 0.6, 0.6, 0]);
@@ -86,6 +86,24 @@ test('made-up timbres are espeak-ng variant files with every formant and the voi
   t.regex(text, /^pitch \d+ \d+$/m);
   t.regex(text, /^roughness [0-4]$/m);
   t.not(timbreText('mnnedge3', rng(10)), text, 'another seed, another timbre');
+});
+
+test('made-up timbres (recipe 4) also shape the spectrum, consonants, echo, voicing and flutter', (t) => {
+  const r = rng(4);
+  const texts = Array.from({ length: 40 }, (_, i) => timbreText(`mnnedge${i}`, r));
+  for (const key of ['tone', 'consonants', 'echo', 'voicing', 'flutter'])
+    t.true(
+      texts.some((x) => new RegExp(`^${key} `, 'm').test(x)),
+      `some timbre sets ${key}`,
+    );
+  for (const x of texts) {
+    const tone = /^tone (.*)$/m.exec(x)?.[1];
+    if (tone === undefined) continue;
+    const v = tone.split(' ').map(Number);
+    t.is(v.length, 8, tone);
+    // Four (frequency, gain) points in rising frequency.
+    t.true(v[0]! < v[2]! && v[2]! < v[4]! && v[4]! < v[6]!, tone);
+  }
 });
 
 test('rule choice: a rule that waits past the latency target is not shipped, however few false wakes it has', (t) => {

@@ -1,7 +1,7 @@
 // Which trigger rule a made keyword ships with: the threshold and frame count are chosen on the generator's own
 // validation set (held-out voices, other clips than the benchmark's), from the scores it kept. Raising the
 // threshold trades missed wake words for fewer false wakes. A wake word that is missed often, or answered late,
-// makes the product unusable whatever else it does, so false rejects are capped (twice their target) and the
+// makes the product unusable whatever else it does, so false rejects are capped (1.6 times their target) and the
 // median detection latency held to its target (more frames wait longer); within those, the fewest false accepts
 // win. A max-of-ratios cost was tried first: with the false-accept target 100 times
 // harder to meet, it shipped 0.95 over 2 frames, which missed a quarter of the held-out wake words.
@@ -55,8 +55,11 @@ export function ruleOutcome(v: ScoredValidation, rule: TriggerRule): RuleOutcome
   };
 }
 
-/** False rejects a shipped rule may have at most on the validation set: twice the target. */
-export const MAX_FALSE_REJECT_RATE = 2 * RULE_TARGETS.falseRejectRate;
+/** False rejects a shipped rule may have at most on the validation set: 1.6 times the target (8 %). Recipe 3 had
+ *  twice (10 %); recipe 4's head gives fewer false accepts at every false-reject rate (development set, 60 min:
+ *  5–9 an hour at 8 % against recipe 3's 7–22 at 10 %), and part of that gain is spent on missing fewer wake
+ *  words. */
+export const MAX_FALSE_REJECT_RATE = 1.6 * RULE_TARGETS.falseRejectRate;
 
 /**
  * Every candidate rule's outcome, best first: those within the false-reject cap and the latency target before
