@@ -184,8 +184,9 @@ export const ARM82_PREFILL_CHUNK = 32;
  * `chunk` set, MNN prefills in pieces of that many tokens from where the prefill starts, and the engine keeps KV
  * only up to a multiple of it (engine/native/prefix_reuse.h, AlignToChunk): a reused and a whole prefill then run
  * the same pieces at the same positions. It is set whatever the weights are, as fp16 kernels may also tile by
- * batch. Not for models with vision or audio: MNN's Omni hands media embeddings to each prefill call from the
- * first, so a chunked prompt with media would take the wrong ones. A `chunk` the config or caller set is kept.
+ * batch. Not for MNN's Omni models (vision, audio, a talker): Omni hands media embeddings to each prefill call from
+ * the first, so a chunked prompt with media would take the wrong ones, and its talker collects the thinker's
+ * outputs per forward, which chunks would split (not checked). A `chunk` the config or caller set is kept.
  */
 export function arm82ExactChunk(
   config: Readonly<Record<string, unknown>>,
@@ -194,7 +195,8 @@ export function arm82ExactChunk(
   const backend = String(config['backend_type'] ?? 'cpu');
   const precision = config['precision'] ?? 'low';
   if (arch !== 'arm64' || backend !== 'cpu' || precision !== 'low') return undefined;
-  if (config['is_visual'] === true || config['is_audio'] === true) return undefined;
+  const omni = config['is_visual'] === true || config['is_audio'] === true || config['has_talker'] === true;
+  if (omni) return undefined;
   if (config['chunk'] !== undefined || config['chunk_limits'] !== undefined) return undefined;
   return { chunk: ARM82_PREFILL_CHUNK };
 }

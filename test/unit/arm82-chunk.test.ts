@@ -23,9 +23,10 @@ test('other precisions, backends and architectures: nothing changes', (t) => {
   t.is(arm82ExactChunk({ precision: 'low' }, 'riscv64'), undefined);
 });
 
-test('a model with vision or audio keeps whole prefills (MNN hands media to each prefill call from the first)', (t) => {
+test('an Omni model (vision, audio, a talker) keeps whole prefills (MNN hands media to each prefill call from the first)', (t) => {
   t.is(arm82ExactChunk({ is_visual: true }, 'arm64'), undefined);
   t.is(arm82ExactChunk({ is_audio: true }, 'arm64'), undefined);
+  t.is(arm82ExactChunk({ has_talker: true }, 'arm64'), undefined);
 });
 
 test('a chunk already in the config or the overrides is kept, 0 (none) included', (t) => {
