@@ -5,7 +5,7 @@
 // simulator processes took 4.76 s there, docs/FLEET.md); this separates the two.
 // The documents are a real agent's (`mnn-edge run` on the RK3588 capture), copied under N ids.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
 import { FleetOperator } from '../agent/fleet/operator.js';
@@ -13,14 +13,11 @@ import { DOCUMENT_KINDS } from '../lib/topics.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { socFixturesDir } from '../test/helpers/paths.js';
 import { spawnAgentRun } from '../test/helpers/run-agent.js';
-import { check, fmt } from './stats.js';
+import { until } from '../test/helpers/until.js';
+import { check, fmt, loadLine, summarize } from './stats.js';
 
 const N = Number(process.env['FLEET_LS_N'] ?? 5000);
 const ROUNDS = 5;
-const load = () =>
-  `load ${loadavg()
-    .map((x) => x.toFixed(1))
-    .join(' ')}`;
 
 /**
  * A real agent's retained documents (topic → payload): `mnn-edge run` on the RK3588 capture (shared/fixtures/soc),
@@ -40,13 +37,16 @@ async function oneAgentsRetained(
     config: { mqtt: { url }, root: join(socFixturesDir, 'rockchip-rk3588-rock5b') },
   });
   try {
-    const t0 = performance.now();
-    while (kept.size < 1 + DOCUMENT_KINDS.length) {
-      if (performance.now() - t0 > 120_000) {
-        throw new Error(`the agent retained only ${[...kept.keys()].join(', ') || 'nothing'} in 120 s`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      () => kept.size >= 1 + DOCUMENT_KINDS.length,
+      'the agent to retain its status and documents',
+      {
+        timeoutMs: 120_000,
+        stepMs: 100,
+      },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; it retained only ${[...kept.keys()].join(', ') || 'nothing'}`);
+    });
   } finally {
     agent.kill('SIGKILL');
   }
@@ -76,7 +76,7 @@ try {
     );
   }
   await c.endAsync();
-  console.log(`${N} boards' documents retained; ${load()}`);
+  console.log(`${N} boards' documents retained; ${loadLine()}`);
   const times: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const op = await FleetOperator.connect({ url: broker.url, protocolVersion: 5 });
@@ -89,9 +89,8 @@ try {
     );
     if (listed.length !== N + 1) throw new Error(`fleet ls listed ${listed.length} boards, not ${N + 1}`);
   }
-  times.sort((a, b) => a - b);
-  const median = times[Math.floor(ROUNDS / 2)]!;
-  console.log(`median of ${ROUNDS}: ${fmt(median)} s; ${load()}`);
+  const { median } = summarize(times);
+  console.log(`median of ${ROUNDS}: ${fmt(median)} s; ${loadLine()}`);
   check(
     `fleet ls of ${N} boards' retained documents, no board running (median of ${ROUNDS})`,
     median,

@@ -13,7 +13,7 @@
 // 5,000 boards) and measures on mosquitto only what needs no board in this process: all online, memory,
 // `fleet ls`, the fan-out and the connect storm after a restart; no rollouts.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FleetOperator } from '../agent/fleet/operator.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
@@ -28,7 +28,7 @@ import {
 import { type SimFleet, startSimFleet } from './fleet/sim-fleet.js';
 import { startSimProcs } from './fleet/sim-procs.js';
 import { type SimPackage, simPackages } from './fleet/sim-rollout.js';
-import { bar, check, fmt } from './stats.js';
+import { bar, check, fmt, loadLine } from './stats.js';
 
 const N = Number(process.env['FLEET_N'] ?? 1000);
 const PKG = Number(process.env['FLEET_PKG_BYTES'] ?? 256 * 1024);
@@ -36,10 +36,6 @@ const KILLS = Number(process.env['FLEET_KILLS'] ?? 10);
 const FAULTS = process.env['FLEET_FAULTS'] !== '0';
 const PROCS = Number(process.env['FLEET_PROCS'] ?? 1);
 const mb = (b: number) => b / 1024 / 1024;
-const load = () =>
-  `load ${loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ')}`;
 
 function pct(sorted: number[], q: number): number {
   return sorted.length === 0
@@ -93,7 +89,7 @@ async function operatorFigures(
 ): Promise<void> {
   const { perDevice } = memory;
   console.log(
-    `  ${N} boards online in ${fmt(startS, 1)} s; ${fmt(perDevice / 1024, 0)} KiB RSS per board; ${load()}`,
+    `  ${N} boards online in ${fmt(startS, 1)} s; ${fmt(perDevice / 1024, 0)} KiB RSS per board; ${loadLine()}`,
   );
   check(`${b.name}: boards started and online`, startS, 's', 'report', true);
   check(`${b.name}: memory per simulated board`, perDevice / 1024, 'KiB', 'report', true);
@@ -129,7 +125,7 @@ async function fanOut(b: Broker, op: FleetOperator, when: string): Promise<void>
     times.push(performance.now() - sentAt),
   );
   times.sort((x, y) => x - y);
-  console.log(`  fan-out ping${when}: ${answers.length}/${N} answered; ${load()}`);
+  console.log(`  fan-out ping${when}: ${answers.length}/${N} answered; ${loadLine()}`);
   for (const [q, label] of [
     [0.5, 'p50'],
     [0.95, 'p95'],
@@ -154,7 +150,7 @@ async function fanOutAfterStorm(b: Broker): Promise<void> {
 }
 
 async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: string, random: () => number) {
-  console.log(`\n--- ${b.name}: ${N} boards; ${load()}`);
+  console.log(`\n--- ${b.name}: ${N} boards; ${loadLine()}`);
   global.gc?.();
   const rssBefore = process.memoryUsage().rss;
   const t0 = performance.now();
@@ -186,7 +182,7 @@ async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: str
     );
     if (b.lostUrl) console.log(`  ${onLost} boards were on the killed node`);
     check(`${b.name}: connect storm, all online again`, (performance.now() - s0) / 1000, 's', 'report', true);
-    console.log(`  connect storm over; ${load()}`);
+    console.log(`  connect storm over; ${loadLine()}`);
     await fanOutAfterStorm(b);
     await b.afterStorm?.();
 
@@ -200,14 +196,14 @@ async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: str
       log: (line) => process.stdout.write(`${line}\n`),
     };
     await bandwidthRollout(rb);
-    console.log(`  ${load()}`);
+    console.log(`  ${loadLine()}`);
     if (!FAULTS) return;
     const ref = await referenceRollout(rb);
     if (KILLS > 0) await killedRollout(rb, ref.compare, KILLS, random);
-    console.log(`  ${load()}`);
+    console.log(`  ${loadLine()}`);
     // The fault comes once 20-60 % of the devices are done.
     await faultedRollout(rb, ref.compare, 3, b.midRollout.label, 0.2 + 0.4 * random(), b.midRollout.fault);
-    console.log(`  ${load()}`);
+    console.log(`  ${loadLine()}`);
   } finally {
     await fleet.stop();
   }
@@ -216,7 +212,7 @@ async function measure(b: Broker, pkg: SimPackage, targetsFile: string, dir: str
 /** FLEET_PROCS > 1: the boards in several processes, on mosquitto; no rollouts (no board in this process). */
 async function measureProcs(b: Broker, dir: string): Promise<void> {
   const perProc = Math.ceil(N / PROCS);
-  console.log(`\n--- ${b.name}: ${N} boards in ${PROCS} processes of ${perProc}; ${load()}`);
+  console.log(`\n--- ${b.name}: ${N} boards in ${PROCS} processes of ${perProc}; ${loadLine()}`);
   const t0 = performance.now();
   const procs = startSimProcs({ procs: PROCS, perProc, urls: b.urls, protocolVersion: b.version, dir });
   try {
@@ -229,7 +225,7 @@ async function measureProcs(b: Broker, dir: string): Promise<void> {
     await until(() => procs.online() < N, 15_000, 'boards noticed the restart').catch(() => undefined);
     await until(() => procs.online() >= N, 900_000, 'back online');
     check(`${b.name}: connect storm, all online again`, (performance.now() - s0) / 1000, 's', 'report', true);
-    console.log(`  connect storm over; ${load()}`);
+    console.log(`  connect storm over; ${loadLine()}`);
   } finally {
     await procs.stop();
   }
@@ -237,7 +233,7 @@ async function measureProcs(b: Broker, dir: string): Promise<void> {
 
 const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-bench-fleet-'));
 const seed = Number(process.env['FLEET_SEED'] ?? Date.now() % 1_000_000);
-console.log(`fleet bench: N=${N}, seed ${seed} (FLEET_SEED repeats it), ${load()}`);
+console.log(`fleet bench: N=${N}, seed ${seed} (FLEET_SEED repeats it), ${loadLine()}`);
 const random = mulberry32(seed);
 try {
   const pkg = await simPackages(dir, PKG, ['2.0.0', '3.0.0', '4.0.0', '5.0.0']);
@@ -303,5 +299,5 @@ try {
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
-console.log(`fleet bench done; ${load()}`);
+console.log(`fleet bench done; ${loadLine()}`);
 process.exit(0);

@@ -1,5 +1,6 @@
 // Shared arithmetic for benchmarks: medians with spread, and a text bar chart so a ratio can be seen at a glance.
 import { appendFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 
 export interface Summary {
   median: number;
@@ -16,6 +17,13 @@ function quantile(sorted: number[], q: number): number {
   const lo = Math.floor(pos);
   const hi = Math.ceil(pos);
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
+}
+
+/** "load 2.4 3.1 3.3": the 1-, 5- and 15-minute load averages, printed beside figures taken on a shared machine. */
+export function loadLine(): string {
+  return `load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`;
 }
 
 export function summarize(samples: number[]): Summary {
