@@ -129,7 +129,7 @@ const engineWhy = (() => {
   const a = engineAvailability();
   return a.available ? undefined : unavailableMessage(a.reason);
 })();
-const missing = engineWhy ?? (await keywordToolsMissing());
+const missing = engineWhy ?? (await keywordToolsMissing({ quick: true }));
 
 if (missing) {
   const line = `SKIP wake word on the dashboard: ${missing}`;

@@ -15,7 +15,7 @@ import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../../models/wake-package.js';
 import { engineOrSkip } from './_engine.js';
 
-const missing = engineOrSkip(test, 'wake word') ? await keywordToolsMissing() : 'engine';
+const missing = engineOrSkip(test, 'wake word') ? await keywordToolsMissing({ quick: true }) : 'engine';
 if (missing && missing !== 'engine') {
   const line = `SKIP engine tests (wake word): ${missing}`;
   console.log(line);

@@ -34,7 +34,7 @@ async function firstOf(c: WyomingTestClient, from: number, types: string[]) {
   }
 }
 
-const missing = engineOrSkip(test, 'Wyoming wake') ? await keywordToolsMissing() : 'engine';
+const missing = engineOrSkip(test, 'Wyoming wake') ? await keywordToolsMissing({ quick: true }) : 'engine';
 if (missing && missing !== 'engine') {
   const line = `SKIP Wyoming wake test: ${missing}`;
   console.log(line);
