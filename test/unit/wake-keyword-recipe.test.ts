@@ -1,5 +1,5 @@
 import test from 'ava';
-import { nearMiss } from '../../engine/tools/wake-keyword/corpus.js';
+import { nearMiss, phraseVariant } from '../../engine/tools/wake-keyword/corpus.js';
 import {
   MAX_FALSE_REJECT_RATE,
   rankRules,
@@ -127,4 +127,17 @@ test('rule choice: a rule that waits past the latency target is not shipped, how
   );
   t.is(best!.falseAccepts, 1);
   t.is(best!.falseRejects, 0);
+});
+
+test('positives say the phrase plainly three times in five, once as a question, once with a comma', (t) => {
+  const said = Array.from({ length: 10 }, (_, i) => phraseVariant('hey computer', i));
+  t.deepEqual(said.slice(0, 5), [
+    'hey computer',
+    'hey computer',
+    'hey computer',
+    'hey computer?',
+    'hey, computer',
+  ]);
+  t.deepEqual(said.slice(5), said.slice(0, 5));
+  t.is(phraseVariant('computer', 4), 'computer', 'a one-word phrase has no comma to add');
 });

@@ -144,6 +144,12 @@ export function placeSpeech(speech: Float32Array, r: () => number, preS: number,
   return { audio, keywordEnd: pre + speech.length - 320, label: '' };
 }
 
+/** The phrase as the i-th positive says it: now and then a question or with a comma, since synthesisers' prosody
+ *  changes with punctuation. */
+export function phraseVariant(phrase: string, i: number): string {
+  return i % 5 === 3 ? `${phrase}?` : i % 5 === 4 ? phrase.replace(' ', ', ') : phrase;
+}
+
 export async function positiveClip(phrase: string, voice: Voice, r: () => number): Promise<Clip> {
   const clip = placeSpeech(await say(phrase, voice), r, 1.2 + 0.8 * r(), 0.5);
   return { ...clip, label: `positive ${voice.name} s${voice.speed} p${voice.pitch}` };

@@ -28,6 +28,7 @@ import {
   type Clip,
   joinClips,
   negativeCorpus,
+  phraseVariant,
   positiveClip,
   randomVoice,
   splitVoices,
@@ -132,9 +133,7 @@ async function positives(phrase: string, n: number, seed: number, pool: VoicePoo
   const r = rng(seed);
   const out: Clip[] = [];
   for (let i = 0; i < n; i++) {
-    // Now and then a comma or a question: espeak-ng's prosody changes with punctuation.
-    const text = i % 5 === 3 ? `${phrase}?` : i % 5 === 4 ? `${phrase.replace(' ', ', ')}` : phrase;
-    out.push(await positiveClip(text, randomVoice(r, pool), r));
+    out.push(await positiveClip(phraseVariant(phrase, i), randomVoice(r, pool), r));
   }
   return out;
 }

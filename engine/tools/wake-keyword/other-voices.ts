@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resample } from '../../../lib/audio/resample.js';
 import { parseWav } from '../../../lib/audio/wav.js';
-import { type Clip, nearMiss, noiseClip, placeSpeech, randomSentence } from './corpus.js';
+import { type Clip, nearMiss, noiseClip, phraseVariant, placeSpeech, randomSentence } from './corpus.js';
 import { pick, RATE, rng, trimSilence } from './speech.js';
 
 const run = promisify(execFile);
@@ -120,9 +120,8 @@ export async function otherVoicePositives(
   const r = rng(seed);
   const out: Clip[] = [];
   for (let i = 0; i < count; i++) {
-    const text = i % 5 === 3 ? `${phrase}?` : i % 5 === 4 ? phrase.replace(' ', ', ') : phrase;
     const voice = randomOtherVoice(r);
-    const clip = placeSpeech(await voices.say(text, voice), r, 1.2 + 0.8 * r(), 0.5);
+    const clip = placeSpeech(await voices.say(phraseVariant(phrase, i), voice), r, 1.2 + 0.8 * r(), 0.5);
     out.push({ ...clip, label: `positive ${label(voice)}` });
   }
   return out;
