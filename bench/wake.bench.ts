@@ -33,18 +33,19 @@ const NEG_MINUTES = Number(process.env['BENCH_WAKE_NEG_MINUTES'] ?? 60);
 const RETENTION_CLIPS = Number(process.env['BENCH_WAKE_RETENTION'] ?? 40);
 const SEED = 4242;
 
+// BENCH_WAKE_QUICK=1: the tests' small model, to try the benchmark without making the full one (minutes).
+const quick = process.env['BENCH_WAKE_QUICK'] === '1';
 const availability = engineAvailability();
 const missing = availability.available
-  ? await keywordToolsMissing()
+  ? await keywordToolsMissing({ quick })
   : unavailableMessage(availability.reason);
 if (missing) {
   console.log(`SKIP bench/wake: ${missing}`);
   process.exit(0);
 }
 
-// BENCH_WAKE_QUICK=1: the tests' small model, to try the benchmark without making the full one (minutes).
 const dir = await ensureWakeKeyword({
-  quick: process.env['BENCH_WAKE_QUICK'] === '1',
+  quick,
   log: (l) => console.log(`  keyword model: ${l}`),
 });
 const report = JSON.parse(readFileSync(`${dir}/report.json`, 'utf8')) as {
