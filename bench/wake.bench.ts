@@ -22,7 +22,11 @@ import {
   splitVoices,
 } from '../engine/tools/wake-keyword/corpus.js';
 import { detectStream, FRAME_MS, positiveOutcome } from '../engine/tools/wake-keyword/features.js';
-import { ensureWakeKeyword, keywordToolsMissing } from '../engine/tools/wake-keyword/make-keyword.js';
+import {
+  ensureWakeKeyword,
+  keywordToolsMissing,
+  QUICK_RECIPE,
+} from '../engine/tools/wake-keyword/make-keyword.js';
 import { ruleOutcome, type ScoredValidation } from '../engine/tools/wake-keyword/rule-choice.js';
 import { concat, RATE, rng, say } from '../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../models/wake-package.js';
@@ -37,7 +41,7 @@ const SEED = 4242;
 const quick = process.env['BENCH_WAKE_QUICK'] === '1';
 const availability = engineAvailability();
 const missing = availability.available
-  ? await keywordToolsMissing({ quick })
+  ? await keywordToolsMissing(quick ? QUICK_RECIPE : {})
   : unavailableMessage(availability.reason);
 if (missing) {
   console.log(`SKIP bench/wake: ${missing}`);

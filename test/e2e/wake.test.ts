@@ -15,7 +15,11 @@ import { openStore } from '../../agent/store/database.js';
 import { allMigrations } from '../../agent/store/migrations/index.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { positiveClip, randomVoice, splitVoices } from '../../engine/tools/wake-keyword/corpus.js';
-import { ensureWakeKeyword, keywordToolsMissing } from '../../engine/tools/wake-keyword/make-keyword.js';
+import {
+  ensureWakeKeyword,
+  keywordToolsMissing,
+  QUICK_RECIPE,
+} from '../../engine/tools/wake-keyword/make-keyword.js';
 import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
@@ -129,7 +133,7 @@ const engineWhy = (() => {
   const a = engineAvailability();
   return a.available ? undefined : unavailableMessage(a.reason);
 })();
-const missing = engineWhy ?? (await keywordToolsMissing({ quick: true }));
+const missing = engineWhy ?? (await keywordToolsMissing(QUICK_RECIPE));
 
 if (missing) {
   const line = `SKIP wake word on the dashboard: ${missing}`;

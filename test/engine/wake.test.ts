@@ -9,13 +9,17 @@ import { WakeStream } from '../../agent/workloads/wake/stream.js';
 import { EngineHostClient, WakePipeline } from '../../engine/index.js';
 import { mnnConvertPath } from '../../engine/tools/wake-keyword/convert.js';
 import { positiveClip, randomVoice, splitVoices } from '../../engine/tools/wake-keyword/corpus.js';
-import { ensureWakeKeyword, keywordToolsMissing } from '../../engine/tools/wake-keyword/make-keyword.js';
+import {
+  ensureWakeKeyword,
+  keywordToolsMissing,
+  QUICK_RECIPE,
+} from '../../engine/tools/wake-keyword/make-keyword.js';
 import { headToOnnx } from '../../engine/tools/wake-keyword/onnx.js';
 import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../../models/wake-package.js';
 import { engineOrSkip } from './_engine.js';
 
-const missing = engineOrSkip(test, 'wake word') ? await keywordToolsMissing({ quick: true }) : 'engine';
+const missing = engineOrSkip(test, 'wake word') ? await keywordToolsMissing(QUICK_RECIPE) : 'engine';
 if (missing && missing !== 'engine') {
   const line = `SKIP engine tests (wake word): ${missing}`;
   console.log(line);

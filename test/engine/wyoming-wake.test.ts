@@ -8,7 +8,11 @@ import { createAgent } from '../../agent/main.js';
 import { resample } from '../../agent/workloads/audio/pcm.js';
 import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { positiveClip, randomVoice, splitVoices } from '../../engine/tools/wake-keyword/corpus.js';
-import { ensureWakeKeyword, keywordToolsMissing } from '../../engine/tools/wake-keyword/make-keyword.js';
+import {
+  ensureWakeKeyword,
+  keywordToolsMissing,
+  QUICK_RECIPE,
+} from '../../engine/tools/wake-keyword/make-keyword.js';
 import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
@@ -34,7 +38,7 @@ async function firstOf(c: WyomingTestClient, from: number, types: string[]) {
   }
 }
 
-const missing = engineOrSkip(test, 'Wyoming wake') ? await keywordToolsMissing({ quick: true }) : 'engine';
+const missing = engineOrSkip(test, 'Wyoming wake') ? await keywordToolsMissing(QUICK_RECIPE) : 'engine';
 if (missing && missing !== 'engine') {
   const line = `SKIP Wyoming wake test: ${missing}`;
   console.log(line);

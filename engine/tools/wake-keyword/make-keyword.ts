@@ -120,12 +120,17 @@ export function keywordName(phrase: string): string {
   );
 }
 
-/** Why the generator cannot run here, or undefined; `quick`: the tests' recipe, which needs no other voices. */
-export async function keywordToolsMissing(options: { quick?: boolean } = {}): Promise<string | undefined> {
+/** Whether a recipe speaks through flite and festival (other-voices.ts) at all. */
+function usesOtherVoices(o: Pick<KeywordOptions, 'otherVoicePositives' | 'otherVoiceMinutes'>): boolean {
+  return o.otherVoicePositives > 0 || o.otherVoiceMinutes > 0;
+}
+
+/** Why the generator cannot run here with `recipe` (the defaults overridden, e.g. QUICK_RECIPE), or undefined. */
+export async function keywordToolsMissing(recipe: Partial<KeywordOptions> = {}): Promise<string | undefined> {
   return (
     (await espeakMissing()) ??
     (await featureModelsMissing()) ??
-    (options.quick ? undefined : await otherVoicesMissing())
+    (usesOtherVoices({ ...defaultKeywordOptions, ...recipe }) ? await otherVoicesMissing() : undefined)
   );
 }
 
@@ -189,7 +194,7 @@ async function otherVoiceCorpus(
   o: KeywordOptions,
   windows: LabelledWindows,
 ): Promise<{ positiveClips: number; negativeSamples: number }> {
-  if (o.otherVoicePositives <= 0 && o.otherVoiceMinutes <= 0) return { positiveClips: 0, negativeSamples: 0 };
+  if (!usesOtherVoices(o)) return { positiveClips: 0, negativeSamples: 0 };
   o.log(
     `  ${o.otherVoicePositives} positives and ${o.otherVoiceMinutes} min of negatives in flite's and festival's speakers`,
   );
@@ -299,7 +304,7 @@ export async function makeKeyword(
       {
         keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...rule }],
         languages: ['en'],
-        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${o.otherVoicePositives > 0 ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech)`,
+        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech)`,
       },
       null,
       2,
@@ -388,8 +393,7 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   try {
     const { out, options } = parseArgs(process.argv.slice(2));
-    const quick = options.otherVoicePositives === 0;
-    const missing = await keywordToolsMissing({ quick });
+    const missing = await keywordToolsMissing(options);
     if (missing) throw new Error(missing);
     await makeKeyword(out, options);
   } catch (err) {

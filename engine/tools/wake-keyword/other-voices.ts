@@ -17,13 +17,13 @@ const run = promisify(execFile);
 
 /** flite's built-in voices and the mean pitch (Hz) each speaks at. */
 const FLITE_VOICES: Readonly<Record<string, number>> = { kal: 105, kal16: 105, awb: 110, rms: 100, slt: 175 };
-/** festival voices from Debian's festvox-kallpc16k, festvox-kdlpc16k and festvox-us-slt-hts. */
-const FESTIVAL_VOICES = ['kal_diphone', 'ked_diphone', 'cmu_us_slt_arctic_hts'] as const;
-const FESTIVAL_VOICE_DIRS = [
-  '/usr/share/festival/voices/english/kal_diphone',
-  '/usr/share/festival/voices/english/ked_diphone',
-  '/usr/share/festival/voices/us/cmu_us_slt_arctic_hts',
-];
+/** festival voices from Debian's festvox-kallpc16k, festvox-kdlpc16k and festvox-us-slt-hts, each with the
+ *  folder of /usr/share/festival/voices it is installed in. */
+const FESTIVAL_VOICES: Readonly<Record<string, string>> = {
+  kal_diphone: 'english',
+  ked_diphone: 'english',
+  cmu_us_slt_arctic_hts: 'us',
+};
 const PACKAGES = 'apt install flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts';
 
 export interface OtherVoice {
@@ -39,25 +39,34 @@ export interface OtherVoice {
 
 /** Why these speakers cannot be used here, or undefined. */
 export async function otherVoicesMissing(): Promise<string | undefined> {
-  let listed: string;
-  try {
-    // `flite -lv` lists its voices; a voice it lacks would silently be spoken by its default one.
-    listed = (await run('flite', ['-lv'])).stdout;
-    await run('festival', ['--version']);
-  } catch (err) {
-    return `${(err as { path?: string }).path ?? 'flite or festival'} not found (${PACKAGES})`;
-  }
+  const output = async (command: string, args: string[]) =>
+    run(command, args).then(
+      (r) => r.stdout,
+      () => undefined,
+    );
+  // `flite -lv` lists its voices; a voice it lacks would silently be spoken by its default one.
+  const listed = await output('flite', ['-lv']);
+  if (listed === undefined) return `flite not found (${PACKAGES})`;
+  if ((await output('festival', ['--version'])) === undefined) return `festival not found (${PACKAGES})`;
   const words = new Set(listed.split(/\s+/));
   const lacking = Object.keys(FLITE_VOICES).filter((v) => !words.has(v));
   if (lacking.length) return `flite lacks the voices ${lacking.join(', ')} (${PACKAGES})`;
-  const absent = FESTIVAL_VOICE_DIRS.filter((d) => !existsSync(d));
+  const absent = Object.entries(FESTIVAL_VOICES)
+    .map(([voice, folder]) => `/usr/share/festival/voices/${folder}/${voice}`)
+    .filter((d) => !existsSync(d));
   return absent.length ? `festival voices missing: ${absent.join(', ')} (${PACKAGES})` : undefined;
 }
 
 export function randomOtherVoice(r: () => number): OtherVoice {
   const stretch = 0.75 + 0.6 * r();
   if (r() < 0.3)
-    return { engine: 'festival', voice: pick(r, FESTIVAL_VOICES), stretch, f0: 0, speed: 0.85 + 0.3 * r() };
+    return {
+      engine: 'festival',
+      voice: pick(r, Object.keys(FESTIVAL_VOICES)),
+      stretch,
+      f0: 0,
+      speed: 0.85 + 0.3 * r(),
+    };
   const voice = pick(r, Object.keys(FLITE_VOICES));
   const f0 = FLITE_VOICES[voice]! * (0.8 + 0.45 * r());
   return { engine: 'flite', voice, stretch, f0, speed: 0.85 + 0.3 * r() };
