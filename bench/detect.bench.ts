@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { detect } from '../agent/detect/detect.js';
+import { agentCli } from './lib-dist.js';
 import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -101,10 +102,9 @@ function coldStart(args: string[]): number[] {
 const root = join(shared, 'fixtures', 'soc', boards[0]!);
 const baseline = summarize(coldStart(['-e', '0']));
 const rows: [string, ReturnType<typeof summarize>][] = [['node -e 0', baseline]];
-const built = join(repo, 'dist', 'agent', 'cli', 'mnn-edge.js');
-// A dist/ built before the detect command existed would exit 2 (unknown command): only time a current build.
-if (existsSync(join(repo, 'dist', 'agent', 'cli', 'commands', 'detect.js')))
-  rows.push(['detect (dist, built)', summarize(coldStart([built, 'detect', '--root', root]))]);
+// `npm run build` starts from an empty dist/, so a built CLI is a current one.
+if (existsSync(agentCli))
+  rows.push(['detect (dist, built)', summarize(coldStart([agentCli, 'detect', '--root', root]))]);
 else console.log('\n(dist/ not built: run `npm run build` to also time the shipped JS)');
 rows.push([
   'detect (tsx, from source)',

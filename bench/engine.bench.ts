@@ -28,13 +28,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type * as EngineApi from '../engine/index.js';
 import type { Llm } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
 import { allowedCpus, canPin, withSelfOn } from './lib-cpu-pin.js';
-import { ensureBuilt, repoRoot } from './lib-dist.js';
+import { builtUrl, ensureBuilt } from './lib-dist.js';
 import { ensureLoopWall, LoopWall, type LoopWallSample } from './lib-loop-wall.js';
 import { llmBenchPg } from './lib-mnn-baseline.js';
 import { type Layers, layersOf, printLayerCosts } from './lib-token-layers.js';
@@ -49,9 +48,7 @@ const {
   Llm: LlmClass,
   unavailableMessage,
   weightFiles,
-} = (await import(
-  pathToFileURL(join(repoRoot, 'dist', 'engine', 'src', 'index.js')).href
-)) as typeof EngineApi;
+} = (await import(builtUrl('engine/index.ts'))) as typeof EngineApi;
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
 const PROMPT_TOKENS = 32;

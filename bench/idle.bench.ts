@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { startNotifyListener } from '../test/integration/sdnotify-listener.js';
 import {
   agentCli,
+  builtUrl,
   daemonEnvironment,
   daemonNodeFlags,
   daemonWatchdogUsec,
@@ -156,7 +157,7 @@ async function settledRss(pid: number): Promise<number> {
  */
 async function weighEngineHosts(bareMb: number): Promise<void> {
   const { EngineHostClient } = (await import(
-    join(repoRoot, 'dist', 'engine', 'src', 'host', 'client.js')
+    builtUrl('engine/src/host/client.ts')
   )) as typeof import('../engine/src/host/client.js');
   const { modelFixturesDir } = await import('../test/helpers/paths.js');
   const host = await EngineHostClient.start({ name: 'idle' });

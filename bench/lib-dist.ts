@@ -3,10 +3,32 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const agentCli = join(repoRoot, 'dist', 'agent', 'cli', 'mnn-edge.js');
+
+/**
+ * Where tsc writes a source file of ours (`engine/index.ts` → `dist/engine/index.js`). Benchmarks name what they
+ * load from dist/ by its source, through this function only, so a moved or renamed source fails at once here
+ * (and in scripts/check-bench-entries.ts, which `npm run check:generated` runs) instead of loading a stale file
+ * from an older build or failing on a fresh clone. `distDir` lets the check point at a build of its own.
+ */
+export function builtPath(source: string, distDir: string = join(repoRoot, 'dist')): string {
+  if (!source.endsWith('.ts') || source.startsWith('/') || source.includes('..'))
+    throw new Error(`builtPath: expected a TypeScript source relative to the repository, got "${source}"`);
+  if (!existsSync(join(repoRoot, source)))
+    throw new Error(
+      `builtPath: ${source} does not exist: the benchmark names a source that moved or was removed`,
+    );
+  return join(distDir, source.replace(/\.ts$/, '.js'));
+}
+
+/** builtPath() as a URL for `await import()`. */
+export function builtUrl(source: string): string {
+  return pathToFileURL(builtPath(source)).href;
+}
+
+export const agentCli = builtPath('agent/cli/mnn-edge.ts');
 
 function newest(dir: string): number {
   let max = 0;

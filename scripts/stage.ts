@@ -25,6 +25,7 @@ import { buildShrinkwrap, licenseInclude } from './build-shrinkwrap.js';
 import { type ElfFile, type ElfMachine, listElfFiles, machineOfNodeArch, treeBytes } from './elf.js';
 import { measureFetch } from './fetch-size.js';
 import { type PackageLock, parseStageManifest, type StageManifest } from './stage-manifest.js';
+import { staleOutputs } from './stale-dist.js';
 
 export type { PackageLock } from './stage-manifest.js';
 
@@ -128,6 +129,16 @@ function compileInto(root: string, outDir: string): void {
   }
 }
 
+/** A dist/ copied as it is must be a clean build: output of a removed source would ship and could be loaded. */
+function refuseStaleDist(root: string): void {
+  const stale = staleOutputs(join(root, 'dist'), root);
+  if (stale.length === 0) return;
+  const shown = stale.slice(0, 5).join(', ') + (stale.length > 5 ? ` and ${stale.length - 5} more` : '');
+  throw new Error(
+    `${join(root, 'dist')} holds output that no source produces any more (${shown}): run \`npm run build\` (it starts from an empty dist/) or pass --build`,
+  );
+}
+
 /** The dashboard as the recipe's do_compile_dashboard builds it (esbuild-wasm when the native one cannot run). */
 function buildDashboardInto(root: string, outDir: string): void {
   const r = spawnSync(process.execPath, [join(root, 'dashboard', 'build.mjs'), '--out', outDir], {
@@ -183,6 +194,7 @@ export function stage(options: StageOptions): StageResult {
       } else if (entry.path === 'node_modules') {
         copyProductionModules(root, appDir, readLock(root));
       } else if (existsSync(join(root, entry.path))) {
+        if (entry.path === 'dist') refuseStaleDist(root);
         mkdirSync(dirname(target), { recursive: true });
         cpSync(join(root, entry.path), target, { recursive: true, verbatimSymlinks: true });
       } else if (entry.optional) {
