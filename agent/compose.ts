@@ -31,6 +31,7 @@ import type { Runtime } from './runtime/runtime.js';
 import { createSettingsModule, type SettingsModule } from './settings/module.js';
 import { checkSlots } from './settings/slot-check.js';
 import { slotChoiceSource } from './settings/slot-select.js';
+import { createTelemetryModule, type TelemetryModule } from './telemetry/module.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
 import { wyomingMdnsServices } from './workloads/wyoming/start.js';
 
@@ -62,13 +63,14 @@ function metricsModule(
   platform: Platform,
   fleet: FleetModule,
   workloads: WorkloadsModule,
-  more: { version: string; settings: SettingsModule },
+  more: { version: string; settings: SettingsModule; telemetry: TelemetryModule },
 ): AgentModule {
   const { runtime } = platform;
   return createMetricsModule({
     snapshot: (ctx) => {
       const rt = runtime.runtime();
       const agent = fleet.agent;
+      const latest = more.telemetry.board?.service?.latest();
       return {
         version: more.version,
         slots: rt?.slotStats() ?? [],
@@ -77,7 +79,7 @@ function metricsModule(
         hosts: rt?.state().instances ?? [],
         ...(agent ? { outbox: agent.outbox.stats(), mqtt: { connected: agent.connected } } : {}),
         otaJobs: otaJobStates(ctx.db),
-        ...(agent?.telemetry?.latest() ? { telemetry: agent.telemetry.latest()!.metrics } : {}),
+        ...(latest ? { telemetry: latest.metrics } : {}),
         ...(more.settings.service() ? { settingsRevision: more.settings.service()!.revision } : {}),
       };
     },
@@ -239,6 +241,7 @@ function fleetModules(
     commands: CommandRegistry;
     logs: LogTail;
     bus: AgentBus;
+    telemetry: TelemetryModule;
   },
 ) {
   const { detect, models, runtime } = platform;
@@ -248,8 +251,7 @@ function fleetModules(
     logs: shared.logs,
     bus: shared.bus,
     board: () => boardInfoOf(detect.capabilities()),
-    workloads,
-    runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
+    boardTelemetry: () => shared.telemetry.board,
     // Home Assistant gets sensors and a backend select for each placed slot; the choices are the usable backends.
     haSlots: () => {
       const backends =
@@ -285,12 +287,13 @@ function localModules(
   platform: Platform,
   fleet: FleetModule,
   workloads: WorkloadsModule,
-  shared: { agentVersion: string; logs: LogTail; sessions: SessionLimiter },
+  shared: { agentVersion: string; logs: LogTail; sessions: SessionLimiter; telemetry: TelemetryModule },
 ) {
   const { detect, models, runtime } = platform;
   const dashboardParts = dashboardSourcesFrom({
     fleet: () => fleet.agent,
     fleetOff: () => fleet.offReason,
+    boardTelemetry: () => shared.telemetry.board,
     runtime: () => runtime.runtime(),
     board: () => runtime.board(),
     engine: () => runtime.engineAvailability(),
@@ -363,14 +366,23 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     commands,
     agentVersion: options.agentVersion,
   });
-  const { fleet, documents, ota } = fleetModules(platform, workloads, { ...shared, bus });
-  const { dashboard, dashboardFeeds, mdns } = localModules(platform, fleet, workloads, shared);
+  // The board's samples, for /metrics and the dashboard with or without a broker; the fleet delivers them.
+  const telemetry = createTelemetryModule({
+    runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
+    workloads,
+  });
+  const { fleet, documents, ota } = fleetModules(platform, workloads, { ...shared, bus, telemetry });
+  const { dashboard, dashboardFeeds, mdns } = localModules(platform, fleet, workloads, {
+    ...shared,
+    telemetry,
+  });
 
   let identity: AgentContext['identity'] | undefined;
   const reload = createReloader(config, {
     ...platform,
     documents,
     fleet,
+    telemetry,
     workloads,
     identity: () => identity,
   });
@@ -407,12 +419,17 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     reload,
     reloadFromDisk,
   };
-  const metrics = metricsModule(platform, fleet, workloads, { version: options.agentVersion, settings });
+  const metrics = metricsModule(platform, fleet, workloads, {
+    version: options.agentVersion,
+    settings,
+    telemetry,
+  });
   const modules: AgentModule[] = ownedBy(bus, [
     identityTap,
     detect,
     models,
     runtime,
+    telemetry,
     fleet,
     documents,
     ota,

@@ -1,11 +1,12 @@
 import type { AgentConfig } from './config/schema.js';
 import { type SlotsConfig, slotSpecsFromConfig } from './config/sections/slots.js';
+import { resolveTelemetryConfig } from './config/sections/telemetry.js';
 import type { DetectModule } from './detect/module.js';
 import type { DocumentsModule } from './documents/module.js';
-import { resolveTelemetryConfig } from './fleet/agent.js';
 import type { FleetModule } from './fleet/module.js';
 import type { DeviceIdentity } from './identity/device-identity.js';
 import type { RuntimeModule } from './runtime/module.js';
+import type { TelemetryModule } from './telemetry/module.js';
 import type { WorkloadsModule } from './workloads/module.js';
 
 // The reload path: what SIGHUP, the fleet's `reload` command and every run-time settings change go through.
@@ -18,6 +19,7 @@ export interface ReloadParts {
   runtime: RuntimeModule;
   documents: DocumentsModule;
   fleet: FleetModule;
+  telemetry: TelemetryModule;
   workloads: WorkloadsModule;
   identity: () => DeviceIdentity | undefined;
 }
@@ -50,7 +52,7 @@ export function createReloader(initial: AgentConfig, parts: ReloadParts) {
         applied['tags'] = tags;
       }
       const t = resolveTelemetryConfig(next['telemetry'] as Parameters<typeof resolveTelemetryConfig>[0]);
-      if (fleet.agent?.telemetry?.setIntervals(t)) applied['telemetry'] = 'intervals changed';
+      if (parts.telemetry.board?.service?.setIntervals(t)) applied['telemetry'] = 'intervals changed';
       const w = await workloads.applySettings(next);
       if (w.wyoming !== 'unchanged') applied['wyoming'] = w.wyoming;
     }

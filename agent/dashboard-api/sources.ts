@@ -11,6 +11,7 @@ import type { PlanBoard } from '../plan/types.js';
 import { runtimeHealth } from '../runtime/measuring/slot-states.js';
 import { placementPortFrom } from '../runtime/placement-port.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { BoardTelemetry } from '../telemetry/board.js';
 import type { WorkloadsModule } from '../workloads/module.js';
 import {
   brokerStatusFrom,
@@ -32,6 +33,8 @@ export interface DashboardModules {
   fleet: Handle<FleetAgent>;
   /** Why the fleet is off (no broker configured), when it is. */
   fleetOff?: () => string | undefined;
+  /** The board's samples and their history, with or without a broker (the fleet agent's own when absent). */
+  boardTelemetry?: Handle<BoardTelemetry>;
   runtime: Handle<Runtime>;
   /** The board the runtime plans for: the pin dropdown offers what it can use. */
   board?: Handle<Pick<PlanBoard, 'backends'>>;
@@ -90,7 +93,10 @@ export function dashboardSourcesFrom(modules: DashboardModules): {
     const store = modules.store();
     const broker = agent ? brokerStatusFrom(agent) : undefined;
     const off = modules.fleetOff?.();
-    if (agent) feeds.push(feedFromSnapshots(hub, () => agent.telemetry?.latest()));
+    const board =
+      modules.boardTelemetry?.() ??
+      (agent ? { service: agent.telemetry, history: agent.history } : undefined);
+    if (board?.service) feeds.push(feedFromSnapshots(hub, () => board.service?.latest()));
     if (broker) feeds.push(broker.dispose);
     return {
       capabilities: () => modules.capabilities(),
@@ -101,7 +107,8 @@ export function dashboardSourcesFrom(modules: DashboardModules): {
             reason: 'the runtime module has not probed the engine yet',
           },
       ),
-      ...(agent && broker ? { broker: broker.status, telemetry: telemetryPortFrom(agent.history, hub) } : {}),
+      ...(broker ? { broker: broker.status } : {}),
+      ...(board ? { telemetry: telemetryPortFrom(board.history, hub) } : {}),
       ...(off !== undefined ? { broker: () => ({ state: 'disabled' as const, reason: off }) } : {}),
       ...(store ? { models: modelsPortFrom(store) } : {}),
       ...hubSource(modules, ctx),

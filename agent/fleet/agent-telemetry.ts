@@ -3,16 +3,15 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import type { Db } from '../../lib/sqlite/database.js';
 import type { TelemetryConfig } from '../config/sections/telemetry.js';
+import { type BoardTelemetry, createBoardTelemetry } from '../telemetry/board.js';
 import { OutboxDrainer, type QosPublisher } from '../telemetry/drain.js';
-import { TelemetryHistory } from '../telemetry/history.js';
 import { Outbox } from '../telemetry/outbox.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
-import { defaultSamplers, type Sampler } from '../telemetry/samplers.js';
-import { TelemetryService } from '../telemetry/service.js';
+import type { Sampler } from '../telemetry/samplers.js';
 import type { AgentConnection } from './agent-connection.js';
 
-// The fleet agent's durable telemetry: samples go into the SQLite outbox (and the local history), and the drainer
-// hands them to whatever connection is current, at a bounded rate, with the time they have left to live.
+// The fleet agent's durable telemetry: the board's intervals go into the SQLite outbox, and the drainer hands them
+// to whatever connection is current, at a bounded rate, with the time they have left to live.
 
 export interface TelemetryPipelineOptions {
   config: TelemetryConfig;
@@ -22,6 +21,8 @@ export interface TelemetryPipelineOptions {
   connection: AgentConnection;
   clock: Clock;
   logger: Logger;
+  /** The agent's board telemetry, which the fleet delivers; without it the fleet agent samples for itself. */
+  board?: BoardTelemetry;
   /** Where the system samplers look: `/` on a board; the disk sampler watches the data directory. */
   root: string;
   dataDir: string;
@@ -58,7 +59,6 @@ function outboxPublisher(connection: AgentConnection, telemetryTopic: string, cl
 export function createTelemetryPipeline(o: TelemetryPipelineOptions) {
   const { config, db, clock, logger } = o;
   const outbox = new Outbox({ db, config: config.outbox, clock, logger: logger.child('outbox') });
-  const history = new TelemetryHistory(db, config.history, clock);
   const drainer = new OutboxDrainer({
     outbox,
     publisher: outboxPublisher(o.connection, o.topic, clock),
@@ -67,22 +67,38 @@ export function createTelemetryPipeline(o: TelemetryPipelineOptions) {
     clock,
     logger: logger.child('drain'),
   });
-  const telemetry = config.enabled
-    ? new TelemetryService({
-        deviceId: o.deviceId,
-        topic: o.topic,
-        config,
-        db,
-        outbox,
-        history,
-        samplers:
-          o.samplers ?? defaultSamplers({ root: o.root, dataDir: o.dataDir, monotonicMs: clock.monotonicMs }),
-        ...(o.runtime ? { runtime: o.runtime } : {}),
-        ...(o.workloads ? { workloads: o.workloads } : {}),
-        clock,
-        logger: logger.child('telemetry'),
-        onSnapshot: o.onSnapshot,
-      })
-    : undefined;
-  return { outbox, history, drainer, telemetry };
+  // The agent's board telemetry when composed (agent/telemetry/module.ts); a fleet agent on its own (the tests,
+  // the fleet simulator) samples for itself.
+  const board =
+    o.board ??
+    createBoardTelemetry({
+      config,
+      db,
+      deviceId: o.deviceId,
+      clock,
+      logger: logger.child('telemetry'),
+      root: o.root,
+      dataDir: o.dataDir,
+      ...(o.samplers ? { samplers: o.samplers } : {}),
+      ...(o.runtime ? { runtime: o.runtime } : {}),
+      ...(o.workloads ? { workloads: o.workloads } : {}),
+    });
+  const telemetry = board.service;
+  const detach: Array<() => void> = [];
+  return {
+    outbox,
+    history: board.history,
+    drainer,
+    telemetry,
+    /** Whether the pipeline samples for itself, and so starts and stops the sampling with the fleet. */
+    ownsSampling: o.board === undefined,
+    /** The fleet runs: the intervals go into the outbox, and each one's listener runs. */
+    attach(): void {
+      if (!telemetry) return;
+      detach.push(telemetry.deliverTo({ outbox, topic: o.topic }), telemetry.onSnapshot(o.onSnapshot));
+    },
+    detach(): void {
+      for (const d of detach.splice(0)) d();
+    },
+  };
 }

@@ -5,11 +5,8 @@ import type { Db } from '../../lib/sqlite/database.js';
 import { type DocumentKind, deviceTopics } from '../../lib/topics.js';
 import { TypedEventEmitter } from '../../lib/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
-import {
-  defaultTelemetryConfig,
-  type TelemetryConfig,
-  type TelemetryConfigInput,
-} from '../config/sections/telemetry.js';
+import { resolveTelemetryConfig, type TelemetryConfigInput } from '../config/sections/telemetry.js';
+import type { BoardTelemetry } from '../telemetry/board.js';
 import type { TelemetryHistory } from '../telemetry/history.js';
 import type { Outbox } from '../telemetry/outbox.js';
 import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
@@ -55,7 +52,10 @@ export interface FleetAgentDeps {
   commands?: CommandRegistry;
   clock: Clock;
   agentVersion: string;
-  /** Defaults to the system samplers (CPU, memory, thermal zones, network, disk). */
+  /** The agent's board telemetry (agent/telemetry/module.ts), delivered over MQTT while the fleet runs; without
+   *  it the fleet agent samples for itself. */
+  boardTelemetry?: BoardTelemetry;
+  /** When it samples for itself; defaults to the system samplers (CPU, memory, thermal zones, network, disk). */
   samplers?: readonly Sampler[];
   runtime?: RuntimeStatsProvider;
   workloads?: WorkloadMetricsProvider;
@@ -112,16 +112,6 @@ export interface FleetAgent {
 
 const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
 
-export function resolveTelemetryConfig(partial: TelemetryConfigInput | undefined): TelemetryConfig {
-  const d = defaultTelemetryConfig;
-  return {
-    ...d,
-    ...partial,
-    outbox: { ...d.outbox, ...partial?.outbox },
-    history: { ...d.history, ...partial?.history },
-  };
-}
-
 /** The agent's parts, built from its dependencies; createFleetAgent ties them to the connection's lifecycle. */
 function buildParts(deps: FleetAgentDeps) {
   const { config, db, clock, deviceId } = deps;
@@ -159,6 +149,7 @@ function buildParts(deps: FleetAgentDeps) {
     logger: log,
     root: config.root,
     dataDir: config.dataDir,
+    ...(deps.boardTelemetry ? { board: deps.boardTelemetry } : {}),
     ...(deps.samplers ? { samplers: deps.samplers } : {}),
     ...(deps.runtime ? { runtime: deps.runtime } : {}),
     ...(deps.workloads ? { workloads: deps.workloads } : {}),
@@ -264,12 +255,14 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       link.events.on('connected', onConnect(parts, deps.logger));
       link.events.on('disconnected', (e) => events.emit('disconnected', e));
       link.start();
-      telemetry?.start();
+      parts.attach();
+      if (parts.ownsSampling) telemetry?.start();
     },
     async stop() {
       if (stopping.signal.aborted) return;
       stopping.abort(new Error('fleet agent stopping'));
-      telemetry?.stop();
+      parts.detach();
+      if (parts.ownsSampling) telemetry?.stop();
       parts.drainer.stop();
       await connection.close();
       outbox.close();

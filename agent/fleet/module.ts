@@ -3,7 +3,7 @@ import { brokerUrls } from '../config/sections/mqtt.js';
 import type { SlotsConfig } from '../config/sections/slots.js';
 import type { TelemetryConfigInput } from '../config/sections/telemetry.js';
 import type { AgentBus, AgentContext, AgentModule } from '../module.js';
-import type { RuntimeStatsProvider, WorkloadMetricsProvider } from '../telemetry/runtime-stats.js';
+import type { BoardTelemetry } from '../telemetry/board.js';
 import { createFleetAgent, type FleetAgent } from './agent.js';
 import { CommandRegistry } from './commands.js';
 import type { HaModelSlot, HaSlot } from './ha-discovery.js';
@@ -17,8 +17,9 @@ export interface FleetModuleOptions {
   /** Shared with the modules that register commands (detect, list-models, set-placement, …). */
   commands?: CommandRegistry;
   board?: () => BoardInfo | undefined;
-  runtime?: RuntimeStatsProvider;
-  workloads?: WorkloadMetricsProvider;
+  /** The agent's board telemetry (agent/telemetry/module.ts, started before the fleet), which the fleet
+   *  delivers over MQTT; without it the fleet agent samples the board itself. */
+  boardTelemetry?: () => BoardTelemetry | undefined;
   haSlots?: () => readonly HaSlot[];
   /** Home Assistant's model select per slot, for the slots as the settings run them (`settings.config` on the
    *  bus; the configuration the agent started with until the settings say). */
@@ -59,10 +60,13 @@ export function createFleetModule(options: FleetModuleOptions): FleetModule {
       const { config } = ctx;
       if (brokerUrls(config.mqtt).length === 0 && !config.mqtt.embeddedBroker.enabled) {
         offReason = FLEET_OFF_REASON;
-        ctx.logger.warn(`${FLEET_OFF_REASON} (no telemetry, fleet commands or OTA jobs over MQTT)`);
+        ctx.logger.warn(
+          `${FLEET_OFF_REASON} (no telemetry, fleet commands or OTA jobs over MQTT; the board is still sampled for /metrics and the dashboard)`,
+        );
         return;
       }
       let slots = config['slots'] as SlotsConfig | undefined;
+      const boardTelemetry = options.boardTelemetry?.();
       agent = createFleetAgent({
         config: {
           mqtt: config.mqtt,
@@ -80,8 +84,7 @@ export function createFleetModule(options: FleetModuleOptions): FleetModule {
         commands,
         clock: ctx.clock,
         agentVersion: options.agentVersion,
-        ...(options.runtime ? { runtime: options.runtime } : {}),
-        ...(options.workloads ? { workloads: options.workloads } : {}),
+        ...(boardTelemetry ? { boardTelemetry } : {}),
         ...(options.haSlots ? { haSlots: options.haSlots } : {}),
         ...(haModelSlots ? { haModelSlots: () => haModelSlots(slots) } : {}),
         ...(options.logs ? { logs: options.logs } : {}),

@@ -17,23 +17,30 @@ import {
 } from './runtime-stats.js';
 import type { Sampler } from './samplers.js';
 
-// Samples on one timer, summarises and enqueues on another, maintains the store on a third. Sampling never
-// blocks on the network: messages go to the outbox, and the drainer delivers them when it can.
+// Samples on one timer, summarises on another (the local history, /metrics, the dashboard), maintains the store on
+// a third. Sampling the board is not the fleet's business: the service runs with or without MQTT, and while the
+// fleet runs it also puts each interval's message into the fleet's outbox (deliverTo). Sampling never blocks on
+// the network: the drainer delivers from the outbox when it can.
 
 export interface TelemetryServiceOptions {
   deviceId: string;
-  topic: string;
   config: TelemetryConfig;
   db: Db;
-  outbox: Outbox;
   history: TelemetryHistory;
   samplers: readonly Sampler[];
   runtime?: RuntimeStatsProvider;
   workloads?: WorkloadMetricsProvider;
   clock: Clock;
   logger: Logger;
-  /** Called with each interval's summary (after it is queued), e.g. to refresh Home Assistant discovery. */
-  onSnapshot?: (snapshot: TelemetrySnapshot) => void;
+  /** Where each interval's message goes for MQTT (`deliverTo`); the service samples and keeps its history
+   *  without one, for /metrics and the dashboard on a board with no broker. */
+  delivery?: TelemetryDelivery;
+}
+
+/** The fleet's side of telemetry: the durable outbox its drainer empties onto the broker, and the topic. */
+export interface TelemetryDelivery {
+  outbox: Outbox;
+  topic: string;
 }
 
 export interface TelemetrySnapshot {
@@ -52,10 +59,29 @@ export class TelemetryService {
   #latest: TelemetrySnapshot | undefined;
   readonly #timers: NodeJS.Timeout[] = [];
   #sampling: Promise<void> | undefined;
+  #delivery: TelemetryDelivery | undefined;
+  readonly #snapshotListeners = new Set<(snapshot: TelemetrySnapshot) => void>();
 
   constructor(options: TelemetryServiceOptions) {
     this.#o = options;
+    this.#delivery = options.delivery;
     this.#intervalStart = options.clock.nowMs();
+  }
+
+  /** From now on each interval's message also goes into `delivery`'s outbox; returns the undo (the fleet
+   *  stopping). One delivery at a time: the agent has one fleet connection. */
+  deliverTo(delivery: TelemetryDelivery): () => void {
+    this.#delivery = delivery;
+    return () => {
+      if (this.#delivery === delivery) this.#delivery = undefined;
+    };
+  }
+
+  /** Runs `listener` with each interval's summary (Home Assistant re-announces when its entities changed, the
+   *  dashboard's live feed); returns the remover. */
+  onSnapshot(listener: (snapshot: TelemetrySnapshot) => void): () => void {
+    this.#snapshotListeners.add(listener);
+    return () => this.#snapshotListeners.delete(listener);
   }
 
   start(): void {
@@ -139,7 +165,7 @@ export class TelemetryService {
     }
   }
 
-  /** Ends the interval: one telemetry message into the outbox, one point into the history. */
+  /** Ends the interval: one point into the history and, while the fleet runs, one message into its outbox. */
   async publish(): Promise<number | undefined> {
     await this.#sampling;
     const now = this.#o.clock.nowMs();
@@ -167,9 +193,29 @@ export class TelemetryService {
     } catch (err) {
       this.#o.logger.warn('history write failed', { error: errorMessage(err) });
     }
-    const { outbox, deviceId, topic, config } = this.#o;
+    const seq = this.#enqueue(now, intervalMs, metrics, slots);
+    for (const listener of this.#snapshotListeners) {
+      try {
+        listener(this.#latest);
+      } catch (err) {
+        this.#o.logger.warn('telemetry snapshot listener failed', { error: errorMessage(err) });
+      }
+    }
+    return seq;
+  }
+
+  /** The interval's message into the fleet's outbox, when the fleet runs; its sequence number. */
+  #enqueue(
+    now: number,
+    intervalMs: number,
+    metrics: Record<string, Summary>,
+    slots: Record<string, SlotTelemetry>,
+  ): number | undefined {
+    if (this.#delivery === undefined) return undefined;
+    const { outbox, topic } = this.#delivery;
+    const { deviceId, config } = this.#o;
     const stats = outbox.stats();
-    const seq = outbox.enqueue(topic, (seq) => {
+    return outbox.enqueue(topic, (seq) => {
       const message: TelemetryMessage = {
         v: PROTOCOL_VERSION,
         deviceId,
@@ -183,19 +229,14 @@ export class TelemetryService {
       };
       return encodeTelemetry(message);
     });
-    try {
-      this.#o.onSnapshot?.(this.#latest);
-    } catch (err) {
-      this.#o.logger.warn('telemetry snapshot listener failed', { error: errorMessage(err) });
-    }
-    return seq;
   }
 
   /** Retention and VACUUM; called on the maintenance schedule. */
   maintain(): { expired: number; pruned: number; vacuumed: boolean } {
     try {
-      this.#o.outbox.flush();
-      const expired = this.#o.outbox.expire();
+      const outbox = this.#delivery?.outbox;
+      outbox?.flush();
+      const expired = outbox?.expire() ?? 0;
       const pruned = this.#o.history.prune();
       const { vacuumed } = vacuumIfWorthIt(this.#o.db);
       this.#o.logger.debug('telemetry maintenance', { expired, pruned, vacuumed });

@@ -12,7 +12,7 @@ import { SLOT_NAMES } from '../../agent/plan/types.js';
 import { DECODE_TPS_BUCKETS, TTFT_BUCKETS_S } from '../../agent/runtime/serving/serving.js';
 import { Histogram } from '../../lib/histogram.js';
 import { createMemoryLogger } from '../../lib/log.js';
-import { repoRoot } from '../helpers/paths.js';
+import { documentedFamilies } from '../helpers/protocol-doc.js';
 
 // /metrics parsed by a real exposition-format parser from the npm registry, every name checked against the table
 // in docs/METRICS.md (both ways) and Prometheus' naming conventions; then over HTTP with its two credentials.
@@ -33,10 +33,7 @@ const parse = createRequire(import.meta.url)('parse-prometheus-text-format') as 
   text: string,
 ) => ParsedFamily[];
 
-const doc = readFileSync(join(repoRoot, 'docs/METRICS.md'), 'utf8');
-const documented = new Map(
-  [...doc.matchAll(/^\| `(mnn_edge_[a-z_]+)` \| (counter|gauge|histogram) \|/gm)].map((m) => [m[1]!, m[2]!]),
-);
+const documented = documentedFamilies();
 
 function hist(bounds: number[], values: number[]) {
   const h = new Histogram(bounds);

@@ -20,43 +20,21 @@ import {
   processSampler,
   thermalSampler,
 } from '../../agent/telemetry/samplers.js';
+import { startTimerCensus } from '../../agent/telemetry/timer-census.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { validate } from '../../lib/schema.js';
 import { DOCUMENT_KINDS, deviceTopics } from '../../lib/topics.js';
 import { otaTopics } from '../../ota/jobs/job.js';
 import { repoRoot, socFixturesDir } from '../helpers/paths.js';
+import { codes, metricPattern, protocolDoc, table } from '../helpers/protocol-doc.js';
 
 // docs/PROTOCOL.md is the contract other people build against. Its tables are read here and compared with
 // what the code does — the topics the agent subscribes to and publishes on, every command and its params, the
 // error codes, the metric names, the Home Assistant entities — and docs/CONFIG.md's mqtt table with the config
 // schema. When either side drifts, this fails and names the difference.
 
-const protocolDoc = readFileSync(join(repoRoot, 'docs', 'PROTOCOL.md'), 'utf8');
 const configDoc = readFileSync(join(repoRoot, 'docs', 'CONFIG.md'), 'utf8');
-
-/** The rows of the markdown table whose header starts with `firstHeader` (cells trimmed, `\|` kept as `|`). */
-function table(doc: string, firstHeader: string): string[][] {
-  const lines = doc.split('\n');
-  const start = lines.findIndex((l) => l.startsWith(`| ${firstHeader} |`));
-  if (start < 0) throw new Error(`no table with header "${firstHeader}"`);
-  const rows: string[][] = [];
-  for (const line of lines.slice(start + 2)) {
-    if (!line.startsWith('|')) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split(/(?<!\\)\|/)
-        .map((c) => c.trim().replace(/\\\|/g, '|')),
-    );
-  }
-  return rows;
-}
-
-/** Every `code span` in a cell. */
-function codes(cell: string): string[] {
-  return [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
-}
 
 const DEVICE = 'edge-7.lab';
 const TAG = 'lab';
@@ -199,16 +177,6 @@ test('error codes: the table lists exactly the codes a response can carry', (t) 
 });
 
 /** A documented metric name as a pattern: `<N>` digits, `<slot>` a slot name, other placeholders a word. */
-function metricPattern(name: string): RegExp {
-  const slots = SLOT_NAMES.map((s) => s.replace(/\./g, '\\.')).join('|');
-  const body = name
-    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-    .replace('<N>', '\\d+')
-    .replace('<slot>', `(?:${slots})`)
-    .replace(/<[a-z]+>/g, '[A-Za-z0-9_-]+');
-  return new RegExp(`^${body}$`);
-}
-
 test('metrics: every metric the code produces has a documented name, and every documented name is produced', async (t) => {
   const documented = table(protocolDoc, 'metric').flatMap(([cell]) => codes(cell!));
   const patterns = documented.map((name) => ({ name, re: metricPattern(name) }));
@@ -226,6 +194,8 @@ test('metrics: every metric the code produces has a documented name, and every d
   writeFileSync(join(root, 'proc', 'net', 'dev'), netDev(5000));
   const cpu = cpuSampler();
   await cpu.sample();
+  // agent.timers_all comes only with the census (the soak's); the real agent with it on is wire-names.test.ts.
+  startTimerCensus();
   const produced = new Set<string>([
     ...Object.keys(await cpu.sample()),
     ...Object.keys(await memorySampler().sample()),

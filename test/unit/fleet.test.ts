@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { parseConfig } from '../../agent/config/load.js';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
-import { resolveTelemetryConfig } from '../../agent/fleet/agent.js';
+import { resolveTelemetryConfig } from '../../agent/config/sections/telemetry.js';
 import { linkConfig } from '../../agent/fleet/agent-connection.js';
 import { registerBuiltinCommands } from '../../agent/fleet/builtin-commands.js';
 import { CommandError, CommandRegistry } from '../../agent/fleet/commands.js';

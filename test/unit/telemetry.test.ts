@@ -171,10 +171,9 @@ function service(samplers: Sampler[], clock = fakeClock(), intervals: Partial<Te
   };
   const svc = new TelemetryService({
     deviceId: 'd1',
-    topic: 'mnn-edge/d1/telemetry',
     config,
     db,
-    outbox,
+    delivery: { outbox, topic: 'mnn-edge/d1/telemetry' },
     history,
     samplers,
     runtime: {

@@ -54,6 +54,17 @@ export const defaultTelemetryConfig: TelemetryConfig = {
   history: { bucketSec: 60, retentionHours: 24 },
 };
 
+/** A configuration's telemetry section over the defaults, section by section. */
+export function resolveTelemetryConfig(partial: TelemetryConfigInput | undefined): TelemetryConfig {
+  const d = defaultTelemetryConfig;
+  return {
+    ...d,
+    ...partial,
+    outbox: { ...d.outbox, ...partial?.outbox },
+    history: { ...d.history, ...partial?.history },
+  };
+}
+
 const positiveInt = (minimum: number, description?: string): JsonSchema => ({
   type: 'integer',
   minimum,
