@@ -1,4 +1,12 @@
-import type { AcceleratorInfo, Capabilities, Claim, Evidence } from '../../lib/capabilities.js';
+import type {
+  AcceleratorInfo,
+  BackendAvailability,
+  BackendStep,
+  Capabilities,
+  Claim,
+  Evidence,
+  StepStatus,
+} from '../../lib/capabilities.js';
 import type { BrokerStatus, EngineStatus, HealthStatus } from './ports.js';
 
 // The Overview page's document: the capability report flattened into what a person reads (values plus one
@@ -18,6 +26,29 @@ export interface AcceleratorView {
   evidence: string[];
 }
 
+/**
+ * A backend as the Overview's row shows it: one verdict line, and the evidence as separate steps on demand (the
+ * chain `mnn-edge detect` prints: device node, ICD, loader, device kind, compiled in, init probe). A backend
+ * without a chain (CPU, CUDA, QNN …) gives its reasons as unnamed steps.
+ */
+export interface BackendView {
+  backend: string;
+  usable: boolean;
+  /** The decisive reason: the strongest evidence for a usable backend, the first failing step otherwise. */
+  verdict: string;
+  steps: Array<{ step: BackendStep['step'] | null; status: StepStatus; detail: string }>;
+  /** Every reason, as the capability document has them. */
+  reasons: string[];
+}
+
+export function backendView(b: BackendAvailability): BackendView {
+  const steps =
+    b.steps !== undefined
+      ? b.steps.map((s) => ({ step: s.step, status: s.status, detail: s.detail }))
+      : b.reasons.map((detail) => ({ step: null, status: (b.usable ? 'ok' : 'fail') as StepStatus, detail }));
+  return { backend: b.backend, usable: b.usable, verdict: b.reasons[0] ?? '', steps, reasons: b.reasons };
+}
+
 export interface OverviewView {
   device: { deviceId: string; version: string; uptimeS: number };
   board: { vendor: ClaimView<string>; model: ClaimView<string>; compatible: string[] };
@@ -30,7 +61,7 @@ export interface OverviewView {
   };
   memory: { totalBytes: number | null; availableBytes: number | null };
   accelerators: AcceleratorView[];
-  backends: Array<{ backend: string; usable: boolean; reasons: string[] }>;
+  backends: BackendView[];
   thermal: Array<{ zone: string; type: string | null; tempC: number | null }>;
   detectedAt: string | null;
   engine: EngineStatus;
@@ -165,11 +196,7 @@ export function overviewOf(
       availableBytes: caps?.memory.availableBytes.value ?? null,
     },
     accelerators: (caps?.accelerators ?? []).map(acceleratorView),
-    backends: (caps?.backends ?? []).map((b) => ({
-      backend: b.backend,
-      usable: b.usable,
-      reasons: b.reasons,
-    })),
+    backends: (caps?.backends ?? []).map(backendView),
     thermal: (caps?.thermal ?? []).map((z) => ({
       zone: z.zone,
       type: z.type,

@@ -1,4 +1,4 @@
-import type { OverviewView } from '../../../agent/dashboard-api/overview.js';
+import type { BackendView, OverviewView } from '../../../agent/dashboard-api/overview.js';
 import { card, formatBytes, formatDuration, h, notice, pill, table } from '../ui/dom.js';
 import { engineNotice } from '../ui/engine-notice.js';
 import type { Page } from '../ui/page.js';
@@ -14,6 +14,41 @@ function evidence(lines: readonly string[]): HTMLElement | null {
     { class: 'evidence' },
     h('summary', {}, 'evidence'),
     h('ul', {}, ...lines.map((l) => h('li', {}, l))),
+  );
+}
+
+const STEP_MARK: Record<BackendView['steps'][number]['status'], [string, 'ok' | 'bad' | 'muted']> = {
+  ok: ['ok', 'ok'],
+  fail: ['fail', 'bad'],
+  skip: ['skip', 'muted'],
+  unchecked: ['not checked', 'muted'],
+};
+
+/** A backend's verdict on one line; its evidence chain as a list of steps, collapsed, as `detect` prints it. */
+function backendWhy(b: BackendView): HTMLElement {
+  const steps = b.steps.map((s) =>
+    h(
+      'li',
+      { 'data-status': s.status },
+      pill(...STEP_MARK[s.status]),
+      ' ',
+      s.step !== null ? h('span', { class: 'step-name' }, s.step) : null,
+      s.step !== null ? ' ' : null,
+      s.detail,
+    ),
+  );
+  return h(
+    'div',
+    { class: 'backend-why', 'data-backend': b.backend },
+    h('div', { class: 'verdict' }, b.verdict),
+    steps.length > 1 || (steps.length === 1 && b.steps[0]!.detail !== b.verdict)
+      ? h(
+          'details',
+          { class: 'evidence' },
+          h('summary', {}, `${b.steps.length} step${b.steps.length === 1 ? '' : 's'}`),
+          h('ol', { class: 'steps' }, ...steps),
+        )
+      : null,
   );
 }
 
@@ -142,11 +177,7 @@ export const overviewPage: Page = async (ctx) => {
     'MNN backends',
     table(
       ['Backend', 'Usable', 'Why'],
-      o.backends.map((b) => [
-        b.backend,
-        b.usable ? pill('yes', 'ok') : pill('no', 'muted'),
-        b.reasons.join(' '),
-      ]),
+      o.backends.map((b) => [b.backend, b.usable ? pill('yes', 'ok') : pill('no', 'muted'), backendWhy(b)]),
     ),
   );
 
