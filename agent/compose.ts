@@ -235,7 +235,6 @@ type Platform = ReturnType<typeof platformModules>;
 /** The MQTT side: the connection and commands, the retained documents, OTA jobs. */
 function fleetModules(
   platform: Platform,
-  workloads: WorkloadsModule,
   shared: {
     agentVersion: string;
     commands: CommandRegistry;
@@ -371,7 +370,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
     workloads,
   });
-  const { fleet, documents, ota } = fleetModules(platform, workloads, { ...shared, bus, telemetry });
+  const { fleet, documents, ota } = fleetModules(platform, { ...shared, bus, telemetry });
   const { dashboard, dashboardFeeds, mdns } = localModules(platform, fleet, workloads, {
     ...shared,
     telemetry,

@@ -9,7 +9,6 @@ import { mqttSchema } from '../../agent/config/sections/mqtt.js';
 import { buildHaDiscovery, haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
 import { ERROR_CODES } from '../../agent/fleet/protocol.js';
 import { createAgent } from '../../agent/main.js';
-import { SLOT_NAMES } from '../../agent/plan/types.js';
 import { openStore } from '../../agent/store/database.js';
 import { slotGauges } from '../../agent/telemetry/runtime-stats.js';
 import {
