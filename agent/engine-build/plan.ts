@@ -32,7 +32,14 @@ export type SelectableBackend = (typeof SELECTABLE_BACKENDS)[number];
 export interface BackendChoice {
   with?: readonly SelectableBackend[];
   without?: readonly SelectableBackend[];
+  /** MNN's own tools built and installed into the prefix beside the library (`--with converter`). */
+  tools?: readonly SelectableTool[];
 }
+
+/** MNN tools a user may add: `converter` is MNNConvert (ONNX/TFLite/Caffe/TorchScript → .mnn, and the int4/int8
+ *  weight quantisation), which the wake-word generator and the int4 benchmark model need. */
+export const SELECTABLE_TOOLS = ['converter'] as const;
+export type SelectableTool = (typeof SELECTABLE_TOOLS)[number];
 
 export interface EngineBuildPlan {
   /** -D options for MNN's CMake, in a stable order. */
@@ -45,6 +52,8 @@ export interface EngineBuildPlan {
   warnings: string[];
   /** Set when the build machine is not the board: the compilers that build for it. Nothing else differs. */
   toolchain: CrossToolchain | null;
+  /** MNN tools built and installed into the prefix besides llm_demo and llm_bench. */
+  tools: SelectableTool[];
 }
 
 /** Options every build has: one libMNN.so with Express, the LLM engine (omni, audio, image codecs), quantised
@@ -64,6 +73,11 @@ const BASE: [string, string][] = [
   ['MNN_BUILD_TOOLS', 'OFF'],
   ['MNN_BUILD_CONVERTER', 'OFF'],
   ['MNN_BUILD_TEST', 'OFF'],
+  // Binaries are linked with the rpath they have once installed: llm_demo, llm_bench (and MNNConvert) are copied
+  // into <prefix>/bin by hand (MNN's install rule leaves them out), and CMake's default build-tree rpath would
+  // keep them loading libraries from the build directory, or failing once it is deleted.
+  ['CMAKE_BUILD_WITH_INSTALL_RPATH', 'ON'],
+  ['CMAKE_INSTALL_RPATH', '$ORIGIN/../lib'],
 ];
 
 function accelerators<K extends Capabilities['accelerators'][number]['kind']>(caps: Capabilities, kind: K) {
@@ -234,6 +248,13 @@ export function planEngineBuild(
   decideCuda(caps, host, d);
   decideNpus(caps, host, d);
   applyChoice(choice, host, d.cmake, d.backends, d.reasons);
+  const tools = [...new Set(choice.tools ?? [])];
+  if (tools.includes('converter')) {
+    d.cmake.set('MNN_BUILD_CONVERTER', 'ON');
+    d.reasons.push(
+      'converter: MNNConvert and libMNNConvertDeps.so, installed into the prefix (--with converter; about 6 more minutes on 2 cores)',
+    );
+  }
   // Keys a backend added go after the base ones, in the order they were decided.
   if (toolchain !== null) d.reasons.push(toolchain.reason);
   return {
@@ -242,6 +263,7 @@ export function planEngineBuild(
     reasons: d.reasons,
     warnings: d.warnings,
     toolchain,
+    tools,
   };
 }
 

