@@ -1,13 +1,17 @@
-import type {
-  InstalledModelView,
-  InstallProgressView,
-  PlacementView,
-} from '../../../agent/dashboard-api/ports.js';
-import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
-import type { LoadTimeRecord, SlotStats } from '../../../agent/runtime/desired/types.js';
-import { describeLoadSplit } from '../../../agent/runtime/engine/load-split.js';
-import type { SlotPhase, SlotState } from '../../../agent/runtime/measuring/slot-states.js';
-import type { InstanceLoad } from '../../../agent/runtime/reconciling/load-times.js';
+import {
+  type Candidate,
+  describeLoadSplit,
+  type InstalledModelView,
+  type InstallProgressView,
+  type InstanceLoad,
+  type LoadTimeRecord,
+  type PlacementView,
+  type SlotConstraints,
+  type SlotName,
+  type SlotPhase,
+  type SlotState,
+  type SlotStats,
+} from '../../../agent/dashboard-api/wire.js';
 import { ApiError } from '../ui/api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../ui/dom.js';
 import { engineNotice } from '../ui/engine-notice.js';
