@@ -1,6 +1,6 @@
 // The device side of OTA: a state machine per job, driven from the SQLite journal.
 //
-//   queued → downloading → verifying → staged → activating → health-check → succeeded
+//   queued → downloading → installing → staged → activating → health-check → succeeded
 //      ↘ rejected(reason)     ↘ failed(reason)                  ↘ rolled-back(reason)
 //
 // Each state is written before its step runs and each step can be redone, so a restart (or a power cut)
@@ -187,9 +187,9 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
         } finally {
           off();
         }
-        return journal.update(e.jobId, { state: 'verifying', bytesDone: artifact.length });
+        return journal.update(e.jobId, { state: 'installing', bytesDone: artifact.length });
       }
-      case 'verifying': {
+      case 'installing': {
         const tarball = this.#stagedPath(e);
         if (!existsSync(tarball)) return journal.update(e.jobId, { state: 'downloading' });
         await this.#d.installer.install(tarball, { id, version }, signal);
@@ -354,7 +354,7 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
         ? 'disk-space'
         : code === 'EDOWNLOAD'
           ? 'download'
-          : e.state === 'verifying'
+          : e.state === 'installing'
             ? 'install'
             : 'error';
     return this.#d.journal.update(e.jobId, { state: 'failed', reason, message });

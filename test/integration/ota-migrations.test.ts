@@ -119,3 +119,30 @@ test("OTA's migrations keep the versions and names devices have applied (40-43)"
     [40, 41, 42, 43],
   );
 });
+
+test('migration 48: a job journalled as verifying (the old name of the install step) resumes as installing', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ota-migrations-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'agent.db');
+  const before = new Database(path);
+  before.exec(fixture);
+  // As the code before issue 44 left it: the device's job mid-install, and an operator's rollout row that
+  // recorded a device's last reported state.
+  before.exec(`
+    UPDATE ota_jobs SET state = 'verifying' WHERE job_id = 'job-before-30';
+    INSERT INTO ota_rollouts (rollout_id, spec, state, phase, message, created_at, updated_at)
+      VALUES ('r-old', '{}', 'running', 0, NULL, ${FIXTURE_APPLIED_AT}, ${FIXTURE_APPLIED_AT});
+    INSERT INTO ota_rollout_devices (rollout_id, device_id, ordinal, phase, job_id, state, reason, updated_at)
+      VALUES ('r-old', 'dev-1', 0, 0, 'r-old.dev-1', 'verifying', NULL, ${FIXTURE_APPLIED_AT});
+  `);
+  before.close();
+
+  const db = openStore(path);
+  t.teardown(() => db.close());
+  t.is(new JobJournal(db).get('job-before-30')?.state, 'installing');
+  t.is(
+    db.prepare("SELECT state FROM ota_rollout_devices WHERE rollout_id = 'r-old'").pluck().get(),
+    'installing',
+  );
+  t.is(db.prepare("SELECT COUNT(*) FROM ota_jobs WHERE state = 'verifying'").pluck().get(), 0);
+});

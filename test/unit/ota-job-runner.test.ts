@@ -8,10 +8,11 @@ import { Downloader } from '../../lib/download/downloader.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import type { ActivationPort, HealthProbe, ProbeResult } from '../../lib/ota-ports.js';
 import { defaultHealthPolicy } from '../../ota/jobs/health-gate.js';
-import type { JobStatus, OtaJob } from '../../ota/jobs/job.js';
+import { type JobStatus, jobStateOnWire, type OtaJob } from '../../ota/jobs/job.js';
 import { JobRunner } from '../../ota/jobs/job-runner.js';
 import { JobJournal } from '../../ota/jobs/journal.js';
 import type { PackageInstaller } from '../../ota/jobs/ports.js';
+import { parseStatus } from '../../ota/tools/publish.js';
 import { servePackages } from '../../ota/tools/serve.js';
 import { generateSigningKey, parsePrivateKey } from '../../ota/trust/keys.js';
 import { OtaRejection } from '../../ota/trust/rejection.js';
@@ -127,7 +128,7 @@ test('happy path: every state reported in order, the gate passes against the pre
   await runner.idle();
   t.deepEqual(
     [...new Set(statuses.map((s) => s.state))],
-    ['queued', 'downloading', 'verifying', 'staged', 'activating', 'health-check', 'succeeded'],
+    ['queued', 'downloading', 'installing', 'staged', 'activating', 'health-check', 'succeeded'],
   );
   const last = statuses.at(-1)!;
   t.is(last.message, 'TTFT 70 ms, decode 18 tok/s');
@@ -142,6 +143,20 @@ test('happy path: every state reported in order, the gate passes against the pre
     'commit m@2.0.0 keep 1.0.0',
   ]);
   t.deepEqual(readdirSync(staging), []);
+});
+
+test('the install step is installing in the journal and verifying on the wire; a reader takes either', (t) => {
+  // Operator tools before issue 44 hold an unknown state for a malformed status (a failed device in a rollout).
+  t.is(jobStateOnWire('installing'), 'verifying');
+  t.is(jobStateOnWire('downloading'), 'downloading');
+  const wire = (state: string) =>
+    Buffer.from(
+      JSON.stringify({ jobId: 'j1', deviceId: 'd', state, package: { id: 'm', version: '2' }, ts: 1 }),
+    );
+  t.is(parseStatus(wire('verifying'))?.state, 'installing');
+  t.is(parseStatus(wire('installing'))?.state, 'installing');
+  t.is(parseStatus(wire('staged'))?.state, 'staged');
+  t.is(parseStatus(wire('unpacking')), undefined);
 });
 
 test('same job id twice: answered with its status, run once', async (t) => {
