@@ -9,7 +9,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EnergyVad, VAD_FRAME_MS, VAD_FRAME_SAMPLES } from '../agent/workloads/audio/vad.js';
-import { parseWav } from '../agent/workloads/audio/wav.js';
 import { resolveVoiceConfig } from '../agent/workloads/config.js';
 import type { ChatResult, ChatStream } from '../agent/workloads/shared/chat-model.js';
 import { slotModels } from '../agent/workloads/slots/slot-models.js';
@@ -17,6 +16,7 @@ import { VoiceService } from '../agent/workloads/voice/service.js';
 import { VoiceSession } from '../agent/workloads/voice/session.js';
 import { EspeakTts } from '../agent/workloads/voice/stages.js';
 import { engineAvailability, unavailableMessage } from '../engine/index.js';
+import { parseWav } from '../lib/audio/wav.js';
 import { systemClock } from '../lib/clock.js';
 import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';

@@ -20,7 +20,6 @@
 //      with reuse and with full prefills; the share of generated tokens that agree. Target: 100 %.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseWav } from '../agent/workloads/audio/wav.js';
 import { EspeakTts } from '../agent/workloads/voice/stages.js';
 import {
   type ChatMessage,
@@ -29,6 +28,7 @@ import {
   Llm,
   unavailableMessage,
 } from '../engine/index.js';
+import { parseWav } from '../lib/audio/wav.js';
 import { systemClock } from '../lib/clock.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { models } from '../test/engine/_engine.js';

@@ -14,7 +14,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VAD_FRAME_MS, VAD_FRAME_SAMPLES, type VoiceActivityDetector } from '../agent/workloads/audio/vad.js';
-import { parseWav } from '../agent/workloads/audio/wav.js';
 import { resolveVoiceConfig } from '../agent/workloads/config.js';
 import type { ChatModel, ChatRequest, ChatStream } from '../agent/workloads/shared/chat-model.js';
 import { slotModels, type WorkloadModels } from '../agent/workloads/slots/slot-models.js';
@@ -28,6 +27,7 @@ import {
   type TtsStage,
 } from '../agent/workloads/voice/stages.js';
 import type { TurnMetrics } from '../agent/workloads/voice/turn-store.js';
+import { parseWav } from '../lib/audio/wav.js';
 import { systemClock } from '../lib/clock.js';
 import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';

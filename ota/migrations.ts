@@ -119,10 +119,25 @@ export const otaRolloutPacingMigration: Migration = {
   `,
 };
 
+// The job state that runs the installer was called `verifying`; it is `installing` now (issue 44: the
+// signatures are checked in `queued`, and this step unpacks, verifies the files and installs). The journal's
+// unfinished job resumes by its stored state, so the rows are rewritten, on the device (ota_jobs) and on the
+// operator's side (ota_rollout_devices keeps each device's last reported state). The wire keeps `verifying`
+// (ota/jobs/job.ts, WIRE_JOB_STATES).
+export const otaInstallingStateMigration: Migration = {
+  version: 48,
+  name: 'ota: job state verifying is installing',
+  up: `
+    UPDATE ota_jobs SET state = 'installing' WHERE state = 'verifying';
+    UPDATE ota_rollout_devices SET state = 'installing' WHERE state = 'verifying';
+  `,
+};
+
 export const otaMigrations: readonly Migration[] = [
   otaTrustMigration,
   otaJobsMigration,
   otaRolloutsMigration,
   otaRootMigration,
   otaRolloutPacingMigration,
+  otaInstallingStateMigration,
 ];

@@ -64,6 +64,23 @@ export const FEATURE_IMPORT_EXEMPT: Readonly<Record<string, string>> = {
     "the agent database's migrations, every feature's in the order devices applied them (OTA's 040-043 among them); every command opens the file, before anything is composed",
 };
 
+/**
+ * The dashboard's browser code (dashboard/src/) imports from outside itself only these files, its wire contract:
+ * the shapes the agent's API promises, declared in one place, so that no page reaches into the daemon's
+ * internals (the runtime's rooms, settings) and a change there reaches the browser only through the contract.
+ */
+export const DASHBOARD_CONTRACT = ['agent/dashboard-api/wire.ts'] as const;
+const DASHBOARD_SRC = 'dashboard/src/';
+
+/** Imports from dashboard/src/ of anything outside it but DASHBOARD_CONTRACT. */
+export function dashboardImportsOf<I extends { from: string; to: string }>(imports: readonly I[]): I[] {
+  return imports.filter((i) => {
+    const [from, to] = [relative(ROOT, i.from), relative(ROOT, i.to)];
+    if (!from.startsWith(DASHBOARD_SRC) || to.startsWith(DASHBOARD_SRC)) return false;
+    return !(DASHBOARD_CONTRACT as readonly string[]).includes(to);
+  });
+}
+
 const CODE = /\.(ts|mts|mjs)$/;
 
 function listCode(dir: string): string[] {
@@ -247,6 +264,8 @@ export interface LayerReport {
   featureImports: FileImport[];
   /** The exempt ones (FEATURE_IMPORT_EXEMPT), by the entry that allows them. */
   exemptFeatureImports: Map<string, FileImport[]>;
+  /** Imports of the dashboard's browser code past its wire contract (DASHBOARD_CONTRACT). */
+  dashboardImports: FileImport[];
   fileCycles: string[][];
   longFiles: { file: string; lines: number }[];
   longFunctions: FunctionSpan[];
@@ -304,6 +323,7 @@ export function analyse(options: { features?: boolean; scope?: readonly string[]
     backImports,
     featureImports,
     exemptFeatureImports,
+    dashboardImports: dashboardImportsOf(imports),
     fileCycles: cycles(files, edges),
     longFiles,
     longFunctions: functions.filter((f) => f.lines > LIMITS.functionLines).sort((a, b) => b.lines - a.lines),
@@ -401,6 +421,10 @@ function main(argv: string[]): number {
       `(exempt by FEATURE_IMPORT_EXEMPT: ${[...report.exemptFeatureImports].map(([e, l]) => `${e} ${l.length}`).join(', ') || 'none'})`,
   );
   for (const i of report.featureImports) console.log(`  ${rel(i.from)} -> ${rel(i.to)}`);
+  console.log(
+    `imports of ${DASHBOARD_SRC} past its wire contract (${DASHBOARD_CONTRACT.join(', ')}): ${report.dashboardImports.length}`,
+  );
+  for (const i of report.dashboardImports) console.log(`  ${rel(i.from)} -> ${rel(i.to)}`);
   console.log(`import cycles between files: ${report.fileCycles.length}`);
   for (const c of report.fileCycles) console.log(`  ${c.map(rel).join(' <-> ')}`);
   console.log(`files over ${LIMITS.fileLines} lines: ${report.longFiles.length}`);
@@ -437,6 +461,7 @@ function main(argv: string[]): number {
     report.fileCycles.length > 0 ||
     report.backImports.length > LIMITS.backImports ||
     report.featureImports.length > 0 ||
+    report.dashboardImports.length > 0 ||
     report.longFiles.length > 0 ||
     report.longFunctions.length > 0;
   return failed ? 1 : 0;

@@ -10,7 +10,7 @@ import { type BoardInfo, encode, PROTOCOL_VERSION, type StatusMessage } from './
 import type { SubscriptionRegistry } from './subscriptions.js';
 
 // The fleet agent's connection lifecycle: which broker (configured, embedded, or the one already on the embedded
-// port), the BrokerLink that keeps reconnecting, the presence it announces (status + Last Will), and publishing
+// port), the BrokerLink that keeps reconnecting (broker-link.ts), the presence it announces (status + Last Will), and publishing
 // on whatever connection is current. The other parts of the agent publish only through here.
 
 /** Who this device says it is in its status message. */

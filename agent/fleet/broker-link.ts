@@ -4,10 +4,10 @@ import type { Logger } from '../../lib/log.js';
 import { connectMqtt } from '../../lib/mqtt/transport.js';
 import { TypedEventEmitter } from '../../lib/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
-import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT, type WillMessage } from './connection.js';
+import { backoffDelay, buildClientOptions, DEFAULT_RECONNECT, type WillMessage } from './client-options.js';
 import type { SubscriptionRegistry } from './subscriptions.js';
 
-// The agent's connection to its broker, for as long as the agent runs. `start()` returns at once: the first
+// The agent's link to its broker (one attempt's options in client-options.ts), for as long as the agent runs. `start()` returns at once: the first
 // attempt, like every later one, happens in the background, and failures are retried forever with full-jitter
 // backoff (a board often boots before its network or broker). Each attempt is a fresh client, so the protocol
 // level can change between attempts: with `protocolVersion: "auto"` MQTT 5 is tried first and 3.1.1 right

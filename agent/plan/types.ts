@@ -117,6 +117,21 @@ export interface PlanBoard {
 
 export type ModelKind = 'llm' | 'vlm' | 'omni' | 'asr' | 'tts' | 'vad' | 'wake';
 
+/**
+ * The model tasks each slot can use (an omni model hears and speaks, a VLM also chats). Here beside the slot
+ * names, not in settings/, because the dashboard offers the same choices: it reads this table through its
+ * wire contract (agent/dashboard-api/wire.ts), and this file imports nothing.
+ */
+export const SLOT_KINDS: Record<SlotName, readonly ModelKind[]> = {
+  'voice.vad': ['vad'],
+  'voice.wake': ['wake'],
+  'voice.asr': ['asr', 'omni'],
+  'voice.llm': ['llm', 'vlm', 'omni'],
+  'voice.omni': ['omni'],
+  'voice.tts': ['tts'],
+  'vision.vlm': ['vlm', 'omni'],
+};
+
 export interface CatalogVariant {
   variantId: string;
   /** fp32, fp16, int8, int4 … as the manifest states it. */

@@ -1,49 +1,19 @@
 import { MnnEdgeError } from '../../lib/errors.js';
+import type {
+  ActivationOutcome,
+  ActivationPort,
+  HealthProbe,
+  ProbeRequest,
+  ProbeResult,
+} from '../../lib/ota-ports.js';
 import type { SlotName } from '../plan/types.js';
 import { EngineFailure } from './engine/engine-port.js';
 import type { Runtime } from './runtime.js';
 
 // OTA's activation and health-probe ports over the runtime: an OTA job activates a model version through the
-// desired state's OTA layer (hot-swapped like any other change) and probes what actually serves. The shapes are
-// written here in the runtime's own words; OTA's ports (ota/jobs/ports.ts) are the same, and compose.ts hands
-// these over where OTA asks for them (the compiler checks there that the two agree), so the runtime imports
-// nothing from ota/.
-
-/** What an activation achieved: `serving: false` (with why) when no slot runs the model yet. */
-export type ActivationOutcome = { serving: true } | { serving: false; why: string };
-
-/** Activating, rolling back and committing a model version on the runtime. */
-export interface ActivationPort {
-  /** The version serving now, if any. */
-  activeVersion(modelId: string): Promise<string | undefined>;
-  /** Hot-swaps the model to `version` (already installed). */
-  activate(modelId: string, version: string): Promise<ActivationOutcome>;
-  /** Back to `version`, or no version of this model when undefined. */
-  rollback(modelId: string, version: string | undefined): Promise<void>;
-  /** `version` stays; the one before it becomes an ordinary old version. */
-  commit(modelId: string, version: string, previous: string | undefined): Promise<void>;
-}
-
-export interface ProbeRequest {
-  modelId: string;
-  version: string;
-  prompt: string;
-  maxNewTokens: number;
-  /** For vision models: a reference image the probe prompt refers to. */
-  image?: string;
-  timeoutMs: number;
-}
-
-export interface ProbeResult {
-  ttftMs: number;
-  decodeTokensPerSecond: number;
-  text: string;
-}
-
-/** One probe prompt on what serves the model now. */
-export interface HealthProbe {
-  measure(request: ProbeRequest): Promise<ProbeResult>;
-}
+// desired state's OTA layer (hot-swapped like any other change) and probes what actually serves. The port
+// types are defined once in lib/ota-ports.ts, which OTA's job runner also imports, so the runtime imports
+// nothing from ota/ and the two cannot drift apart.
 
 /** Slots the planner gave to this model, and the version serving each now. */
 function servingVersions(runtime: Runtime, modelId: string): Map<SlotName, string | undefined> {
@@ -108,11 +78,7 @@ export interface ActivationPortOptions {
  * for rollback: the runtime's in-use set names only the new version by then, so without the hold a GC during
  * the health check could delete the very version a failed gate must go back to.
  */
-export function runtimeActivationPort(
-  runtime: Runtime,
-  author = 'ota',
-  options: ActivationPortOptions = {},
-): ActivationPort {
+export function runtimeActivationPort(runtime: Runtime, options: ActivationPortOptions = {}): ActivationPort {
   // One job runs at a time, but the holds are kept per model so that a port shared by several jobs never
   // drops another model's hold when it replaces the set.
   const held = new Map<string, string>();
@@ -128,17 +94,17 @@ export function runtimeActivationPort(
     [...servingVersions(runtime, modelId).values()].find((v): v is string => v !== undefined);
   return {
     activeVersion,
-    async activate(modelId, version) {
+    async activate(modelId, version, jobId) {
       // Held before the switch, so a crash between the two never leaves the old version unprotected. When it
       // already equals `version` (an activation resumed after a crash) the hold from before stays as it is.
       const previous = await activeVersion(modelId);
       if (previous !== undefined && previous !== version) setHold(modelId, previous);
-      await runtime.setModelVersion(modelId, version, author);
+      await runtime.setModelVersion(modelId, version, jobId);
       return converge(runtime, modelId, version, 'activating');
     },
-    async rollback(modelId, version) {
-      if (version === undefined) await runtime.clearModelVersion(modelId, author);
-      else await runtime.setModelVersion(modelId, version, `${author}:rollback`);
+    async rollback(modelId, version, jobId) {
+      if (version === undefined) await runtime.clearModelVersion(modelId, jobId);
+      else await runtime.setModelVersion(modelId, version, jobId, 'rollback');
       // Released only once the old version serves again (the in-use set protects it from then on); a failed
       // rollback keeps the hold so that nothing removes the version an operator will want back.
       await converge(runtime, modelId, version, 'rolling back to');

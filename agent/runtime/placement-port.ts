@@ -30,6 +30,11 @@ export interface PlacementView {
   /** Planned key → the fallback that runs instead, and why. */
   fallbacks: Array<{ plannedKey: string; activeKey: string; reason: string }>;
   pins: Partial<Record<SlotName, SlotConstraints>>;
+  /**
+   * Per slot: the model version an OTA job selected, and which job ("OTA job j-17", "OTA job j-17, rolling
+   * back"), so that a version nobody configured can be traced to the job that set it.
+   */
+  otaVersions?: Partial<Record<SlotName, { version: string; setBy: string }>>;
   /** Every configured slot's state: the one model the overview's health, /v1/models and the fleet also read. */
   slotStates: SlotState[];
   /** What a pin may name on this board: usable ones, and the others with why not. */
@@ -56,6 +61,16 @@ export interface PlacementPort {
   replan(reason: string): Promise<void>;
 }
 
+/**
+ * The desired state's OTA author as a person reads it. Runtime.setModelVersion writes `ota:<job id>` and, for
+ * a job's rollback, `ota:<job id>:rollback`; anything else (an older row) is shown as it was written.
+ */
+function otaAuthorText(author: string): string {
+  const m = /^ota:(.+?)(:rollback)?$/.exec(author);
+  if (!m) return author;
+  return m[2] ? `OTA job ${m[1]}, rolling back` : `OTA job ${m[1]}`;
+}
+
 /** `board`: the board the runtime plans for, once known (the pin dropdown offers what it can use). */
 export function placementPortFrom(
   runtime: Runtime,
@@ -65,8 +80,12 @@ export function placementPortFrom(
     view() {
       const s = runtime.state();
       const pins: Partial<Record<SlotName, SlotConstraints>> = {};
-      for (const slot of runtime.document().slots)
+      const otaVersions: NonNullable<PlacementView['otaVersions']> = {};
+      for (const slot of runtime.document().slots) {
         if (slot.operator) pins[slot.slot] = slot.operator.constraints;
+        if (slot.ota)
+          otaVersions[slot.slot] = { version: slot.ota.version, setBy: otaAuthorText(slot.ota.author) };
+      }
       return {
         placement: s.placement,
         serving: s.serving,
@@ -84,6 +103,7 @@ export function placementPortFrom(
           .filter((a) => a.fallback !== undefined)
           .map((a) => ({ plannedKey: a.plannedKey, activeKey: a.active.key, reason: a.fallback!.reason })),
         pins,
+        otaVersions,
         slotStates: runtimeSlotStates(runtime),
         pinOptions: pinOptions(board()),
         loadTimes: s.loadTimes,

@@ -147,10 +147,24 @@ export class Runtime {
     return this.replan(`${slot} pin cleared by ${author}`);
   }
 
-  /** An OTA job activating a model version: every slot using the model moves to it. */
-  async setModelVersion(modelId: string, version: string, jobId: string): Promise<Placement> {
-    this.desired.setModelVersion(modelId, version, `ota:${jobId}`);
-    return this.replan(`OTA job ${jobId} activates ${modelId}@${version}`);
+  /**
+   * An OTA job activating a model version (or, after a failed gate, going back to the one before): every slot
+   * using the model moves to it. The job id is the desired state's author (`ota:<job>`, `ota:<job>:rollback`)
+   * and is named in the replan reason.
+   */
+  async setModelVersion(
+    modelId: string,
+    version: string,
+    jobId: string,
+    why: 'activate' | 'rollback' = 'activate',
+  ): Promise<Placement> {
+    const rollback = why === 'rollback';
+    this.desired.setModelVersion(modelId, version, rollback ? `ota:${jobId}:rollback` : `ota:${jobId}`);
+    return this.replan(
+      rollback
+        ? `OTA job ${jobId} rolls back to ${modelId}@${version}`
+        : `OTA job ${jobId} activates ${modelId}@${version}`,
+    );
   }
 
   async clearModelVersion(modelId: string, jobId: string): Promise<Placement> {

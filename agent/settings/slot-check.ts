@@ -6,6 +6,7 @@ import {
   type ModelKind,
   type Placement,
   type PlanCatalog,
+  SLOT_KINDS,
   SLOT_NAMES,
   type SlotName,
   type SlotSpec,
@@ -13,17 +14,6 @@ import {
 
 // A slot set at run time must name an installed model of a task the slot can use, and the planner must be able to
 // place it; otherwise the change is refused with the reason and nothing is written or applied.
-
-/** The model tasks each slot can use (an omni model hears and speaks, a VLM also chats). */
-export const SLOT_KINDS: Record<SlotName, readonly ModelKind[]> = {
-  'voice.vad': ['vad'],
-  'voice.wake': ['wake'],
-  'voice.asr': ['asr', 'omni'],
-  'voice.llm': ['llm', 'vlm', 'omni'],
-  'voice.omni': ['omni'],
-  'voice.tts': ['tts'],
-  'vision.vlm': ['vlm', 'omni'],
-};
 
 export function slotsForKind(kind: ModelKind): SlotName[] {
   return SLOT_NAMES.filter((s) => SLOT_KINDS[s].includes(kind));

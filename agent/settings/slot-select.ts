@@ -1,8 +1,7 @@
 import { MnnEdgeError } from '../../lib/errors.js';
 import type { JsonObject } from '../config/layers.js';
 import type { SlotConfig, SlotConfigBuiltin, SlotsConfig } from '../config/sections/slots.js';
-import { BUILTINS, type PlanCatalog, SLOT_NAMES, type SlotName } from '../plan/types.js';
-import { SLOT_KINDS } from './slot-check.js';
+import { BUILTINS, type PlanCatalog, SLOT_KINDS, SLOT_NAMES, type SlotName } from '../plan/types.js';
 
 // "Which model serves this slot" as a choice from a list (Home Assistant's select per slot; a dashboard select
 // could use the same): the choices are the installed models whose task fits the slot, the built-ins the slot can

@@ -12,9 +12,10 @@ import { type Db, openStore } from '../../agent/store/database.js';
 import type { Sampler } from '../../agent/telemetry/samplers.js';
 import { systemClock } from '../../lib/clock.js';
 import { createLogger, type Logger } from '../../lib/log.js';
+import type { ActivationPort, HealthProbe } from '../../lib/ota-ports.js';
 import { type OtaConfig, otaDefaults } from '../../ota/config.js';
 import { attachOtaToMqtt, type OtaDeviceLink } from '../../ota/jobs/mqtt-device.js';
-import type { ActivationPort, HealthProbe, PackageInstaller } from '../../ota/jobs/ports.js';
+import type { PackageInstaller } from '../../ota/jobs/ports.js';
 import { createOtaDevice, type OtaDevice } from '../../ota/module.js';
 
 export type HealthOutcome = 'pass' | 'fail';

@@ -1,9 +1,19 @@
-// WAV (RIFF) reading and writing, below every user of it (the workloads map WavFormatError to their EAUDIO). Reading accepts what microphones, sox and the dashboard produce: integer PCM of
+// WAV (RIFF) reading and writing: the one WAV parser, below every user of it (the workloads, the wake-keyword
+// tools, the benches). Reading accepts what microphones, sox and the dashboard produce: integer PCM of
 // 8/16/24/32 bits and IEEE float32, plain or WAVE_FORMAT_EXTENSIBLE. Writing produces 16-bit PCM, which every
 // player and MNN's audio loader read.
-/** A byte string that is not a WAV this reader takes; the message says what is wrong with it. */
-export class WavFormatError extends Error {
-  override name = 'WavFormatError';
+import { MnnEdgeError } from '../errors.js';
+
+/**
+ * A byte string that is not a WAV this reader takes; the message says what is wrong with it. Its code is EAUDIO,
+ * the code the workloads give bad audio (agent/workloads/shared/errors.ts), so a refused file reads the same
+ * wherever it was parsed and nobody has to translate it.
+ */
+export class WavFormatError extends MnnEdgeError {
+  constructor(message: string) {
+    super('EAUDIO', message);
+    this.name = 'WavFormatError';
+  }
 }
 
 const FORMAT_PCM = 1;

@@ -1,8 +1,8 @@
 // The gate between "activated" and "committed": a model that loads but got slower or stopped answering is
 // as bad for a fleet as one that fails to load. Pure, so every verdict can be tested with numbers.
 
+import type { ProbeResult } from '../../lib/ota-ports.js';
 import type { HealthNumbers } from './job.js';
-import type { ProbeResult } from './ports.js';
 
 export interface HealthPolicy {
   prompt: string;

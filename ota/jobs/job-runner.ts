@@ -1,6 +1,6 @@
 // The device side of OTA: a state machine per job, driven from the SQLite journal.
 //
-//   queued → downloading → verifying → staged → activating → health-check → succeeded
+//   queued → downloading → installing → staged → activating → health-check → succeeded
 //      ↘ rejected(reason)     ↘ failed(reason)                  ↘ rolled-back(reason)
 //
 // Each state is written before its step runs and each step can be redone, so a restart (or a power cut)
@@ -13,6 +13,7 @@ import { type Clock, systemClock } from '../../lib/clock.js';
 import type { Downloader } from '../../lib/download/downloader.js';
 import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
+import type { ActivationPort, HealthProbe } from '../../lib/ota-ports.js';
 import { formatSchemaErrors, validate } from '../../lib/schema.js';
 import { TypedEventEmitter } from '../../lib/typed-events.js';
 import { isRejection, OtaRejection } from '../trust/rejection.js';
@@ -22,7 +23,7 @@ import type { TrustStore } from '../trust/trust.js';
 import { type HealthPolicy, judgeHealth } from './health-gate.js';
 import { isTerminal, type JobStatus, type OtaJob, otaJobSchema, type RollbackReason } from './job.js';
 import type { JobJournal, JournalEntry } from './journal.js';
-import type { ActivationPort, HealthProbe, PackageInstaller } from './ports.js';
+import type { PackageInstaller } from './ports.js';
 
 export interface JobRunnerDeps {
   facts: DeviceFacts;
@@ -186,9 +187,9 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
         } finally {
           off();
         }
-        return journal.update(e.jobId, { state: 'verifying', bytesDone: artifact.length });
+        return journal.update(e.jobId, { state: 'installing', bytesDone: artifact.length });
       }
-      case 'verifying': {
+      case 'installing': {
         const tarball = this.#stagedPath(e);
         if (!existsSync(tarball)) return journal.update(e.jobId, { state: 'downloading' });
         await this.#d.installer.install(tarball, { id, version }, signal);
@@ -209,7 +210,7 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
       case 'activating': {
         const counted = this.#countAttempt(e);
         if (typeof counted === 'string') return this.#rollback(e, 'crashed', counted);
-        const outcome = await this.#d.activation.activate(id, version);
+        const outcome = await this.#d.activation.activate(id, version, e.jobId);
         if (outcome && !outcome.serving) return this.#installedUnserved(counted, outcome.why);
         return journal.update(e.jobId, { state: 'health-check' });
       }
@@ -218,7 +219,7 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
         if (typeof counted === 'string') return this.#rollback(e, 'crashed', counted);
         // Resumed after a crash that may have happened mid-rollback: make sure the version under test serves.
         if ((await this.#d.activation.activeVersion(id)) !== version) {
-          const outcome = await this.#d.activation.activate(id, version);
+          const outcome = await this.#d.activation.activate(id, version, e.jobId);
           if (outcome && !outcome.serving) return this.#installedUnserved(counted, outcome.why);
         }
         return this.#gate(counted);
@@ -320,7 +321,7 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
   ): Promise<JournalEntry> {
     const { id } = e.job.package;
     try {
-      await this.#d.activation.rollback(id, e.previousVersion);
+      await this.#d.activation.rollback(id, e.previousVersion, e.jobId);
     } catch (err) {
       return this.#d.journal.update(e.jobId, {
         state: 'failed',
@@ -353,7 +354,7 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
         ? 'disk-space'
         : code === 'EDOWNLOAD'
           ? 'download'
-          : e.state === 'verifying'
+          : e.state === 'installing'
             ? 'install'
             : 'error';
     return this.#d.journal.update(e.jobId, { state: 'failed', reason, message });

@@ -7,10 +7,16 @@ import { deviceTopics, FLEET_SEGMENT, TOPIC_PREFIX } from '../../lib/topics.js';
 import type { RejectReason } from '../trust/rejection.js';
 import type { SignedTargets } from '../trust/targets.js';
 
+/**
+ * A job's states, each named for the step that runs while the journal holds it: `queued` checks the signed
+ * targets (signatures, version, expiry) before anything is fetched, `downloading` fetches and checks length and
+ * sha256, `installing` unpacks, verifies every file against the manifest and installs, `staged` measures the
+ * baseline, `activating` swaps, `health-check` runs the gate.
+ */
 export const JOB_STATES = [
   'queued',
   'downloading',
-  'verifying',
+  'installing',
   'staged',
   'activating',
   'health-check',
@@ -24,6 +30,26 @@ export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'rol
 
 export function isTerminal(state: JobState): boolean {
   return TERMINAL_STATES.includes(state);
+}
+
+/**
+ * The install step was called `verifying` until issue 44, and on the wire it still is: a device reports
+ * `installing` as `verifying` in its status, because operator tools before that change hold a status with a
+ * state they do not know for malformed, and a rollout counts a malformed status as a failed device. A reader
+ * accepts both (jobStatusSchema), so that once no such tool is left a device can send `installing` as it is.
+ * The journal (SQLite) stores the new name; migration 48 rewrote the rows written before.
+ */
+export const WIRE_JOB_STATES = [...JOB_STATES, 'verifying'] as const;
+export type WireJobState = (typeof WIRE_JOB_STATES)[number];
+
+/** A state as a device's status reports it (see WIRE_JOB_STATES). */
+export function jobStateOnWire(state: JobState): WireJobState {
+  return state === 'installing' ? 'verifying' : state;
+}
+
+/** A state as a status reports it, in the journal's words. */
+export function jobStateFromWire(state: WireJobState): JobState {
+  return state === 'verifying' ? 'installing' : state;
 }
 
 export interface OtaJob {
@@ -101,7 +127,11 @@ export const jobStatusSchema: JsonSchema = {
   properties: {
     jobId: { type: 'string' },
     deviceId: { type: 'string' },
-    state: { enum: JOB_STATES },
+    state: {
+      enum: WIRE_JOB_STATES,
+      description:
+        'Devices report the install step (unpack, verify the files against the manifest, install) as `verifying`, its name before `installing`; readers take either for that step.',
+    },
     package: {
       type: 'object',
       required: ['id', 'version'],

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MnnEdgeError } from '../../lib/errors.js';
-import type { HealthProbe, ProbeRequest, ProbeResult } from './ports.js';
+import type { HealthProbe, ProbeRequest, ProbeResult } from '../../lib/ota-ports.js';
 
 export interface LlmDemoProbeOptions {
   /** Path of the llm_demo binary. */

@@ -8,7 +8,7 @@ import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
 import { parseJsonInput } from '../../lib/json-input.js';
 import type { Logger } from '../../lib/log.js';
 import type { RootStore } from '../trust/root-store.js';
-import { type JobStatus, otaTopics } from './job.js';
+import { type JobStatus, jobStateOnWire, otaTopics } from './job.js';
 import type { JobRunner } from './job-runner.js';
 import { applyRootJob } from './root-job.js';
 
@@ -106,7 +106,9 @@ export function attachOtaToMqtt(
       },
     );
   };
-  const publishStatus = (status: JobStatus) => send(JSON.stringify(status));
+  // In the wire's words: the install step goes out as `verifying` (WIRE_JOB_STATES says why).
+  const publishStatus = (status: JobStatus) =>
+    send(JSON.stringify({ ...status, state: jobStateOnWire(status.state) }));
   const onMessage: MessageHandler = (topic, payload, packet) => {
     if (payload.length === 0) return; // a cleared retained job
     let message: unknown;

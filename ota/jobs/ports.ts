@@ -1,5 +1,6 @@
 // What the OTA job runner needs from the rest of the agent, as small interfaces. The composition root wires
-// the real store and runtime in; tests pass their own.
+// the real store and runtime in; tests pass their own. The activation and health-probe ports are shared with
+// the runtime that implements them, so they live in lib/ota-ports.ts; the installer is OTA's own.
 
 export interface PackageInstaller {
   /**
@@ -9,44 +10,4 @@ export interface PackageInstaller {
    * 'manifest-mismatch') for a package that must never be installed.
    */
   install(tarball: string, expect: { id: string; version: string }, signal?: AbortSignal): Promise<void>;
-}
-
-/**
- * What an activation achieved. `serving: false` is not a failure: the version is selected and will serve as
- * soon as a slot uses the model (a fleet often pushes a model before configuring its slot), but there is
- * nothing running to health-check yet. An activation that should serve and does not throws instead.
- */
-export type ActivationOutcome = { serving: true } | { serving: false; why: string };
-
-export interface ActivationPort {
-  /** The version serving now, if any. */
-  activeVersion(modelId: string): Promise<string | undefined>;
-  /** Hot-swaps the model to `version` (already installed). Resolving to nothing means it serves. */
-  // biome-ignore lint/suspicious/noConfusingVoidType: ports written before outcomes existed return Promise<void>.
-  activate(modelId: string, version: string): Promise<ActivationOutcome | void>;
-  /** After a failed gate: back to `version`, or no version of this model when undefined. */
-  rollback(modelId: string, version: string | undefined): Promise<void>;
-  /** The gate passed: `version` stays; `previous` is kept on disk for a later rollback until GC. */
-  commit(modelId: string, version: string, previous: string | undefined): Promise<void>;
-}
-
-export interface ProbeRequest {
-  modelId: string;
-  version: string;
-  prompt: string;
-  maxNewTokens: number;
-  /** For vision models: a reference image the probe prompt refers to. */
-  image?: string;
-  timeoutMs: number;
-}
-
-export interface ProbeResult {
-  ttftMs: number;
-  decodeTokensPerSecond: number;
-  text: string;
-}
-
-export interface HealthProbe {
-  /** Runs the probe prompt on what is active now; throws when the model does not load or answer. */
-  measure(request: ProbeRequest): Promise<ProbeResult>;
 }

@@ -4,10 +4,11 @@
 // rollback-hold flags so GC can never remove what is serving or what a rollback would need.
 
 import { MnnEdgeError } from '../../lib/errors.js';
+import type { ActivationPort } from '../../lib/ota-ports.js';
 import type { KvStore } from '../../lib/sqlite/database.js';
 import { formatRef, type ModelRef, type ModelStore } from '../../models/index.js';
 import { OtaRejection } from '../trust/rejection.js';
-import type { ActivationPort, PackageInstaller } from './ports.js';
+import type { PackageInstaller } from './ports.js';
 
 export class ModelStoreInstaller implements PackageInstaller {
   readonly #store: ModelStore;

@@ -5,7 +5,14 @@ import { parseJsonInput } from '../../lib/json-input.js';
 import { OPERATOR_QOS, OperatorLink } from '../../lib/mqtt/operator-link.js';
 import { validate } from '../../lib/schema.js';
 import { deviceIdOf, fleetTopics } from '../../lib/topics.js';
-import { type JobStatus, jobStatusSchema, type OtaJob, otaTopics } from '../jobs/job.js';
+import {
+  type JobStatus,
+  jobStateFromWire,
+  jobStatusSchema,
+  type OtaJob,
+  otaTopics,
+  type WireJobState,
+} from '../jobs/job.js';
 import type { RootRotationJob } from '../jobs/root-job.js';
 import type { RolloutController, RolloutView } from './rollout.js';
 
@@ -60,7 +67,10 @@ export function parseStatus(payload: Buffer): JobStatus | undefined {
   if (payload.length === 0) return undefined;
   try {
     const v: unknown = parseJsonInput(payload, 'OTA status');
-    return validate(jobStatusSchema, v).length === 0 ? (v as JobStatus) : undefined;
+    if (validate(jobStatusSchema, v).length > 0) return undefined;
+    // A device names the install step `verifying` on the wire (WIRE_JOB_STATES); the tools use the journal's words.
+    const status = v as Omit<JobStatus, 'state'> & { state: WireJobState };
+    return { ...status, state: jobStateFromWire(status.state) };
   } catch {
     return undefined;
   }

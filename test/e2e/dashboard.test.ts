@@ -241,6 +241,14 @@ test.serial(
       const p = (await (await fetch('/api/placement')).json()) as { pins: Record<string, unknown> };
       return p.pins['voice.llm'] === undefined;
     });
+    // A version an OTA job selected is traced to that job's own id on the page (it once read "ota").
+    const runtime = agent.runtime()!;
+    await runtime.setModelVersion('tiny-llm', '1.0.0', 'job-e2e');
+    const ota = llmRow.getByTestId('slot-ota');
+    await ota.waitFor();
+    t.is(await ota.textContent(), 'version 1.0.0 set by OTA job job-e2e');
+    await runtime.clearModelVersion('tiny-llm', 'job-e2e');
+    await ota.waitFor({ state: 'detached' });
   },
 );
 

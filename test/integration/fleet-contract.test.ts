@@ -3,7 +3,7 @@ import test, { type ExecutionContext } from 'ava';
 import { connect, type IClientPublishOptions, type MqttClient } from 'mqtt';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
-import { buildClientOptions } from '../../agent/fleet/connection.js';
+import { buildClientOptions } from '../../agent/fleet/client-options.js';
 import { type EmbeddedBroker, startEmbeddedBroker } from '../../agent/fleet/embedded-broker.js';
 import { haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
 import { FleetOperator } from '../../agent/fleet/operator.js';

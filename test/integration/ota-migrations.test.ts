@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import type BetterSqlite3 from 'better-sqlite3';
 import { openStore } from '../../agent/store/database.js';
 import { JobJournal } from '../../ota/jobs/journal.js';
@@ -29,12 +29,18 @@ const schemaOf = (db: BetterSqlite3.Database): Map<string, string> =>
     ).map((r) => [r.name, r.sql.replace(/\s+/g, ' ').trim()]),
   );
 
-test('a database made before the move opens cleanly: no migration runs twice, rows and schema are intact', (t) => {
+/** A device's database as the code of commit a6a831b left it, in a folder removed after the test; still open. */
+function databaseBeforeTheMove(t: ExecutionContext) {
   const dir = mkdtempSync(join(tmpdir(), 'ota-migrations-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const path = join(dir, 'agent.db');
   const before = new Database(path);
   before.exec(fixture);
+  return { dir, path, before };
+}
+
+test('a database made before the move opens cleanly: no migration runs twice, rows and schema are intact', (t) => {
+  const { dir, path, before } = databaseBeforeTheMove(t);
   const oldSchema = schemaOf(before);
   const oldApplied = before.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all();
   before.close();
@@ -118,4 +124,27 @@ test("OTA's migrations keep the versions and names devices have applied (40-43)"
     applied.map((a) => a.version),
     [40, 41, 42, 43],
   );
+});
+
+test('migration 48: a job journalled as verifying (the old name of the install step) resumes as installing', (t) => {
+  const { path, before } = databaseBeforeTheMove(t);
+  // As the code before issue 44 left it: the device's job mid-install, and an operator's rollout row that
+  // recorded a device's last reported state.
+  before.exec(`
+    UPDATE ota_jobs SET state = 'verifying' WHERE job_id = 'job-before-30';
+    INSERT INTO ota_rollouts (rollout_id, spec, state, phase, message, created_at, updated_at)
+      VALUES ('r-old', '{}', 'running', 0, NULL, ${FIXTURE_APPLIED_AT}, ${FIXTURE_APPLIED_AT});
+    INSERT INTO ota_rollout_devices (rollout_id, device_id, ordinal, phase, job_id, state, reason, updated_at)
+      VALUES ('r-old', 'dev-1', 0, 0, 'r-old.dev-1', 'verifying', NULL, ${FIXTURE_APPLIED_AT});
+  `);
+  before.close();
+
+  const db = openStore(path);
+  t.teardown(() => db.close());
+  t.is(new JobJournal(db).get('job-before-30')?.state, 'installing');
+  t.is(
+    db.prepare("SELECT state FROM ota_rollout_devices WHERE rollout_id = 'r-old'").pluck().get(),
+    'installing',
+  );
+  t.is(db.prepare("SELECT COUNT(*) FROM ota_jobs WHERE state = 'verifying'").pluck().get(), 0);
 });

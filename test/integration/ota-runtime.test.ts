@@ -98,7 +98,7 @@ gate(
     const key = generateSigningKey();
     const signer = parsePrivateKey(key.privateKeyPem);
     const config = { ...otaDefaults, trustedKeys: [{ publicKey: key.publicKey }] };
-    const activation = runtimeActivationPort(runtime, 'ota', {
+    const activation = runtimeActivationPort(runtime, {
       holdForRollback: (refs) => store.setRollbackHold(refs),
     });
     const device = createOtaDevice({
@@ -136,6 +136,9 @@ gate(
         [signer],
       );
 
+    const reasons: string[] = [];
+    runtime.events.on('placement', (e) => reasons.push(e.reason));
+    const otaAuthor = () => runtime.document().slots.find((s) => s.slot === 'voice.llm')?.ota?.author;
     t.is(await activation.activeVersion('tiny-llm'), '1.0.0');
     device.runner.submit({
       jobId: 'rt-2',
@@ -156,6 +159,9 @@ gate(
         .filter((p) => p.rollbackHold)
         .map((p) => `${p.id}@${p.version}`);
     t.deepEqual(held(), [], 'the commit released the hold on 1.0.0');
+    // The job's own id travels to the runtime: the desired state's author and the replan reason name it.
+    t.is(otaAuthor(), 'ota:rt-2');
+    t.true(reasons.includes('OTA job rt-2 activates tiny-llm@2.0.0'), reasons.join('; '));
     t.log(`gate: ${ok.message} (baseline ${ok.health!.baselineDecodeTokensPerSecond?.toFixed(1)} tok/s)`);
 
     device.runner.submit({
@@ -172,6 +178,8 @@ gate(
     const answer = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 4 });
     t.true(answer.text.length > 0, 'the rolled-back version still serves');
     t.deepEqual(held(), [], 'the rollback released the hold on 2.0.0');
+    t.is(otaAuthor(), 'ota:rt-3:rollback');
+    t.true(reasons.includes('OTA job rt-3 rolls back to tiny-llm@2.0.0'), reasons.join('; '));
 
     // A model pushed before any slot uses it: installed and selected, the job succeeds without a gate.
     device.runner.submit({

@@ -108,7 +108,7 @@ test('engine build: bad input is a usage error that says what is wrong', async (
     [['engine', 'build', '--ref', 'a b', '--dry-run'], /--ref a b is not a commit, tag or branch name/],
     [
       ['engine', 'build', '--with', 'metal', '--dry-run'],
-      /--with: unknown backend 'metal' \(one of opencl, vulkan, cuda, qnn, hexagon\)/,
+      /--with: unknown backend or tool 'metal' \(one of opencl, vulkan, cuda, qnn, hexagon, converter\)/,
     ],
     [['engine', 'build', '--with', 'vulkan', '--without', 'vulkan'], /--with and --without both name vulkan/],
   ];

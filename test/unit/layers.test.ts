@@ -1,12 +1,14 @@
 // The shape of the code as scripts/check-layers.ts draws it from the imports, held to its limits so that a change
 // that makes two parts lean on each other, or grows a function past ~120 lines, fails here and not in review.
 import { existsSync } from 'node:fs';
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
 import test from 'ava';
 import {
   analyse,
   COMPOSITION_ROOT,
   cycles,
+  DASHBOARD_CONTRACT,
+  dashboardImportsOf,
   docsSection,
   docsSectionInFile,
   EXEMPT,
@@ -53,6 +55,30 @@ test(`of agent/, only ${COMPOSITION_ROOT} imports a feature (${FEATURES.join(', 
   t.deepEqual(unused, []);
   for (const [entry, why] of Object.entries(FEATURE_IMPORT_EXEMPT))
     t.true(why.length > 40, `${entry}: say why`);
+});
+
+test(`the dashboard's browser code imports from outside dashboard/src only its wire contract (${DASHBOARD_CONTRACT.join(', ')})`, (t) => {
+  t.deepEqual(
+    report.dashboardImports.map((i) => `${rel(i.from)} -> ${rel(i.to)}`),
+    [],
+  );
+  // The rule itself: a page reaching into the runtime is caught; the contract and the dashboard's own files are
+  // not; code outside dashboard/src is not its business.
+  const at = (f: string) => join(process.cwd(), f);
+  const imports = [
+    { from: at('dashboard/src/pages/models.ts'), to: at('agent/runtime/engine/load-split.ts') },
+    { from: at('dashboard/src/ui/slot-choice.ts'), to: at('lib/log-tail.ts') },
+    { from: at('dashboard/src/pages/models.ts'), to: at(DASHBOARD_CONTRACT[0]) },
+    { from: at('dashboard/src/pages/models.ts'), to: at('dashboard/src/ui/dom.ts') },
+    { from: at('agent/dashboard-api/wire.ts'), to: at('agent/runtime/engine/load-split.ts') },
+  ];
+  t.deepEqual(
+    dashboardImportsOf(imports).map((i) => `${rel(i.from)} -> ${rel(i.to)}`),
+    [
+      'dashboard/src/pages/models.ts -> agent/runtime/engine/load-split.ts',
+      'dashboard/src/ui/slot-choice.ts -> lib/log-tail.ts',
+    ],
+  );
 });
 
 test('docs/ARCHITECTURE.md shows the table the check draws (npx tsx scripts/check-layers.ts --write-docs)', (t) => {

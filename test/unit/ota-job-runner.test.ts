@@ -6,11 +6,13 @@ import test from 'ava';
 import { openStore } from '../../agent/store/database.js';
 import { Downloader } from '../../lib/download/downloader.js';
 import { createMemoryLogger } from '../../lib/log.js';
+import type { ActivationPort, HealthProbe, ProbeResult } from '../../lib/ota-ports.js';
 import { defaultHealthPolicy } from '../../ota/jobs/health-gate.js';
-import type { JobStatus, OtaJob } from '../../ota/jobs/job.js';
+import { type JobStatus, jobStateOnWire, type OtaJob } from '../../ota/jobs/job.js';
 import { JobRunner } from '../../ota/jobs/job-runner.js';
 import { JobJournal } from '../../ota/jobs/journal.js';
-import type { ActivationPort, HealthProbe, PackageInstaller, ProbeResult } from '../../ota/jobs/ports.js';
+import type { PackageInstaller } from '../../ota/jobs/ports.js';
+import { parseStatus } from '../../ota/tools/publish.js';
 import { servePackages } from '../../ota/tools/serve.js';
 import { generateSigningKey, parsePrivateKey } from '../../ota/trust/keys.js';
 import { OtaRejection } from '../../ota/trust/rejection.js';
@@ -34,12 +36,12 @@ class FakeRuntime implements ActivationPort, HealthProbe, PackageInstaller {
   async activeVersion(id: string) {
     return this.active.get(id);
   }
-  async activate(id: string, version: string) {
-    this.calls.push(`activate ${id}@${version}`);
+  async activate(id: string, version: string, jobId: string) {
+    this.calls.push(`activate ${id}@${version} for ${jobId}`);
     this.active.set(id, version);
   }
-  async rollback(id: string, version: string | undefined) {
-    this.calls.push(`rollback ${id}@${version ?? '-'}`);
+  async rollback(id: string, version: string | undefined, jobId: string) {
+    this.calls.push(`rollback ${id}@${version ?? '-'} for ${jobId}`);
     if (version === undefined) this.active.delete(id);
     else this.active.set(id, version);
   }
@@ -126,7 +128,7 @@ test('happy path: every state reported in order, the gate passes against the pre
   await runner.idle();
   t.deepEqual(
     [...new Set(statuses.map((s) => s.state))],
-    ['queued', 'downloading', 'verifying', 'staged', 'activating', 'health-check', 'succeeded'],
+    ['queued', 'downloading', 'installing', 'staged', 'activating', 'health-check', 'succeeded'],
   );
   const last = statuses.at(-1)!;
   t.is(last.message, 'TTFT 70 ms, decode 18 tok/s');
@@ -135,11 +137,26 @@ test('happy path: every state reported in order, the gate passes against the pre
   t.deepEqual(rt.calls, [
     'install m@2.0.0',
     'probe m@1.0.0',
-    'activate m@2.0.0',
+    // The job's own id reaches the port (the runtime names it as the author of the version it selects).
+    'activate m@2.0.0 for j1',
     'probe m@2.0.0',
     'commit m@2.0.0 keep 1.0.0',
   ]);
   t.deepEqual(readdirSync(staging), []);
+});
+
+test('the install step is installing in the journal and verifying on the wire; a reader takes either', (t) => {
+  // Operator tools before issue 44 hold an unknown state for a malformed status (a failed device in a rollout).
+  t.is(jobStateOnWire('installing'), 'verifying');
+  t.is(jobStateOnWire('downloading'), 'downloading');
+  const wire = (state: string) =>
+    Buffer.from(
+      JSON.stringify({ jobId: 'j1', deviceId: 'd', state, package: { id: 'm', version: '2' }, ts: 1 }),
+    );
+  t.is(parseStatus(wire('verifying'))?.state, 'installing');
+  t.is(parseStatus(wire('installing'))?.state, 'installing');
+  t.is(parseStatus(wire('staged'))?.state, 'staged');
+  t.is(parseStatus(wire('unpacking')), undefined);
 });
 
 test('same job id twice: answered with its status, run once', async (t) => {
@@ -179,6 +196,7 @@ test('health gate failure rolls back automatically and reports the numbers', asy
     minDecodeRatio: 0.8,
   });
   t.is(rt.active.get('m'), '1.0.0');
+  t.true(rt.calls.includes('rollback m@1.0.0 for j1'));
 });
 
 test('a model that does not load is rolled back to no version when it was the first', async (t) => {

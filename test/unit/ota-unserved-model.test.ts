@@ -6,16 +6,12 @@ import test, { type ExecutionContext } from 'ava';
 import { openStore } from '../../agent/store/database.js';
 import { Downloader } from '../../lib/download/downloader.js';
 import { createMemoryLogger } from '../../lib/log.js';
+import type { ActivationOutcome, ActivationPort, HealthProbe } from '../../lib/ota-ports.js';
 import { defaultHealthPolicy } from '../../ota/jobs/health-gate.js';
 import type { JobStatus } from '../../ota/jobs/job.js';
 import { JobRunner } from '../../ota/jobs/job-runner.js';
 import { JobJournal } from '../../ota/jobs/journal.js';
-import type {
-  ActivationOutcome,
-  ActivationPort,
-  HealthProbe,
-  PackageInstaller,
-} from '../../ota/jobs/ports.js';
+import type { PackageInstaller } from '../../ota/jobs/ports.js';
 import { servePackages } from '../../ota/tools/serve.js';
 import { generateSigningKey, parsePrivateKey } from '../../ota/trust/keys.js';
 import { signTargets } from '../../ota/trust/targets.js';

@@ -189,6 +189,14 @@ test('an installed model is probed in the background but not switched to until a
   await runtime.setModelVersion('tiny-llm', '2', 'job-1');
   await runtime.settled();
   t.is(runtime.state().serving['voice.llm'], 'tiny-llm@2/fp32|cpu t4 p:low m:low cpus:any');
+  // The dashboard's view names the job that selected the version.
+  t.deepEqual(placementPortFrom(runtime).view().otaVersions, {
+    'voice.llm': { version: '2', setBy: 'OTA job job-1' },
+  });
+  await runtime.setModelVersion('tiny-llm', '1', 'job-1', 'rollback');
+  t.deepEqual(placementPortFrom(runtime).view().otaVersions, {
+    'voice.llm': { version: '1', setBy: 'OTA job job-1, rolling back' },
+  });
   await mod.stop!();
 });
 

@@ -70,12 +70,17 @@ test('OTA activation hot-swaps through the OTA layer; the probe runs on what ser
   const { runtime } = setup();
   await runtime.configure(slots);
   await runtime.settled();
-  const activation = runtimeActivationPort(runtime, 'ota:job-42');
+  const activation = runtimeActivationPort(runtime);
   const probe = runtimeHealthProbe(runtime);
+  const reasons: string[] = [];
+  runtime.events.on('placement', (e) => reasons.push(e.reason));
   t.is(await activation.activeVersion('vlm'), '1.0.0');
-  await activation.activate('vlm', '1.1.0');
+  await activation.activate('vlm', '1.1.0', 'job-41');
   t.is(await activation.activeVersion('vlm'), '1.1.0');
   t.is(runtime.document().slots[0]!.sources.version, 'ota');
+  // The OTA job's own id, not a constant: the desired state's author and the replan reason name the job.
+  t.is(runtime.document().slots[0]!.ota?.author, 'ota:job-41');
+  t.deepEqual(reasons, ['OTA job job-41 activates vlm@1.1.0']);
   const r = await probe.measure({
     modelId: 'vlm',
     version: '1.1.0',
@@ -93,8 +98,10 @@ test('OTA activation hot-swaps through the OTA layer; the probe runs on what ser
       message: 'vlm@1.0.0 is not serving any slot; nothing to probe',
     },
   );
-  await activation.rollback('vlm', '1.0.0');
+  await activation.rollback('vlm', '1.0.0', 'job-41');
   t.is(await activation.activeVersion('vlm'), '1.0.0');
+  t.is(runtime.document().slots[0]!.ota?.author, 'ota:job-41:rollback');
+  t.deepEqual(reasons, ['OTA job job-41 activates vlm@1.1.0', 'OTA job job-41 rolls back to vlm@1.0.0']);
   await runtime.stop();
 });
 
@@ -105,12 +112,12 @@ test('an activation whose version does not load is reported with the load error,
   const original = world.behaviour;
   world.behaviour = { ...original, loadFails: new Map([['cpu', 'weights file truncated']]) };
   const activation = runtimeActivationPort(runtime);
-  await t.throwsAsync(activation.activate('vlm', '1.1.0'), {
+  await t.throwsAsync(activation.activate('vlm', '1.1.0', 'job-42'), {
     message: 'activating vlm@1.1.0 did not take effect: load failed: weights file truncated',
   });
   t.is(await activation.activeVersion('vlm'), '1.0.0');
   world.behaviour = original;
-  await activation.rollback('vlm', undefined);
+  await activation.rollback('vlm', undefined, 'job-42');
   t.is(await activation.activeVersion('vlm'), '1.0.0');
   await runtime.stop();
 });
@@ -145,7 +152,7 @@ async function setupWithStore(t: ExecutionContext) {
   const tiny = join(modelFixturesDir, 'tiny-llm');
   await store.import(tiny, { id: 'vlm', version: '1.0.0' });
   await store.import(tiny, { id: 'vlm', version: '1.1.0' });
-  const activation = runtimeActivationPort(runtime, 'ota:job-7', {
+  const activation = runtimeActivationPort(runtime, {
     holdForRollback: (refs) => store.setRollbackHold(refs),
   });
   const flags = (version: string) => {
@@ -161,7 +168,7 @@ test('during the health check the previous version is held for rollback: GC keep
   await runtime.settled();
   t.deepEqual(flags('1.0.0'), { inUse: true, rollbackHold: false });
 
-  t.deepEqual(await activation.activate('vlm', '1.1.0'), { serving: true });
+  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-43'), { serving: true });
   // The runtime no longer uses 1.0.0, so only the hold keeps it from GC while the gate runs.
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   t.deepEqual(store.gc().removed, []);
@@ -178,16 +185,16 @@ test('a rollback serves the held version again and releases the hold; a failed a
   const { world, runtime, store, activation, flags } = await setupWithStore(t);
   await runtime.configure(slots);
   await runtime.settled();
-  await activation.activate('vlm', '1.1.0');
+  await activation.activate('vlm', '1.1.0', 'job-44');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
-  await activation.rollback('vlm', '1.0.0');
+  await activation.rollback('vlm', '1.0.0', 'job-44');
   t.is(await activation.activeVersion('vlm'), '1.0.0');
   t.deepEqual(flags('1.0.0'), { inUse: true, rollbackHold: false });
   t.deepEqual(store.gc().removed, []);
 
   const original = world.behaviour;
   world.behaviour = { ...original, loadFails: new Map([['cpu', 'weights file truncated']]) };
-  await t.throwsAsync(activation.activate('vlm', '1.1.0'), {
+  await t.throwsAsync(activation.activate('vlm', '1.1.0', 'job-44'), {
     message: 'activating vlm@1.1.0 did not take effect: load failed: weights file truncated',
   });
   // 1.0.0 still serves, but the placement names only 1.1.0: the hold is what keeps it on disk until the job
@@ -195,7 +202,7 @@ test('a rollback serves the held version again and releases the hold; a failed a
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   t.deepEqual(store.gc().removed, []);
   world.behaviour = original;
-  await activation.rollback('vlm', '1.0.0');
+  await activation.rollback('vlm', '1.0.0', 'job-44');
   t.deepEqual(flags('1.0.0'), { inUse: true, rollbackHold: false });
 });
 
@@ -203,16 +210,16 @@ test('a hold placed before a restart is released by the commit of the resumed jo
   const { runtime, store, flags } = await setupWithStore(t);
   await runtime.configure(slots);
   await runtime.settled();
-  const before = runtimeActivationPort(runtime, 'ota:job-8', {
+  const before = runtimeActivationPort(runtime, {
     holdForRollback: (refs) => store.setRollbackHold(refs),
   });
-  await before.activate('vlm', '1.1.0');
+  await before.activate('vlm', '1.1.0', 'job-45');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   // The agent restarts mid-gate: a fresh port, whose resumed activation finds 1.1.0 already serving.
-  const after = runtimeActivationPort(runtime, 'ota:job-8', {
+  const after = runtimeActivationPort(runtime, {
     holdForRollback: (refs) => store.setRollbackHold(refs),
   });
-  await after.activate('vlm', '1.1.0');
+  await after.activate('vlm', '1.1.0', 'job-45');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   await after.commit('vlm', '1.1.0', '1.0.0');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: false });
@@ -222,7 +229,7 @@ test('activating a model no slot uses selects the version and says it does not s
   const { runtime, activation, flags } = await setupWithStore(t);
   await runtime.configure([]);
   await runtime.settled();
-  t.deepEqual(await activation.activate('vlm', '1.1.0'), {
+  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-46'), {
     serving: false,
     why: 'no enabled slot uses vlm yet',
   });
@@ -240,10 +247,10 @@ test('a disabled slot does not count as using the model', async (t) => {
   const { runtime, activation } = await setupWithStore(t);
   await runtime.configure([{ ...slots[0]!, enabled: false }]);
   await runtime.settled();
-  t.deepEqual(await activation.activate('vlm', '1.1.0'), {
+  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-47'), {
     serving: false,
     why: 'no enabled slot uses vlm yet',
   });
-  await activation.rollback('vlm', undefined);
+  await activation.rollback('vlm', undefined, 'job-47');
   t.is(runtime.document().slots[0]!.ota, undefined);
 });

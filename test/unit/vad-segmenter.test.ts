@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { EnergyVad, VAD_FRAME_SAMPLES } from '../../agent/workloads/audio/vad.js';
-import { parseWav } from '../../agent/workloads/audio/wav.js';
 import { type SegmenterEvent, UtteranceSegmenter } from '../../agent/workloads/voice/segmenter.js';
+import { parseWav } from '../../lib/audio/wav.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 
 interface Expected {

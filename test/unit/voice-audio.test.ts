@@ -9,7 +9,7 @@ import {
   rms,
   toPipelineAudio,
 } from '../../agent/workloads/audio/pcm.js';
-import { encodeWavS16, parseWav } from '../../agent/workloads/audio/wav.js';
+import { encodeWavS16, parseWav, WavFormatError } from '../../lib/audio/wav.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 
 const speech16k = join(mediaFixturesDir, 'speech-hello-16k.wav');
@@ -44,7 +44,10 @@ test('a WAV written by encodeWavS16 reads back sample for sample', (t) => {
 });
 
 test('bad audio gets specific errors', (t) => {
+  // One parser, one error type: a WavFormatError with the workloads' code for bad audio.
   t.throws(() => parseWav(Buffer.from('hello world, not audio')), {
+    instanceOf: WavFormatError,
+    code: 'EAUDIO',
     message: 'Not a WAV file: the RIFF/WAVE header is missing',
   });
   t.throws(() => parseWav(encodeWavS16(Buffer.alloc(0), 16000)), {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { AplaySink, arecordSource, WavFileSink, wavFileSource } from '../../agent/workloads/audio/io.js';
-import { parseWav } from '../../agent/workloads/audio/wav.js';
+import { parseWav } from '../../lib/audio/wav.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 
 const speech = join(mediaFixturesDir, 'speech-hello-48k-stereo.wav');
@@ -98,5 +98,15 @@ test('WAV source and sink: a file in, a 16-bit WAV out', async (t) => {
       }
     })(),
     { code: 'EAUDIO', message: /^Cannot read WAV file .*nope\.wav: ENOENT/ },
+  );
+  // A file that is there but is no WAV: the parser's own error, with the same code.
+  writeFileSync(join(dir, 'text.wav'), 'not audio');
+  await t.throwsAsync(
+    (async () => {
+      for await (const _ of wavFileSource(join(dir, 'text.wav'))) {
+        // nothing
+      }
+    })(),
+    { code: 'EAUDIO', message: 'Not a WAV file: the RIFF/WAVE header is missing' },
   );
 });

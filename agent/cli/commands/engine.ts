@@ -11,6 +11,7 @@ import {
   toolchainFileText,
 } from '../../engine-build/cross.js';
 import {
+  type BackendChoice,
   type EngineBuildPlan,
   PINNED_MNN_COMMIT,
   planEngineBuild,
@@ -145,6 +146,38 @@ function crossTarget(text: string | undefined, root: string | undefined): CrossT
   return text;
 }
 
+/** --src (a tree used as it is) or --ref (a commit fetched), checked before anything runs. */
+function mnnSource(
+  srcFlag: string | undefined,
+  refFlag: string | undefined,
+): { src: string | undefined; ref: string | undefined } {
+  if (srcFlag !== undefined && refFlag !== undefined) {
+    throw new UsageError('--src uses a tree as it is and --ref fetches a commit; pass one of them');
+  }
+  if (refFlag !== undefined && !/^[0-9a-f]{7,40}$|^[A-Za-z0-9._/-]+$/.test(refFlag)) {
+    throw new UsageError(`--ref ${refFlag} is not a commit, tag or branch name`);
+  }
+  const src = srcFlag === undefined ? undefined : directory('src', srcFlag);
+  if (src !== undefined && !existsSync(join(src, 'CMakeLists.txt'))) {
+    throw new UsageError(`--src ${srcFlag} has no CMakeLists.txt: not an MNN source tree`);
+  }
+  if (src !== undefined && !existsSync(join(src, 'transformers', 'llm', 'engine'))) {
+    throw new UsageError(`--src ${srcFlag} has no transformers/llm/engine: MNN without the LLM engine`);
+  }
+  return { src, ref: refFlag };
+}
+
+/** --with and --without as the plan's choice. MNN's tools are left out unless asked for (`--without converter`
+ *  says the default); naming one part in both is a mistake. */
+function partsChoice(withText: string | undefined, withoutText: string | undefined): BackendChoice {
+  const withParts = partList('with', withText);
+  const withoutParts = partList('without', withoutText);
+  const without = new Set<string>([...withoutParts.backends, ...withoutParts.tools]);
+  const both = [...withParts.backends, ...withParts.tools].filter((b) => without.has(b));
+  if (both.length > 0) throw new UsageError(`--with and --without both name ${both.join(', ')}`);
+  return { with: withParts.backends, without: withoutParts.backends, tools: withParts.tools };
+}
+
 export const command: Command = {
   name: 'engine',
   summary: 'build MNN for this board and the engine addon against it (boards without a Yocto image)',
@@ -171,21 +204,7 @@ export const command: Command = {
       booleans: ['dry-run', 'json', 'verbose'],
     });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
-    const srcFlag = stringFlag(args, 'src');
-    const refFlag = stringFlag(args, 'ref');
-    if (srcFlag !== undefined && refFlag !== undefined) {
-      throw new UsageError('--src uses a tree as it is and --ref fetches a commit; pass one of them');
-    }
-    if (refFlag !== undefined && !/^[0-9a-f]{7,40}$|^[A-Za-z0-9._/-]+$/.test(refFlag)) {
-      throw new UsageError(`--ref ${refFlag} is not a commit, tag or branch name`);
-    }
-    const src = srcFlag === undefined ? undefined : directory('src', srcFlag);
-    if (src !== undefined && !existsSync(join(src, 'CMakeLists.txt'))) {
-      throw new UsageError(`--src ${srcFlag} has no CMakeLists.txt: not an MNN source tree`);
-    }
-    if (src !== undefined && !existsSync(join(src, 'transformers', 'llm', 'engine'))) {
-      throw new UsageError(`--src ${srcFlag} has no transformers/llm/engine: MNN without the LLM engine`);
-    }
+    const { src, ref: refFlag } = mnnSource(stringFlag(args, 'src'), stringFlag(args, 'ref'));
     const jobsText = stringFlag(args, 'jobs');
     const jobs = jobsText === undefined ? availableParallelism() : Number(jobsText);
     if (!Number.isInteger(jobs) || jobs < 1)
@@ -207,25 +226,12 @@ export const command: Command = {
     const rootFlag = stringFlag(args, 'root');
     const root = rootFlag === undefined ? '/' : directory('root', rootFlag);
 
-    const withParts = partList('with', stringFlag(args, 'with'));
-    const withoutParts = partList('without', stringFlag(args, 'without'));
-    const withBackends = withParts.backends;
-    const withoutBackends = withoutParts.backends;
-    const both = [...withBackends, ...withParts.tools].filter(
-      (b) => (withoutBackends as string[]).includes(b) || (withoutParts.tools as string[]).includes(b),
-    );
-    if (both.length > 0) throw new UsageError(`--with and --without both name ${both.join(', ')}`);
+    const choice = partsChoice(stringFlag(args, 'with'), stringFlag(args, 'without'));
 
     const caps = detect({ root });
     const host = findBuildHost(io.env, root);
     if (kleidiai !== undefined) host.kleidiaiSrc = resolve(kleidiai);
-    // MNN's tools are left out unless asked for: `--without converter` says the default.
-    const plan = planEngineBuild(
-      caps,
-      host,
-      { with: withBackends, without: withoutBackends, tools: withParts.tools },
-      target,
-    );
+    const plan = planEngineBuild(caps, host, choice, target);
     const toolchainFile =
       plan.toolchain === null ? undefined : join(workDir, `toolchain-${plan.toolchain.target}.cmake`);
     const nodeArm64 =

@@ -4,10 +4,10 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
+import { encodeWavS16, parseWav } from '../../../lib/audio/wav.js';
 import { writeFileDurable } from '../../../lib/durable-fs.js';
 import { WorkloadError } from '../shared/errors.js';
 import { floatToS16le, PcmToPipeline, PIPELINE_RATE, resample, toPipelineAudio } from './pcm.js';
-import { encodeWavS16, parseWav } from './wav.js';
 
 /** 16 kHz mono float chunks. */
 export type AudioSource = AsyncIterable<Float32Array>;

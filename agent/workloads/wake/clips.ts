@@ -6,10 +6,10 @@
 // the stream that detected it.
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { encodeWavS16 } from '../../../lib/audio/wav.js';
 import { errorMessage } from '../../../lib/errors.js';
 import { HttpError } from '../../../lib/http-error.js';
 import { floatToS16le, PIPELINE_RATE } from '../audio/pcm.js';
-import { encodeWavS16 } from '../audio/wav.js';
 
 export type ClipLabel = 'false-trigger' | 'correct';
 export const CLIP_LABELS: readonly ClipLabel[] = ['false-trigger', 'correct'];

@@ -1,6 +1,9 @@
-import type { HubSourceView } from '../../../agent/dashboard-api/ports.js';
-import type { HubListing, HubRecommendations } from '../../../agent/installed-models/hub-catalog.js';
-import type { PullJobView } from '../../../models/hub/pull-jobs.js';
+import type {
+  HubListing,
+  HubRecommendations,
+  HubSourceView,
+  PullJobView,
+} from '../../../agent/dashboard-api/wire.js';
 import { ApiError } from '../ui/api.js';
 import { formatBytes, h, notice, pill, table, tagged } from '../ui/dom.js';
 

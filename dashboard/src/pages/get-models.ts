@@ -1,6 +1,9 @@
-import type { HubSourceView } from '../../../agent/dashboard-api/ports.js';
-import type { HubListing, HubRecommendations } from '../../../agent/installed-models/hub-catalog.js';
-import type { PullJobView } from '../../../models/hub/pull-jobs.js';
+import type {
+  HubListing,
+  HubRecommendations,
+  HubSourceView,
+  PullJobView,
+} from '../../../agent/dashboard-api/wire.js';
 import type { Api } from '../ui/api.js';
 import { card, h, notice, tagged } from '../ui/dom.js';
 import type { PageContext } from '../ui/page.js';

@@ -1,4 +1,4 @@
-import type { LogRecord } from '../../../lib/log-tail.js';
+import type { LogRecord } from '../../../agent/dashboard-api/wire.js';
 import { h } from '../ui/dom.js';
 import type { Page } from '../ui/page.js';
 

@@ -1,13 +1,17 @@
-import type {
-  InstalledModelView,
-  InstallProgressView,
-  PlacementView,
-} from '../../../agent/dashboard-api/ports.js';
-import type { Candidate, SlotConstraints, SlotName } from '../../../agent/plan/types.js';
-import type { LoadTimeRecord, SlotStats } from '../../../agent/runtime/desired/types.js';
-import { describeLoadSplit } from '../../../agent/runtime/engine/load-split.js';
-import type { SlotPhase, SlotState } from '../../../agent/runtime/measuring/slot-states.js';
-import type { InstanceLoad } from '../../../agent/runtime/reconciling/load-times.js';
+import {
+  type Candidate,
+  describeLoadSplit,
+  type InstalledModelView,
+  type InstallProgressView,
+  type InstanceLoad,
+  type LoadTimeRecord,
+  type PlacementView,
+  type SlotConstraints,
+  type SlotName,
+  type SlotPhase,
+  type SlotState,
+  type SlotStats,
+} from '../../../agent/dashboard-api/wire.js';
 import { ApiError } from '../ui/api.js';
 import { card, formatBytes, h, notice, pill, table, tagged } from '../ui/dom.js';
 import { engineNotice } from '../ui/engine-notice.js';
@@ -47,14 +51,28 @@ function candidateText(c: Candidate): string {
   return `${c.modelId}@${c.version} (${c.variantId}) on ${c.config.backend_type}${threads}`;
 }
 
-/** The slot's state in a sentence, what was planned when it differs, and the planner's reasons with numbers. */
-function slotCells(s: SlotState): [HTMLElement, HTMLElement] {
+/**
+ * The slot's state in a sentence, what was planned when it differs, the OTA job that selected its version, and
+ * the planner's reasons with numbers.
+ */
+function slotCells(
+  s: SlotState,
+  ota: { version: string; setBy: string } | undefined,
+): [HTMLElement, HTMLElement] {
   const model = h(
     'span',
     {},
     h('span', { 'data-testid': 'slot-summary' }, s.summary),
     s.planned && s.servedBy && s.servedBy.label !== s.planned.label
       ? h('small', { class: 'sub' }, h('br'), `planned: ${s.planned.label}`)
+      : null,
+    ota
+      ? h(
+          'small',
+          { class: 'sub', 'data-testid': 'slot-ota' },
+          h('br'),
+          `version ${ota.version} set by ${ota.setBy}`,
+        )
       : null,
   );
   const why = h(
@@ -239,7 +257,7 @@ async function placementCard(ctx: PageContext, refresh: () => void): Promise<HTM
           view.slotStates.map((s) => [
             h('code', {}, s.slot),
             tagged(`slot-phase-${s.slot}`, pill(s.phase, PHASE_KIND[s.phase])),
-            ...slotCells(s),
+            ...slotCells(s, view.otaVersions?.[s.slot]),
             s.phase === 'builtin' || s.phase === 'disabled'
               ? '—'
               : pinControls(ctx, s.slot, view.pins[s.slot], view.pinOptions, refresh, status),

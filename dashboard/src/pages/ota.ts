@@ -1,4 +1,4 @@
-import type { OtaJobView } from '../../../agent/dashboard-api/ports.js';
+import type { OtaJobView } from '../../../agent/dashboard-api/wire.js';
 import { card, formatBytes, h, notice, pill, table } from '../ui/dom.js';
 import type { Page } from '../ui/page.js';
 

@@ -1,4 +1,4 @@
-import type { BackendView, OverviewView } from '../../../agent/dashboard-api/overview.js';
+import type { BackendView, OverviewView } from '../../../agent/dashboard-api/wire.js';
 import { card, formatBytes, formatDuration, h, notice, pill, table } from '../ui/dom.js';
 import { engineNotice } from '../ui/engine-notice.js';
 import type { Page } from '../ui/page.js';

@@ -1,7 +1,11 @@
-import type { InstalledModelView, PlacementView } from '../../../agent/dashboard-api/ports.js';
-import { SLOT_NAMES, type SlotName } from '../../../agent/plan/types.js';
-import type { SlotState } from '../../../agent/runtime/measuring/slot-states.js';
-import { SLOT_KINDS } from '../../../agent/settings/slot-check.js';
+import {
+  type InstalledModelView,
+  type PlacementView,
+  SLOT_KINDS,
+  SLOT_NAMES,
+  type SlotName,
+  type SlotState,
+} from '../../../agent/dashboard-api/wire.js';
 import { ApiError, revisionOf } from '../ui/api.js';
 import { card, h, notice, tagged } from '../ui/dom.js';
 import type { PageContext } from '../ui/page.js';

@@ -1,5 +1,4 @@
-import type { OverviewView } from '../../../agent/dashboard-api/overview.js';
-import type { PlacementView, TelemetryPoint } from '../../../agent/dashboard-api/ports.js';
+import type { OverviewView, PlacementView, TelemetryPoint } from '../../../agent/dashboard-api/wire.js';
 import { ApiError } from '../ui/api.js';
 import { LineChart } from '../ui/chart.js';
 import { card, h, notice } from '../ui/dom.js';

@@ -1,4 +1,4 @@
-import type { EngineStatus, WorkloadStatus } from '../../../agent/dashboard-api/ports.js';
+import type { EngineStatus, WorkloadStatus } from '../../../agent/dashboard-api/wire.js';
 import { notice } from '../ui/dom.js';
 
 // Voice and Vision both start by asking whether they can run, and both explain it the same way when not.

@@ -1,5 +1,4 @@
-import type { SlotName } from '../../../agent/plan/types.js';
-import { SLOT_KINDS } from '../../../agent/settings/slot-check.js';
+import { SLOT_KINDS, type SlotName } from '../../../agent/dashboard-api/wire.js';
 import type { ConfigSource, KeyRow } from './settings-fields.js';
 
 // A slot's model select: what it holds now (from GET /api/config), what it may hold (installed models whose

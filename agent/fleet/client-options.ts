@@ -4,9 +4,11 @@ import { MnnEdgeError } from '../../lib/errors.js';
 import { backoffDelay } from '../../lib/mqtt/backoff.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
 
-// How the agent reaches its broker: URL scheme picks the transport (mqtt, mqtts, ws, wss), credentials are
-// per device, TLS may verify the broker against a CA and present a client certificate (mTLS). Reconnects use
-// full-jitter exponential backoff so a fleet that lost its broker does not come back in lockstep.
+// The mqtt.js client options of one connection attempt: URL scheme picks the transport (mqtt, mqtts, ws, wss),
+// credentials are per device, TLS may verify the broker against a CA and present a client certificate (mTLS).
+// Reconnects use full-jitter exponential backoff so a fleet that lost its broker does not come back in
+// lockstep. Of the fleet's three connection files this is the one attempt; broker-link.ts retries attempts
+// for as long as the agent runs, and agent-connection.ts picks the broker and announces the device on it.
 
 export { backoffDelay };
 
