@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include "backend_probe.h"
+#include "heap.h"
 #include "llm.h"
 #include "module.h"
 #include "native_sources.h"
@@ -15,6 +16,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("runtimeInfo", Napi::Function::New<mnn_edge::RuntimeInfo>(env, "runtimeInfo"));
   exports.Set("probeBackend", Napi::Function::New<mnn_edge::ProbeBackend>(env, "probeBackend"));
   exports.Set("checkBackend", Napi::Function::New<mnn_edge::CheckBackend>(env, "checkBackend"));
+  exports.Set("trimHeap", Napi::Function::New<mnn_edge::TrimHeap>(env, "trimHeap"));
   exports.Set("nativeSources", Napi::String::New(env, MNN_EDGE_NATIVE_SOURCES));
   return exports;
 }

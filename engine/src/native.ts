@@ -284,6 +284,9 @@ export interface EngineAddon {
   checkBackend(name: string, purpose: string): void;
   /** Every step of the backend's chain: compiled in, loader, devices, a tiny graph on a fresh runtime. */
   probeBackend?(name: string): BackendProbeResult;
+  /** Hands the allocator's free memory back to the system (glibc's malloc_trim); whether any was released.
+   *  Absent in older builds. */
+  trimHeap?(): boolean;
   /** Digest of the C++ sources it was built from (engine/scripts/native-sources.cmake); absent in older builds. */
   nativeSources?: string;
 }

@@ -56,7 +56,11 @@ function createHostModel(send: (msg: HostResponse) => void) {
   const release = async () => {
     const h = held;
     held = undefined;
-    await h?.model.dispose();
+    if (h === undefined) return;
+    await h.model.dispose();
+    // The host waits for its next model: what this one freed goes back to the system now, not at the next load
+    // (bench/idle weighs an idle host after an unload).
+    addonLoader.load().trimHeap?.();
   };
 
   const handlers = {
