@@ -36,6 +36,8 @@ function fakeProject(t: { teardown(fn: () => void): void }, files: Record<string
       lockfileVersion: 3,
       packages: { '': { name: 'fake' }, 'node_modules/native': { version: '1.0.0', integrity: 'sha512-x' } },
     }),
+    // The source beside its build: the stage refuses a dist/ holding output no source produces.
+    'cli.ts': '',
     'dist/cli.js': '#!/usr/bin/env node\n',
     'node_modules/native/package.json': '{"name":"native"}',
     ...files,
@@ -83,5 +85,16 @@ test('an ELF file for another CPU than the target stops the stage and is named',
   t.teardown(() => rmSync(destdir, { recursive: true, force: true }));
   t.throws(() => stage({ destdir, root, manifest, arch: 'aarch64' }), {
     message: `the staged tree has ELF files for another CPU than aarch64: ${app}/node_modules/native/prebuilds/linux-x64/native.node (x86_64)`,
+  });
+});
+
+test('a dist/ holding output that no source produces any more is refused, not shipped', (t) => {
+  // A source moved away leaves its old build behind: tsc never deletes it, the stage would copy it.
+  const root = fakeProject(t, { 'dist/engine/src/index.js': 'export {};\n' });
+  const destdir = mkdtempSync(join(tmpdir(), 'stage-elf-dest-'));
+  t.teardown(() => rmSync(destdir, { recursive: true, force: true }));
+  t.throws(() => stage({ destdir, root, manifest, arch: 'aarch64' }), {
+    message:
+      /dist holds output that no source produces any more \(engine\/src\/index\.js\): run `npm run build`/,
   });
 });
