@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
-import { FleetOperator } from '../agent/fleet/operator.js';
+import { FleetOperator } from '../agent/operator/fleet/operator.js';
 import { DOCUMENT_KINDS } from '../lib/topics.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { socFixturesDir } from '../test/helpers/paths.js';

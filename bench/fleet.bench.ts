@@ -15,7 +15,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FleetOperator } from '../agent/fleet/operator.js';
+import { FleetOperator } from '../agent/operator/fleet/operator.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { natsAvailable, startNatsCluster } from '../test/helpers/nats-cluster.js';
 import {

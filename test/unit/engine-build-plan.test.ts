@@ -3,10 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { detect } from '../../agent/detect/detect.js';
-import { type CrossTarget, toolchainFileText } from '../../agent/engine-build/cross.js';
-import { type BuildHost, cmakeConfigureArgs, planEngineBuild } from '../../agent/engine-build/plan.js';
-import { findBuildHost } from '../../agent/engine-build/sdk.js';
-import { buildSteps, formatStep, progressOf } from '../../agent/engine-build/steps.js';
+import { type CrossTarget, toolchainFileText } from '../../agent/operator/engine-build/cross.js';
+import {
+  type BuildHost,
+  cmakeConfigureArgs,
+  planEngineBuild,
+} from '../../agent/operator/engine-build/plan.js';
+import { findBuildHost } from '../../agent/operator/engine-build/sdk.js';
+import { buildSteps, formatStep, progressOf } from '../../agent/operator/engine-build/steps.js';
 import type { Capabilities } from '../../lib/capabilities.js';
 import { socFixturesDir } from '../helpers/paths.js';
 

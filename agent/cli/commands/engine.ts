@@ -9,7 +9,7 @@ import {
   type CrossTarget,
   isCrossTarget,
   toolchainFileText,
-} from '../../engine-build/cross.js';
+} from '../../operator/engine-build/cross.js';
 import {
   type BackendChoice,
   type EngineBuildPlan,
@@ -19,8 +19,8 @@ import {
   SELECTABLE_TOOLS,
   type SelectableBackend,
   type SelectableTool,
-} from '../../engine-build/plan.js';
-import { findBuildHost } from '../../engine-build/sdk.js';
+} from '../../operator/engine-build/plan.js';
+import { findBuildHost } from '../../operator/engine-build/sdk.js';
 import {
   ADDON_STEP_TITLE,
   addonOutDir,
@@ -28,7 +28,7 @@ import {
   buildSteps,
   formatStep,
   runSteps,
-} from '../../engine-build/steps.js';
+} from '../../operator/engine-build/steps.js';
 import { parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
 

@@ -1,5 +1,5 @@
-import type { Capabilities, CpuArchitecture } from '../../lib/capabilities.js';
-import { MnnEdgeError } from '../../lib/errors.js';
+import type { Capabilities, CpuArchitecture } from '../../../lib/capabilities.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
 
 // Building MNN on an x86-64 machine for a board: only the compilers change. The plan itself (kernels, backends,
 // KleidiAI) comes from the board's capabilities exactly as a build on the board would, so a cross-built prefix is

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { MnnEdgeError } from '../../lib/errors.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
 import { cmakeConfigureArgs, type EngineBuildPlan, MNN_REPOSITORY } from './plan.js';
 
 // The commands `mnn-edge engine build` runs, as data: a dry run prints them, a real run executes them in order

@@ -1,5 +1,5 @@
+import type { CommandResponse, TelemetryMessage } from '../../fleet/protocol.js';
 import type { DeviceSummary } from './operator.js';
-import type { CommandResponse, TelemetryMessage } from './protocol.js';
 
 // Plain-text tables for the fleet CLI. Pure functions of their input (and `now`), so they are tested as text.
 

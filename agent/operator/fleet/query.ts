@@ -1,5 +1,5 @@
+import type { FleetSelector } from '../../fleet/protocol.js';
 import type { DeviceSummary } from './operator.js';
-import type { FleetSelector } from './protocol.js';
 
 // `fleet ls` filters and sort keys, and which listed devices a fleet command's selector addresses (to name those
 // that did not answer by the deadline). Pure functions of the listing.

@@ -1,5 +1,11 @@
-import type { Capabilities, GpuInfo, HexagonInfo, NvidiaGpuInfo, RknpuInfo } from '../../lib/capabilities.js';
-import { MnnEdgeError } from '../../lib/errors.js';
+import type {
+  Capabilities,
+  GpuInfo,
+  HexagonInfo,
+  NvidiaGpuInfo,
+  RknpuInfo,
+} from '../../../lib/capabilities.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
 import { type CrossTarget, type CrossToolchain, crossToolchain } from './cross.js';
 
 // Which MNN CMake options a board gets when `mnn-edge engine build` compiles MNN on the board itself (Debian on

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IClientPublishOptions } from 'mqtt';
-import { MnnEdgeError } from '../../lib/errors.js';
-import { parseJsonInput } from '../../lib/json-input.js';
-import { OPERATOR_QOS, OperatorLink } from '../../lib/mqtt/operator-link.js';
-import { validate } from '../../lib/schema.js';
+import { MnnEdgeError } from '../../../lib/errors.js';
+import { parseJsonInput } from '../../../lib/json-input.js';
+import { OPERATOR_QOS, OperatorLink } from '../../../lib/mqtt/operator-link.js';
+import { validate } from '../../../lib/schema.js';
 import {
   DOCUMENT_KINDS,
   type DocumentKind,
@@ -11,7 +11,7 @@ import {
   deviceTopics,
   fleetTopics,
   TOPIC_PREFIX,
-} from '../../lib/topics.js';
+} from '../../../lib/topics.js';
 import {
   type CommandRequest,
   type CommandResponse,
@@ -24,7 +24,7 @@ import {
   statusSchema,
   type TelemetryMessage,
   telemetrySchema,
-} from './protocol.js';
+} from '../../fleet/protocol.js';
 
 // The operator's side of the contract, used by `mnn-edge fleet` and by the tests: read the fleet from
 // retained messages, send commands and collect responses, follow telemetry. Incoming messages are validated
