@@ -1,4 +1,4 @@
-#include "module.h"
+#include "graph.h"
 
 #include <MNN/Interpreter.hpp>
 #include <MNN/expr/ExecutorScope.hpp>
@@ -17,7 +17,7 @@ using MNN::Express::VARP;
 
 namespace {
 
-struct ModuleOptions {
+struct GraphOptions {
   std::string path;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
@@ -94,27 +94,27 @@ bool SameType(halide_type_t a, halide_type_t b) { return a.code == b.code && a.b
 
 }  // namespace
 
-Napi::Function ModuleHandle::Init(Napi::Env env) {
-  return DefineClass(env, "ModuleHandle",
+Napi::Function GraphHandle::Init(Napi::Env env) {
+  return DefineClass(env, "GraphHandle",
                      {
-                         InstanceMethod<&ModuleHandle::Load>("load"),
-                         InstanceMethod<&ModuleHandle::Forward>("forward"),
-                         InstanceMethod<&ModuleHandle::Info>("info"),
-                         InstanceMethod<&ModuleHandle::Dispose>("dispose"),
+                         InstanceMethod<&GraphHandle::Load>("load"),
+                         InstanceMethod<&GraphHandle::Forward>("forward"),
+                         InstanceMethod<&GraphHandle::Info>("info"),
+                         InstanceMethod<&GraphHandle::Dispose>("dispose"),
                      });
 }
 
-ModuleHandle::ModuleHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ModuleHandle>(info) {}
+GraphHandle::GraphHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GraphHandle>(info) {}
 
-ModuleHandle::~ModuleHandle() = default;
+GraphHandle::~GraphHandle() = default;
 
 // load({path, inputs, outputs, backend, threads, precision, memory, power}) → Promise<void>
-Napi::Value ModuleHandle::Load(const Napi::CallbackInfo& info) {
+Napi::Value GraphHandle::Load(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (state_) ThrowJs(env, "ESTATE", "Module.load: already loaded");
   if (info.Length() < 1 || !info[0].IsObject()) ThrowJs(env, "EINVAL", "Module.load(options: object)");
   auto o = info[0].As<Napi::Object>();
-  auto opts = std::make_shared<ModuleOptions>();
+  auto opts = std::make_shared<GraphOptions>();
   opts->path = o.Get("path").As<Napi::String>().Utf8Value();
   opts->inputs = StringList(o.Get("inputs"));
   opts->outputs = StringList(o.Get("outputs"));
@@ -175,7 +175,7 @@ Napi::Value ModuleHandle::Load(const Napi::CallbackInfo& info) {
       });
 }
 
-Napi::Value ModuleHandle::Info(const Napi::CallbackInfo& info) {
+Napi::Value GraphHandle::Info(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!state_) ThrowJs(env, "ESTATE", "Module.info: not loaded");
   Napi::Object o = Napi::Object::New(env);
@@ -199,7 +199,7 @@ Napi::Value ModuleHandle::Info(const Napi::CallbackInfo& info) {
 }
 
 // forward([{data: TypedArray, shape: number[]}, ...]) → Promise<[{data, shape, type}, ...]>
-Napi::Value ModuleHandle::Forward(const Napi::CallbackInfo& info) {
+Napi::Value GraphHandle::Forward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!state_) ThrowJs(env, "ESTATE", "Module.forward: the model is not loaded (or was disposed)");
   if (info.Length() < 1 || !info[0].IsArray()) ThrowJs(env, "EINVAL", "Module.forward(inputs: array)");
@@ -324,7 +324,7 @@ Napi::Value ModuleHandle::Forward(const Napi::CallbackInfo& info) {
       });
 }
 
-Napi::Value ModuleHandle::Dispose(const Napi::CallbackInfo& info) {
+Napi::Value GraphHandle::Dispose(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (busy_.IsBusy()) ThrowJs(env, "EBUSY", "Module.dispose: the model is busy (await the running call first)");
   auto state = std::move(state_);

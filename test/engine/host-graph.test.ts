@@ -1,4 +1,4 @@
-// Module hosting and runtime info through engine hosts: Silero VAD runs in a child with the same numbers as in
+// Graph (MNN Express::Module) hosting and runtime info through engine hosts: Silero VAD runs in a child with the same numbers as in
 // process, and MNN's runtime is probed by a short-lived host so the caller never loads the addon.
 import { readFileSync } from 'node:fs';
 import test from 'ava';
@@ -36,7 +36,7 @@ test('engineInfo without an addon answers unavailable without starting a host', 
 if (engineOrSkip(test, 'engine host modules')) {
   test('a host serves Silero VAD: probabilities match the recorded MNN output', async (t) => {
     await using host = await EngineHostClient.start({ name: 'silero', logger: createMemoryLogger() });
-    const loaded = await host.loadModule(models.sileroVad, SILERO_IO);
+    const loaded = await host.loadGraph(models.sileroVad, SILERO_IO);
     t.is(loaded.path, models.sileroVad);
     t.deepEqual(
       loaded.info.inputs.map((i) => i.name),
@@ -67,11 +67,11 @@ if (engineOrSkip(test, 'engine host modules')) {
   test('a module host refuses LLM requests and a second model with clear errors', async (t) => {
     await using host = await EngineHostClient.start({ name: 'silero', logger: createMemoryLogger() });
     await t.throwsAsync(() => host.forward([]), {
-      message: 'engine host: forward needs a loaded module (send load-module first)',
+      message: 'engine host: forward needs a loaded module (send load-graph first)',
     });
-    await host.loadModule(models.sileroVad, SILERO_IO);
+    await host.loadGraph(models.sileroVad, SILERO_IO);
     await t.throwsAsync(() => host.complete('Hello'), {
-      message: 'engine host: generate needs an LLM, this host holds a Module',
+      message: 'engine host: generate needs an LLM, this host holds a graph',
     });
     await t.throwsAsync(() => host.load(models.tinyLlm), {
       message: `engine host already holds ${models.sileroVad}; unload it first`,
@@ -82,7 +82,7 @@ if (engineOrSkip(test, 'engine host modules')) {
     await host.unload();
     await host.load(models.tinyLlm);
     await t.throwsAsync(() => host.forward([]), {
-      message: 'engine host: forward needs a Module, this host holds an LLM',
+      message: 'engine host: forward needs a graph, this host holds an LLM',
     });
   });
 

@@ -1,5 +1,5 @@
-// ModuleHandle: a non-LLM MNN model (VAD, ASR encoder, classifier) through Express::Module. Each handle owns
-// its executor so two modules can run on two threads; input tensors are created once per shape and reused.
+// GraphHandle: a non-LLM MNN model (VAD, ASR encoder, classifier) through Express::Module. Each handle owns
+// its executor so two graphs can run on two threads; input tensors are created once per shape and reused.
 #pragma once
 
 #include <napi.h>
@@ -15,11 +15,11 @@
 
 namespace mnn_edge {
 
-class ModuleHandle : public Napi::ObjectWrap<ModuleHandle> {
+class GraphHandle : public Napi::ObjectWrap<GraphHandle> {
  public:
   static Napi::Function Init(Napi::Env env);
-  explicit ModuleHandle(const Napi::CallbackInfo& info);
-  ~ModuleHandle() override;
+  explicit GraphHandle(const Napi::CallbackInfo& info);
+  ~GraphHandle() override;
 
  private:
   Napi::Value Load(const Napi::CallbackInfo& info);

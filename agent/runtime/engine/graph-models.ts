@@ -6,18 +6,19 @@ import { readWakePackage } from '../../../models/wake-package.js';
 import type { ModelKind } from '../../plan/types.js';
 import type { TensorIn } from './engine-port.js';
 
-// Models that load as an Express::Module rather than an LLM: what their graph takes and gives (the manifest
+// Graph models: those that load as an MnnGraph (MNN's Express::Module; "module" in this project means an
+// agent feature) rather than an LLM: what their graph takes and gives (the manifest
 // does not say, and Silero's control flow needs the names), and the one forward that proves a loaded instance
 // works before it takes traffic.
 
-export interface ModuleModelProfile {
+export interface GraphModelProfile {
   inputs: string[];
   outputs: string[];
   warmUp(): TensorIn[];
 }
 
 /** Silero VAD v5: 64 samples of context + 512 new ones, a [2,1,128] recurrent state, the sample rate. */
-export const SILERO_VAD_PROFILE: ModuleModelProfile = {
+export const SILERO_VAD_PROFILE: GraphModelProfile = {
   inputs: ['input', 'state', 'sr'],
   outputs: ['output', 'stateN'],
   warmUp: () => [
@@ -29,7 +30,7 @@ export const SILERO_VAD_PROFILE: ModuleModelProfile = {
 
 /** A wake-word package (openWakeWord's pipeline in one host): one 80 ms frame and a fresh stream's empty state;
  *  the names are the pipeline's own (engine/src/wake.ts), its graphs' come from the package (models/wake-package). */
-export const WAKE_PROFILE: ModuleModelProfile = {
+export const WAKE_PROFILE: GraphModelProfile = {
   inputs: ['audio', 'tail', 'mel', 'embeddings'],
   outputs: ['scores', 'tail', 'mel', 'embeddings'],
   warmUp: () => [
@@ -41,7 +42,7 @@ export const WAKE_PROFILE: ModuleModelProfile = {
 };
 
 /** The profile for a catalog kind, or undefined when the kind loads as an LLM. */
-export function moduleProfileOf(kind: ModelKind | undefined): ModuleModelProfile | undefined {
+export function graphProfileOf(kind: ModelKind | undefined): GraphModelProfile | undefined {
   return kind === 'vad' ? SILERO_VAD_PROFILE : kind === 'wake' ? WAKE_PROFILE : undefined;
 }
 
@@ -55,17 +56,17 @@ function modelDirEntries(dir: string): string[] {
 }
 
 /**
- * A Module package has no config.json: its graph is the one `.mnn` file in the package directory (the catalog
+ * A graph package has no config.json: its graph is the one `.mnn` file in the package directory (the catalog
  * names `<dir>/config.json` for every model, as the LLM engine wants).
  */
-export function moduleGraphPath(configPath: string): string {
+export function graphFilePath(configPath: string): string {
   const dir = dirname(configPath);
   const names = modelDirEntries(dir);
   const graphs = names.filter((n) => n.endsWith('.mnn')).sort();
   if (graphs.length !== 1)
     throw new MnnEdgeError(
       'EMANIFEST',
-      `Expected exactly one .mnn graph in ${dir} for a module model, found ${graphs.length === 0 ? 'none' : graphs.join(', ')}`,
+      `Expected exactly one .mnn graph in ${dir} for a graph model, found ${graphs.length === 0 ? 'none' : graphs.join(', ')}`,
     );
   return join(dir, graphs[0]!);
 }
