@@ -66,7 +66,7 @@ function setup() {
   return { world, runtime };
 }
 
-test('OTA activation hot-swaps through the OTA layer; the probe runs on what serves; rollback goes back', async (t) => {
+test('OTA activation hot-swaps through the OTA source; the probe runs on what serves; rollback goes back', async (t) => {
   const { runtime } = setup();
   await runtime.configure(slots);
   await runtime.settled();

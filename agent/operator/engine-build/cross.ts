@@ -1,7 +1,7 @@
 import type { Capabilities, CpuArchitecture } from '../../../lib/capabilities.js';
 import { MnnEdgeError } from '../../../lib/errors.js';
 
-// Building MNN on an x86-64 machine for a board: only the compilers change. The plan itself (kernels, backends,
+// Building MNN on an x86-64 machine for a board: only the compilers change. The spec itself (kernels, backends,
 // KleidiAI) comes from the board's capabilities exactly as a build on the board would, so a cross-built prefix is
 // the one the board would have built for itself.
 

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BuildHost } from './plan.js';
+import type { BuildHost } from './spec.js';
 
 // Where vendor toolkits live on the boards' own distributions: the environment variable each vendor documents,
 // then the default install directories of the QAIRT, Hexagon SDK and JetPack installers.

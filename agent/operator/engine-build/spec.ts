@@ -47,7 +47,9 @@ export interface BackendChoice {
 export const SELECTABLE_TOOLS = ['converter'] as const;
 export type SelectableTool = (typeof SELECTABLE_TOOLS)[number];
 
-export interface EngineBuildPlan {
+/** What a build of MNN for this board is: its CMake options, backends and toolchain, with the reasons. Called a
+ *  spec, not a plan: "plan" is the placement's word (agent/plan/). */
+export interface EngineBuildSpec {
   /** -D options for MNN's CMake, in a stable order. */
   cmake: [name: string, value: string][];
   /** MNN backends compiled in besides the CPU. */
@@ -113,7 +115,7 @@ const BACKEND_KEYS: Record<SelectableBackend, string[]> = {
   hexagon: ['MNN_HEXAGON', 'HEXAGON_SDK_ROOT'],
 };
 
-/** What the plan gathers as each part of the board is looked at. */
+/** What the spec gathers as each part of the board is looked at. */
 interface Decisions {
   cmake: Map<string, string>;
   backends: string[];
@@ -240,12 +242,12 @@ function decideNpus(caps: Capabilities, host: BuildHost, d: Decisions): void {
   }
 }
 
-export function planEngineBuild(
+export function engineBuildSpec(
   caps: Capabilities,
   host: BuildHost,
   choice: BackendChoice = {},
   target?: CrossTarget,
-): EngineBuildPlan {
+): EngineBuildSpec {
   const toolchain = target === undefined ? null : crossToolchain(target, caps);
   const d: Decisions = { cmake: new Map<string, string>(BASE), backends: [], reasons: [], warnings: [] };
   decideCpu(caps, d);
@@ -320,9 +322,9 @@ function applyChoice(
   }
 }
 
-/** `cmake -S SRC -B BUILD` arguments of a plan; a cross plan also names its toolchain file. */
+/** `cmake -S SRC -B BUILD` arguments of a spec; a cross spec also names its toolchain file. */
 export function cmakeConfigureArgs(
-  plan: EngineBuildPlan,
+  spec: EngineBuildSpec,
   src: string,
   build: string,
   prefix: string,
@@ -334,9 +336,9 @@ export function cmakeConfigureArgs(
     '-B',
     build,
     `-DCMAKE_INSTALL_PREFIX=${prefix}`,
-    ...(plan.toolchain !== null && toolchainFile !== undefined
+    ...(spec.toolchain !== null && toolchainFile !== undefined
       ? [`-DCMAKE_TOOLCHAIN_FILE=${toolchainFile}`]
       : []),
-    ...plan.cmake.map(([k, v]) => `-D${k}=${v}`),
+    ...spec.cmake.map(([k, v]) => `-D${k}=${v}`),
   ];
 }

@@ -1,10 +1,10 @@
-// The effective configuration is built from four layers, each winning over the one before:
+// The effective configuration is built from four inputs, each winning over the one before:
 //
 //   built-in defaults  <  the file (/etc/mnn-edge/agent.json or --config)  <  the run-time overlay  <  flags
 //
 // The overlay is what the dashboard, the fleet and Home Assistant change while the agent runs
 // (<dataDir>/config-overlay.json); flags win over it so that a `--port` on the command line always holds.
-// Every leaf (a scalar or an array: arrays are replaced whole, never merged) remembers the layer it came from,
+// Every leaf (a scalar or an array: arrays are replaced whole, never merged) remembers the source it came from,
 // which is what `mnn-edge config --sources` and the Settings page show.
 
 export type ConfigSource = 'default' | 'file' | 'overlay' | 'flag';
@@ -57,14 +57,14 @@ export function valueAt(v: unknown, path: string): unknown {
   return cur;
 }
 
-/** The layer each leaf of the merged configuration came from: the last layer that holds the leaf or a parent. */
+/** The source each leaf of the merged configuration came from: the last source that holds the leaf or a parent. */
 export function sourcesOf(
-  layers: ReadonlyArray<{ source: ConfigSource; value: unknown }>,
+  inputs: ReadonlyArray<{ source: ConfigSource; value: unknown }>,
 ): Map<string, ConfigSource> {
   const out = new Map<string, ConfigSource>();
-  for (const { source, value } of layers) {
+  for (const { source, value } of inputs) {
     for (const [path] of leaves(value)) {
-      // A layer replacing a whole subtree (an array, or a slot given as a new object) owns everything below.
+      // A source replacing a whole subtree (an array, or a slot given as a new object) owns everything below.
       for (const known of out.keys()) if (known.startsWith(`${path}.`)) out.delete(known);
       out.set(path, source);
     }

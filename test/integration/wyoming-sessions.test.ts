@@ -1,5 +1,5 @@
 // Wyoming connections Home Assistant can count on, tried with the upstream-style client: `describe` on any
-// accepted connection however many sessions run, session slots taken by flows and given back however the
+// accepted connection however many sessions run, live sessions claimed by flows and given back however the
 // connection ends (1,000 connections broken in every malformed-frame way, resets, timeouts), refusals as an
 // `error` event with a code and a retry hint before the close, and counted.
 import { rmSync } from 'node:fs';
@@ -20,7 +20,7 @@ import { malformedFrames } from '../helpers/wyoming-malformed.js';
 const hasEspeak = findExecutable('espeak-ng') !== undefined;
 
 async function startAgent(t: ExecutionContext, maxSessions: number, wyoming: Record<string, unknown> = {}) {
-  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-wyoming-slots-', { maxSessions });
+  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-wyoming-sessions-', { maxSessions });
   const config: AgentConfig = {
     ...base,
     slots: { 'voice.asr': { model: 'tiny-omni-audio' }, 'voice.llm': { model: 'tiny-llm' } },
@@ -45,9 +45,9 @@ async function startAgent(t: ExecutionContext, maxSessions: number, wyoming: Rec
 }
 
 if (!hasEspeak) {
-  test.skip('session slots (espeak-ng not installed: scripts/install-test-deps.sh)', () => {});
+  test.skip('live sessions (espeak-ng not installed: scripts/install-test-deps.sh)', () => {});
 } else {
-  test('describe is answered with every session slot taken; a flow over the limit gets EBUSY and a retry hint, then the close', async (t) => {
+  test('describe is answered with every live session taken; a flow over the limit gets EBUSY and a retry hint, then the close', async (t) => {
     const { connect, metric } = await startAgent(t, 2);
     const holders = [await connect(), await connect()];
     // A streamed synthesis holds its slot from synthesize-start until synthesize-stop.
