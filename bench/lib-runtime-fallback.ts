@@ -10,8 +10,8 @@ import { engineHostFactory } from '../agent/runtime/engine/engine-host-adapter.j
 import { procSystemMemory } from '../agent/runtime/engine/proc-memory.js';
 import { runtimeMigrations } from '../agent/runtime/migrations.js';
 import { Runtime } from '../agent/runtime/runtime.js';
+import { coreMigration } from '../agent/store/core-migration.js';
 import { openStore } from '../agent/store/database.js';
-import { coreMigration } from '../agent/store/migrations/001-core.js';
 import { systemClock } from '../lib/clock.js';
 import { createMemoryLogger } from '../lib/log.js';
 

@@ -21,7 +21,7 @@ import mqtt from 'mqtt';
 import { STORE_FILE } from '../agent/main.js';
 import { FleetOperator } from '../agent/operator/fleet/operator.js';
 import { openStore } from '../agent/store/database.js';
-import { allMigrations } from '../agent/store/migrations/index.js';
+import { allMigrations } from '../agent/store/migrations.js';
 import { TIMER_CENSUS_ENV } from '../agent/telemetry/timer-census.js';
 import { engineAvailability, unavailableMessage } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';

@@ -15,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STORE_FILE } from '../agent/main.js';
 import { openStore } from '../agent/store/database.js';
-import { allMigrations } from '../agent/store/migrations/index.js';
+import { allMigrations } from '../agent/store/migrations.js';
 import { engineAvailability, unavailableMessage } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { ModelStore } from '../models/index.js';

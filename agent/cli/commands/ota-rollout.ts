@@ -28,7 +28,7 @@ import {
 } from '../../../ota/tools/rollout-policy.js';
 import { FleetOperator } from '../../operator/fleet/operator.js';
 import { type Db, openStore } from '../../store/database.js';
-import { allMigrations } from '../../store/migrations/index.js';
+import { allMigrations } from '../../store/migrations.js';
 import { type ParsedArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo } from '../common/command.js';
 import { operatorBroker, required } from './ota-shared.js';

@@ -1,5 +1,6 @@
-import type { Migration } from '../../../lib/sqlite/migration.js';
+import type { Migration } from '../../lib/sqlite/migration.js';
 
+// The HTTP server's schema (version 2, applied on devices from agent/store/migrations/002; never edited).
 // Browser login sessions, kept server-side so logout and token rotation revoke them, and so an agent restart
 // (an update, a crash) does not log the dashboard out. Only a hash of the session id is stored.
 export const httpSessionsMigration: Migration = {
