@@ -14,7 +14,7 @@ import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { socFixturesDir } from '../test/helpers/paths.js';
 import { spawnAgentRun } from '../test/helpers/run-agent.js';
 import { until } from '../test/helpers/until.js';
-import { check, fmt, loadLine, summarize } from './stats.js';
+import { check, fmt, loadLine, summarize } from './lib/stats.js';
 
 const N = Number(process.env['FLEET_LS_N'] ?? 5000);
 const ROUNDS = 5;

@@ -28,11 +28,11 @@ import { createMemoryLogger } from '../lib/log.js';
 import { ModelStore } from '../models/index.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { modelFixturesDir } from '../test/helpers/paths.js';
-import { agentCli, daemonEnvironment, daemonNodeFlags, ensureBuilt } from './lib-dist.js';
-import { envJsonObject } from './lib-env-json.js';
-import * as load from './lib-soak-load.js';
-import { engineHostPids, fileBytes, procFacts, treeBytes } from './lib-soak-probe.js';
-import { type Fault, type Req, report, type Sample } from './lib-soak-report.js';
+import { agentCli, daemonEnvironment, daemonNodeFlags, ensureBuilt } from './lib/dist.js';
+import { envJsonObject } from './lib/env-json.js';
+import * as load from './lib/soak-load.js';
+import { engineHostPids, fileBytes, procFacts, treeBytes } from './lib/soak-probe.js';
+import { type Fault, type Req, report, type Sample } from './lib/soak-report.js';
 
 const MINUTES = Number(process.env['SOAK_MINUTES'] ?? 30);
 const SAMPLE_S = Math.max(2, Math.min(30, Math.round((MINUTES * 60) / 400)));

@@ -5,15 +5,15 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import type { BackendType, PlanBoard, PlanCatalog, SlotSpec } from '../agent/plan/types.js';
-import { engineHostFactory } from '../agent/runtime/engine/engine-host-adapter.js';
-import { procSystemMemory } from '../agent/runtime/engine/proc-memory.js';
-import { runtimeMigrations } from '../agent/runtime/migrations.js';
-import { Runtime } from '../agent/runtime/runtime.js';
-import { coreMigration } from '../agent/store/core-migration.js';
-import { openStore } from '../agent/store/database.js';
-import { systemClock } from '../lib/clock.js';
-import { createMemoryLogger } from '../lib/log.js';
+import type { BackendType, PlanBoard, PlanCatalog, SlotSpec } from '../../agent/plan/types.js';
+import { engineHostFactory } from '../../agent/runtime/engine/engine-host-adapter.js';
+import { procSystemMemory } from '../../agent/runtime/engine/proc-memory.js';
+import { runtimeMigrations } from '../../agent/runtime/migrations.js';
+import { Runtime } from '../../agent/runtime/runtime.js';
+import { coreMigration } from '../../agent/store/core-migration.js';
+import { openStore } from '../../agent/store/database.js';
+import { systemClock } from '../../lib/clock.js';
+import { createMemoryLogger } from '../../lib/log.js';
 
 export interface FallbackTiming {
   fromKey: string;

@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { onCpu } from './lib-cpu-pin.js';
+import { onCpu } from './cpu-pin.js';
 
 export interface MnnSample {
   decodeTps: number;

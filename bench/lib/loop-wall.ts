@@ -5,9 +5,9 @@ import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:chil
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchCacheDir, mnnToolBuildArgs } from './lib-bench-model.js';
-import { onCpu } from './lib-cpu-pin.js';
-import { repoRoot } from './lib-dist.js';
+import { benchCacheDir, mnnToolBuildArgs } from './bench-model.js';
+import { onCpu } from './cpu-pin.js';
+import { repoRoot } from './dist.js';
 
 const mnnRoot = process.env['MNN_ROOT'] ?? '/opt/mnn';
 const source = join(repoRoot, 'bench', 'native', 'mnn-loop-wall.cpp');

@@ -6,15 +6,15 @@
 // on an agent whose engine is unavailable, on any machine.
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AgentConfig } from '../agent/config/schema.js';
-import { createAgent } from '../agent/main.js';
-import { unavailableHosts } from '../agent/runtime/module.js';
-import { createWorkloadsModule } from '../agent/workloads/module.js';
-import { unavailableMessage } from '../engine/index.js';
-import { createMemoryLogger } from '../lib/log.js';
-import { slotRuntimeModules } from '../test/engine/_slots.js';
-import { loopbackAgentConfig } from '../test/helpers/agent-config.js';
-import { WyomingTestClient } from '../test/helpers/wyoming-client.js';
+import type { AgentConfig } from '../../agent/config/schema.js';
+import { createAgent } from '../../agent/main.js';
+import { unavailableHosts } from '../../agent/runtime/module.js';
+import { createWorkloadsModule } from '../../agent/workloads/module.js';
+import { unavailableMessage } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
+import { slotRuntimeModules } from '../../test/engine/_slots.js';
+import { loopbackAgentConfig } from '../../test/helpers/agent-config.js';
+import { WyomingTestClient } from '../../test/helpers/wyoming-client.js';
 import { type Summary, summarize } from './stats.js';
 
 export interface BurstRun {

@@ -1,7 +1,7 @@
 // The soak benchmark's report: requests done and failed by cause (a failure is put down to an injected fault
 // only when the request overlapped that fault's window and the fault can break that kind of request), p50/p99
 // latency per kind over time, and the slope of every sampled figure after warm-up, each with a one-line chart.
-import { quantile, slope, sparkline } from './lib-soak-probe.js';
+import { quantile, slope, sparkline } from './soak-probe.js';
 import { check, fmt } from './stats.js';
 
 export interface Req {

@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { sharedDir } from '../test/helpers/paths.js';
+import { sharedDir } from '../../test/helpers/paths.js';
 
 const mnnRoot = process.env['MNN_ROOT'] ?? '/opt/mnn';
 const mnnSrc = process.env['MNN_SRC'] ?? '/opt/src/MNN';

@@ -1,6 +1,6 @@
 // One 16-turn conversation through engine hosts, turn by turn (bench/conversation's parts (1) and (2)): the
 // questions, a turn's TTFT and what its prefill reused, and the per-turn median over rounds.
-import type { ChatMessage, EngineHostClient, Llm } from '../engine/index.js';
+import type { ChatMessage, EngineHostClient, Llm } from '../../engine/index.js';
 import { summarize } from './stats.js';
 
 export const TURNS = 16;

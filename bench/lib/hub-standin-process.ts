@@ -3,7 +3,7 @@
 // fork(); the repository comes as a JSON file path in argv, the endpoint goes back over IPC, and the parent asks
 // for byte counts and cut plans over the same channel.
 import { readFileSync } from 'node:fs';
-import { type StandinRepo, startHuggingFaceStandin } from '../test/helpers/hub-standins.js';
+import { type StandinRepo, startHuggingFaceStandin } from '../../test/helpers/hub-standins.js';
 
 type Request = { cmd: 'bytes' } | { cmd: 'cut'; plan: number[] } | { cmd: 'close' };
 

@@ -1,10 +1,10 @@
-// Where a token's time goes in bench/engine, layer by layer: MNN's decode step, the addon's hand-over to JS, an
-// engine host's hand-over to the agent, from the delivery figures a generation reports. Printed for (a), the
-// addon in-process, and (b), an engine host.
-import type { GenerationDelivery, HostDelivery } from '../engine/index.js';
+// Where a token's time goes in bench/engine, hop by hop (hops, not layers: "layer" is the architecture's word):
+// MNN's decode step, the addon's hand-over to JS, an engine host's hand-over to the agent, from the delivery
+// figures a generation reports. Printed for (a), the addon in-process, and (b), an engine host.
+import type { GenerationDelivery, HostDelivery } from '../../engine/index.js';
 import { fmt, summarize } from './stats.js';
 
-export interface Layers {
+export interface Hops {
   /** Native time per decoded token on the decode thread (MNN step + our hand-over). */
   nativeStepUs: number;
   /** MNN's own decode time per token (forward + detokenize), and its sampling time per token. */
@@ -21,11 +21,11 @@ export interface Layers {
   creditWaitUs: number;
 }
 
-export function layersOf(
+export function hopsOf(
   d: GenerationDelivery,
   stats: { decodeUs: number; sampleUs: number; generatedTokens: number },
   ipc?: HostDelivery,
-): Layers {
+): Hops {
   return {
     nativeStepUs: (d.lastTokenUs - d.firstTokenUs) / Math.max(1, d.tokens - 1),
     mnnDecodeUs: stats.decodeUs / Math.max(1, stats.generatedTokens),
@@ -42,13 +42,10 @@ function median<T>(items: T[], f: (x: T) => number): number {
   return summarize(items.map(f)).median;
 }
 
-export function printLayerCosts(
-  layers: Record<'a' | 'b', Layers[]>,
-  labels: Record<'a' | 'b', string>,
-): void {
-  console.log('\ncost per token by layer (medians over rounds):');
+export function printHopCosts(hops: Record<'a' | 'b', Hops[]>, labels: Record<'a' | 'b', string>): void {
+  console.log('\ncost per token by hop (medians over rounds):');
   for (const k of ['a', 'b'] as const) {
-    const l = layers[k];
+    const l = hops[k];
     console.log(
       `  ${labels[k].padEnd(24)} native step ${fmt(
         median(l, (x) => x.nativeStepUs),

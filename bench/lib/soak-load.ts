@@ -4,9 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import type { FleetOperator } from '../agent/operator/fleet/operator.js';
-import { mediaFixturesDir } from '../test/helpers/paths.js';
-import { WyomingTestClient } from '../test/helpers/wyoming-client.js';
+import type { FleetOperator } from '../../agent/operator/fleet/operator.js';
+import { mediaFixturesDir } from '../../test/helpers/paths.js';
+import { WyomingTestClient } from '../../test/helpers/wyoming-client.js';
 
 export interface Endpoints {
   http: string;

@@ -5,7 +5,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+// bench/lib/ is two folders below the repository.
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
  * Where tsc writes a source file of ours (`engine/index.ts` → `dist/engine/index.js`). Benchmarks name what they

@@ -7,7 +7,7 @@
 // the work.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { cpusAllowed } from '../test/helpers/cpu-list.js';
+import { cpusAllowed } from '../../test/helpers/cpu-list.js';
 
 /** The logical CPUs this process may run on (its affinity list), in order. */
 export function allowedCpus(): number[] {

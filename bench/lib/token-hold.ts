@@ -4,8 +4,8 @@
 // hold, so the hold's cost per token stays under the hold whatever the decode step; under the rule before, a held
 // token waited for the next one, a whole decode step (a board's 25-100 ms) for every other token, the one that
 // ends the first sentence of a voice reply among them.
-import { EngineHostClient } from '../engine/index.js';
-import { createMemoryLogger } from '../lib/log.js';
+import { EngineHostClient } from '../../engine/index.js';
+import { createMemoryLogger } from '../../lib/log.js';
 import { check, fmt, summarize } from './stats.js';
 
 const HOST_HOLD_MS = 10;
