@@ -205,7 +205,7 @@ export class Runtime {
     return this.#serving.speak(slot, request, signal);
   }
 
-  /** One forward of the Module model serving the slot (Silero VAD on voice.vad). */
+  /** One forward of the graph model (MnnGraph) serving the slot (Silero VAD on voice.vad). */
   forward(slot: SlotName, inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
     return this.#serving.forward(slot, inputs, signal);
   }

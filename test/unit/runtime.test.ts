@@ -145,7 +145,7 @@ const silero: CatalogModel = {
   ],
 };
 
-test('a VAD model slot is hosted as a Module: warmed up by a forward, served by forward, refused as a prompt', async (t) => {
+test('a VAD model slot is hosted as a graph: warmed up by a forward, served by forward, refused as a prompt', async (t) => {
   const { world, runtime } = setup({}, [silero]);
   await runtime.configure([
     {

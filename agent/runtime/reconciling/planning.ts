@@ -25,7 +25,7 @@ export class Planning {
   readonly #probes: ProbeStore;
   readonly #policy: PlanPolicy;
   #placement: Placement | undefined;
-  /** Catalog kind per `id@version`, from the last plan: decides LLM or Module hosting. */
+  /** Catalog kind per `id@version`, from the last plan: decides LLM or graph hosting. */
   #kinds = new Map<string, ModelKind>();
   readonly kindOf: KindOf = (id, version) => this.#kinds.get(`${id}@${version}`);
 
