@@ -7,10 +7,10 @@ import { resolveOtaConfig } from '../ota/config.js';
 import { JobJournal } from '../ota/jobs/journal.js';
 import { ModelStoreInstaller } from '../ota/jobs/store-adapter.js';
 import { createOtaModule } from '../ota/module.js';
-import type { ConfigSource } from './config/layers.js';
-import type { ConfigLayers } from './config/load.js';
+import type { ConfigInputs } from './config/load.js';
 import { OverlayStore } from './config/overlay-store.js';
 import type { AgentConfig } from './config/schema.js';
+import type { ConfigSource } from './config/sources.js';
 import { createDashboardModule } from './dashboard-api/routes.js';
 import { dashboardSourcesFrom } from './dashboard-api/sources.js';
 import { createDetectModule } from './detect/module.js';
@@ -111,20 +111,20 @@ function otaJobStates(db: AgentContext['db']): Record<string, number> {
   }
 }
 
-/** Composed without `run` (tests): the configuration given is the file layer, the overlay its data dir's. */
-function givenLayers(config: AgentConfig): LoadedLayers {
+/** Composed without `run` (tests): the configuration given is the file source, the overlay its data dir's. */
+function givenInputs(config: AgentConfig): LoadedConfig {
   const store = new OverlayStore(config.dataDir);
-  const layers: ConfigLayers = {
+  const inputs: ConfigInputs = {
     source: 'the configuration given',
     file: { ...config },
     flags: {},
     store,
     overlay: store.load(),
   };
-  return { config, layers, sources: new Map() };
+  return { config, inputs, sources: new Map() };
 }
 
-/** The run-time settings over the layers `run` read; a slot change is checked against the installed models and
+/** The run-time settings over the inputs `run` read; a slot change is checked against the installed models and
  *  the planner before anything is written. */
 function settingsModule(
   config: AgentConfig,
@@ -137,10 +137,10 @@ function settingsModule(
     bus: AgentBus;
   },
 ): SettingsModule {
-  const loaded = options.loaded ?? givenLayers(config);
+  const loaded = options.loaded ?? givenInputs(config);
   const { models, runtime } = parts.platform;
   return createSettingsModule({
-    layers: loaded.layers,
+    inputs: loaded.inputs,
     sources: loaded.sources,
     commands: parts.commands,
     apply: (next, reason) => parts.reload(next, reason, { detect: false }),
@@ -161,14 +161,14 @@ export interface ComposeOptions {
   /** The agent's recent log lines (the dashboard's Logs page, the fleet's `logs` command). */
   logs?: LogTail;
   /** Re-reads the configuration from where `run` got it, for `reload`; throws with the reason when invalid. */
-  reloadConfig?: () => LoadedLayers;
-  /** The layers `run` composed the configuration from (file, overlay, flags); default: the config alone. */
-  loaded?: LoadedLayers;
+  reloadConfig?: () => LoadedConfig;
+  /** The inputs `run` composed the configuration from (file, overlay, flags); default: the config alone. */
+  loaded?: LoadedConfig;
 }
 
-export interface LoadedLayers {
+export interface LoadedConfig {
   config: AgentConfig;
-  layers: ConfigLayers;
+  inputs: ConfigInputs;
   sources: Map<string, ConfigSource>;
 }
 

@@ -10,11 +10,11 @@ import {
   unavailableMessage,
 } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';
-import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
-import { allowedCpus, canPin, withSelfOn } from './lib-cpu-pin.js';
-import { BaselineOnWrongBackend, type MnnBaseline, type MnnSample, mnnBaseline } from './lib-mnn-baseline.js';
-import { measureRuntimeFallback } from './lib-runtime-fallback.js';
-import { check, describe, fmt, summarize } from './stats.js';
+import { BenchModelUnavailable, ensureBenchModel } from './lib/bench-model.js';
+import { allowedCpus, canPin, withSelfOn } from './lib/cpu-pin.js';
+import { BaselineOnWrongBackend, type MnnBaseline, type MnnSample, mnnBaseline } from './lib/mnn-baseline.js';
+import { measureRuntimeFallback } from './lib/runtime-fallback.js';
+import { check, describe, fmt, summarize } from './lib/stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const PROMPT_TOKENS = 32;
@@ -205,7 +205,7 @@ async function measureBackend(backend: BackendName, setup: BenchSetup): Promise<
     baseline,
   };
   // A fresh host every round, as the baseline is a fresh process: on this VM a process's speed depends on
-  // where it runs. The CPU backend's decoding runs on one CPU per round on both sides (bench/lib-cpu-pin.ts);
+  // where it runs. The CPU backend's decoding runs on one CPU per round on both sides (bench/lib/cpu-pin.ts);
   // a GPU backend's driver threads (lavapipe's) are the driver's own, so those rounds are not pinned.
   for (let round = 0; round < ROUNDS; round++) await measureRound(backend, round, setup, overrides, entry);
   return entry;

@@ -20,7 +20,7 @@ import { parseWav } from '../lib/audio/wav.js';
 import { systemClock } from '../lib/clock.js';
 import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const TARGET_MS = 200;

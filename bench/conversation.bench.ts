@@ -15,7 +15,7 @@
 // (3b) Speech starts on the first sentence while the LLM still decodes: a stand-in LLM paced like a board's
 //      (25 ms a token) through the real session and espeak-ng; how long before the last token the first audio came.
 // (3c) A decoded token's wait before the agent has it, through an engine host, with the host's batched hand-over and
-//      without: the hold's cost per token stays under the hold (bench/lib-token-hold.ts).
+//      without: the hold's cost per token stays under the hold (bench/lib/token-hold.ts).
 //  (4) Output identity: every fixture LLM answers a multi-turn script (edit, system prompt change, regenerate)
 //      with reuse and with full prefills; the share of generated tokens that agree. Target: 100 %.
 import { readFileSync } from 'node:fs';
@@ -39,7 +39,7 @@ import {
   type BenchShapeName,
   ensureBenchModel,
   prefillMacs,
-} from './lib-bench-model.js';
+} from './lib/bench-model.js';
 import {
   ask,
   conversation,
@@ -48,11 +48,11 @@ import {
   TURNS,
   type TurnSample,
   userMessage,
-} from './lib-conversation-turns.js';
-import { envJsonObject } from './lib-env-json.js';
-import { tokenHold } from './lib-token-hold.js';
+} from './lib/conversation-turns.js';
+import { envJsonObject } from './lib/env-json.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
+import { tokenHold } from './lib/token-hold.js';
 import { voiceOverhead } from './lib-voice-turn.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
 
 const SHOWN = [1, 4, 8, 16];
 const CONVERSATION_ROUNDS = Number(process.env['BENCH_CONVERSATION_ROUNDS'] ?? 5);
@@ -404,7 +404,7 @@ async function ttsOverlap(): Promise<void> {
 // BENCH_PARTS=3,3b runs only those parts ((1) includes (2)); all of them by default.
 const parts = new Set((process.env['BENCH_PARTS'] ?? '1,1b,3,3b,3c,4').split(',').map((p) => p.trim()));
 if (parts.has('1')) await conversationTtft('bench', CONVERSATION_ROUNDS);
-// (1b) The same conversation on two layers of a board's real model shape (bench/lib-bench-model.ts).
+// (1b) The same conversation on two layers of a board's real model shape (bench/lib/bench-model.ts).
 if (parts.has('1b')) await conversationTtft('qwen-1.5b-layers', Math.min(3, CONVERSATION_ROUNDS));
 if (parts.has('3')) await voiceOverhead(TURN_ROUNDS);
 if (parts.has('3b')) await ttsOverlap();

@@ -13,7 +13,7 @@ import { defaultConfig } from '../agent/config/defaults.js';
 import { createDashboardModule } from '../agent/dashboard-api/routes.js';
 import { createAgent } from '../agent/main.js';
 import { createMemoryLogger } from '../lib/log.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const LOADS = Number(process.env['BENCH_DASHBOARD_LOADS'] ?? 300);
 const repo = join(import.meta.dirname, '..');

@@ -6,8 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { detect } from '../agent/detect/detect.js';
-import { agentCli } from './lib-dist.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { agentCli } from './lib/dist.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env['MNN_EDGE_SHARED'] ?? resolve(repo, '..', 'shared');

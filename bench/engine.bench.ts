@@ -15,7 +15,7 @@
 // sampling of that token and every hand-over.
 //
 // Same core: every round runs llm_bench's thread and our decode thread (GenerateOptions.decodeCpus) on one CPU,
-// taking the CPUs in turn round by round (bench/lib-cpu-pin.ts says why: this machine's vCPUs can differ in
+// taking the CPUs in turn round by round (bench/lib/cpu-pin.ts says why: this machine's vCPUs can differ in
 // speed by 1.6x, and unpinned, the single-threaded llm_bench and our decode thread land on different ones).
 // While (a) or (b) runs, our other threads (the host's and this process's JS, the IPC between them) run on the
 // other CPUs: nothing runs beside llm_bench on its CPU, and on a board with several cores the thread that hands
@@ -31,13 +31,13 @@ import { join } from 'node:path';
 import type * as EngineApi from '../engine/index.js';
 import type { Llm } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';
-import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib-bench-model.js';
-import { allowedCpus, canPin, withSelfOn } from './lib-cpu-pin.js';
-import { builtUrl, ensureBuilt } from './lib-dist.js';
-import { ensureLoopWall, LoopWall, type LoopWallSample } from './lib-loop-wall.js';
-import { llmBenchPg } from './lib-mnn-baseline.js';
-import { type Layers, layersOf, printLayerCosts } from './lib-token-layers.js';
-import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
+import { BenchModelUnavailable, ensureBenchModel, ensureBenchModelInt4 } from './lib/bench-model.js';
+import { allowedCpus, canPin, withSelfOn } from './lib/cpu-pin.js';
+import { builtUrl, ensureBuilt } from './lib/dist.js';
+import { ensureLoopWall, LoopWall, type LoopWallSample } from './lib/loop-wall.js';
+import { llmBenchPg } from './lib/mnn-baseline.js';
+import { bar, check, describe, fmt, type Summary, summarize } from './lib/stats.js';
+import { type Hops, hopsOf, printHopCosts } from './lib/token-hops.js';
 
 // The engine as it ships (dist/, no TypeScript loader): the engine host it starts then runs host-main.js as
 // the agent's runtime does, not through tsx.
@@ -84,7 +84,7 @@ async function timed(pieces: AsyncIterable<string>, tokens: () => Promise<number
   return { ttftMs: first - start, decodeTps: ((generated - 1) * 1000) / (end - first) };
 }
 
-/** MNN's llm_bench on the CPU, same work as a generation (bench/lib-mnn-baseline.ts, `-pg 32,64 -pg 32,1`). */
+/** MNN's llm_bench on the CPU, same work as a generation (bench/lib/mnn-baseline.ts, `-pg 32,64 -pg 32,1`). */
 function llmBench(config: string, scratch: string, cpu: number | undefined): Sample {
   const bin = join(mnnRoot, 'bin', 'llm_bench');
   const r = llmBenchPg({
@@ -157,12 +157,12 @@ ${label}: load split (in-process; a host adds its process start, see bench/swap)
   }
 }
 
-/** What the rounds of one model measured: each side's samples, (d)'s, the (b)/(d) pairs, the costs by layer. */
+/** What the rounds of one model measured: each side's samples, (d)'s, the (b)/(d) pairs, the costs by hop. */
 interface Rounds {
   samples: Record<'a' | 'b' | 'c', Sample[]>;
   loop: LoopWallSample[];
   pairRatios: number[];
-  layers: Record<'a' | 'b', Layers[]>;
+  hops: Record<'a' | 'b', Hops[]>;
   /** The CPU each round ran on (undefined: unpinned). */
   roundCpus: Array<number | undefined>;
 }
@@ -195,7 +195,7 @@ function measureA(config: string, cpu: number | undefined, r: Rounds): Promise<v
       await llm.complete(prompt, on);
       const inProcess = llm.generate(prompt, on);
       r.samples.a.push(await timed(inProcess, async () => (await inProcess.result).stats.generatedTokens));
-      r.layers.a.push(layersOf(inProcess.delivery, (await inProcess.result).stats));
+      r.hops.a.push(hopsOf(inProcess.delivery, (await inProcess.result).stats));
     } finally {
       await llm.dispose();
     }
@@ -223,14 +223,14 @@ async function measureHost(
     await host.complete(prompt, on);
     if ('bin' in wallTool)
       tool = await LoopWall.start(wallTool.bin, config, PROMPT_TOKENS, DECODE_TOKENS, cpu);
-    const ours: Array<{ sample: Sample; layers: Layers }> = [];
+    const ours: Array<{ sample: Sample; hops: Hops }> = [];
     const theirs: LoopWallSample[] = [];
     const runOurs = async () => {
       const overIpc = host.generate(prompt, on);
       const sample = await timed(overIpc, async () => (await overIpc.result).stats.generatedTokens);
       ours.push({
         sample,
-        layers: layersOf(overIpc.delivery, (await overIpc.result).stats, overIpc.delivery),
+        hops: hopsOf(overIpc.delivery, (await overIpc.result).stats, overIpc.delivery),
       });
     };
     for (let k = 0; k < (tool ? PAIRS : 1); k++) {
@@ -242,7 +242,7 @@ async function measureHost(
     }
     const mid = middleBy(ours, (x) => x.sample.decodeTps)!;
     r.samples.b.push(mid.sample);
-    r.layers.b.push(mid.layers);
+    r.hops.b.push(mid.hops);
     const midD = middleBy(theirs, (x) => x.wallTps);
     if (midD) r.loop.push(midD);
   } finally {
@@ -256,7 +256,7 @@ async function runRounds(label: string, config: string, scratch: string): Promis
     samples: { a: [], b: [], c: [] },
     loop: [],
     pairRatios: [],
-    layers: { a: [], b: [] },
+    hops: { a: [], b: [] },
     roundCpus: [],
   };
   // Each side loads the model afresh every round, as llm_bench (a new process per round) does, and, as llm_bench
@@ -390,7 +390,7 @@ async function benchModel(label: string, config: string, scratch: string): Promi
   await checkPromptLength(config);
   const r = await runRounds(label, config, scratch);
   const ttft = printRates(label, config, r);
-  printLayerCosts(r.layers, labels);
+  printHopCosts(r.hops, labels);
   printVerdicts(label, r, ttft);
 }
 

@@ -8,13 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt from 'mqtt';
-import { FleetOperator } from '../agent/fleet/operator.js';
+import { FleetOperator } from '../agent/operator/fleet/operator.js';
 import { DOCUMENT_KINDS } from '../lib/topics.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { socFixturesDir } from '../test/helpers/paths.js';
 import { spawnAgentRun } from '../test/helpers/run-agent.js';
 import { until } from '../test/helpers/until.js';
-import { check, fmt, loadLine, summarize } from './stats.js';
+import { check, fmt, loadLine, summarize } from './lib/stats.js';
 
 const N = Number(process.env['FLEET_LS_N'] ?? 5000);
 const ROUNDS = 5;

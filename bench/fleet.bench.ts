@@ -15,7 +15,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FleetOperator } from '../agent/fleet/operator.js';
+import { FleetOperator } from '../agent/operator/fleet/operator.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
 import { natsAvailable, startNatsCluster } from '../test/helpers/nats-cluster.js';
 import {
@@ -28,7 +28,7 @@ import {
 import { type SimFleet, startSimFleet } from './fleet/sim-fleet.js';
 import { startSimProcs } from './fleet/sim-procs.js';
 import { type SimPackage, simPackages } from './fleet/sim-rollout.js';
-import { bar, check, fmt, loadLine } from './stats.js';
+import { bar, check, fmt, loadLine } from './lib/stats.js';
 
 const N = Number(process.env['FLEET_N'] ?? 1000);
 const PKG = Number(process.env['FLEET_PKG_BYTES'] ?? 256 * 1024);

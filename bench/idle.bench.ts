@@ -28,7 +28,7 @@ import {
   daemonWatchdogUsec,
   ensureBuilt,
   writeBenchAgentConfig,
-} from './lib-dist.js';
+} from './lib/dist.js';
 import {
   cpuTicksWithReaped,
   rssBytes,
@@ -36,8 +36,8 @@ import {
   TICKS,
   treePids,
   voluntarySwitches,
-} from './lib-proc.js';
-import { bar, check, fmt, summarize } from './stats.js';
+} from './lib/proc.js';
+import { bar, check, fmt, summarize } from './lib/stats.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 

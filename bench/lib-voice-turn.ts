@@ -31,7 +31,7 @@ import { parseWav } from '../lib/audio/wav.js';
 import { systemClock } from '../lib/clock.js';
 import { startSlotRuntime, voiceSlots } from '../test/engine/_slots.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
-import { bar, check, describe, fmt, type Summary, summarize } from './stats.js';
+import { bar, check, describe, fmt, type Summary, summarize } from './lib/stats.js';
 
 const now = () => performance.now();
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));

@@ -22,9 +22,9 @@ import { SLOT_NAMES } from '../agent/plan/types.js';
 import { DECODE_TPS_BUCKETS, TTFT_BUCKETS_S } from '../agent/runtime/serving/serving.js';
 import { Histogram } from '../lib/histogram.js';
 import { createMemoryLogger } from '../lib/log.js';
-import { agentCli, daemonNodeFlags, ensureBuilt, repoRoot, writeBenchAgentConfig } from './lib-dist.js';
-import { cpuTicks, sumOver, TICKS, treePids } from './lib-proc.js';
-import { bar, check, fmt, summarize } from './stats.js';
+import { agentCli, daemonNodeFlags, ensureBuilt, repoRoot, writeBenchAgentConfig } from './lib/dist.js';
+import { cpuTicks, sumOver, TICKS, treePids } from './lib/proc.js';
+import { bar, check, fmt, summarize } from './lib/stats.js';
 
 function hist(bounds: number[], n: number, scale: number) {
   const h = new Histogram(bounds);

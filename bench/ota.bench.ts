@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Downloader } from '../lib/download/downloader.js';
 import { servePackages } from '../ota/tools/serve.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const SIZE = Number(process.env['OTA_BENCH_BYTES'] ?? 1024 ** 3);
 const RUNS = Number(process.env['OTA_BENCH_RUNS'] ?? 3);

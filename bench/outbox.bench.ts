@@ -14,7 +14,7 @@ import { Outbox } from '../agent/telemetry/outbox.js';
 import { systemClock } from '../lib/clock.js';
 import { createLogger } from '../lib/log.js';
 import { startMosquitto } from '../test/helpers/mosquitto.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const COUNT = Number(process.env['BENCH_OUTBOX_COUNT'] ?? 10_000);
 const RUNS = Number(process.env['BENCH_OUTBOX_RUNS'] ?? 3);

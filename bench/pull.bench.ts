@@ -26,7 +26,7 @@ import { pullFromHub } from '../models/hub/pull.js';
 import { ModelStore } from '../models/index.js';
 import { gitBlobOid, type StandinFile } from '../test/helpers/hub-standins.js';
 import { modelFixturesDir } from '../test/helpers/paths.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const SIZE = Number(process.env['PULL_BENCH_BYTES'] ?? 1024 ** 3);
 const RUNS = Number(process.env['PULL_BENCH_RUNS'] ?? 3);
@@ -89,7 +89,7 @@ try {
     .digest('hex');
   const repoFile = join(work, 'repo.json');
   writeFileSync(repoFile, JSON.stringify({ owner: 'bench', name: 'big-MNN', commit, files }));
-  const child: ChildProcess = fork(join(import.meta.dirname, 'lib-hub-standin-process.ts'), [repoFile], {
+  const child: ChildProcess = fork(join(import.meta.dirname, 'lib', 'hub-standin-process.ts'), [repoFile], {
     execArgv: ['--import=tsx'],
   });
   const ask = <T>(msg: unknown): Promise<T> =>

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Figure, fmt, RESULTS_ENV } from './stats.js';
+import { type Figure, fmt, RESULTS_ENV } from './lib/stats.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const available = readdirSync(here)

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startNotifyListener } from '../test/integration/sdnotify-listener.js';
-import { agentCli, daemonNodeFlags, ensureBuilt, repoRoot, writeBenchAgentConfig } from './lib-dist.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { agentCli, daemonNodeFlags, ensureBuilt, repoRoot, writeBenchAgentConfig } from './lib/dist.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const TARGET_MS = 500;

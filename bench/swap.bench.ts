@@ -4,7 +4,7 @@
 //     measured under the same request load as the swap, in the same run, interleaved round by round;
 // (b) swap: from the swap command (an OTA version change) to the new model serving (the atomic switch);
 // (c) crash recovery: from SIGKILL of the serving host to the slot serving again.
-// Benchmark-size model (bench/lib-bench-model.ts), thread_num 1, two request workers throughout.
+// Benchmark-size model (bench/lib/bench-model.ts), thread_num 1, two request workers throughout.
 // Targets (issues 5, 18): (b) − (a) ≤ 100 ms with 0 failed requests during the swaps; (c) ≤ one load, i.e.
 // (a), + 100 ms: recovery is a fresh host and a load, and nothing else should add to it.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -16,13 +16,13 @@ import type { EngineHostFactory } from '../agent/runtime/engine/engine-port.js';
 import { procSystemMemory } from '../agent/runtime/engine/proc-memory.js';
 import { runtimeMigrations } from '../agent/runtime/migrations.js';
 import { Runtime } from '../agent/runtime/runtime.js';
+import { coreMigration } from '../agent/store/core-migration.js';
 import { openStore } from '../agent/store/database.js';
-import { coreMigration } from '../agent/store/migrations/001-core.js';
 import { engineAvailability, runtimeInfo, unavailableMessage } from '../engine/index.js';
 import { systemClock } from '../lib/clock.js';
 import { createMemoryLogger } from '../lib/log.js';
-import { BenchModelUnavailable, ensureBenchModel } from './lib-bench-model.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { BenchModelUnavailable, ensureBenchModel } from './lib/bench-model.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const ROUNDS = Math.max(5, Number(process.env['BENCH_ROUNDS'] ?? 5));
 const WORKERS = 2;

@@ -15,11 +15,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STORE_FILE } from '../agent/main.js';
 import { openStore } from '../agent/store/database.js';
-import { allMigrations } from '../agent/store/migrations/index.js';
+import { allMigrations } from '../agent/store/migrations.js';
 import { engineAvailability, unavailableMessage } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { ModelStore } from '../models/index.js';
-import { bar, check, describe, fmt, summarize } from './stats.js';
+import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 
 const ROUNDS = Math.max(3, Number(process.env['BENCH_ROUNDS'] ?? 5));
 const POLL_MS = 20;

@@ -30,7 +30,7 @@ import {
 import { ruleOutcome, type ScoredValidation } from '../engine/tools/wake-keyword/rule-choice.js';
 import { concat, RATE, rng, say } from '../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../models/wake-package.js';
-import { bar, check, fmt } from './stats.js';
+import { bar, check, fmt } from './lib/stats.js';
 
 const POSITIVES = Number(process.env['BENCH_WAKE_POSITIVES'] ?? 200);
 const NEG_MINUTES = Number(process.env['BENCH_WAKE_NEG_MINUTES'] ?? 60);

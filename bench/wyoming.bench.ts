@@ -11,7 +11,7 @@
 // the answer, on both paths. The speech is sent at once, faster than a microphone would; each path then waits
 // SETTLE_MS before ending it, as a live stream would have been taken in by then, so that neither figure holds
 // the server still working through a backlog of audio (20 ms Wyoming chunks against 200 ms WebSocket frames). Rounds alternate the two paths. Target (issue 21): Wyoming adds ≤ 5 ms per median.
-// First, without the engine (lib-wyoming-describe.ts): 20, then 100 concurrent connections each sending `describe`,
+// First, without the engine (lib/wyoming-describe.ts): 20, then 100 concurrent connections each sending `describe`,
 // as Home Assistant's checks and pipelines do, at the default wyoming.maxConnections (32); then held open together
 // (100 under a limit of 128). Target (issue 31): every one answered, latency median and max printed. 100 held open at
 // the default limit is shown, not judged: past 32 the refusal (ECONNLIMIT) is the designed answer.
@@ -28,8 +28,8 @@ import { slotRuntimeModules } from '../test/engine/_slots.js';
 import { loopbackAgentConfig } from '../test/helpers/agent-config.js';
 import { mediaFixturesDir } from '../test/helpers/paths.js';
 import { WyomingTestClient } from '../test/helpers/wyoming-client.js';
-import { describeBursts } from './lib-wyoming-describe.js';
-import { check, describe, fmt, summarize } from './stats.js';
+import { check, describe, fmt, summarize } from './lib/stats.js';
+import { describeBursts } from './lib/wyoming-describe.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 15);
 const TARGET_MS = 5;

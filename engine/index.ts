@@ -22,10 +22,10 @@ export {
   probeEngineInfo,
 } from './src/host/engine-info.js';
 export type {
-  HostModuleOptions,
+  HostGraphOptions,
   HostWakeOptions,
+  LoadedGraph,
   LoadedModel,
-  LoadedModule,
   LoadedWake,
 } from './src/host/protocol.js';
 export {

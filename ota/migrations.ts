@@ -1,6 +1,6 @@
 import type { Migration } from '../lib/sqlite/migration.js';
 
-// OTA's schema changes, beside the feature as the other modules' are (agent/store/migrations/index.ts lists them
+// OTA's schema changes, beside the feature as the other modules' are (agent/store/migrations.ts lists them
 // all). The versions are the ones devices have applied since they lived in agent/store/migrations/040-043 (and 047): a
 // version never changes and an applied migration is never edited (test/integration/ota-migrations.test.ts opens a
 // database made before the move). Append with the next free number of OTA's range, 40-49.

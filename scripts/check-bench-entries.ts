@@ -1,5 +1,5 @@
 // `tsx scripts/check-bench-entries.ts [--no-build]` (part of `npm run check:generated`): every benchmark can run
-// from a fresh clone. Benchmarks load the built agent from dist/ by naming its source (bench/lib-dist.ts
+// from a fresh clone. Benchmarks load the built agent from dist/ by naming its source (bench/lib/dist.ts
 // builtPath/builtUrl); this reads every such name in bench/, builds dist/ as `npm run build` does (from empty),
 // imports each module a benchmark imports and checks each file it runs exists, and that the build left nothing
 // that no source produces. A benchmark that spells a dist/ path by hand fails here too: that is how
@@ -23,7 +23,7 @@ export interface BenchEntry {
 
 export interface BenchEntryScan {
   entries: BenchEntry[];
-  /** `file: line` of every dist/ path spelled by hand (outside bench/lib-dist.ts). */
+  /** `file: line` of every dist/ path spelled by hand (outside bench/lib/dist.ts). */
   handWritten: string[];
 }
 
@@ -50,7 +50,7 @@ export function scanBench(benchDir: string = join(ROOT, 'bench')): BenchEntrySca
     for (const [i, line] of lines.entries()) {
       for (const m of line.matchAll(NAMED))
         entries.push({ file, source: m[3]!, use: m[1] === 'Url' ? 'import' : 'path' });
-      if (file === 'bench/lib-dist.ts') continue;
+      if (file === 'bench/lib/dist.ts') continue;
       const trimmed = line.trim();
       if (trimmed.startsWith('//') || trimmed.startsWith('/*') || trimmed.startsWith('*')) continue;
       if (DYNAMIC.test(line) || (DIST_SEGMENT.test(line) && !/['"]dashboard['"],\s*['"]dist['"]/.test(line)))

@@ -37,10 +37,9 @@ const SKIP = new Set(['node_modules', 'dist', '.git', '.ci', 'docs', 'yocto', 'b
  */
 export const EXEMPT = [
   'models/inspect/op-coverage.generated.ts',
-  'agent/store/migrations/001-core.ts',
-  'agent/store/migrations/002-http-sessions.ts',
-  'agent/store/migrations/030-telemetry-outbox.ts',
-  'agent/store/migrations/031-telemetry-history.ts',
+  'agent/store/core-migration.ts',
+  'agent/http/migration.ts',
+  'agent/telemetry/migrations.ts',
   'agent/runtime/migrations.ts',
   'agent/workloads/voice/migration.ts',
   'models/store/migration.ts',
@@ -60,7 +59,7 @@ export const FEATURE_IMPORT_EXEMPT: Readonly<Record<string, string>> = {
     "OTA's operator tools (keygen, sign, pack, publish, rollout, serve, root rotation) and `models pull`/`hub`: the CLI bodies issue 30 moved out of ota/; a command runs without the agent's modules, so it wires its own",
   'agent/config/schema.ts':
     "the configuration file's schema names every section, OTA's own (ota/config.ts) among them; a configuration is read before anything is composed",
-  'agent/store/migrations/index.ts':
+  'agent/store/migrations.ts':
     "the agent database's migrations, every feature's in the order devices applied them (OTA's 040-043 among them); every command opens the file, before anything is composed",
 };
 

@@ -14,7 +14,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { toolchainFileText, toolchainOf } from '../agent/engine-build/cross.js';
+import { toolchainFileText, toolchainOf } from '../agent/operator/engine-build/cross.js';
 import { elfMachineOfFile } from '../lib/elf.js';
 import { referencesFor } from '../test/arm64/references.js';
 

@@ -3,9 +3,9 @@ import { MnnEdgeError } from '../../lib/errors.js';
 import { readJsonFile } from '../../lib/json-input.js';
 import { formatSchemaErrors, validate } from '../../lib/schema.js';
 import { defaultConfig, SYSTEM_CONFIG_PATH } from './defaults.js';
-import { type ConfigSource, isPlainObject, type JsonObject, sourcesOf } from './layers.js';
 import { type OverlayState, OverlayStore } from './overlay-store.js';
 import { type AgentConfig, agentConfigSchema } from './schema.js';
+import { type ConfigSource, isPlainObject, type JsonObject, sourcesOf } from './sources.js';
 
 function describeJson(v: unknown): string {
   if (v === null) return 'null';
@@ -40,8 +40,8 @@ export function parseConfig(raw: unknown, source: string, env?: NodeJS.ProcessEn
   return deepMerge(defaultConfig(env), raw);
 }
 
-/** What `loadConfig` read, layer by layer: enough to compose the configuration again with another overlay. */
-export interface ConfigLayers {
+/** What `loadConfig` read, source by source: enough to compose the configuration again with another overlay. */
+export interface ConfigInputs {
   /** The file's path, or 'built-in defaults'. */
   source: string;
   file: JsonObject;
@@ -64,32 +64,32 @@ export function overlayOnFile(file: JsonObject, overlay: JsonObject): JsonObject
   return merged;
 }
 
-/** The effective configuration from its layers, validated, and the layer each leaf came from. */
-export function composeLayers(
-  layers: Omit<ConfigLayers, 'overlay' | 'store'>,
+/** The effective configuration from its inputs, validated, and the source each leaf came from. */
+export function composeConfig(
+  inputs: Omit<ConfigInputs, 'overlay' | 'store'>,
   overlay: JsonObject,
 ): { config: AgentConfig; sources: Map<string, ConfigSource> } {
-  const raw = deepMerge(overlayOnFile(layers.file, overlay), layers.flags);
+  const raw = deepMerge(overlayOnFile(inputs.file, overlay), inputs.flags);
   const where =
-    Object.keys(overlay).length > 0 ? `${layers.source} with the run-time settings` : layers.source;
-  const config = parseConfig(raw, where, layers.env);
+    Object.keys(overlay).length > 0 ? `${inputs.source} with the run-time settings` : inputs.source;
+  const config = parseConfig(raw, where, inputs.env);
   // The file's entries for slots the overlay replaces are gone from the result: they are no one's source.
-  const file = { ...layers.file };
+  const file = { ...inputs.file };
   if (isPlainObject(file['slots']) && isPlainObject(overlay['slots'])) {
     file['slots'] = Object.fromEntries(
       Object.entries(file['slots']).filter(([slot]) => !Object.hasOwn(overlay['slots'] as JsonObject, slot)),
     );
   }
   const sources = sourcesOf([
-    { source: 'default', value: defaultConfig(layers.env) },
+    { source: 'default', value: defaultConfig(inputs.env) },
     { source: 'file', value: file },
     { source: 'overlay', value: overlay },
-    { source: 'flag', value: layers.flags },
+    { source: 'flag', value: inputs.flags },
   ]);
   return { config, sources };
 }
 
-function readFileLayer(path: string | undefined): JsonObject {
+function readFileInput(path: string | undefined): JsonObject {
   if (path === undefined) return {};
   let raw: unknown;
   try {
@@ -109,16 +109,16 @@ function readFileLayer(path: string | undefined): JsonObject {
 /**
  * Defaults < file < run-time overlay (<dataDir>/config-overlay.json) < flags. A file or flags that are invalid
  * fail the load; an overlay that cannot be used is left out (the last good revision from its log is used) and
- * `layers.overlay.problem` says why.
+ * `inputs.overlay.problem` says why.
  */
-export function loadLayeredConfig(options: LoadConfigOptions = {}): {
+export function loadConfigWithInputs(options: LoadConfigOptions = {}): {
   config: AgentConfig;
   source: string;
-  layers: ConfigLayers;
+  inputs: ConfigInputs;
   sources: Map<string, ConfigSource>;
 } {
   const path = options.path ?? (existsSync(SYSTEM_CONFIG_PATH) ? SYSTEM_CONFIG_PATH : undefined);
-  const file = readFileLayer(path);
+  const file = readFileInput(path);
   const source = path ?? 'built-in defaults';
   const flags = (options.overrides ?? {}) as JsonObject;
   const base = { source, file, flags, ...(options.env ? { env: options.env } : {}) };
@@ -126,9 +126,9 @@ export function loadLayeredConfig(options: LoadConfigOptions = {}): {
   const dataDir = parseConfig(deepMerge(file, flags), source, options.env).dataDir;
   const store = new OverlayStore(dataDir);
   let overlay = store.load();
-  let composed: ReturnType<typeof composeLayers>;
+  let composed: ReturnType<typeof composeConfig>;
   try {
-    composed = composeLayers(base, overlay.overlay);
+    composed = composeConfig(base, overlay.overlay);
   } catch (err) {
     // Valid alone, invalid over this file (voice.tts in the overlay, voice.omni added to the file): the file wins.
     overlay = {
@@ -136,14 +136,14 @@ export function loadLayeredConfig(options: LoadConfigOptions = {}): {
       overlay: {},
       problem: `The run-time settings (revision ${overlay.revision}) do not fit the configuration file and were left out: ${(err as Error).message}`,
     };
-    composed = composeLayers(base, {});
+    composed = composeConfig(base, {});
   }
-  return { ...composed, source, layers: { ...base, store, overlay } };
+  return { ...composed, source, inputs: { ...base, store, overlay } };
 }
 
 export function loadConfig(options: LoadConfigOptions = {}): { config: AgentConfig; source: string } {
   const path = options.path ?? (existsSync(SYSTEM_CONFIG_PATH) ? SYSTEM_CONFIG_PATH : undefined);
-  const raw = readFileLayer(path);
+  const raw = readFileInput(path);
   const source = path ?? 'built-in defaults';
   const merged = options.overrides ? deepMerge(raw, options.overrides) : raw;
   return { config: parseConfig(merged, source, options.env), source };

@@ -1,5 +1,5 @@
 import { MnnEdgeError } from '../../lib/errors.js';
-import { leaves } from './layers.js';
+import { leaves } from './sources.js';
 
 // Which keys the run-time overlay may hold, and how a change to each takes effect. Everything else (HTTP bind,
 // port and TLS files, MQTT broker and credentials, data directory, secrets and tokens, the OTA trust roots) is

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { renameDurable, writeFileDurable } from '../../lib/durable-fs.js';
 import { errorMessage } from '../../lib/errors.js';
 import { formatSchemaErrors, validate } from '../../lib/schema.js';
-import { isPlainObject, type JsonObject, type LeafChange } from './layers.js';
 import { fileOnlyKeys } from './overlay-keys.js';
 import { agentConfigSchema } from './schema.js';
+import { isPlainObject, type JsonObject, type LeafChange } from './sources.js';
 
 // The run-time overlay on disk: <dataDir>/config-overlay.json, replaced atomically (write, fsync, rename,
 // fsync the directory) with a revision that goes up by one on every change, and the change log beside it,

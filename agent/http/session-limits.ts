@@ -11,7 +11,7 @@ export const WS_CLOSE = {
   messageTooBig: 1009,
 } as const;
 
-/** Who holds a session slot: the kind of session (`dashboard voice`, `wyoming transcribe`) and the client. */
+/** Who holds a live session: the kind of session (`dashboard voice`, `wyoming transcribe`) and the client. */
 export interface SessionHolder {
   kind: string;
   who?: string;
@@ -106,7 +106,7 @@ export interface LimitsView {
   maxWsMessageBytes: number;
   maxSessions: number;
   activeSessions: number;
-  /** Who holds each session slot now. */
+  /** Who holds each live session now. */
   sessionHolders: HeldSession[];
   wsMessagesPerSecond: number;
 }

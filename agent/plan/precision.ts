@@ -4,7 +4,7 @@ import type { ModelKind, PlanPolicy, Precision, ProbeResult } from './types.js';
 // (CPUBackend::onCreate: supportFp16arith && Precision_Low); "normal"/"high" run the fp32 (NEON) kernels. fp16
 // halves activation traffic but rounds differently, and on some cores and quantisations it is no faster, so it is
 // a measured choice, not an assumption. The rule, in order:
-//   1. a pin (config or operator layer) decides; nothing is compared;
+//   1. a pin (config or operator source) decides; nothing is compared;
 //   2. a probe that failed rules its precision out while the other one works;
 //   3. under emulation speeds are the emulator's: the default below, and the reason says so;
 //   4. both measured: fp16 wins only when its reference request is at least `policy.fp16MinSpeedup` (1.1×)

@@ -54,7 +54,7 @@ export interface SlotSpec {
   enabled: boolean;
 }
 
-/** Fields a higher layer of the desired state forces on a slot (operator pin, OTA version). */
+/** Fields a higher source of the desired state forces on a slot (operator pin, OTA version). */
 export interface SlotConstraints {
   version?: string;
   variant?: string;

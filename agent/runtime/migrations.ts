@@ -1,7 +1,8 @@
 import type { Migration } from '../../lib/sqlite/migration.js';
 
-// The desired-state document: one row per (layer, subject). Subjects are slot names, `model:<id>` for the OTA
-// layer (a job sets the version of a model, whichever slots use it) and `placement` for the planner's output.
+// The desired-state document: one row per (source, subject); the column keeps the name `layer` it had before the
+// word was left to the architecture (applied on devices, never edited). Subjects are slot names, `model:<id>` for
+// the OTA source (a job sets the version of a model, whichever slots use it) and `placement` for the planner's output.
 export const runtimeDesiredMigration: Migration = {
   version: 20,
   name: 'runtime: desired-state layers',

@@ -11,7 +11,7 @@ import { EngineFailure } from './engine/engine-port.js';
 import type { Runtime } from './runtime.js';
 
 // OTA's activation and health-probe ports over the runtime: an OTA job activates a model version through the
-// desired state's OTA layer (hot-swapped like any other change) and probes what actually serves. The port
+// desired state's OTA source (hot-swapped like any other change) and probes what actually serves. The port
 // types are defined once in lib/ota-ports.ts, which OTA's job runner also imports, so the runtime imports
 // nothing from ota/ and the two cannot drift apart.
 

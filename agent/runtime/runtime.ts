@@ -129,7 +129,7 @@ export class Runtime {
 
   // ---------------------------------------------------------------- writers of the desired state
 
-  /** The config layer (at start and on config reload). */
+  /** The config source of the desired state (at start and on config reload). */
   async configure(slots: readonly SlotSpec[]): Promise<Placement> {
     this.desired.replaceConfig(slots);
     return this.replan('configuration changed');
@@ -182,7 +182,7 @@ export class Runtime {
     return this.#planning.preview(slots);
   }
 
-  /** Plan again from the stored layers, the board, the catalog and the measurements; then reconcile. */
+  /** Plan again from the stored sources, the board, the catalog and the measurements; then reconcile. */
   replan(reason: string): Promise<Placement> {
     return this.#planning.replan(reason);
   }
@@ -205,7 +205,7 @@ export class Runtime {
     return this.#serving.speak(slot, request, signal);
   }
 
-  /** One forward of the Module model serving the slot (Silero VAD on voice.vad). */
+  /** One forward of the graph model (MnnGraph) serving the slot (Silero VAD on voice.vad). */
   forward(slot: SlotName, inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
     return this.#serving.forward(slot, inputs, signal);
   }

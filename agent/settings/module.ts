@@ -1,10 +1,10 @@
 import { MnnEdgeError } from '../../lib/errors.js';
 import { HttpError } from '../../lib/http-error.js';
-import type { ConfigSource, LeafChange } from '../config/layers.js';
-import type { ConfigLayers } from '../config/load.js';
+import type { ConfigInputs } from '../config/load.js';
 import { isSecretKey, redactConfig } from '../config/redact.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { SlotsConfig } from '../config/sections/slots.js';
+import type { ConfigSource, LeafChange } from '../config/sources.js';
 import { CommandError, type CommandRegistry } from '../fleet/commands.js';
 import { HA_SLOT_MODEL_COMMAND } from '../fleet/ha-discovery.js';
 import type { RequestContext } from '../http/router.js';
@@ -19,7 +19,7 @@ import { keyRows, withSectionDefaults } from './view.js';
 // SettingsService, so every path validates, logs and applies the same way.
 
 export interface SettingsModuleDeps {
-  layers: ConfigLayers;
+  inputs: ConfigInputs;
   sources: Map<string, ConfigSource>;
   commands: Pick<CommandRegistry, 'register'>;
   /** The reload path (agent/reload.ts). */
@@ -237,7 +237,7 @@ export function createSettingsModule(deps: SettingsModuleDeps): SettingsModule {
     service: () => service,
     start(ctx) {
       service = new SettingsService({
-        layers: deps.layers,
+        inputs: deps.inputs,
         config: ctx.config,
         sources: deps.sources,
         apply: deps.apply,

@@ -1,4 +1,9 @@
 import { MnnEdgeError } from '../../lib/errors.js';
+import { type ConfigInputs, composeConfig } from '../config/load.js';
+import { applyModes, assertOverlayKeys } from '../config/overlay-keys.js';
+import type { HistoryEntry } from '../config/overlay-store.js';
+import type { AgentConfig } from '../config/schema.js';
+import { type SlotsConfig, slotSpecsFromConfig } from '../config/sections/slots.js';
 import {
   type ConfigSource,
   diffLeaves,
@@ -7,12 +12,7 @@ import {
   type LeafChange,
   mergePatch,
   pruneEmpty,
-} from '../config/layers.js';
-import { type ConfigLayers, composeLayers } from '../config/load.js';
-import { applyModes, assertOverlayKeys } from '../config/overlay-keys.js';
-import type { HistoryEntry } from '../config/overlay-store.js';
-import type { AgentConfig } from '../config/schema.js';
-import { type SlotsConfig, slotSpecsFromConfig } from '../config/sections/slots.js';
+} from '../config/sources.js';
 
 // One owner for run-time changes. The dashboard, the fleet's `set-config` and Home Assistant's selects all call
 // change(): the patch is checked against the same schema as the file (same messages), then against the board
@@ -42,7 +42,7 @@ export interface ChangeResult {
 }
 
 export interface SettingsDeps {
-  layers: ConfigLayers;
+  inputs: ConfigInputs;
   config: AgentConfig;
   sources: Map<string, ConfigSource>;
   /** The reload path: applies `next` (slots, tags, workloads, telemetry, Wyoming) to the running agent. */
@@ -70,7 +70,7 @@ function slotPatch(overlay: JsonObject, patch: JsonObject): JsonObject {
 }
 
 export class SettingsService {
-  #layers: ConfigLayers;
+  #inputs: ConfigInputs;
   #config: AgentConfig;
   #sources: Map<string, ConfigSource>;
   #queue: Promise<unknown> = Promise.resolve();
@@ -78,7 +78,7 @@ export class SettingsService {
 
   constructor(deps: SettingsDeps) {
     this.#deps = deps;
-    this.#layers = deps.layers;
+    this.#inputs = deps.inputs;
     this.#config = deps.config;
     this.#sources = deps.sources;
   }
@@ -92,29 +92,29 @@ export class SettingsService {
   }
 
   get revision(): number {
-    return this.#layers.overlay.revision;
+    return this.#inputs.overlay.revision;
   }
 
   get overlay(): JsonObject {
-    return this.#layers.overlay.overlay;
+    return this.#inputs.overlay.overlay;
   }
 
   /** Why the overlay file on disk is not what runs (damaged, newer format), or undefined. */
   get problem(): string | undefined {
-    return this.#layers.overlay.problem;
+    return this.#inputs.overlay.problem;
   }
 
   get configFile(): string {
-    return this.#layers.source;
+    return this.#inputs.source;
   }
 
   history(limit = 200): HistoryEntry[] {
-    return this.#layers.store.history(limit);
+    return this.#inputs.store.history(limit);
   }
 
   /** SIGHUP re-read the file (and the overlay): what runs now. */
-  reloaded(loaded: { layers: ConfigLayers; config: AgentConfig; sources: Map<string, ConfigSource> }): void {
-    this.#layers = loaded.layers;
+  reloaded(loaded: { inputs: ConfigInputs; config: AgentConfig; sources: Map<string, ConfigSource> }): void {
+    this.#inputs = loaded.inputs;
     this.#use(loaded.config, loaded.sources);
   }
 
@@ -132,7 +132,7 @@ export class SettingsService {
   }
 
   async #change(request: ChangeRequest): Promise<ChangeResult> {
-    const current = this.#layers.overlay;
+    const current = this.#inputs.overlay;
     if (request.expectRevision !== undefined && request.expectRevision !== current.revision) {
       throw new MnnEdgeError(
         'ECONFLICT',
@@ -145,13 +145,13 @@ export class SettingsService {
         'EINVAL',
         'A settings change is a JSON object (a merge patch of the configuration)',
       );
-    assertOverlayKeys(request.patch, this.#layers.source);
+    assertOverlayKeys(request.patch, this.#inputs.source);
     const nextOverlay = pruneEmpty(
       mergePatch(current.overlay, slotPatch(current.overlay, request.patch)),
     ) as JsonObject;
     const prev = this.#config;
     // The same schema and messages as the file; then the rules across slots (voice.tts or voice.omni).
-    const composed = composeLayers(this.#layers, nextOverlay);
+    const composed = composeConfig(this.#inputs, nextOverlay);
     slotSpecsFromConfig(composed.config['slots'] as SlotsConfig | undefined);
     const changes = diffLeaves(prev, composed.config);
     if (changes.length === 0)
@@ -159,8 +159,8 @@ export class SettingsService {
     await this.#deps.check?.(composed.config, changes);
 
     const at = this.#deps.now?.() ?? new Date();
-    const entry = this.#layers.store.commit(nextOverlay, request.who, changes, at);
-    this.#layers = { ...this.#layers, overlay: { revision: entry.revision, overlay: nextOverlay } };
+    const entry = this.#inputs.store.commit(nextOverlay, request.who, changes, at);
+    this.#inputs = { ...this.#inputs, overlay: { revision: entry.revision, overlay: nextOverlay } };
     const modes = applyModes(changes.map((c) => c.key));
     let reload: Record<string, unknown>;
     try {
@@ -188,14 +188,14 @@ export class SettingsService {
   /** Applying failed half way: the previous overlay becomes the next revision and runs again. */
   async #rollBack(overlay: JsonObject, prev: AgentConfig, who: string, err: unknown): Promise<void> {
     const back = diffLeaves(this.#config, prev);
-    const entry = this.#layers.store.commit(
+    const entry = this.#inputs.store.commit(
       overlay,
       `rollback of a change by ${who}`,
       back,
       this.#deps.now?.() ?? new Date(),
     );
-    this.#layers = { ...this.#layers, overlay: { revision: entry.revision, overlay } };
-    const composed = composeLayers(this.#layers, overlay);
+    this.#inputs = { ...this.#inputs, overlay: { revision: entry.revision, overlay } };
+    const composed = composeConfig(this.#inputs, overlay);
     this.#use(composed.config, composed.sources);
     await this.#deps.apply(prev, `rollback: ${(err as Error).message}`).catch(() => undefined);
   }

@@ -1,7 +1,7 @@
 import { MnnEdgeError } from '../../lib/errors.js';
-import type { LeafChange } from '../config/layers.js';
 import type { AgentConfig } from '../config/schema.js';
 import { type SlotsConfig, slotSpecsFromConfig } from '../config/sections/slots.js';
+import type { LeafChange } from '../config/sources.js';
 import {
   type ModelKind,
   type Placement,

@@ -1,6 +1,6 @@
 import { MnnEdgeError } from '../../lib/errors.js';
-import type { JsonObject } from '../config/layers.js';
 import type { SlotConfig, SlotConfigBuiltin, SlotsConfig } from '../config/sections/slots.js';
+import type { JsonObject } from '../config/sources.js';
 import { BUILTINS, type PlanCatalog, SLOT_KINDS, SLOT_NAMES, type SlotName } from '../plan/types.js';
 
 // "Which model serves this slot" as a choice from a list (Home Assistant's select per slot; a dashboard select

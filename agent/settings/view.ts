@@ -1,4 +1,3 @@
-import { type ConfigSource, leaves } from '../config/layers.js';
 import { deepMerge } from '../config/load.js';
 import { overlayKeyOf } from '../config/overlay-keys.js';
 import { isSecretKey, redactConfig } from '../config/redact.js';
@@ -7,8 +6,9 @@ import { defaultTelemetryConfig } from '../config/sections/telemetry.js';
 import { visionDefaults } from '../config/sections/vision.js';
 import { voiceDefaults } from '../config/sections/voice.js';
 import { wyomingDefaults } from '../config/sections/wyoming.js';
+import { type ConfigSource, leaves } from '../config/sources.js';
 
-// The configuration as a person reads it: every key with its value (secrets masked), the layer it came from, and
+// The configuration as a person reads it: every key with its value (secrets masked), the source it came from, and
 // whether it can be changed at run time (live, or stored for the next start) or only in the file.
 
 export type KeyAccess = 'live' | 'restart' | 'file';

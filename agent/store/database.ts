@@ -1,10 +1,10 @@
-// The agent's own database: the generic SQLite handling (sqlite/) with every module's migrations
-// (migrations/index.ts). Features import the `Db` type from sqlite/ so the store sits below them; only what opens
+// The agent's own database: the generic SQLite handling (sqlite/) with every feature's migrations
+// (migrations.ts). Features import the `Db` type from sqlite/ so the store sits below them; only what opens
 // the file (main.ts, the CLI commands, tests) comes here.
 
 import { type Db, type OpenDatabaseOptions, openDatabase } from '../../lib/sqlite/database.js';
 import type { Migration } from '../../lib/sqlite/migration.js';
-import { allMigrations } from './migrations/index.js';
+import { allMigrations } from './migrations.js';
 
 export { type Db, KvStore, migrate } from '../../lib/sqlite/database.js';
 

@@ -5,7 +5,7 @@
 // rollout is compared with the reference device by device, and with what the boards themselves ran.
 import { join } from 'node:path';
 import { Downloader } from '../../lib/download/downloader.js';
-import { bar, check, fmt } from '../stats.js';
+import { bar, check, fmt } from '../lib/stats.js';
 import {
   boardProblems,
   type CliRollout,

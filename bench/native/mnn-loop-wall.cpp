@@ -3,7 +3,7 @@
 // which covers each step's detokenize and forward but not its sampling and bookkeeping; this tool prints both
 // rates for the same runs, so the difference between the two timers is a measured figure, not an assumption.
 //
-// Built at bench time against the installed MNN (bench/lib-loop-wall.ts). Usage:
+// Built at bench time against the installed MNN (bench/lib/loop-wall.ts). Usage:
 //   mnn-loop-wall CONFIG PROMPT_TOKENS DECODE_TOKENS
 // Loads the model, runs one discarded generation (as llm_bench does), prints "ready", then runs one measured
 // generation per line read from stdin and prints {"prefillMs":…,"wallTps":…,"timerTps":…,"sampleUs":…} for it, so that a

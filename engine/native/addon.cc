@@ -4,7 +4,7 @@
 #include "backend_probe.h"
 #include "heap.h"
 #include "llm.h"
-#include "module.h"
+#include "graph.h"
 #include "native_sources.h"
 #include "runtime_info.h"
 
@@ -12,7 +12,7 @@ namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("LlmHandle", mnn_edge::LlmHandle::Init(env));
-  exports.Set("ModuleHandle", mnn_edge::ModuleHandle::Init(env));
+  exports.Set("GraphHandle", mnn_edge::GraphHandle::Init(env));
   exports.Set("runtimeInfo", Napi::Function::New<mnn_edge::RuntimeInfo>(env, "runtimeInfo"));
   exports.Set("probeBackend", Napi::Function::New<mnn_edge::ProbeBackend>(env, "probeBackend"));
   exports.Set("checkBackend", Napi::Function::New<mnn_edge::CheckBackend>(env, "checkBackend"));

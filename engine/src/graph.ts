@@ -8,8 +8,8 @@ import { createAddonLoader } from './loader.js';
 import type {
   BackendName,
   EngineAddon,
-  NativeModuleHandle,
-  NativeModuleInfo,
+  NativeGraphHandle,
+  NativeGraphInfo,
   NativeTensorOut,
   TensorData,
 } from './native.js';
@@ -49,12 +49,12 @@ function names(what: string, v: unknown): string[] {
 
 export class MnnGraph {
   readonly path: string;
-  readonly info: NativeModuleInfo;
-  readonly #handle: NativeModuleHandle;
+  readonly info: NativeGraphInfo;
+  readonly #handle: NativeGraphHandle;
   readonly #queue = new SerialQueue();
   #disposed: Promise<void> | undefined;
 
-  private constructor(path: string, handle: NativeModuleHandle) {
+  private constructor(path: string, handle: NativeGraphHandle) {
     this.path = path;
     this.#handle = handle;
     this.info = handle.info();
@@ -72,7 +72,7 @@ export class MnnGraph {
     if (!Number.isInteger(threads) || threads < 1)
       throw invalidParameter('threads', 'a positive integer', threads);
     const addon = options.addon ?? createAddonLoader().load();
-    const handle = new addon.ModuleHandle();
+    const handle = new addon.GraphHandle();
     try {
       await handle.load({
         path,

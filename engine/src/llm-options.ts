@@ -139,7 +139,7 @@ export function checkOverrides(overrides: unknown): LlmConfigOverrides {
 }
 
 /**
- * The precision a vision/audio encoder or a module graph (Silero VAD, wake word) runs at on this CPU architecture.
+ * The precision a vision/audio encoder or a graph model (MnnGraph: Silero VAD, wake word) runs at on this CPU architecture.
  * On arm64, `low` selects MNN's Arm82 fp16 backend. Silero VAD v5 scores every frame 0.002 there (at `normal` its
  * scores match x86 to 0.001). An encoder at `low` was seen corrupting the heap; that was the greedy sampler's
  * cross-backend copy (arm82SafeSampler, below), but encoders at `low` have not been checked through this engine

@@ -241,7 +241,7 @@ export interface NativeLlmHandle {
 export type TensorData = Float32Array | Int32Array | Uint8Array | Int8Array;
 export type TensorType = 'float32' | 'int32' | 'uint8' | 'int8';
 
-export interface NativeModuleLoadOptions {
+export interface NativeGraphLoadOptions {
   path: string;
   inputs: string[];
   outputs: string[];
@@ -264,21 +264,21 @@ export interface NativeTensorOut {
   type: TensorType;
 }
 
-export interface NativeModuleInfo {
+export interface NativeGraphInfo {
   inputs: Array<{ name: string; shape?: number[]; type?: string }>;
   outputs: string[];
 }
 
-export interface NativeModuleHandle {
-  load(options: NativeModuleLoadOptions): Promise<void>;
+export interface NativeGraphHandle {
+  load(options: NativeGraphLoadOptions): Promise<void>;
   forward(inputs: NativeTensorIn[]): Promise<NativeTensorOut[]>;
-  info(): NativeModuleInfo;
+  info(): NativeGraphInfo;
   dispose(): Promise<void>;
 }
 
 export interface EngineAddon {
   LlmHandle: new (configPath: string, overridesJson: string) => NativeLlmHandle;
-  ModuleHandle: new () => NativeModuleHandle;
+  GraphHandle: new () => NativeGraphHandle;
   runtimeInfo(): RuntimeInfo;
   /** Throws (code EBACKEND) when `name` is unknown, not compiled in, or cannot start here. */
   checkBackend(name: string, purpose: string): void;

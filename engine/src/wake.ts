@@ -1,5 +1,5 @@
-// The openWakeWord pipeline on MNN Modules: melspectrogram → embedding → keyword heads, one 80 ms frame (1280
-// samples at 16 kHz) at a time. The pipeline keeps no per-stream state: the caller carries it (the audio tail the
+// The openWakeWord pipeline on MnnGraphs (MNN's Express::Module): melspectrogram → embedding → keyword heads,
+// one 80 ms frame (1280 samples at 16 kHz) at a time. The pipeline keeps no per-stream state: the caller carries it (the audio tail the
 // melspectrogram's window needs, the last 76 mel frames, the last 16 embeddings) and sends it with every frame,
 // as the VAD does with Silero's state, so one engine host serves every stream and a restarted host loses nothing
 // a stream cannot rebuild.

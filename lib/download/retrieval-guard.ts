@@ -1,7 +1,8 @@
 // TUF's slow-retrieval attack: a server (or anyone on the path) that sends one byte every few hundred
-// milliseconds never trips an idle timeout, and a download would take days while holding the update slot. Two
-// bounds stop it: the average rate over a sliding window must stay above a minimum, and the whole retrieval
-// must end by a deadline derived from its signed (or maximum) length. Each is its own rejection reason.
+// milliseconds never trips an idle timeout, and a download would take days while holding up the updates (one
+// job runs at a time). Two bounds stop it: the average rate over a sliding window must stay above a minimum, and
+// the whole retrieval must end by a deadline derived from its signed (or maximum) length. Each is its own
+// rejection reason.
 
 import type { Clock } from '../clock.js';
 import { DownloadRejection } from './rejection.js';

@@ -15,7 +15,7 @@ import type { Page } from 'playwright-core';
 import { OVERLAY_FILE } from '../../agent/config/overlay-store.js';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';

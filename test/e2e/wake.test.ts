@@ -12,7 +12,7 @@ import anyTest from 'ava';
 import type { Page } from 'playwright-core';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { positiveClip, randomVoice, splitVoices } from '../../engine/tools/wake-keyword/corpus.js';
 import {

@@ -15,7 +15,7 @@ import { procSystemMemory } from '../../agent/runtime/engine/proc-memory.js';
 import { createRuntimeModule } from '../../agent/runtime/module.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { probeEngineInfo } from '../../engine/index.js';
 import { systemClock } from '../../lib/clock.js';
 import { createMemoryLogger } from '../../lib/log.js';

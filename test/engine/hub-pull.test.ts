@@ -11,7 +11,7 @@ import { engineHostFactory } from '../../agent/runtime/engine/engine-host-adapte
 import { procSystemMemory } from '../../agent/runtime/engine/proc-memory.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { probeEngineInfo } from '../../engine/index.js';
 import { systemClock } from '../../lib/clock.js';
 import { Downloader } from '../../lib/download/downloader.js';

@@ -1,5 +1,5 @@
 // The voice pipeline on the real engine, every model in an engine host behind the runtime's slots: Silero VAD on
-// voice.vad (a Module host), tiny-omni-audio on voice.asr (the audio really goes through its encoder; its text is
+// voice.vad (a graph host), tiny-omni-audio on voice.asr (the audio really goes through its encoder; its text is
 // gibberish), tiny-llm on voice.llm, espeak-ng as TTS.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { FleetOperator } from '../../agent/fleet/operator.js';
+import { FleetOperator } from '../../agent/operator/fleet/operator.js';
 import { startSimFleet } from '../../bench/fleet/sim-fleet.js';
 import { natsSkipReason, startNatsCluster } from '../helpers/nats-cluster.js';
 import { runCli } from '../helpers/run-cli.js';

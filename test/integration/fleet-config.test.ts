@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import test from 'ava';
 import { main } from '../../agent/cli/main.js';
-import { FleetOperator } from '../../agent/fleet/operator.js';
+import { FleetOperator } from '../../agent/operator/fleet/operator.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
 

@@ -6,7 +6,6 @@ import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { buildClientOptions } from '../../agent/fleet/client-options.js';
 import { type EmbeddedBroker, startEmbeddedBroker } from '../../agent/fleet/embedded-broker.js';
 import { haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
-import { FleetOperator } from '../../agent/fleet/operator.js';
 import {
   type CommandResponse,
   commandResponseSchema,
@@ -17,6 +16,7 @@ import {
   type TelemetryMessage,
   telemetrySchema,
 } from '../../agent/fleet/protocol.js';
+import { FleetOperator } from '../../agent/operator/fleet/operator.js';
 import { openStore } from '../../agent/store/database.js';
 import type { Sampler } from '../../agent/telemetry/samplers.js';
 import { systemClock } from '../../lib/clock.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { FleetOperator } from '../../agent/fleet/operator.js';
+import { FleetOperator } from '../../agent/operator/fleet/operator.js';
 import { startSimFleet } from '../../bench/fleet/sim-fleet.js';
 import { simPackage } from '../../bench/fleet/sim-rollout.js';
 import { connectOperator, publishJob } from '../../ota/tools/publish.js';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { FleetOperator } from '../../agent/fleet/operator.js';
+import { FleetOperator } from '../../agent/operator/fleet/operator.js';
 import { openStore } from '../../agent/store/database.js';
 import { simDeviceId, startSimFleet } from '../../bench/fleet/sim-fleet.js';
 import { simPackage } from '../../bench/fleet/sim-rollout.js';

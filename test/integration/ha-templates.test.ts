@@ -7,7 +7,7 @@ import mqtt from 'mqtt';
 import type { HaComponent, HaDeviceConfig } from '../../agent/fleet/ha-discovery.js';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { repoFromDir, startHuggingFaceStandin } from '../helpers/hub-standins.js';

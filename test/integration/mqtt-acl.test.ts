@@ -3,7 +3,7 @@ import test from 'ava';
 import { connect, type MqttClient } from 'mqtt';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
 import { haDiscoveryTopic } from '../../agent/fleet/ha-discovery.js';
-import { FleetOperator } from '../../agent/fleet/operator.js';
+import { FleetOperator } from '../../agent/operator/fleet/operator.js';
 import { openStore } from '../../agent/store/database.js';
 import { systemClock } from '../../lib/clock.js';
 import { createMemoryLogger } from '../../lib/log.js';

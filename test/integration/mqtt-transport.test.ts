@@ -8,7 +8,7 @@ import test from 'ava';
 import { createWebSocketStream, WebSocketServer } from 'ws';
 import type { MqttConfig } from '../../agent/config/sections/mqtt.js';
 import { createFleetAgent, type FleetAgent } from '../../agent/fleet/agent.js';
-import { FleetOperator } from '../../agent/fleet/operator.js';
+import { FleetOperator } from '../../agent/operator/fleet/operator.js';
 import { openStore } from '../../agent/store/database.js';
 import { systemClock } from '../../lib/clock.js';
 import { createMemoryLogger } from '../../lib/log.js';

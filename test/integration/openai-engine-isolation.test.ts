@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';

@@ -24,7 +24,7 @@ import { signTargets, type TargetPackage } from '../../ota/trust/targets.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 
 // With MNN and the engine addon present: OTA through the real runtime — the job hot-swaps the serving slot to
-// the new version via the desired state's OTA layer, the gate probes what actually serves, and a version the
+// the new version via the desired state's OTA source, the gate probes what actually serves, and a version the
 // engine cannot load is rolled back to the one that served before.
 
 const MiB = 1024 * 1024;

@@ -5,7 +5,7 @@ import test, { type ExecutionContext } from 'ava';
 import { OVERLAY_FILE } from '../../agent/config/overlay-store.js';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { modelFixturesDir } from '../helpers/paths.js';

@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import WebSocket from 'ws';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { deviceTopics } from '../../lib/topics.js';

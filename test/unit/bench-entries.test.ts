@@ -1,11 +1,11 @@
-// Benchmarks load the built agent by naming its source (bench/lib-dist.ts); these hold the names to the tree, so
+// Benchmarks load the built agent by naming its source (bench/lib/dist.ts); these hold the names to the tree, so
 // a source that moves breaks here, not on a fresh clone's `npm run bench`. The build-and-import half runs in
 // `npm run check:generated` (scripts/check-bench-entries.ts), which CI runs before the tests.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { builtPath } from '../../bench/lib-dist.js';
+import { builtPath } from '../../bench/lib/dist.js';
 import { checkNames, scanBench } from '../../scripts/check-bench-entries.js';
 import { staleOutputs } from '../../scripts/stale-dist.js';
 

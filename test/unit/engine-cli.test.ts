@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import test from 'ava';
 import { main } from '../../agent/cli/main.js';
-import { PINNED_MNN_COMMIT } from '../../agent/engine-build/plan.js';
+import { PINNED_MNN_COMMIT } from '../../agent/operator/engine-build/spec.js';
 import { repoRoot, socFixturesDir } from '../helpers/paths.js';
 
 function io(env: Record<string, string> = {}) {

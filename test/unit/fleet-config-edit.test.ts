@@ -1,5 +1,5 @@
 import test from 'ava';
-import { configDrift, patchFromSets, splitKey } from '../../agent/fleet/config-edit.js';
+import { configDrift, patchFromSets, splitKey } from '../../agent/operator/fleet/config-edit.js';
 
 test('--set pairs become one merge patch; slot names keep their dots; values are JSON when they parse', (t) => {
   t.deepEqual(splitKey('slots.voice.llm.model'), ['slots', 'voice.llm', 'model']);

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { addressed, filterDevices, sortDevices } from '../../agent/fleet/fleet-query.js';
-import type { DeviceSummary } from '../../agent/fleet/operator.js';
+import type { DeviceSummary } from '../../agent/operator/fleet/operator.js';
+import { addressed, filterDevices, sortDevices } from '../../agent/operator/fleet/query.js';
 
 const dev = (
   id: string,

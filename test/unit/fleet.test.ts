@@ -9,7 +9,7 @@ import { linkConfig } from '../../agent/fleet/agent-connection.js';
 import { registerBuiltinCommands } from '../../agent/fleet/builtin-commands.js';
 import { backoffDelay, buildClientOptions } from '../../agent/fleet/client-options.js';
 import { CommandError, CommandRegistry } from '../../agent/fleet/commands.js';
-import { formatAge, formatResponses, table } from '../../agent/fleet/format.js';
+import { formatAge, formatResponses, table } from '../../agent/operator/fleet/format.js';
 import type { Clock } from '../../lib/clock.js';
 import { createLogger, createMemoryLogger } from '../../lib/log.js';
 import { LogTail } from '../../lib/log-tail.js';

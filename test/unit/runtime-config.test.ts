@@ -2,7 +2,7 @@ import test from 'ava';
 import { parseConfig } from '../../agent/config/load.js';
 import { planPolicyFromConfig, slotSpecsFromConfig } from '../../agent/config/sections/slots.js';
 
-test('slots config becomes the config layer, with default priorities and context sizes', (t) => {
+test('slots config becomes the config source, with default priorities and context sizes', (t) => {
   const specs = slotSpecsFromConfig({
     'vision.vlm': { model: 'qwen2-vl-2b' },
     'voice.vad': { builtin: 'energy-vad' },

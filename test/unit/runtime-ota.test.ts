@@ -6,8 +6,8 @@ import type { CatalogModel, PlanBoard, SlotSpec } from '../../agent/plan/types.j
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import { runtimeActivationPort, runtimeHealthProbe } from '../../agent/runtime/ota-ports.js';
 import { Runtime } from '../../agent/runtime/runtime.js';
+import { coreMigration } from '../../agent/store/core-migration.js';
 import { openStore } from '../../agent/store/database.js';
-import { coreMigration } from '../../agent/store/migrations/001-core.js';
 import { systemClock } from '../../lib/clock.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
@@ -66,7 +66,7 @@ function setup() {
   return { world, runtime };
 }
 
-test('OTA activation hot-swaps through the OTA layer; the probe runs on what serves; rollback goes back', async (t) => {
+test('OTA activation hot-swaps through the OTA source; the probe runs on what serves; rollback goes back', async (t) => {
   const { runtime } = setup();
   await runtime.configure(slots);
   await runtime.settled();

@@ -9,8 +9,8 @@ import type { EngineFailure } from '../../agent/runtime/engine/engine-port.js';
 import { runtimeMigrations } from '../../agent/runtime/migrations.js';
 import type { RuntimeEvents } from '../../agent/runtime/reconciling/events.js';
 import { Runtime, type RuntimeOptions } from '../../agent/runtime/runtime.js';
+import { coreMigration } from '../../agent/store/core-migration.js';
 import { openStore } from '../../agent/store/database.js';
-import { coreMigration } from '../../agent/store/migrations/001-core.js';
 import { type Clock, sleep, systemClock } from '../../lib/clock.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { until } from '../helpers/until.js';
@@ -145,7 +145,7 @@ const silero: CatalogModel = {
   ],
 };
 
-test('a VAD model slot is hosted as a Module: warmed up by a forward, served by forward, refused as a prompt', async (t) => {
+test('a VAD model slot is hosted as a graph: warmed up by a forward, served by forward, refused as a prompt', async (t) => {
   const { world, runtime } = setup({}, [silero]);
   await runtime.configure([
     {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import test, { type ExecutionContext } from 'ava';
 import { main } from '../../agent/cli/main.js';
-import { loadLayeredConfig } from '../../agent/config/load.js';
+import { loadConfigWithInputs } from '../../agent/config/load.js';
 import { OVERLAY_FILE, OverlayStore } from '../../agent/config/overlay-store.js';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { SettingsService } from '../../agent/settings/service.js';
@@ -32,7 +32,7 @@ function setup(t: ExecutionContext, file: Record<string, unknown> = {}) {
   const dataDir = join(dir, 'data');
   writeFileSync(path, JSON.stringify(file));
   const load = (flags: Record<string, unknown> = {}) =>
-    loadLayeredConfig({ path, overrides: { dataDir, ...flags }, env: {} });
+    loadConfigWithInputs({ path, overrides: { dataDir, ...flags }, env: {} });
   const applied: AgentConfig[] = [];
   const service = (fail?: (c: AgentConfig) => boolean) => {
     const l = load();
@@ -65,7 +65,7 @@ test('defaults < file < overlay < flags, each key with its source; the overlay s
   t.is(again.sources.get('tags'), 'file');
   t.is(again.sources.get('http.port'), 'flag');
   t.is(again.sources.get('http.bind'), 'default');
-  t.is(again.layers.overlay.revision, 1);
+  t.is(again.inputs.overlay.revision, 1);
   // null hands the key back to the file
   const svc2 = s.service();
   await svc2.change({ patch: { voice: { maxNewTokens: null } }, who: 'test' });
@@ -155,16 +155,16 @@ test('a damaged or newer overlay: start on the last good revision, say so, never
   writeFileSync(overlayPath, '{"format":1,"revision":2,"overlay":{"tags":[');
   const damaged = s.load();
   t.deepEqual(damaged.config.tags, ['good']);
-  t.is(damaged.layers.overlay.revision, 1);
+  t.is(damaged.inputs.overlay.revision, 1);
   t.regex(
-    damaged.layers.overlay.problem ?? '',
+    damaged.inputs.overlay.problem ?? '',
     /not valid JSON.*running on revision 1 from the change log.*kept as it is/,
   );
   t.is(readFileSync(overlayPath, 'utf8'), '{"format":1,"revision":2,"overlay":{"tags":[');
 
   writeFileSync(overlayPath, JSON.stringify({ format: 2, revision: 9, overlay: { tags: ['future'] } }));
   const newer = s.load();
-  t.regex(newer.layers.overlay.problem ?? '', /written by a newer agent \(format 2/);
+  t.regex(newer.inputs.overlay.problem ?? '', /written by a newer agent \(format 2/);
   t.deepEqual(newer.config.tags, ['good']);
   const shown = await cli(['config', '--check', '--config', s.path, '--data-dir', s.dataDir]);
   t.regex(shown.err, /newer agent/);
@@ -174,7 +174,7 @@ test('a damaged or newer overlay: start on the last good revision, say so, never
   t.is(r.revision, 2);
   t.regex(r.note ?? '', /moved to .*config-overlay\.json\.rejected-/);
   t.true(readdirSync(s.dataDir).some((f) => f.startsWith(`${OVERLAY_FILE}.rejected-`)));
-  t.is(s.load().layers.overlay.problem, undefined);
+  t.is(s.load().inputs.overlay.problem, undefined);
 });
 
 test('`mnn-edge config` shows where each value came from; `config history` prints the change log', async (t) => {

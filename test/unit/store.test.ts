@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { KvStore, migrate, openStore } from '../../agent/store/database.js';
-import { allMigrations } from '../../agent/store/migrations/index.js';
+import { allMigrations } from '../../agent/store/migrations.js';
 import type { Migration } from '../../lib/sqlite/migration.js';
 
 const m = (version: number, up: string): Migration => ({ version, name: `m${version}`, up });

@@ -122,7 +122,7 @@ function open(url: string, token: string) {
   return { ws, messages, closed };
 }
 
-test('routes: GET /api/voice/wake says why without a model; the socket sends hello with the recent past, then live frames; one session slot', async (t) => {
+test('routes: GET /api/voice/wake says why without a model; the socket sends hello with the recent past, then live frames; one live session', async (t) => {
   const monitor = new WakeMonitor({ nowMs: () => Date.now() });
   let keywords: () => ResolvedKeyword[] = () => {
     throw new WorkloadError('ENOMODEL', 'No model placed on slot voice.wake');
@@ -195,5 +195,5 @@ test('routes: GET /api/voice/wake says why without a model; the socket sends hel
   t.is(changed.keywords[0]!.threshold, 0.7);
   a.ws.close();
   await a.closed;
-  await until(() => sessions.active === 0, 'the session slot freed');
+  await until(() => sessions.active === 0, 'the live session freed');
 });

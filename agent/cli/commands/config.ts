@@ -1,7 +1,7 @@
-import type { ConfigSource } from '../../config/layers.js';
-import { type ConfigLayers, loadLayeredConfig } from '../../config/load.js';
+import { type ConfigInputs, loadConfigWithInputs } from '../../config/load.js';
 import type { HistoryEntry } from '../../config/overlay-store.js';
 import { type AgentConfig, agentConfigSchema } from '../../config/schema.js';
+import type { ConfigSource } from '../../config/sources.js';
 import { formatKeyRows, keyRows } from '../../settings/view.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
@@ -20,7 +20,7 @@ function parsePort(value: string): number {
 export function configFromFlags(
   args: ParsedArgs,
   env: NodeJS.ProcessEnv,
-): { config: AgentConfig; source: string; layers: ConfigLayers; sources: Map<string, ConfigSource> } {
+): { config: AgentConfig; source: string; inputs: ConfigInputs; sources: Map<string, ConfigSource> } {
   const http: Record<string, unknown> = {};
   const port = stringFlag(args, 'port');
   if (port !== undefined) http['port'] = parsePort(port);
@@ -33,7 +33,7 @@ export function configFromFlags(
   const root = stringFlag(args, 'root');
   if (root !== undefined) overrides['root'] = root;
   const path = stringFlag(args, 'config');
-  return loadLayeredConfig({ ...(path !== undefined ? { path } : {}), overrides, env });
+  return loadConfigWithInputs({ ...(path !== undefined ? { path } : {}), overrides, env });
 }
 
 import { redactConfig } from '../../config/redact.js';
@@ -73,21 +73,21 @@ export const command: Command = {
       io.stdout.write(`${JSON.stringify(agentConfigSchema, null, 2)}\n`);
       return 0;
     }
-    const { config, source, layers, sources } = configFromFlags(args, io.env);
-    const problem = layers.overlay.problem;
+    const { config, source, inputs, sources } = configFromFlags(args, io.env);
+    const problem = inputs.overlay.problem;
     if (problem) io.stderr.write(`mnn-edge config: ${problem}\n`);
     if (sub === 'history') {
       const limitText = stringFlag(args, 'limit');
       const limit = limitText === undefined ? 50 : Number(limitText);
       if (!Number.isInteger(limit) || limit < 1)
         throw new UsageError(`--limit expects a positive integer, got "${limitText}"`);
-      const entries = layers.store.history(limit);
+      const entries = inputs.store.history(limit);
       io.stdout.write(args.flags['json'] ? `${JSON.stringify(entries, null, 2)}\n` : formatHistory(entries));
       return 0;
     }
     if (args.flags['check']) {
       io.stdout.write(
-        `configuration OK (${source}; run-time settings revision ${layers.overlay.revision})\n`,
+        `configuration OK (${source}; run-time settings revision ${inputs.overlay.revision})\n`,
       );
       return 0;
     }
@@ -96,7 +96,7 @@ export const command: Command = {
       return 0;
     }
     io.stdout.write(
-      `# ${source}; run-time settings revision ${layers.overlay.revision} (${layers.store.path})\n` +
+      `# ${source}; run-time settings revision ${inputs.overlay.revision} (${inputs.store.path})\n` +
         `# source: default < file < overlay (run-time settings) < flag\n${formatKeyRows(keyRows(config, sources))}\n`,
     );
     return 0;

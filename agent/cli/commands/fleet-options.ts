@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { MnnEdgeError } from '../../../lib/errors.js';
 import { brokerUrls } from '../../config/sections/mqtt.js';
-import type { OperatorOptions } from '../../fleet/operator.js';
+import type { OperatorOptions } from '../../operator/fleet/operator.js';
 import { type ParsedArgs, stringFlag, UsageError } from '../common/args.js';
 import { configFromFlags } from './config.js';
 

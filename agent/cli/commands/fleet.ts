@@ -1,8 +1,14 @@
 import { COMMAND_NAME, isValidDeviceId } from '../../../lib/topics.js';
-import { addressed, filterDevices, SORT_KEYS, type SortKey, sortDevices } from '../../fleet/fleet-query.js';
-import { formatDeviceTable, formatResponses, formatTelemetryTable } from '../../fleet/format.js';
-import { FleetOperator } from '../../fleet/operator.js';
 import type { FleetSelector, TelemetryMessage } from '../../fleet/protocol.js';
+import { formatDeviceTable, formatResponses, formatTelemetryTable } from '../../operator/fleet/format.js';
+import { FleetOperator } from '../../operator/fleet/operator.js';
+import {
+  addressed,
+  filterDevices,
+  SORT_KEYS,
+  type SortKey,
+  sortDevices,
+} from '../../operator/fleet/query.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo, Command } from '../common/command.js';
 import { CONFIG_FLAGS } from './config.js';

@@ -26,9 +26,9 @@ import {
   parseRamp,
   type RateLimit,
 } from '../../../ota/tools/rollout-policy.js';
-import { FleetOperator } from '../../fleet/operator.js';
+import { FleetOperator } from '../../operator/fleet/operator.js';
 import { type Db, openStore } from '../../store/database.js';
-import { allMigrations } from '../../store/migrations/index.js';
+import { allMigrations } from '../../store/migrations.js';
 import { type ParsedArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo } from '../common/command.js';
 import { operatorBroker, required } from './ota-shared.js';

@@ -57,7 +57,7 @@ export const command: Command = {
     logger.info('starting', {
       version: agentVersion(),
       config: source,
-      settingsRevision: loaded.layers.overlay.revision,
+      settingsRevision: loaded.inputs.overlay.revision,
       pid: process.pid,
       atMs: Math.round(performance.now()),
     });
@@ -69,10 +69,10 @@ export const command: Command = {
       // A run-time settings file that could not be used is on /healthz (and the dashboard) until the next change.
       healthDetails: () => {
         const settings = composed?.services.settings().service();
-        const problem = settings?.problem ?? loaded.layers.overlay.problem;
+        const problem = settings?.problem ?? loaded.inputs.overlay.problem;
         return {
           settings: {
-            revision: settings?.revision ?? loaded.layers.overlay.revision,
+            revision: settings?.revision ?? loaded.inputs.overlay.revision,
             ...(problem ? { problem } : {}),
           },
         };

@@ -125,7 +125,7 @@ export const runtimeSchema: JsonSchema = {
   },
 };
 
-/** The config layer of the desired state. `voice.tts` and `voice.omni` both speak, so only one may be on. */
+/** The config source of the desired state. `voice.tts` and `voice.omni` both speak, so only one may be on. */
 export function slotSpecsFromConfig(slots: SlotsConfig | undefined): SlotSpec[] {
   const specs: SlotSpec[] = [];
   for (const name of SLOT_NAMES) {

@@ -23,7 +23,7 @@ export interface WyomingConfig {
   /** A connection with no complete event for this long is closed. */
   idleTimeoutS: number;
   /**
-   * Open connections at once. Counted apart from the agent's session slots (http.maxSessions), which a
+   * Open connections at once. Counted apart from the agent's live sessions (http.maxSessions), which a
    * connection takes only while a flow runs: idle Home Assistant connections cannot starve the dashboard.
    */
   maxConnections: number;
@@ -91,7 +91,7 @@ export const wyomingSchema: JsonSchema = {
     idleTimeoutS: int(5, 3600),
     maxConnections: {
       ...int(1, 1024),
-      description: 'Open connections at once, apart from the session slots (32).',
+      description: 'Open connections at once, apart from the live sessions (32).',
     },
     maxHeaderBytes: int(1024, 1024 * 1024),
     maxDataBytes: int(1024, INPUT_LIMITS.jsonMaxBytes),

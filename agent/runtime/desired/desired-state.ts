@@ -12,9 +12,14 @@ import {
   type SlotSpec,
 } from '../../plan/types.js';
 
-export type Layer = 'config' | 'planner' | 'operator' | 'ota';
-/** Lowest first: a later layer wins where both set a field. */
-export const LAYER_PRECEDENCE: readonly Layer[] = ['config', 'planner', 'operator', 'ota'];
+/**
+ * Who sets a part of the desired state. Called a source, not a layer ("layer" is the architecture's word,
+ * scripts/check-layers.ts, and the Yocto layer's); the table's column keeps its name `layer` (migration 20,
+ * applied on devices).
+ */
+export type DesiredSource = 'config' | 'planner' | 'operator' | 'ota';
+/** Lowest first: a later source wins where both set a field. */
+export const SOURCE_PRECEDENCE: readonly DesiredSource[] = ['config', 'planner', 'operator', 'ota'];
 
 export const slotConstraintsSchema: JsonSchema = {
   type: 'object',
@@ -29,7 +34,7 @@ export const slotConstraintsSchema: JsonSchema = {
   },
 };
 
-export type FieldSource = Exclude<Layer, 'planner'> | 'planner';
+export type FieldSource = DesiredSource;
 
 export interface SlotDocument {
   slot: SlotName;
@@ -38,7 +43,7 @@ export interface SlotDocument {
   ota: { modelId: string; version: string; author: string; updatedAt: number } | undefined;
   /** What the planner chose for it. */
   planner: { status: string; instanceKey: string | undefined } | undefined;
-  /** Which layer decided each field of what runs. */
+  /** Which source decided each field of what runs. */
   sources: Partial<Record<'model' | keyof SlotConstraints, FieldSource>>;
 }
 
@@ -49,7 +54,8 @@ export interface DesiredStateDocument {
 }
 
 interface Row {
-  layer: Layer;
+  /** The source (the column's name is the migration's). */
+  layer: DesiredSource;
   subject: string;
   doc: string;
   author: string;
@@ -73,7 +79,7 @@ export function assertConstraints(value: unknown, what: string): SlotConstraints
 
 /**
  * The one desired-state document: what the config asks for, what the planner chose, what an operator pinned
- * and which model versions OTA jobs set, each in its own layer with its author. Only the runtime writes it
+ * and which model versions OTA jobs set, each from its own source with its author. Only the runtime writes it
  * (every source goes through Runtime methods); every write bumps the revision in the same transaction.
  */
 export class DesiredStateStore {
@@ -104,23 +110,23 @@ export class DesiredStateStore {
     })();
   }
 
-  #put(layer: Layer, subject: string, doc: unknown, author: string): void {
+  #put(source: DesiredSource, subject: string, doc: unknown, author: string): void {
     this.#db
       .prepare(
         `INSERT INTO runtime_desired (layer, subject, doc, author, updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (layer, subject) DO UPDATE SET doc = excluded.doc, author = excluded.author,
            updated_at = excluded.updated_at`,
       )
-      .run(layer, subject, JSON.stringify(doc), author, this.#clock.nowMs());
+      .run(source, subject, JSON.stringify(doc), author, this.#clock.nowMs());
   }
 
-  #rows(layer: Layer): Row[] {
+  #rows(source: DesiredSource): Row[] {
     return this.#db
       .prepare('SELECT * FROM runtime_desired WHERE layer = ? ORDER BY subject')
-      .all(layer) as Row[];
+      .all(source) as Row[];
   }
 
-  /** The config layer is replaced whole: slots removed from the config disappear from the document. */
+  /** The config source is replaced whole: slots removed from the config disappear from the document. */
   replaceConfig(slots: readonly SlotSpec[], author = 'config'): number {
     return this.#write(() => {
       this.#db.prepare("DELETE FROM runtime_desired WHERE layer = 'config'").run();
@@ -194,7 +200,7 @@ export class DesiredStateStore {
     );
   }
 
-  /** What the higher layers force on each configured slot, merged in precedence order (operator < OTA). */
+  /** What the higher sources force on each configured slot, merged in precedence order (operator < OTA). */
   constraints(): Partial<Record<SlotName, SlotConstraints>> {
     const pins = this.#pins();
     const ota = this.#ota();

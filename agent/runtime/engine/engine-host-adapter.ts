@@ -20,7 +20,7 @@ import {
   type TensorOut,
 } from './engine-port.js';
 import { type GpuCacheKey, type GpuCacheStore, type PreparedGpuCache, usesGpuCache } from './gpu-cache.js';
-import { moduleGraphPath, moduleProfileOf, wakeFilesOf } from './module-models.js';
+import { graphFilePath, graphProfileOf, wakeFilesOf } from './graph-models.js';
 import { processMemory } from './proc-memory.js';
 
 // The runtime's EngineHost port over engine/'s EngineHostClient (one child process per loaded model).
@@ -90,9 +90,9 @@ class AdaptedHost implements EngineHost {
         });
         return { cache: 'none' };
       }
-      const profile = moduleProfileOf(spec.kind);
+      const profile = graphProfileOf(spec.kind);
       if (profile) {
-        await this.#client.loadModule(moduleGraphPath(spec.configPath), {
+        await this.#client.loadGraph(graphFilePath(spec.configPath), {
           inputs: profile.inputs,
           outputs: profile.outputs,
           backend: spec.config.backend_type,

@@ -14,7 +14,7 @@ export interface InstanceSpec {
   modelId: string;
   version: string;
   variantId: string;
-  /** What the catalog says the model is; `vad` loads as a Module (Silero), everything else as an LLM. */
+  /** What the catalog says the model is; `vad` loads as a graph (MNN's Express::Module: Silero), everything else as an LLM. */
   kind?: ModelKind;
   configPath: string;
   /** The variant's own MNN keys over config.json; the placement's `config` wins over them. */
@@ -52,7 +52,7 @@ export interface SpeechOut {
   sampleRate: number;
 }
 
-/** One input of a Module model (Silero VAD): a typed array with its shape. */
+/** One input of a graph model (Silero VAD): a typed array with its shape. */
 export type TensorIn = Tensor;
 
 export interface TensorOut {
@@ -77,7 +77,7 @@ export type GenerateEvent =
   | { type: 'done'; stats: GenerateStats; finishReason: 'stop' | 'length' | 'backend-lost'; detail?: string };
 
 /** `cold`: a GPU backend compiled its kernels (no cache); `warm`: its kernel cache was used; `none`: the backend
- *  has no kernel cache (CPU, Module models). */
+ *  has no kernel cache (CPU, graph models). */
 export interface LoadReport {
   cache: 'cold' | 'warm' | 'none';
   /** The engine's own split of the load (reading the weights, MNN's load), when it reports one. */
@@ -108,7 +108,7 @@ export interface EngineHost {
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
   /** Speech from the loaded model's talker (24 kHz mono float PCM), chunk by chunk. Throws EngineFailure. */
   speak(request: SpeakRequest, signal?: AbortSignal): AsyncIterable<SpeechOut>;
-  /** One run of a Module model (spec.kind `vad`). Throws EngineFailure. */
+  /** One run of a graph model (spec.kind `vad`). Throws EngineFailure. */
   forward(inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]>;
   memory(): Promise<HostMemory>;
   /**

@@ -15,7 +15,7 @@ import type { SlotInfo } from '../desired/types.js';
 import type { RuntimeCore } from './instance-table.js';
 
 /**
- * The planner's call: the placement from the desired state's layers, the board, the catalog and the measured
+ * The planner's call: the placement from the desired state's sources, the board, the catalog and the measured
  * probes, stored as a new revision and handed to the reconciler. Keeps the placement in memory: serving reads
  * it on every request.
  */
@@ -25,7 +25,7 @@ export class Planning {
   readonly #probes: ProbeStore;
   readonly #policy: PlanPolicy;
   #placement: Placement | undefined;
-  /** Catalog kind per `id@version`, from the last plan: decides LLM or Module hosting. */
+  /** Catalog kind per `id@version`, from the last plan: decides LLM or graph hosting. */
   #kinds = new Map<string, ModelKind>();
   readonly kindOf: KindOf = (id, version) => this.#kinds.get(`${id}@${version}`);
 
@@ -81,7 +81,7 @@ export class Planning {
     });
   }
 
-  /** Plan again from the stored layers, the board, the catalog and the measurements; then reconcile. */
+  /** Plan again from the stored sources, the board, the catalog and the measurements; then reconcile. */
   async replan(reason: string): Promise<Placement> {
     const { deps, log, events, table } = this.#core;
     const board = await deps.sources.board();

@@ -4,7 +4,7 @@ import type { SlotName } from '../../plan/types.js';
 import { activeTarget } from '../desired/target.js';
 import type { InstanceStatus, Step, StepPlan } from '../desired/types.js';
 import { describeExit, type EngineHost, type InstanceSpec } from '../engine/engine-port.js';
-import { moduleProfileOf } from '../engine/module-models.js';
+import { graphProfileOf } from '../engine/graph-models.js';
 import type { ReleaseCheck } from './events.js';
 import type { Failover } from './failover.js';
 import { Instance } from './instance.js';
@@ -121,7 +121,7 @@ export class Reconciler {
       case 'warmUp':
         return this.#startupStep(step.instance, 'warming', 'warm-up failed', signal, async (inst) => {
           const t0 = this.#core.deps.clock.monotonicMs();
-          const profile = moduleProfileOf(inst.spec.kind);
+          const profile = graphProfileOf(inst.spec.kind);
           if (profile) await inst.host.forward(profile.warmUp(), signal);
           else
             for await (const _ of inst.host.generate(this.#core.opts.warmUp, signal)) {

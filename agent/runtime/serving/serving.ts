@@ -14,7 +14,7 @@ import {
   type TensorIn,
   type TensorOut,
 } from '../engine/engine-port.js';
-import { moduleProfileOf } from '../engine/module-models.js';
+import { graphProfileOf } from '../engine/graph-models.js';
 import type { Failover } from '../reconciling/failover.js';
 import type { RuntimeCore } from '../reconciling/instance-table.js';
 import { resilientStream } from './resilient-stream.js';
@@ -156,9 +156,9 @@ export class Serving {
     }
   }
 
-  /** One forward of the Module model serving the slot (Silero VAD on voice.vad). */
+  /** One forward of the graph model (MNN Express::Module) serving the slot (Silero VAD on voice.vad). */
   async forward(slot: SlotName, inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
-    const lease = await this.#engineLease(slot, 'module', signal);
+    const lease = await this.#engineLease(slot, 'graph', signal);
     const stats = this.#slotCounters(slot);
     stats.requests++;
     try {
@@ -220,7 +220,7 @@ export class Serving {
     }
     return out;
   }
-  async #engineLease(slot: SlotName, use: 'llm' | 'module', signal: AbortSignal | undefined): Promise<Lease> {
+  async #engineLease(slot: SlotName, use: 'llm' | 'graph', signal: AbortSignal | undefined): Promise<Lease> {
     const lease = await this.acquire(slot, signal ? { signal } : {});
     if (lease.kind === 'builtin') {
       lease.release();
@@ -230,12 +230,12 @@ export class Serving {
       );
     }
     const spec = this.#core.table.instances.get(lease.instanceKey)?.spec;
-    const isModule = moduleProfileOf(spec?.kind) !== undefined;
-    if (isModule !== (use === 'module')) {
+    const isGraph = graphProfileOf(spec?.kind) !== undefined;
+    if (isGraph !== (use === 'graph')) {
       lease.release();
       throw new MnnEdgeError(
         'EINVAL',
-        isModule
+        isGraph
           ? `slot ${slot} is served by ${spec?.modelId}, a ${spec?.kind} model: it takes tensors (forward), not prompts`
           : `slot ${slot} is served by ${spec?.modelId}, a language model: it takes prompts, not tensors`,
       );

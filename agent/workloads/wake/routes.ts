@@ -2,7 +2,7 @@
 // and rules; the socket `/ws/voice/wake` streams what the wake streams score (the Voice page's chart): first
 // `hello` with the keywords and the recent frames and detections, then `frame`, `detection` and `keywords` (a
 // threshold changed in the settings) as they happen. The socket only sends; it holds one of the agent's
-// session slots, as the other live sockets do.
+// live sessions, as the other live sockets do.
 import type { WebSocket } from 'ws';
 import type { Clock } from '../../../lib/clock.js';
 import { errorMessage } from '../../../lib/errors.js';

@@ -27,7 +27,8 @@ import type { WyomingEvent } from './codec.js';
 import type { ConversationHistories } from './conversations.js';
 import { checkTextLength, outFormat, sendAudio, textField } from './event-fields.js';
 import { buildInfo } from './info.js';
-import { type SessionSource, WyomingSessionSlot } from './session-slot.js';
+// The class is WyomingSessionClaim; the alias keeps this file's body as it was (being split in h44-split).
+import { type SessionSource, WyomingSessionClaim as WyomingSessionSlot } from './session-claim.js';
 import { WakeDetectRun } from './wake-detect.js';
 
 export interface WyomingConnectionDeps {

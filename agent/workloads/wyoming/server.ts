@@ -2,7 +2,7 @@
 // parsed — the client allow-list, wyoming.maxConnections, the optional shared secret — then feeds each
 // connection's bytes through the frame decoder into its WyomingConnection. Connections are counted apart from
 // sessions: any accepted connection is answered `describe` (Home Assistant checks a service that way), and only
-// a flow that runs model work takes one of the agent's shared session slots (session-slot.ts), so idle Home
+// a flow that runs model work claims one of the agent's live sessions (session-claim.ts), so idle Home
 // Assistant connections cannot starve the dashboard. Every refusal is an `error` event with a code and a retry
 // hint before the close, and is counted (stats(), in the workloads' telemetry); only a flood far past
 // wyoming.maxConnections (ACCEPT_HEADROOM) is closed at accept without the event, counted apart as dropped. A
@@ -45,7 +45,7 @@ export interface WyomingServer {
 export interface WyomingStats {
   connections: number;
   maxConnections: number;
-  /** Connections holding a session slot, by role. */
+  /** Connections holding a live session, by role. */
   sessions: Record<string, number>;
   /** Every connection refused for wyoming.maxConnections, with the `error` event or (see dropped) without. */
   refusedConnections: number;
@@ -188,7 +188,7 @@ function serveConnection(socket: Socket, shared: ServerShared): void {
       shared.refusedSessions++;
       broken = true;
       socket.pause();
-      log.info('Wyoming session refused: all session slots are in use', { remote });
+      log.info('Wyoming session refused: all live sessions are in use', { remote });
       refuse(socket, code, text);
     },
     logger: log,

@@ -18,7 +18,7 @@ import { settingsProblemNotice } from '../ui/settings-problem.js';
 import { errorNotice } from './slot-assign.js';
 
 // What is safe to change while the agent runs (voice, vision watch, telemetry intervals, Wyoming, tags), each
-// field with the layer its value comes from and whether a change applies at once or after a restart; what could
+// field with the source its value comes from and whether a change applies at once or after a restart; what could
 // lock the user out (HTTP bind and port, TLS files, MQTT credentials) shown read-only; and the change log. A
 // save is one merge patch guarded by the revision the page read: all of it applies, or none of it.
 

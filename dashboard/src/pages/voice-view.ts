@@ -147,8 +147,8 @@ export function conversationView(ui: VoiceControls) {
 
 export type ConversationView = ReturnType<typeof conversationView>;
 
-/** The agent's live-session slots, shared by dashboard sockets and Wyoming flows: how many, and who holds them. */
-export function sessionSlots(limits: Limits): HTMLElement {
+/** The agent's live sessions, shared by dashboard sockets and Wyoming flows: how many, and who holds them. */
+export function liveSessions(limits: Limits): HTMLElement {
   const rows = limits.sessionHolders.map((s) =>
     h(
       'tr',
@@ -159,10 +159,10 @@ export function sessionSlots(limits: Limits): HTMLElement {
     ),
   );
   return card(
-    'Session slots',
+    'Live sessions',
     h(
       'p',
-      { class: 'sub', 'data-testid': 'session-slots' },
+      { class: 'sub', 'data-testid': 'live-sessions' },
       `${limits.activeSessions} of ${limits.maxSessions} in use (http.maxSessions), as this page loaded`,
     ),
     rows.length > 0

@@ -11,7 +11,7 @@ import {
 import {
   type ConversationView,
   conversationView,
-  sessionSlots,
+  liveSessions,
   type VoiceControls,
   voiceControls,
 } from './voice-view.js';
@@ -288,7 +288,7 @@ export const voicePage: Page = async (ctx) => {
       wake.element,
       card('Conversation', ui.conversation),
       card('Per-turn latencies', ui.latencies),
-      sessionSlots(limits),
+      liveSessions(limits),
     ),
     dispose() {
       window.removeEventListener('keydown', onKey);

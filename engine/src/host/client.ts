@@ -28,14 +28,14 @@ import { HostGeneration, HostSpeech } from './streams.js';
 export { type HostDelivery, HostGeneration, HostSpeech } from './streams.js';
 
 import {
-  type HostModuleOptions,
+  type HostGraphOptions,
   type HostRequest,
   type HostResponse,
   type HostResultValue,
   type HostWakeOptions,
   isHostResponse,
+  type LoadedGraph,
   type LoadedModel,
-  type LoadedModule,
   type LoadedWake,
 } from './protocol.js';
 import { defaultStartTimeoutMs } from './start-timeout.js';
@@ -153,8 +153,8 @@ export class EngineHostClient {
   }
 
   /** Loads a non-LLM model (Silero VAD, an encoder) into this host instead of an LLM. */
-  async loadModule(path: string, options: HostModuleOptions): Promise<LoadedModule> {
-    return (await this.#request({ type: 'load-module', path, options }, 'load-module')) as LoadedModule;
+  async loadGraph(path: string, options: HostGraphOptions): Promise<LoadedGraph> {
+    return (await this.#request({ type: 'load-graph', path, options }, 'load-graph')) as LoadedGraph;
   }
 
   /** Loads an openWakeWord pipeline into this host; `forward` then runs one step (see WakePipeline.forward). */

@@ -1,4 +1,4 @@
-// Entry point of an engine host: a child process that owns at most one loaded model (an Llm or a Module) and
+// Entry point of an engine host: a child process that owns at most one loaded model (an Llm or an MnnGraph, MNN's Express::Module) and
 // serves the protocol in ./protocol.ts over the IPC channel. A native crash here kills only this process; the
 // agent's client reports it. Started by EngineHostClient, never by hand.
 import { errorMessage } from '../../../lib/errors.js';
@@ -25,7 +25,7 @@ const HOST_HANDOVER_HOLD_MS = 10;
 
 type Held =
   | { kind: 'llm'; model: Llm }
-  | { kind: 'module'; model: MnnGraph }
+  | { kind: 'graph'; model: MnnGraph }
   | { kind: 'wake'; model: WakePipeline; path: string };
 
 type Request<T extends HostRequest['type']> = Extract<HostRequest, { type: T }>;
@@ -45,13 +45,13 @@ function createHostModel(send: (msg: HostResponse) => void) {
   };
   const requireLlm = (what: string): Llm => {
     if (held?.kind === 'llm') return held.model;
-    if (held) throw new EngineError('ESTATE', `engine host: ${what} needs an LLM, this host holds a Module`);
+    if (held) throw new EngineError('ESTATE', `engine host: ${what} needs an LLM, this host holds a graph`);
     throw new EngineError('ESTATE', `engine host: ${what} needs a loaded model (send load first)`);
   };
-  const requireModule = (what: string): MnnGraph | WakePipeline => {
-    if (held?.kind === 'module' || held?.kind === 'wake') return held.model;
-    if (held) throw new EngineError('ESTATE', `engine host: ${what} needs a Module, this host holds an LLM`);
-    throw new EngineError('ESTATE', `engine host: ${what} needs a loaded module (send load-module first)`);
+  const requireGraph = (what: string): MnnGraph | WakePipeline => {
+    if (held?.kind === 'graph' || held?.kind === 'wake') return held.model;
+    if (held) throw new EngineError('ESTATE', `engine host: ${what} needs a graph, this host holds an LLM`);
+    throw new EngineError('ESTATE', `engine host: ${what} needs a loaded graph (send load-graph first)`);
   };
   const release = async () => {
     const h = held;
@@ -79,11 +79,11 @@ function createHostModel(send: (msg: HostResponse) => void) {
         timing: llm.loadTiming,
       };
     },
-    async loadModule(m: Request<'load-module'>) {
+    async loadGraph(m: Request<'load-graph'>) {
       refuseSecond();
-      const module = await MnnGraph.load(m.path, { ...m.options, addon: addonLoader.load() });
-      held = { kind: 'module', model: module };
-      return { path: module.path, info: module.info };
+      const graph = await MnnGraph.load(m.path, { ...m.options, addon: addonLoader.load() });
+      held = { kind: 'graph', model: graph };
+      return { path: graph.path, info: graph.info };
     },
     async loadWake(m: Request<'load-wake'>) {
       refuseSecond();
@@ -125,7 +125,7 @@ function createHostModel(send: (msg: HostResponse) => void) {
       return undefined;
     },
     forward(m: Request<'forward'>) {
-      return requireModule('forward').forward(m.inputs);
+      return requireGraph('forward').forward(m.inputs);
     },
     async stats() {
       return requireLlm('stats').lastStats ?? null;
@@ -170,8 +170,8 @@ export function serveEngineHost(channel: NodeJS.Process): void {
       switch (m.type) {
         case 'load':
           return handlers.load(m);
-        case 'load-module':
-          return handlers.loadModule(m);
+        case 'load-graph':
+          return handlers.loadGraph(m);
         case 'load-wake':
           return handlers.loadWake(m);
         case 'generate':

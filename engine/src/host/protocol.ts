@@ -15,15 +15,15 @@ import type {
   SpeakOptions,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
-import type { NativeModuleInfo } from '../native.js';
+import type { NativeGraphInfo } from '../native.js';
 import type { ChatMessage } from '../prompt.js';
 import type { WakeFiles, WakeLoadOptions } from '../wake.js';
 
 /** SpeakOptions without the signal (cancelled with a `cancel` message, as a generation is). */
 export type HostSpeakOptions = Omit<SpeakOptions, 'signal'>;
 
-/** Module load options as they cross the channel (the addon is the host's own). */
-export type HostModuleOptions = Omit<GraphLoadOptions, 'addon'>;
+/** Graph (MNN Module) load options as they cross the channel (the addon is the host's own). */
+export type HostGraphOptions = Omit<GraphLoadOptions, 'addon'>;
 
 /** Wake pipeline load options as they cross the channel. */
 export type HostWakeOptions = Omit<WakeLoadOptions, 'addon'>;
@@ -39,7 +39,7 @@ export type HostRequest =
       overrides: LlmConfigOverrides;
       conversations?: ConversationOptions;
     }
-  | { type: 'load-module'; id: number; path: string; options: HostModuleOptions }
+  | { type: 'load-graph'; id: number; path: string; options: HostGraphOptions }
   /** An openWakeWord pipeline (melspectrogram, embedding, keyword heads); `forward` then runs one 80 ms step. */
   | { type: 'load-wake'; id: number; files: WakeFiles; options: HostWakeOptions }
   | { type: 'generate'; id: number; input: string | ChatMessage[]; options: HostGenerateOptions }
@@ -62,9 +62,9 @@ export interface LoadedModel {
   config: Record<string, unknown>;
 }
 
-export interface LoadedModule {
+export interface LoadedGraph {
   path: string;
-  info: NativeModuleInfo;
+  info: NativeGraphInfo;
 }
 
 export interface LoadedWake {
@@ -89,7 +89,7 @@ export type HostResponse =
 
 export type HostResultValue =
   | LoadedModel
-  | LoadedModule
+  | LoadedGraph
   | LoadedWake
   | GraphOutput[]
   | EngineAvailability
