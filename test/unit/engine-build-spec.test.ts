@@ -194,7 +194,7 @@ test('--with converter: MNNConvert and its library are built and installed into 
   const steps = buildSteps(spec, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
   const install = steps.findIndex((s) => s === 'cmake --install /w/build');
   t.deepEqual(steps.slice(install + 3, install + 6), [
-    'cmake -E copy /w/build/tools/converter/MNNConvert /opt/mnn/bin',
+    'cmake -E copy /w/build/MNNConvert /opt/mnn/bin',
     'cmake -E copy /w/build/tools/converter/libMNNConvertDeps.so /opt/mnn/lib',
     "LD_LIBRARY_PATH='' /opt/mnn/bin/MNNConvert --version",
   ]);

@@ -105,15 +105,21 @@ export function buildSteps(spec: EngineBuildSpec, o: StepOptions): BuildStep[] {
  *  ($ORIGIN/../lib), they load the prefix's libMNN and libMNNConvertDeps, never the build directory's; on the
  *  board itself the last step proves it by running the installed converter. */
 function converterSteps(spec: EngineBuildSpec, build: string, prefix: string): BuildStep[] {
-  const converter = join(build, 'tools', 'converter');
+  // MNN writes the executable at the top of the build tree (as llm_demo) and the library in its own folder.
   const steps: BuildStep[] = [
     {
       title: 'install MNNConvert',
-      command: ['cmake', '-E', 'copy', join(converter, 'MNNConvert'), join(prefix, 'bin')],
+      command: ['cmake', '-E', 'copy', join(build, 'MNNConvert'), join(prefix, 'bin')],
     },
     {
       title: 'install libMNNConvertDeps.so',
-      command: ['cmake', '-E', 'copy', join(converter, 'libMNNConvertDeps.so'), join(prefix, 'lib')],
+      command: [
+        'cmake',
+        '-E',
+        'copy',
+        join(build, 'tools', 'converter', 'libMNNConvertDeps.so'),
+        join(prefix, 'lib'),
+      ],
     },
   ];
   if (spec.toolchain === null)
