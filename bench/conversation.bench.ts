@@ -52,7 +52,7 @@ import {
 import { envJsonObject } from './lib/env-json.js';
 import { bar, check, describe, fmt, summarize } from './lib/stats.js';
 import { tokenHold } from './lib/token-hold.js';
-import { voiceOverhead } from './lib-voice-turn.js';
+import { voiceOverhead } from './lib/voice-turn.js';
 
 const SHOWN = [1, 4, 8, 16];
 const CONVERSATION_ROUNDS = Number(process.env['BENCH_CONVERSATION_ROUNDS'] ?? 5);

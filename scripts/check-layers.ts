@@ -5,12 +5,16 @@
 // (agent/compose.ts, ota/module.ts: a feature's root). With --features each top-level folder is one part.
 // Parts are ordered so that each sits above what it imports; an import that has to run back up that order is a
 // place where two parts lean on each other. Prints the parts, their layers, the imports running back up,
-// file-level import cycles, the longest files and functions. With --cycles it exits 1 when files import each
-// other in a circle; with --check (npm run check:layers, check:generated) also when a figure passes its limit
-// (LIMITS): more than 3 imports running back up, a hand-written file over 500 lines, a function over 120, or a file
-// of agent/ other than compose.ts that imports a feature (FEATURES: ota/) and is not named in FEATURE_IMPORT_EXEMPT
-// with its reason. Generated files and migrations are exempt from the file length by the list EXEMPT, nothing by
-// its location.
+// file-level import cycles, the files and functions over the length limits and those in the warning band below
+// them. With --cycles it exits 1 when files import each other in a circle; with --check (npm run check:layers,
+// check:generated) also when a figure passes its limit (LIMITS): more than 3 imports running back up, a
+// hand-written file over 500 lines, a function over 120, or a file of agent/ other than compose.ts that imports a
+// feature (FEATURES: ota/) and is not named in FEATURE_IMPORT_EXEMPT with its reason. The lengths are measured
+// over the TypeScript and the C++ (engine/native, and the C++ of bench/ and engine/tools; function bodies by
+// scripts/cxx-functions.ts). A file over 400 lines or a function over 90 (BAND) is in the warning band: listed,
+// never failed, so that a file is split where its parts are while there is room, not shaved to stay under the
+// limit when it gets there. Generated files and migrations are exempt from the lengths by the list EXEMPT,
+// nothing by its location.
 // test/unit/layers.test.ts holds the tree to the same limits and compares the table with docs/ARCHITECTURE.md.
 // --scope agent,lib reads only those top-level folders (default: all but TOOLS). --write-docs puts the figures and
 // the table into docs/ARCHITECTURE.md between its markers. --walk a,b,c prints how many parts a path through those files visits and how often it returns to one it left.
@@ -18,10 +22,17 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { cxxFunctions } from './cxx-functions.js';
+import { cycles, orderParts } from './part-order.js';
+
+// The graph algorithms the check runs, for layers.test.ts to test on small graphs.
+export { cycles, orderParts } from './part-order.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 export const LIMITS = { backImports: 3, fileLines: 500, functionLines: 120 } as const;
+/** Lengths over these (and not over LIMITS) are the warning band: reported, not failed. */
+export const BAND = { fileLines: 400, functionLines: 90 } as const;
 
 /** Top-level folders left out of the check: the tests, a tool over the product that may import any part (a test
  *  reaches into what it tests). The benchmarks are read and held to the limits like the rest. Only at the top:
@@ -81,14 +92,16 @@ export function dashboardImportsOf<I extends { from: string; to: string }>(impor
 }
 
 const CODE = /\.(ts|mts|mjs)$/;
+/** C++ sources and headers: measured (lengths), not part of the import graph. */
+const CXX = /\.(cc|cpp|h|hpp)$/;
 
-function listCode(dir: string): string[] {
+function listCode(dir: string, pattern = CODE): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
     if (SKIP.has(name) || (dir === ROOT && (TOOLS as readonly string[]).includes(name))) continue;
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...listCode(path));
-    else if (CODE.test(name) && !name.endsWith('.d.ts') && dir !== ROOT) out.push(path);
+    if (statSync(path).isDirectory()) out.push(...listCode(path, pattern));
+    else if (pattern.test(name) && !name.endsWith('.d.ts') && dir !== ROOT) out.push(path);
   }
   return out.sort();
 }
@@ -162,100 +175,6 @@ function functionsOf(file: string, source: ts.SourceFile): FunctionSpan[] {
   return out;
 }
 
-/** Strongly connected components (Tarjan), each sorted; singletons only when they import themselves. */
-export function cycles(nodes: string[], edges: Map<string, Set<string>>): string[][] {
-  let index = 0;
-  const idx = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const out: string[][] = [];
-  const connect = (v: string) => {
-    idx.set(v, index);
-    low.set(v, index++);
-    stack.push(v);
-    onStack.add(v);
-    for (const w of edges.get(v) ?? []) {
-      if (!idx.has(w)) {
-        connect(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
-    }
-    if (low.get(v) === idx.get(v)) {
-      const scc: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        scc.push(w);
-      } while (w !== v);
-      if (scc.length > 1 || edges.get(v)?.has(v)) out.push(scc.sort());
-    }
-  };
-  for (const n of nodes) if (!idx.has(n)) connect(n);
-  return out;
-}
-
-/**
- * An order of the parts, lowest first, with few imports running back up (weighted by how many file imports
- * each part-to-part edge carries): greedy (Eades et al.) followed by moving single parts while that helps.
- */
-export function orderParts(parts: string[], weight: Map<string, Map<string, number>>): string[] {
-  const w = (a: string, b: string) => weight.get(a)?.get(b) ?? 0;
-  const rest = new Set(parts);
-  const low: string[] = [];
-  const high: string[] = [];
-  while (rest.size > 0) {
-    // A part that imports nothing left goes to the bottom; one nothing left imports goes to the top.
-    const sink = [...rest].find((p) => [...rest].every((q) => q === p || w(p, q) === 0));
-    if (sink) {
-      low.push(sink);
-      rest.delete(sink);
-      continue;
-    }
-    const source = [...rest].find((p) => [...rest].every((q) => q === p || w(q, p) === 0));
-    if (source) {
-      high.unshift(source);
-      rest.delete(source);
-      continue;
-    }
-    let best = '';
-    let score = Number.NEGATIVE_INFINITY;
-    for (const p of rest) {
-      let s = 0;
-      for (const q of rest) s += w(q, p) - w(p, q);
-      if (s > score) [best, score] = [p, s];
-    }
-    // Imported by more than it imports: lower.
-    low.push(best);
-    rest.delete(best);
-  }
-  const order = [...low, ...high];
-  // Moving one part from i to j changes only its pairs with the parts it passes: O(n) per move, not a recount.
-  for (let improved = true; improved; ) {
-    improved = false;
-    for (let i = 0; i < order.length; i++) {
-      const p = order[i]!;
-      let [bestJ, bestDelta, delta] = [i, 0, 0];
-      for (let j = i + 1; j < order.length; j++) {
-        delta += w(order[j]!, p) - w(p, order[j]!);
-        if (delta < bestDelta) [bestJ, bestDelta] = [j, delta];
-      }
-      delta = 0;
-      for (let j = i - 1; j >= 0; j--) {
-        delta += w(p, order[j]!) - w(order[j]!, p);
-        if (delta < bestDelta) [bestJ, bestDelta] = [j, delta];
-      }
-      if (bestJ !== i) {
-        order.splice(i, 1);
-        order.splice(bestJ, 0, p);
-        improved = true;
-      }
-    }
-  }
-  return order;
-}
-
 export interface LayerReport {
   parts: { part: string; layer: number }[];
   backImports: FileImport[];
@@ -268,25 +187,42 @@ export interface LayerReport {
   fileCycles: string[][];
   longFiles: { file: string; lines: number }[];
   longFunctions: FunctionSpan[];
+  /** Over BAND and not over LIMITS, longest first: the warning band. */
+  bandFiles: { file: string; lines: number }[];
+  bandFunctions: FunctionSpan[];
+  /** The C++ files measured with the TypeScript. */
+  cxxFiles: string[];
 }
 
 export function analyse(options: { features?: boolean; scope?: readonly string[] } = {}): LayerReport {
   depth = options.features ? 1 : 3;
   const scope = options.scope;
-  const files = listCode(ROOT).filter((f) => !scope || scope.includes(relative(ROOT, f).split('/')[0]!));
+  const inScope = (f: string) => !scope || scope.includes(relative(ROOT, f).split('/')[0]!);
+  const files = listCode(ROOT).filter(inScope);
+  const cxxFiles = listCode(ROOT, CXX).filter(inScope);
   const known = new Set(files);
   const exempt = new Set(EXEMPT.map((f) => join(ROOT, f)));
   const imports: FileImport[] = [];
   const functions: FunctionSpan[] = [];
-  const longFiles: { file: string; lines: number }[] = [];
+  const fileLengths: { file: string; lines: number }[] = [];
   for (const file of files) {
     const text = readFileSync(file, 'utf8');
     const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
     imports.push(...importsOf(file, source, known));
-    if (!exempt.has(file)) functions.push(...functionsOf(file, source));
-    const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
-    if (lines > LIMITS.fileLines && !exempt.has(file)) longFiles.push({ file, lines });
+    if (exempt.has(file)) continue;
+    functions.push(...functionsOf(file, source));
+    fileLengths.push({ file, lines: lineCount(text) });
   }
+  for (const file of cxxFiles) {
+    if (exempt.has(file)) continue;
+    const text = readFileSync(file, 'utf8');
+    functions.push(...cxxFunctions(text).map((f) => ({ file, ...f })));
+    fileLengths.push({ file, lines: lineCount(text) });
+  }
+  const longest = <T extends { lines: number }>(list: T[]) => list.sort((a, b) => b.lines - a.lines);
+  const over = (n: number, limit: number, band: number) => (n > limit ? 'limit' : n > band ? 'band' : 'fine');
+  const fileOver = (f: { lines: number }) => over(f.lines, LIMITS.fileLines, BAND.fileLines);
+  const functionOver = (f: { lines: number }) => over(f.lines, LIMITS.functionLines, BAND.functionLines);
   const parts = [...new Set(files.map(partOf))].sort();
   const weight = new Map<string, Map<string, number>>();
   for (const i of imports) {
@@ -324,9 +260,17 @@ export function analyse(options: { features?: boolean; scope?: readonly string[]
     exemptFeatureImports,
     dashboardImports: dashboardImportsOf(imports),
     fileCycles: cycles(files, edges),
-    longFiles,
-    longFunctions: functions.filter((f) => f.lines > LIMITS.functionLines).sort((a, b) => b.lines - a.lines),
+    longFiles: longest(fileLengths.filter((f) => fileOver(f) === 'limit')),
+    longFunctions: longest(functions.filter((f) => functionOver(f) === 'limit')),
+    bandFiles: longest(fileLengths.filter((f) => fileOver(f) === 'band')),
+    bandFunctions: longest(functions.filter((f) => functionOver(f) === 'band')),
+    cxxFiles,
   };
+}
+
+/** Lines of a file as an editor numbers them (a final newline ends the last line, it does not start one). */
+function lineCount(text: string): number {
+  return text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
 }
 
 /** agent/'s imports of a feature, but the composition root's: the exempt ones by their entry, and the rest. */
@@ -430,6 +374,15 @@ function main(argv: string[]): number {
   for (const f of report.longFiles) console.log(`  ${rel(f.file)} ${f.lines}`);
   console.log(`functions over ${LIMITS.functionLines} lines: ${report.longFunctions.length}`);
   for (const f of report.longFunctions) console.log(`  ${rel(f.file)}:${f.line} ${f.name} ${f.lines}`);
+  const isCxx = (f: { file: string }) => CXX.test(f.file);
+  console.log(
+    `warning band (over ${BAND.fileLines} lines a file, ${BAND.functionLines} a function, up to the limits; ` +
+      `${report.cxxFiles.length} C++ files measured): ${report.bandFiles.length} files ` +
+      `(${report.bandFiles.filter(isCxx).length} C++), ${report.bandFunctions.length} functions ` +
+      `(${report.bandFunctions.filter(isCxx).length} C++)`,
+  );
+  for (const f of report.bandFiles) console.log(`  ${rel(f.file)} ${f.lines}`);
+  for (const f of report.bandFunctions) console.log(`  ${rel(f.file)}:${f.line} ${f.name} ${f.lines}`);
   const along = argv.indexOf('--walk');
   if (along >= 0) {
     const w = walk((argv[along + 1] ?? '').split(',').filter(Boolean));

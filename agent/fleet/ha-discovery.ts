@@ -86,6 +86,47 @@ function metricMean(metric: string): string {
   return `{{ value_json.metrics[${jinjaString(metric)}].mean | default(none) }}`;
 }
 
+type Topics = ReturnType<typeof deviceTopics>;
+
+/** A slot's backend pin: `set-placement` takes {slot, pin}; a backend pins it, `auto` (pin null) hands it back to
+ *  the planner. */
+function placementSelect(t: Topics, slot: HaSlot): HaComponent {
+  const unique_id = `mnn_edge_${t.segment}_slot_${haObjectId(slot.name)}_placement`;
+  const s = jinjaString(slot.name);
+  const slotJson = JSON.stringify(slot.name);
+  return {
+    p: 'select',
+    unique_id,
+    name: `${slot.name} backend pin`,
+    options: [HA_AUTO_BACKEND, ...slot.backends],
+    state_topic: t.telemetry,
+    value_template: `{{ value_json.slots[${s}].backend | default('${HA_AUTO_BACKEND}') }}`,
+    command_topic: t.command('set-placement'),
+    command_template: `{% if value == '${HA_AUTO_BACKEND}' %}{"params":{"slot":${slotJson},"pin":null}}{% else %}{"params":{"slot":${slotJson},"pin":{"backend":"{{ value }}"}}}{% endif %}`,
+  };
+}
+
+/** A slot's model select: the slot as configured (the `config` document), shown as slotChoiceOf() does; choosing
+ *  sends the slot-model command. */
+function modelSelect(t: Topics, m: HaModelSlot): HaComponent {
+  const unique_id = `mnn_edge_${t.segment}_slot_${haObjectId(m.slot)}_model_select`;
+  const s = jinjaString(m.slot);
+  return {
+    p: 'select',
+    unique_id,
+    name: `${m.slot} model`,
+    icon: 'mdi:brain',
+    options: [...m.options],
+    state_topic: t.document('config'),
+    value_template:
+      `{% set c = (value_json.data.effective.slots | default({}))[${s}] | default({}) %}` +
+      '{% if c.enabled is defined and not c.enabled %}none{% elif c.builtin is defined %}{{ c.builtin }} (built-in)' +
+      '{% elif c.model is defined %}{{ c.model }}{% else %}none{% endif %}',
+    command_topic: t.command(HA_SLOT_MODEL_COMMAND),
+    command_template: `{"params":{"slot":${JSON.stringify(m.slot)},"model":{{ value | tojson }}}}`,
+  };
+}
+
 export function buildHaDiscovery(input: HaDiscoveryInput): HaDeviceConfig {
   const t = deviceTopics(input.deviceId);
   const oid = t.segment;
@@ -138,39 +179,13 @@ export function buildHaDiscovery(input: HaDiscoveryInput): HaDeviceConfig {
       value_template: `{{ value_json.slots[${s}].backend | default('none') }}`,
     });
     if (slot.backends.length > 0) {
-      const unique_id = `mnn_edge_${oid}_slot_${haObjectId(slot.name)}_placement`;
-      const slotJson = JSON.stringify(slot.name);
-      // `set-placement` takes {slot, pin}: a backend pins it, `auto` (pin null) hands it back to the planner.
-      cmps[unique_id] = {
-        p: 'select',
-        unique_id,
-        name: `${slot.name} backend pin`,
-        options: [HA_AUTO_BACKEND, ...slot.backends],
-        state_topic: t.telemetry,
-        value_template: `{{ value_json.slots[${s}].backend | default('${HA_AUTO_BACKEND}') }}`,
-        command_topic: t.command('set-placement'),
-        command_template: `{% if value == '${HA_AUTO_BACKEND}' %}{"params":{"slot":${slotJson},"pin":null}}{% else %}{"params":{"slot":${slotJson},"pin":{"backend":"{{ value }}"}}}{% endif %}`,
-      };
+      const select = placementSelect(t, slot);
+      cmps[select.unique_id] = select;
     }
   }
   for (const m of input.modelSlots ?? []) {
-    const unique_id = `mnn_edge_${oid}_slot_${haObjectId(m.slot)}_model_select`;
-    const s = jinjaString(m.slot);
-    cmps[unique_id] = {
-      p: 'select',
-      unique_id,
-      name: `${m.slot} model`,
-      icon: 'mdi:brain',
-      options: [...m.options],
-      // The slot as configured (the `config` document): what the select sets, shown as slotChoiceOf() does.
-      state_topic: t.document('config'),
-      value_template:
-        `{% set c = (value_json.data.effective.slots | default({}))[${s}] | default({}) %}` +
-        '{% if c.enabled is defined and not c.enabled %}none{% elif c.builtin is defined %}{{ c.builtin }} (built-in)' +
-        '{% elif c.model is defined %}{{ c.model }}{% else %}none{% endif %}',
-      command_topic: t.command(HA_SLOT_MODEL_COMMAND),
-      command_template: `{"params":{"slot":${JSON.stringify(m.slot)},"model":{{ value | tojson }}}}`,
-    };
+    const select = modelSelect(t, m);
+    cmps[select.unique_id] = select;
   }
   const modelsUid = `mnn_edge_${oid}_models`;
   cmps[modelsUid] = {

@@ -3,7 +3,7 @@
 // retention sweep. The models are the runtime's slots (voice.*, vision.vlm): this module never loads MNN, so a
 // native fault costs an engine host, never the agent.
 import { join } from 'node:path';
-import { errorMessage, MnnEdgeError } from '../../lib/errors.js';
+import { errorMessage } from '../../lib/errors.js';
 import type { AgentConfig } from '../config/schema.js';
 import type { VisionConfig } from '../config/sections/vision.js';
 import type { VoiceConfig } from '../config/sections/voice.js';
@@ -28,8 +28,8 @@ import { WakeClipStore } from './wake/clips.js';
 import type { PackageDirOf } from './wake/model.js';
 import { WakeMonitor } from './wake/monitor.js';
 import { registerWakeRoutes } from './wake/routes.js';
-import type { WyomingServer } from './wyoming/server.js';
-import { resolveWyomingConfig, startWyoming, wyomingAnnounced, wyomingGauges } from './wyoming/start.js';
+import { WyomingLifecycle } from './wyoming/lifecycle.js';
+import { wyomingGauges } from './wyoming/start.js';
 
 export type WorkloadStatus = { available: true; path: string } | { available: false; reason: string };
 
@@ -77,24 +77,8 @@ export interface WorkloadsModule extends AgentModule {
   queueDepths(): Record<string, number>;
 }
 
-/** What the Wyoming server is started from: a change to any of it restarts the server. */
-function wyomingKey(config: AgentConfig): string {
-  const v = resolveVoiceConfig(config['voice']);
-  return JSON.stringify([config['wyoming'] ?? {}, v.systemPrompt, v.maxHistoryMessages]);
-}
-
 function queueDepthsOf(gates: ((slot: SlotName) => SlotGate) | undefined): Record<string, number> {
   return gates ? Object.fromEntries(SLOT_NAMES.map((s) => [s, gates(s).queued])) : {};
-}
-
-/** A settings change that turns Wyoming on (or moves it) fails whole when the server cannot listen. */
-function assertWyomingListens(config: AgentConfig, server: WyomingServer | undefined): void {
-  const w = resolveWyomingConfig(config['wyoming']);
-  if (w.enabled && server === undefined)
-    throw new MnnEdgeError(
-      'EWYOMING',
-      `The Wyoming server cannot listen on ${w.bind}:${w.port} (the port is in use or not allowed)`,
-    );
 }
 
 /** Copies the run-time keys into the objects the services hold (they read them per session, turn or frame). */
@@ -338,12 +322,9 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
   let visionConfig: VisionConfig | undefined;
   let store: VoiceTurnStore | undefined;
   let voice: VoiceService | undefined;
-  let wyoming: WyomingServer | undefined;
-  let announceWyoming = false;
+  let wyoming: WyomingLifecycle | undefined;
   let startedCtx: AgentContext | undefined;
   let gates: ((slot: SlotName) => SlotGate) | undefined;
-  let restartWyoming: ((config: AgentConfig) => Promise<void>) | undefined;
-  let wyomingFrom = '';
   const removers: Array<() => void> = [];
   const background = new AbortController();
   const loops: Array<Promise<void>> = [];
@@ -378,8 +359,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
     },
 
     wyomingAnnouncement() {
-      const port = wyoming?.port;
-      return announceWyoming && port !== undefined ? { port } : undefined;
+      return wyoming?.announcement();
     },
 
     queueDepths: () => queueDepthsOf(gates),
@@ -388,10 +368,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       if (!voiceConfig || !visionConfig || !startedCtx) return { wyoming: 'unchanged' };
       assignLive(voiceConfig, visionConfig, config);
       voice?.applyWakeRules();
-      if (wyomingKey(config) === wyomingFrom || !restartWyoming) return { wyoming: 'unchanged' };
-      await restartWyoming(config);
-      assertWyomingListens(config, wyoming);
-      return { wyoming: wyoming?.port ?? 'off' };
+      if (!wyoming) return { wyoming: 'unchanged' };
+      return { wyoming: await wyoming.apply(config) };
     },
 
     async start(ctx: AgentContext) {
@@ -412,22 +390,15 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
       removers.push(...registerEdges(ctx, { ...deps, sessions }, services, apiModels, vic));
-      const voiceService = voice;
-      restartWyoming = async (config) => {
-        await wyoming?.close();
-        const at = { ...ctx, config };
-        wyoming = await startWyoming({
-          ctx: at,
-          voice: voiceService,
-          voiceConfig: resolveVoiceConfig(config['voice']),
-          sessions,
-          priority,
-          agentVersion: deps.agentVersion ?? '0.0.0',
-        });
-        wyomingFrom = wyomingKey(config);
-        announceWyoming = wyoming !== undefined && wyomingAnnounced(at);
-      };
-      await restartWyoming(ctx.config);
+      wyoming = new WyomingLifecycle({
+        ctx,
+        voice,
+        voiceConfigOf: (config) => resolveVoiceConfig(config['voice']),
+        sessions,
+        priority,
+        agentVersion: deps.agentVersion ?? '0.0.0',
+      });
+      await wyoming.restart(ctx.config);
       registerRestartCommand(deps);
 
       loops.push(
@@ -445,7 +416,6 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
     async stop() {
       if (sweep !== undefined) clearInterval(sweep);
       await wyoming?.close();
-      wyoming = undefined;
       for (const r of removers.splice(0)) r();
       background.abort();
       await voice?.close();

@@ -92,6 +92,75 @@ std::string HalideName(halide_type_t t) {
 
 bool SameType(halide_type_t a, halide_type_t b) { return a.code == b.code && a.bits == b.bits; }
 
+// One input of forward(), read from its JS object on the JS thread and checked against what the model declares
+// for it (`declared`; nullptr: nothing declared), so that a wrong type or shape is refused with the input's name
+// before any work is queued.
+TensorIn ReadInput(Napi::Env env, const Napi::Object& item, const std::string& name,
+                   const MNN::Express::Variable::Info* declared) {
+  auto data = item.Get("data").As<Napi::TypedArray>();
+  TensorIn t;
+  if (!TypedArrayType(data.TypedArrayType(), &t.type, &t.typeName)) {
+    ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" must be a Float32Array, Int32Array, "
+                               "Uint8Array or Int8Array");
+  }
+  auto shape = item.Get("shape").As<Napi::Array>();
+  size_t count = 1;
+  for (uint32_t d = 0; d < shape.Length(); ++d) {
+    int v = shape.Get(d).As<Napi::Number>().Int32Value();
+    t.shape.push_back(v);
+    count *= static_cast<size_t>(v < 0 ? 0 : v);
+  }
+  if (count != data.ElementLength()) {
+    ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" has " + std::to_string(data.ElementLength()) +
+                               " elements but shape " + ShapeToString(t.shape) + " needs " + std::to_string(count));
+  }
+  if (declared != nullptr) {
+    const auto& expected = *declared;
+    if (!SameType(expected.type, t.type)) {
+      ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" expects " + HalideName(expected.type) +
+                                 " but received " + t.typeName);
+    }
+    // The rank and every dimension the model fixes (> 0) must match; -1/0 mark dynamic ones. An empty
+    // declared shape is a scalar or an unknown rank, which MNN resolves itself.
+    bool matches = expected.dim.empty() || expected.dim.size() == t.shape.size();
+    for (size_t d = 0; matches && d < expected.dim.size(); ++d) {
+      matches = expected.dim[d] <= 0 || expected.dim[d] == t.shape[d];
+    }
+    if (!matches) {
+      ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" expects shape " + ShapeToString(expected.dim) +
+                                 " but received " + ShapeToString(t.shape));
+    }
+  }
+  auto* bytes = static_cast<uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
+  t.bytes.assign(bytes, bytes + data.ByteLength());
+  return t;
+}
+
+// One output of forward() as JS sees it: {name, data (a typed array of its type over a copy), shape, type}.
+Napi::Object OutputToJs(Napi::Env e, const std::string& name, const TensorOut& out) {
+  Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(e, out.bytes.size());
+  if (!out.bytes.empty()) std::memcpy(buf.Data(), out.bytes.data(), out.bytes.size());
+  size_t n = out.bytes.size();
+  Napi::Value data;
+  if (out.typeName == "float32") {
+    data = Napi::Float32Array::New(e, n / 4, buf, 0);
+  } else if (out.typeName == "int32") {
+    data = Napi::Int32Array::New(e, n / 4, buf, 0);
+  } else if (out.typeName == "int8") {
+    data = Napi::Int8Array::New(e, n, buf, 0);
+  } else {
+    data = Napi::Uint8Array::New(e, n, buf, 0);
+  }
+  Napi::Object o = Napi::Object::New(e);
+  o.Set("name", name);
+  o.Set("data", data);
+  Napi::Array shape = Napi::Array::New(e, out.shape.size());
+  for (size_t d = 0; d < out.shape.size(); ++d) shape.Set(d, out.shape[d]);
+  o.Set("shape", shape);
+  o.Set("type", out.typeName);
+  return o;
+}
+
 }  // namespace
 
 Napi::Function GraphHandle::Init(Napi::Env env) {
@@ -211,44 +280,8 @@ Napi::Value GraphHandle::Forward(const Napi::CallbackInfo& info) {
   }
   auto tensors = std::make_shared<std::vector<TensorIn>>();
   for (uint32_t i = 0; i < arr.Length(); ++i) {
-    const std::string& name = state->inputNames[i];
-    auto item = arr.Get(i).As<Napi::Object>();
-    auto data = item.Get("data").As<Napi::TypedArray>();
-    TensorIn t;
-    if (!TypedArrayType(data.TypedArrayType(), &t.type, &t.typeName)) {
-      ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" must be a Float32Array, Int32Array, "
-                                 "Uint8Array or Int8Array");
-    }
-    auto shape = item.Get("shape").As<Napi::Array>();
-    size_t count = 1;
-    for (uint32_t d = 0; d < shape.Length(); ++d) {
-      int v = shape.Get(d).As<Napi::Number>().Int32Value();
-      t.shape.push_back(v);
-      count *= static_cast<size_t>(v < 0 ? 0 : v);
-    }
-    if (count != data.ElementLength()) {
-      ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" has " + std::to_string(data.ElementLength()) +
-                                 " elements but shape " + ShapeToString(t.shape) + " needs " + std::to_string(count));
-    }
-    if (i < state->inputInfo.size()) {
-      const auto& expected = state->inputInfo[i];
-      if (!SameType(expected.type, t.type)) {
-        ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" expects " + HalideName(expected.type) +
-                                   " but received " + t.typeName);
-      }
-      // The rank and every dimension the model fixes (> 0) must match; -1/0 mark dynamic ones. An empty
-      // declared shape is a scalar or an unknown rank, which MNN resolves itself.
-      bool matches = expected.dim.empty() || expected.dim.size() == t.shape.size();
-      for (size_t d = 0; matches && d < expected.dim.size(); ++d) {
-        matches = expected.dim[d] <= 0 || expected.dim[d] == t.shape[d];
-      }
-      if (!matches) {
-        ThrowJs(env, "EINVAL", "Module.forward: input \"" + name + "\" expects shape " + ShapeToString(expected.dim) +
-                                   " but received " + ShapeToString(t.shape));
-      }
-    }
-    auto* bytes = static_cast<uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
-    t.bytes.assign(bytes, bytes + data.ByteLength());
+    const MNN::Express::Variable::Info* declared = i < state->inputInfo.size() ? &state->inputInfo[i] : nullptr;
+    TensorIn t = ReadInput(env, arr.Get(i).As<Napi::Object>(), state->inputNames[i], declared);
     tensors->push_back(std::move(t));
   }
   return PromiseWorker<std::vector<TensorOut>>::Start(
@@ -297,28 +330,7 @@ Napi::Value GraphHandle::Forward(const Napi::CallbackInfo& info) {
       [state](Napi::Env e, std::vector<TensorOut>& outs) {
         Napi::Array result = Napi::Array::New(e, outs.size());
         for (size_t i = 0; i < outs.size(); ++i) {
-          auto& out = outs[i];
-          Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(e, out.bytes.size());
-          if (!out.bytes.empty()) std::memcpy(buf.Data(), out.bytes.data(), out.bytes.size());
-          size_t n = out.bytes.size();
-          Napi::Value data;
-          if (out.typeName == "float32") {
-            data = Napi::Float32Array::New(e, n / 4, buf, 0);
-          } else if (out.typeName == "int32") {
-            data = Napi::Int32Array::New(e, n / 4, buf, 0);
-          } else if (out.typeName == "int8") {
-            data = Napi::Int8Array::New(e, n, buf, 0);
-          } else {
-            data = Napi::Uint8Array::New(e, n, buf, 0);
-          }
-          Napi::Object o = Napi::Object::New(e);
-          o.Set("name", state->outputNames[i]);
-          o.Set("data", data);
-          Napi::Array shape = Napi::Array::New(e, out.shape.size());
-          for (size_t d = 0; d < out.shape.size(); ++d) shape.Set(d, out.shape[d]);
-          o.Set("shape", shape);
-          o.Set("type", out.typeName);
-          result.Set(i, o);
+          result.Set(i, OutputToJs(e, state->outputNames[i], outs[i]));
         }
         return result;
       });

@@ -1,6 +1,8 @@
 // LlmHandle: one MNN Transformer::Llm (or Omni) driven from JS. generate() prefills and decodes on a thread of
 // the generation's own that runs at most `window` tokens ahead of what JS acknowledged (ack()), handing tokens
 // over in batches; cancel() takes effect before the next token and JS still decides the pace.
+// Its methods are defined by concern: llm.cc (life, load, stats, the one-shot calls), llm_generate.cc (generate and
+// the decode thread), llm_contexts.cc (conversation contexts), llm_speech.cc (speech out).
 #pragma once
 
 #include <napi.h>
@@ -29,6 +31,9 @@ class Llm;
 namespace mnn_edge {
 
 struct PrefillRequest;
+
+// Destroys an Llm inside its own executor's scope (llm.cc says why); every file that drops one goes through it.
+void DestroyLlm(MNN::Transformer::Llm* llm);
 
 class LlmHandle : public Napi::ObjectWrap<LlmHandle> {
  public:

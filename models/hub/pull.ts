@@ -282,6 +282,73 @@ function hubManifest(
   return { manifest, provenance };
 }
 
+/** Refused before the first byte: what is still to fetch (the files move into the store, no second copy). */
+function requireSpace(files: HubFile[], work: string, repo: string, deps: HubPullDeps): void {
+  const missing = files.reduce((a, f) => a + Math.max(0, f.size - presentBytes(join(work, f.path))), 0);
+  const needed = missing + deps.headroomBytes;
+  const free = (deps.freeBytes ?? freeBytesIn)(deps.workRoot);
+  if (free < needed)
+    throw new HubPullError(
+      'ENOSPC',
+      `Not enough disk space for ${repo}: ${needed} bytes needed (${missing} to download, ${deps.headroomBytes} headroom), ${free} free in ${deps.workRoot}`,
+      { required: needed, free },
+    );
+}
+
+/**
+ * Every file of the listing into the work directory, one after another (resuming what an earlier run left),
+ * the downloader's progress reported as the whole pull's. Returns the files' provenance and the bytes fetched.
+ */
+async function fetchAll(
+  files: HubFile[],
+  at: FileFetch,
+  report: (p: PullProgress) => void,
+): Promise<{ provFiles: HubProvenanceFile[]; fetched: number }> {
+  const total = files.reduce((a, f) => a + f.size, 0);
+  const provFiles: HubProvenanceFile[] = [];
+  let before = 0;
+  let fetched = 0;
+  let index = 0;
+  let current: HubFile | undefined;
+  const onProgress = (p: { done: number; total: number }) =>
+    report({
+      phase: 'downloading',
+      file: current?.path,
+      fileIndex: index,
+      fileCount: files.length,
+      done: before + p.done,
+      total,
+    });
+  at.downloader.on('progress', onProgress);
+  try {
+    for (const file of files) {
+      current = file;
+      index++;
+      const got = await fetchHubFile(file, at);
+      provFiles.push(got.entry);
+      fetched += got.fetched;
+      before += file.size;
+      report({
+        phase: 'downloading',
+        file: file.path,
+        fileIndex: index,
+        fileCount: files.length,
+        done: before,
+        total,
+      });
+    }
+  } catch (err) {
+    // Bytes that contradict the hub's own hashes: start clean next time. A cut keeps what arrived, for resume.
+    if (err instanceof MnnEdgeError && err.code === 'EVERIFY')
+      rmSync(at.work, { recursive: true, force: true });
+    throw err;
+  } finally {
+    at.downloader.off('progress', onProgress);
+  }
+
+  return { provFiles, fetched };
+}
+
 export async function pullFromHub(
   ref: HubRepoRef,
   deps: HubPullDeps,
@@ -322,56 +389,12 @@ export async function pullFromHub(
   mkdirSync(deps.workRoot, { recursive: true });
   const work = workDirFor(deps.workRoot, snapshot);
   mkdirSync(work, { recursive: true });
-  // Refused before the first byte: what is still to fetch (the files move into the store, no second copy).
-  const missing = files.reduce((a, f) => a + Math.max(0, f.size - presentBytes(join(work, f.path))), 0);
-  const needed = missing + deps.headroomBytes;
-  const free = (deps.freeBytes ?? freeBytesIn)(deps.workRoot);
-  if (free < needed)
-    throw new HubPullError(
-      'ENOSPC',
-      `Not enough disk space for ${repo}: ${needed} bytes needed (${missing} to download, ${deps.headroomBytes} headroom), ${free} free in ${deps.workRoot}`,
-      { required: needed, free },
-    );
-
-  const provFiles: HubProvenanceFile[] = [];
-  let before = 0;
-  let fetched = 0;
-  let index = 0;
-  let current: HubFile | undefined;
-  const onProgress = (p: { done: number; total: number }) =>
-    report({
-      phase: 'downloading',
-      file: current?.path,
-      fileIndex: index,
-      fileCount: files.length,
-      done: before + p.done,
-      total,
-    });
-  deps.downloader.on('progress', onProgress);
-  try {
-    for (const file of files) {
-      current = file;
-      index++;
-      const got = await fetchHubFile(file, { client, snapshot, downloader: deps.downloader, work, signal });
-      provFiles.push(got.entry);
-      fetched += got.fetched;
-      before += file.size;
-      report({
-        phase: 'downloading',
-        file: file.path,
-        fileIndex: index,
-        fileCount: files.length,
-        done: before,
-        total,
-      });
-    }
-  } catch (err) {
-    // Bytes that contradict the hub's own hashes: start clean next time. A cut keeps what arrived, for resume.
-    if (err instanceof MnnEdgeError && err.code === 'EVERIFY') rmSync(work, { recursive: true, force: true });
-    throw err;
-  } finally {
-    deps.downloader.off('progress', onProgress);
-  }
+  requireSpace(files, work, repo, deps);
+  const { provFiles, fetched } = await fetchAll(
+    files,
+    { client, snapshot, downloader: deps.downloader, work, signal },
+    report,
+  );
 
   report({ phase: 'installing', fileIndex: files.length, fileCount: files.length, done: total, total });
   const { manifest, provenance } = hubManifest(work, files, provFiles, {

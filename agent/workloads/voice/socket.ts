@@ -92,6 +92,39 @@ export function registerVoiceSocket(deps: VoiceSocketDeps): () => void {
   );
 }
 
+/**
+ * The session's events to the client as they happen: each as a JSON message of its type, and reply audio as a
+ * JSON header followed by its samples as a binary s16le frame. Returns the unsubscribers.
+ */
+function relaySessionEvents(
+  session: VoiceSession,
+  ws: WebSocket,
+  send: (event: Record<string, unknown>) => void,
+): Array<() => void> {
+  const offs: Array<() => void> = [];
+  const forward = <K extends keyof VoiceEvents & string>(
+    type: K,
+    map?: (e: VoiceEvents[K]) => Record<string, unknown>,
+  ) => {
+    offs.push(session.on(type, (e) => send({ type, ...(map ? map(e) : (e as Record<string, unknown>)) })));
+  };
+  forward('speech-start');
+  forward('speech-end');
+  forward('speech-discarded');
+  forward('transcript');
+  forward('reply-delta');
+  forward('barge-in');
+  forward('turn-end');
+  offs.push(
+    session.on('audio', (e) => {
+      if (ws.readyState !== ws.OPEN) return;
+      ws.send(JSON.stringify({ type: 'audio', turn: e.turn, seq: e.seq, sampleRate: e.sampleRate }));
+      ws.send(floatToS16le(e.samples));
+    }),
+  );
+  return offs;
+}
+
 export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps, remote?: string): void {
   const release = deps.sessions.tryAcquire({ kind: 'dashboard voice', who: remote ?? 'unknown' });
   if (!release) {
@@ -115,14 +148,6 @@ export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps, remote?:
     send({ type: 'error', ...(typeof code === 'string' ? { code } : {}), message: errorMessage(err) });
   };
 
-  const forward = <K extends keyof VoiceEvents & string>(
-    s: VoiceSession,
-    type: K,
-    map?: (e: VoiceEvents[K]) => Record<string, unknown>,
-  ) => {
-    offs.push(s.on(type, (e) => send({ type, ...(map ? map(e) : (e as Record<string, unknown>)) })));
-  };
-
   const start = async (m: Extract<ClientMessage, { type: 'start' }>) => {
     if (session) throw new WorkloadError('ESTATE', 'The session has already started');
     converter = new PcmToPipeline(
@@ -137,20 +162,7 @@ export function attachVoiceSocket(ws: WebSocket, deps: VoiceSocketDeps, remote?:
       return;
     }
     session = opened;
-    forward(session, 'speech-start');
-    forward(session, 'speech-end');
-    forward(session, 'speech-discarded');
-    forward(session, 'transcript');
-    forward(session, 'reply-delta');
-    forward(session, 'barge-in');
-    forward(session, 'turn-end');
-    offs.push(
-      session.on('audio', (e) => {
-        if (ws.readyState !== ws.OPEN) return;
-        ws.send(JSON.stringify({ type: 'audio', turn: e.turn, seq: e.seq, sampleRate: e.sampleRate }));
-        ws.send(floatToS16le(e.samples));
-      }),
-    );
+    offs.push(...relaySessionEvents(session, ws, send));
     send({
       type: 'ready',
       id,

@@ -101,32 +101,9 @@ function deviceFacts(o: OverviewView): HTMLElement {
   );
 }
 
-/** How often the open page re-reads health, uptime and the broker: a slot that fails or recovers shows up. */
-const REFRESH_MS = 5000;
-
-export const overviewPage: Page = async (ctx) => {
-  const o = await ctx.api.get<OverviewView>('/api/overview');
-  const boardName = o.board.model.value ?? 'Unknown board';
-  const socName = [o.soc.vendor.value, o.soc.name.value].filter(Boolean).join(' ') || 'Unknown SoC';
-
-  // The facts that change while the page is open (health, uptime, broker) live in holders that a periodic
-  // refresh rebuilds; the rest, with its evidence lists a reader may have opened, is built once.
-  const status = h('div', { class: 'stack', 'data-testid': 'overview-status' }, ...statusNotices(o));
-  const facts = h('div', {}, deviceFacts(o));
-  const summary = card(
-    'Device',
-    h('p', { class: 'headline', 'data-testid': 'board-name' }, boardName),
-    h(
-      'p',
-      { class: 'sub', 'data-testid': 'soc-name' },
-      socName,
-      o.soc.family.value ? ` · ${o.soc.family.value}` : '',
-    ),
-    evidence([...o.board.model.evidence, ...o.soc.name.evidence]),
-    facts,
-  );
-
-  const cpu = card(
+/** The CPU clusters (cores, frequencies), its features and the memory: detected once, shown as detected. */
+function cpuCard(o: OverviewView) {
+  return card(
     'CPU and memory',
     h(
       'p',
@@ -143,8 +120,11 @@ export const overviewPage: Page = async (ctx) => {
     ),
     o.cpu.features.length > 0 ? h('p', { class: 'sub' }, 'Features: ', o.cpu.features.join(', ')) : null,
   );
+}
 
-  const accel = card(
+/** Each accelerator found, its details and the evidence for it. */
+function acceleratorsCard(o: OverviewView) {
+  return card(
     'Accelerators',
     o.accelerators.length === 0
       ? h('p', { class: 'muted' }, 'None found; models run on the CPU.')
@@ -172,25 +152,56 @@ export const overviewPage: Page = async (ctx) => {
           ),
         ),
   );
+}
 
-  const backends = card(
+/** MNN's backends and why each is usable or not on this board. */
+function backendsCard(o: OverviewView) {
+  return card(
     'MNN backends',
     table(
       ['Backend', 'Usable', 'Why'],
       o.backends.map((b) => [b.backend, b.usable ? pill('yes', 'ok') : pill('no', 'muted'), backendWhy(b)]),
     ),
   );
+}
 
-  const thermal =
-    o.thermal.length > 0
-      ? card(
-          'Temperatures',
-          table(
-            ['Zone', 'Type', '°C'],
-            o.thermal.map((z) => [z.zone, z.type ?? '', z.tempC === null ? 'unknown' : z.tempC.toFixed(1)]),
-          ),
-        )
-      : null;
+/** The thermal zones, when the board has any. */
+function thermalCard(o: OverviewView) {
+  return o.thermal.length > 0
+    ? card(
+        'Temperatures',
+        table(
+          ['Zone', 'Type', '°C'],
+          o.thermal.map((z) => [z.zone, z.type ?? '', z.tempC === null ? 'unknown' : z.tempC.toFixed(1)]),
+        ),
+      )
+    : null;
+}
+
+/** How often the open page re-reads health, uptime and the broker: a slot that fails or recovers shows up. */
+const REFRESH_MS = 5000;
+
+export const overviewPage: Page = async (ctx) => {
+  const o = await ctx.api.get<OverviewView>('/api/overview');
+  const boardName = o.board.model.value ?? 'Unknown board';
+  const socName = [o.soc.vendor.value, o.soc.name.value].filter(Boolean).join(' ') || 'Unknown SoC';
+
+  // The facts that change while the page is open (health, uptime, broker) live in holders that a periodic
+  // refresh rebuilds; the rest, with its evidence lists a reader may have opened, is built once.
+  const status = h('div', { class: 'stack', 'data-testid': 'overview-status' }, ...statusNotices(o));
+  const facts = h('div', {}, deviceFacts(o));
+  const summary = card(
+    'Device',
+    h('p', { class: 'headline', 'data-testid': 'board-name' }, boardName),
+    h(
+      'p',
+      { class: 'sub', 'data-testid': 'soc-name' },
+      socName,
+      o.soc.family.value ? ` · ${o.soc.family.value}` : '',
+    ),
+    evidence([...o.board.model.evidence, ...o.soc.name.evidence]),
+    facts,
+  );
 
   const detected = o.detectedAt ? h('p', { class: 'sub' }, `Detected at ${o.detectedAt}`) : null;
   let busy = false;
@@ -214,7 +225,7 @@ export const overviewPage: Page = async (ctx) => {
       h('h1', {}, 'Overview'),
       await fetchSettingsProblem(ctx.api),
       status,
-      h('div', { class: 'grid' }, summary, cpu, accel, backends, thermal),
+      h('div', { class: 'grid' }, summary, cpuCard(o), acceleratorsCard(o), backendsCard(o), thermalCard(o)),
       detected,
     ),
     dispose: () => clearInterval(timer),
