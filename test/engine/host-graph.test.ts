@@ -67,7 +67,7 @@ if (engineOrSkip(test, 'engine host modules')) {
   test('a module host refuses LLM requests and a second model with clear errors', async (t) => {
     await using host = await EngineHostClient.start({ name: 'silero', logger: createMemoryLogger() });
     await t.throwsAsync(() => host.forward([]), {
-      message: 'engine host: forward needs a loaded module (send load-graph first)',
+      message: 'engine host: forward needs a loaded graph (send load-graph first)',
     });
     await host.loadGraph(models.sileroVad, SILERO_IO);
     await t.throwsAsync(() => host.complete('Hello'), {
