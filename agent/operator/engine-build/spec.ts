@@ -260,7 +260,7 @@ export function engineBuildSpec(
   if (tools.includes('converter')) {
     d.cmake.set('MNN_BUILD_CONVERTER', 'ON');
     d.reasons.push(
-      'converter: MNNConvert and libMNNConvertDeps.so, installed into the prefix (--with converter; about 6 more minutes on 2 cores)',
+      'converter: MNNConvert and libMNNConvertDeps.so, installed into the prefix (--with converter; about 17 more minutes on 2 cores)',
     );
   }
   // Keys a backend added go after the base ones, in the order they were decided.
