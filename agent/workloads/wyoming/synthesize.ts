@@ -8,7 +8,7 @@ import { SentenceChunker } from '../voice/stages.js';
 import { WyomingAudioOut } from './audio.js';
 import type { WyomingEvent } from './codec.js';
 import { checkTextLength, outFormat, sendAudio, textField } from './event-fields.js';
-import type { FlowHost } from './flow.js';
+import type { FlowHost, WyomingConnectionDeps } from './flow.js';
 
 /** The rate announced for an audio stream that has no chunks (espeak-ng's). */
 const EMPTY_STREAM_RATE = 22050;
@@ -39,16 +39,7 @@ export class SynthesizeFlow {
     // One audio stream for the whole text: the sentences are synthesised one after another, chunks sent as made.
     this.#host.enqueue(async (signal) => {
       const out = new WyomingAudioOut();
-      let started = false;
-      for (const sentence of sentences) {
-        for await (const chunk of tts.synthesize(sentence, signal)) {
-          if (!started) {
-            started = true;
-            await d.send({ type: 'audio-start', data: outFormat(out, chunk.sampleRate) });
-          }
-          await sendAudio(d.send, out, out.push(chunk.samples, chunk.sampleRate));
-        }
-      }
+      const started = await speakInto(d, tts, sentences, out, signal);
       signal.throwIfAborted();
       // Text with nothing to say (punctuation only) still gets a well-formed, empty audio stream.
       if (!started) await d.send({ type: 'audio-start', data: outFormat(out, EMPTY_STREAM_RATE) });
@@ -100,18 +91,33 @@ export class SynthesizeFlow {
     const tts = d.voice.ttsStage();
     this.#host.enqueue(async (signal) => {
       const out = new WyomingAudioOut();
-      let started = false;
-      for await (const chunk of tts.synthesize(sentence, signal)) {
-        if (!started) {
-          started = true;
-          await d.send({ type: 'audio-start', data: outFormat(out, chunk.sampleRate) });
-        }
-        await sendAudio(d.send, out, out.push(chunk.samples, chunk.sampleRate));
-      }
+      const started = await speakInto(d, tts, [sentence], out, signal);
       signal.throwIfAborted();
       if (!started) return;
       await sendAudio(d.send, out, out.flush());
       await d.send({ type: 'audio-stop', data: {} });
     });
   }
+}
+
+/** The sentences' speech as one audio stream: `audio-start` with the first chunk's rate, then every chunk as it is
+ *  made. Whether anything was said (text of punctuation alone says nothing). */
+async function speakInto(
+  d: WyomingConnectionDeps,
+  tts: ReturnType<WyomingConnectionDeps['voice']['ttsStage']>,
+  sentences: readonly string[],
+  out: WyomingAudioOut,
+  signal: AbortSignal,
+): Promise<boolean> {
+  let started = false;
+  for (const sentence of sentences) {
+    for await (const chunk of tts.synthesize(sentence, signal)) {
+      if (!started) {
+        started = true;
+        await d.send({ type: 'audio-start', data: outFormat(out, chunk.sampleRate) });
+      }
+      await sendAudio(d.send, out, out.push(chunk.samples, chunk.sampleRate));
+    }
+  }
+  return started;
 }
