@@ -33,8 +33,8 @@ export interface DashboardModules {
   fleet: Handle<FleetAgent>;
   /** Why the fleet is off (no broker configured), when it is. */
   fleetOff?: () => string | undefined;
-  /** The board's samples and their history, with or without a broker (the fleet agent's own when absent). */
-  boardTelemetry?: Handle<BoardTelemetry>;
+  /** The board's samples and their history, with or without a broker (agent/telemetry/module.ts). */
+  boardTelemetry: Handle<BoardTelemetry>;
   runtime: Handle<Runtime>;
   /** The board the runtime plans for: the pin dropdown offers what it can use. */
   board?: Handle<Pick<PlanBoard, 'backends'>>;

@@ -32,9 +32,6 @@ export interface TelemetryServiceOptions {
   workloads?: WorkloadMetricsProvider;
   clock: Clock;
   logger: Logger;
-  /** Where each interval's message goes for MQTT (`deliverTo`); the service samples and keeps its history
-   *  without one, for /metrics and the dashboard on a board with no broker. */
-  delivery?: TelemetryDelivery;
 }
 
 /** The fleet's side of telemetry: the durable outbox its drainer empties onto the broker, and the topic. */
@@ -64,12 +61,12 @@ export class TelemetryService {
 
   constructor(options: TelemetryServiceOptions) {
     this.#o = options;
-    this.#delivery = options.delivery;
     this.#intervalStart = options.clock.nowMs();
   }
 
   /** From now on each interval's message also goes into `delivery`'s outbox; returns the undo (the fleet
-   *  stopping). One delivery at a time: the agent has one fleet connection. */
+   *  stopping). One delivery at a time: the agent has one fleet connection. Without one the service samples and
+   *  keeps its history, for /metrics and the dashboard on a board with no broker. */
   deliverTo(delivery: TelemetryDelivery): () => void {
     this.#delivery = delivery;
     return () => {

@@ -173,7 +173,6 @@ function service(samplers: Sampler[], clock = fakeClock(), intervals: Partial<Te
     deviceId: 'd1',
     config,
     db,
-    delivery: { outbox, topic: 'mnn-edge/d1/telemetry' },
     history,
     samplers,
     runtime: {
@@ -193,6 +192,7 @@ function service(samplers: Sampler[], clock = fakeClock(), intervals: Partial<Te
     clock,
     logger: createMemoryLogger(),
   });
+  svc.deliverTo({ outbox, topic: 'mnn-edge/d1/telemetry' });
   return { svc, outbox, history, clock };
 }
 
