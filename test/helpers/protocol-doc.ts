@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { SLOT_NAMES } from '../../agent/plan/types.js';
 import { repoRoot } from './paths.js';
@@ -59,3 +60,22 @@ export function documentedFamilies(): Map<string, string> {
     ]),
   );
 }
+
+/** A family as parse-prometheus-text-format (a real exposition-format parser from the npm registry) reads it. */
+export interface ParsedFamily {
+  name: string;
+  type: string;
+  help: string;
+  metrics: Array<{
+    labels?: Record<string, string>;
+    value?: string;
+    buckets?: Record<string, string>;
+    count?: string;
+    sum?: string;
+  }>;
+}
+
+/** /metrics' text, parsed. */
+export const parseExposition = createRequire(import.meta.url)('parse-prometheus-text-format') as (
+  text: string,
+) => ParsedFamily[];

@@ -1,5 +1,4 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -12,26 +11,10 @@ import { SLOT_NAMES } from '../../agent/plan/types.js';
 import { DECODE_TPS_BUCKETS, TTFT_BUCKETS_S } from '../../agent/runtime/serving/serving.js';
 import { Histogram } from '../../lib/histogram.js';
 import { createMemoryLogger } from '../../lib/log.js';
-import { documentedFamilies } from '../helpers/protocol-doc.js';
+import { documentedFamilies, parseExposition as parse } from '../helpers/protocol-doc.js';
 
 // /metrics parsed by a real exposition-format parser from the npm registry, every name checked against the table
 // in docs/METRICS.md (both ways) and Prometheus' naming conventions; then over HTTP with its two credentials.
-
-interface ParsedFamily {
-  name: string;
-  type: string;
-  help: string;
-  metrics: Array<{
-    labels?: Record<string, string>;
-    value?: string;
-    buckets?: Record<string, string>;
-    count?: string;
-    sum?: string;
-  }>;
-}
-const parse = createRequire(import.meta.url)('parse-prometheus-text-format') as (
-  text: string,
-) => ParsedFamily[];
 
 const documented = documentedFamilies();
 

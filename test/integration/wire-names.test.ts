@@ -1,5 +1,4 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -12,6 +11,8 @@ import {
   codes,
   documentedFamilies,
   documentedTelemetry,
+  type ParsedFamily,
+  parseExposition as parse,
   protocolDoc,
   table,
 } from '../helpers/protocol-doc.js';
@@ -24,14 +25,6 @@ import { until } from '../helpers/until.js';
 // that its optional names are published too. A second agent runs with no broker at all: the board's samples
 // still reach /metrics and the dashboard's telemetry. (protocol-doc-contract.test.ts checks the other way round:
 // that every documented name is produced.)
-
-interface ParsedFamily {
-  name: string;
-  type: string;
-}
-const parse = createRequire(import.meta.url)('parse-prometheus-text-format') as (
-  text: string,
-) => ParsedFamily[];
 
 const BOARD = join(socFixturesDir, 'qcom-qcs9075-iq9075-evk');
 /** Short intervals so a message comes within a second or two; the names do not depend on them. */

@@ -192,7 +192,7 @@ test('--with converter: MNNConvert and its library are built and installed into 
   t.true(spec.reasons.some((r) => r.startsWith('converter: MNNConvert')));
   const common = { ref: 'abc1234', workDir: '/w', prefix: '/opt/mnn', jobs: 4, nodePath: '/usr/bin/node' };
   const steps = buildSteps(spec, { ...common, src: '/src/MNN', cloneExists: false }).map(formatStep);
-  const install = steps.findIndex((s) => s === 'cmake --install /w/build');
+  const install = steps.indexOf('cmake --install /w/build');
   t.deepEqual(steps.slice(install + 3, install + 6), [
     'cmake -E copy /w/build/MNNConvert /opt/mnn/bin',
     'cmake -E copy /w/build/tools/converter/libMNNConvertDeps.so /opt/mnn/lib',
