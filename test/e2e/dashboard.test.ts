@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import type { BrowserContext, Page } from 'playwright-core';
-import type { OverviewView } from '../../agent/dashboard-api/overview.js';
 import { createAddonLoader, engineAvailability } from '../../engine/index.js';
 import { mediaFixturesDir, modelFixturesDir, socFixturesDir } from '../helpers/paths.js';
 import { selfSignedCert } from '../helpers/tls.js';
@@ -96,41 +95,6 @@ test.serial('the overview shows the fixture board, its SoC and the RK3588 NPU wi
   t.is(await page.getByTestId('engine-unavailable').count(), engine.available ? 0 : 1);
   await screenshot(page, 'overview');
 });
-
-test.serial(
-  'each backend row reads as a one-line verdict, with its evidence chain as separate steps on demand',
-  async (t) => {
-    const { page, agent } = t.context;
-    const view = (await (
-      await fetch(`${agent.url}/api/overview`, { headers: { Authorization: `Bearer ${agent.token}` } })
-    ).json()) as OverviewView;
-    const vulkan = view.backends.find((b) => b.backend === 'vulkan')!;
-    // The chain `detect` prints: device node, ICD, loader, device kind, compiled in, init probe.
-    t.deepEqual(
-      vulkan.steps.map((s) => s.step),
-      ['device-node', 'icd', 'loader', 'device-kind', 'compiled-in', 'init-probe'],
-    );
-    const row = page.locator('.backend-why[data-backend="vulkan"]');
-    t.is(await row.locator('.verdict').textContent(), vulkan.verdict);
-    t.is(await row.locator('ol.steps li').first().isVisible(), false, 'the steps are collapsed at first');
-    await row.locator('details summary').click();
-    const items = row.locator('ol.steps li');
-    t.is(await items.count(), vulkan.steps.length);
-    for (const [i, step] of vulkan.steps.entries()) {
-      t.is(await items.nth(i).getAttribute('data-status'), step.status);
-      t.true(((await items.nth(i).textContent()) ?? '').endsWith(step.detail), step.detail);
-    }
-    // No row joins its reasons into one run-on sentence: the verdict is the first, every reason is a step.
-    for (const b of view.backends) {
-      t.is(
-        await page.locator(`.backend-why[data-backend="${b.backend}"] .verdict`).textContent(),
-        b.reasons[0] ?? '',
-      );
-      if (b.reasons.length > 1) t.true(b.steps.length >= b.reasons.length, b.backend);
-    }
-    await screenshot(page, 'overview-backend-steps');
-  },
-);
 
 test.serial('no string in any API answer is "[object Object]" or another unrendered value', async (t) => {
   const { page } = t.context;
