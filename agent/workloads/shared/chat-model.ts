@@ -2,10 +2,45 @@
 // of text out, with the numbers the per-turn metrics need. The runtime implements it over a slot
 // (agent/workloads/slots/runtime-chat-model.ts), so voice, vision and the OpenAI API never see which engine host, backend
 // or model version serves them.
-import type { ChatMessage, ImageInput } from '../../../engine/index.js';
+import type { ChatMessage as EngineMessage, ImageInput } from '../../../engine/index.js';
 import type { KvReuseOutcome } from '../../telemetry/runtime-stats.js';
 
-export type { ChatMessage };
+/** A function the model may call: OpenAI's `tools[].function` (parameters is a JSON Schema object). */
+export interface ToolFunction {
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ToolSpec {
+  type: 'function';
+  function: ToolFunction;
+}
+
+/** A call the model made, parsed from its own output; `arguments` is always a JSON object. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** `none`: tools are shown but must not be called; `required`: some call must come; a name: that one. */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+/** What the OpenAI stream needs to send a call in pieces: the head once, then argument text as it comes. */
+export type ToolCallDelta =
+  | { index: number; kind: 'start'; id: string; name: string }
+  | { index: number; kind: 'arguments'; text: string };
+
+/**
+ * A chat message. Assistant messages may carry the calls they made, `tool` messages the result of one (the id
+ * and name are optional: Home Assistant's Ollama integration sends tool results without either).
+ */
+export interface ChatMessage extends EngineMessage {
+  toolCalls?: ToolCall[];
+  toolCallId?: string;
+  toolName?: string;
+}
 
 export interface ChatRequest {
   messages: ChatMessage[];
@@ -15,12 +50,17 @@ export interface ChatRequest {
   audio?: Float32Array;
   maxNewTokens?: number;
   signal?: AbortSignal;
+  /** Functions the model may call, rendered through the model's own chat template. */
+  tools?: ToolSpec[];
+  toolChoice?: ToolChoice;
+  /** Called as a call's head and argument text are parsed (streaming APIs); the result lists the whole calls. */
+  onToolCallDelta?: (delta: ToolCallDelta) => void;
 }
 
 export interface ChatResult {
   text: string;
   /** `backend-lost`: the engine host died mid-answer (driver reset); the text so far is all there is. */
-  finishReason: 'stop' | 'length' | 'aborted' | 'backend-lost';
+  finishReason: 'stop' | 'length' | 'aborted' | 'backend-lost' | 'tool_calls';
   /** Why the answer ended early (`backend-lost`: which host died and how). */
   detail?: string;
   promptTokens: number;
@@ -29,6 +69,10 @@ export interface ChatResult {
   decodeMs: number;
   /** What the engine did with the KV of the conversation's earlier turns (hit / partial / miss and why). */
   reuse?: KvReuseOutcome;
+  /** The calls parsed from the answer (finishReason `tool_calls`); absent or empty when there were none. */
+  toolCalls?: ToolCall[];
+  /** Tool markup that could not be parsed: kept in `text`, each with the reason. */
+  toolParseErrors?: string[];
 }
 
 export interface ChatStream extends AsyncIterable<string> {

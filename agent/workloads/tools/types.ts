@@ -1,0 +1,31 @@
+// The contract between the acting assistant (the tool-round loop) and the sources of its tools: the built-in
+// ones (time, timers, camera) and every MCP server the settings name. A source lists its tools and runs calls;
+// the loop merges the lists, bounds the rounds and answers failures to the model as errors.
+import type { ToolFunction } from '../shared/chat-model.js';
+
+export interface ToolDefinition extends ToolFunction {
+  /** The call changes something on the board or in the home (announce, switch a light): off for remote callers unless enabled. */
+  acts?: boolean;
+}
+
+export interface ToolCallContext {
+  signal: AbortSignal;
+  /** The request came from another machine (the OpenAI/Ollama/MCP APIs), not the board's own voice loop. */
+  remote: boolean;
+}
+
+export interface ToolOutcome {
+  ok: boolean;
+  /** What the model reads: the result, or the error in words. */
+  content: string;
+  /** Structured result for the dashboard and the logs, when the source gave one. */
+  data?: unknown;
+}
+
+export interface ToolSource {
+  /** `builtin`, or the MCP server's configured name. */
+  readonly name: string;
+  list(signal?: AbortSignal): Promise<readonly ToolDefinition[]>;
+  call(tool: string, args: Record<string, unknown>, ctx: ToolCallContext): Promise<ToolOutcome>;
+  close?(): Promise<void>;
+}
