@@ -4,6 +4,8 @@
 // the same with the prefix KV kept from the previous request.
 import test from 'ava';
 import { type GenerationResult, Llm } from '../../engine/index.js';
+import { runLlmDemo } from '../helpers/llm-demo.js';
+import { llmDemoMissing, llmDemoPath } from '../helpers/mnn-tools.js';
 import { renderPrompt, type TemplateMessage, type ToolModel, toolModel } from '../helpers/tool-model.js';
 
 const CALL = {
@@ -102,7 +104,7 @@ if (found.skip !== undefined) {
     // Two tool results in one turn (the template joins consecutive tool messages).
     const two: TemplateMessage[] = [...second, { role: 'tool', content: '{"success": true}' }];
     t.is((await answer(llm, renderPrompt(model, two, TOOLS), false)).text, model.finalText);
-    // About 2500 tokens between the opener the head must find and the end of the prompt, either way round.
+    // About 2000 tokens between the opener the head must find and the end of the prompt, either way round.
     const long = 'the light in the living room is set to a brightness of fifty percent; '.repeat(100);
     const longResult: TemplateMessage[] = [...done, ASK, ROUND[1]!, { role: 'tool', content: long }];
     const longPrompt = renderPrompt(model, longResult, TOOLS);
@@ -140,6 +142,20 @@ if (found.skip !== undefined) {
     const byMnn = await llm.complete([{ role: 'user', content: ASK.content }]);
     t.is(byMnn.text, model.callText);
     t.is(byMnn.stats.promptTokens, (await llm.encode(renderPrompt(model, [ASK]))).length);
+  });
+
+  test("MNN's llm_demo gives the call to a user's request", async (t) => {
+    const binary = llmDemoPath();
+    const missing = llmDemoMissing(binary);
+    if (missing) {
+      t.log(`SKIP: ${missing}`);
+      t.pass();
+      return;
+    }
+    // llm_demo wraps each prompt line in the model's template as a user turn, and ends the answer with a newline.
+    const run = await runLlmDemo({ binary, config: model.config, prompt: ASK.content });
+    t.is(run.text, `${model.callText}\n`);
+    t.is(run.decodeTokens, 6, 'five script tokens and the end-of-turn token');
   });
 
   test('another script: its call and its sentence', async (t) => {
