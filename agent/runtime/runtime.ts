@@ -122,6 +122,11 @@ export class Runtime {
     return this.#deps.hosts.unavailableReason;
   }
 
+  /** The MNN config.json of the model serving the slot now (its chat template sits beside it), or undefined. */
+  servedConfigPath(slot: SlotName): string | undefined {
+    return this.#core.table.servingInstance(slot)?.spec.configPath;
+  }
+
   /** What the current placement does with a slot, in terms a workload can explain to its user. */
   slotInfo(slot: SlotName): SlotInfo {
     return this.#planning.slotInfo(slot);

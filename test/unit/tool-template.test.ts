@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { ChatMessage, ToolCall, ToolSpec } from '../../agent/workloads/shared/chat-model.js';
-import { toolFormatKind, toolSupport } from '../../agent/workloads/tools/template/format.js';
+import { type ToolFormatKind, toolFormatKind, toolSupport } from '../../agent/workloads/tools/template/format.js';
 import { alnum9, renderChatPrompt } from '../../agent/workloads/tools/template/render.js';
 import { parseToolAnswer, ToolCallStreamParser } from '../../agent/workloads/tools/template/stream-parser.js';
 import { type Family, familyTemplate } from '../helpers/chat-templates.js';
@@ -34,7 +34,7 @@ const TOOLS: ToolSpec[] = [
 const CALL: ToolCall = { id: 'abcDEF123', name: 'HassTurnOn', arguments: { name: 'kitchen light' } };
 const USER: ChatMessage = { role: 'user', content: 'Turn on the kitchen light' };
 
-const EXPECTED_KIND: Record<Family, string> = {
+const EXPECTED_KIND: Record<Family, ToolFormatKind> = {
   'qwen2.5': 'hermes',
   qwen3: 'hermes',
   'qwen3-coder': 'qwen-xml',

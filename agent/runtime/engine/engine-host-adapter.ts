@@ -153,6 +153,7 @@ class AdaptedHost implements EngineHost {
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
     const generation = this.#client.generate(request.prompt, {
       ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
+      ...(request.applyTemplate !== undefined ? { applyTemplate: request.applyTemplate } : {}),
       ...(request.images ? { images: request.images } : {}),
       ...(request.audios ? { audios: request.audios } : {}),
       ...(signal ? { signal } : {}),

@@ -36,6 +36,10 @@ export type ChatTurn = ChatMessage;
 export interface GenerateRequest {
   /** Prompt text (wrapped in the model's chat template), or the whole conversation. */
   prompt: string | ChatMessage[];
+  /** false: `prompt` is already the model's whole input (rendered on the agent's side, e.g. with tools, which
+   *  MNN's own template rendering cannot pass); MNN's chat template is not applied again. Default: the model's
+   *  config (`use_template`). */
+  applyTemplate?: boolean;
   maxNewTokens?: number;
   /** Image files, or decoded RGB bytes (row-major HWC, 3 channels), for a VLM. */
   images?: ImageInput[];

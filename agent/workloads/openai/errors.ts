@@ -77,6 +77,12 @@ export function toOpenAiError(err: unknown): OpenAiError {
         return new OpenAiError(503, 'service_unavailable', err.message, { code: 'engine_unavailable' });
       case 'EFRAME':
         return new OpenAiError(400, 'invalid_request_error', err.message, { code: 'invalid_image' });
+      case 'ETOOL':
+        // The model's template cannot show tools, or refused the conversation: the request, not the device.
+        return new OpenAiError(400, 'invalid_request_error', err.message, {
+          param: 'tools',
+          code: 'tools_not_supported',
+        });
       case 'ENOMODEL':
         return new OpenAiError(400, 'invalid_request_error', err.message, { code: 'model_not_capable' });
       default:

@@ -7,7 +7,7 @@ import type { ChatResult } from '../shared/chat-model.js';
 // reason beside it: native_finish_reason "backend-lost" and an error object saying which host died and how.
 
 export interface OpenAiFinish {
-  finish_reason: 'stop' | 'length' | 'error';
+  finish_reason: 'stop' | 'length' | 'tool_calls' | 'error';
   native_finish_reason?: 'backend-lost';
   error?: { message: string; type: 'server_error'; code: 'backend_lost' };
 }
@@ -16,6 +16,8 @@ export function openAiFinish(r: Pick<ChatResult, 'finishReason' | 'detail'>): Op
   switch (r.finishReason) {
     case 'length':
       return { finish_reason: 'length' };
+    case 'tool_calls':
+      return { finish_reason: 'tool_calls' };
     case 'backend-lost':
       return {
         finish_reason: 'error',

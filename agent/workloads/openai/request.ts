@@ -3,6 +3,7 @@
 // (temperature, top_p, …) are accepted and ignored: the model's config decides sampling on the device.
 import type { ChatMessage } from '../shared/chat-model.js';
 import { invalidRequest } from './errors.js';
+import { parseAssistantCalls, parseToolRequest, type ToolRequest, toolResultOf } from './tools.js';
 
 export interface ImagePart {
   /** Where in the request it came from, for error messages. */
@@ -10,7 +11,7 @@ export interface ImagePart {
   url: string;
 }
 
-export interface ChatCompletionRequest {
+export interface ChatCompletionRequest extends ToolRequest {
   model: string;
   messages: ChatMessage[];
   /** image_url parts, in order; attached to the last user message. */
@@ -69,6 +70,8 @@ export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest
     throw invalidRequest('messages must be a non-empty array', 'messages');
   }
   const images: ImagePart[] = [];
+  // Call id → name, of the calls earlier assistant messages made: a `tool` message must answer one of them.
+  const calls = new Map<string, string>();
   const messages = raw.map((m, i): ChatMessage => {
     const param = `messages[${i}]`;
     if (!isObject(m)) throw invalidRequest(`${param} must be an object`, param);
@@ -84,6 +87,14 @@ export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest
     if (images.length > before && role !== 'user') {
       throw invalidRequest(`${param}: images are accepted in user messages only`, `${param}.content`);
     }
+    if (role === 'assistant') {
+      const toolCalls = parseAssistantCalls(m['tool_calls'], `${param}.tool_calls`);
+      if (toolCalls && toolCalls.length > 0) {
+        for (const c of toolCalls) calls.set(c.id, c.name);
+        return { role, content, toolCalls };
+      }
+    }
+    if (role === 'tool') return { role, content, ...toolResultOf(m, param, calls) };
     return { role, content };
   });
   if (!messages.some((m) => m.role === 'user'))
@@ -105,6 +116,7 @@ export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest
   }
   const options = body['stream_options'];
   return {
+    ...parseToolRequest(body),
     model,
     messages,
     images,

@@ -3,6 +3,7 @@ import { errorMessage } from '../../../lib/errors.js';
 import type { RequestContext } from '../../http/router.js';
 import type { ChatResult, ChatStream } from '../shared/chat-model.js';
 import { type OpenAiFinish, openAiFinish } from './finish.js';
+import { type OpenAiToolCallDelta, openAiToolCalls, type ToolDeltaSink } from './tool-deltas.js';
 
 // The two shapes of a chat completion's answer: one JSON body once the model finished, or server-sent events
 // (chat.completion.chunk) as the tokens come, ending with `[DONE]`.
@@ -34,11 +35,15 @@ export async function answerWhole(
   ctx: RequestContext,
   stream: ChatStream,
   meta: CompletionMeta,
+  options: { parallelToolCalls: boolean } = { parallelToolCalls: true },
 ): Promise<void> {
   for await (const _ of stream) {
     // collected by the stream's result
   }
   const r = await stream.result;
+  const toolCalls = openAiToolCalls(r, options.parallelToolCalls);
+  // OpenAI's content is null beside calls when the model wrote no text.
+  const content = toolCalls.length > 0 && r.text.trim() === '' ? null : r.text;
   ctx.json(200, {
     id: meta.id,
     object: 'chat.completion',
@@ -47,7 +52,11 @@ export async function answerWhole(
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: r.text },
+        message: {
+          role: 'assistant',
+          content,
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        },
         logprobs: null,
         ...openAiFinish(r),
       },
@@ -61,9 +70,10 @@ export async function answerStreamed(
   ctx: RequestContext,
   stream: ChatStream,
   meta: CompletionMeta,
-  options: { includeUsage: boolean; signal: AbortSignal },
+  options: { includeUsage: boolean; signal: AbortSignal; toolDeltas?: ToolDeltaSink },
 ): Promise<void> {
-  const chunk = (delta: Record<string, string>, finish: OpenAiFinish | null) => ({
+  type Delta = { role?: 'assistant'; content?: string; tool_calls?: OpenAiToolCallDelta[] };
+  const chunk = (delta: Delta, finish: OpenAiFinish | null) => ({
     id: meta.id,
     object: 'chat.completion.chunk',
     created: meta.created,
@@ -80,6 +90,7 @@ export async function answerStreamed(
     'X-Accel-Buffering': 'no',
   });
   sse(ctx.res, chunk({ role: 'assistant', content: '' }, null));
+  options.toolDeltas?.open((d) => sse(ctx.res, chunk({ tool_calls: [d] }, null)));
   try {
     for (let step = first; !step.done; step = await iterator.next())
       sse(ctx.res, chunk({ content: step.value }, null));

@@ -12,6 +12,7 @@ import type { RgbFrame } from '../vision/image.js';
 import { invalidRequest, OpenAiError, sendOpenAiError, toOpenAiError } from './errors.js';
 import { type ChatCompletionRequest, decodeDataUrl, parseChatCompletionRequest } from './request.js';
 import { answerStreamed, answerWhole } from './response.js';
+import { ToolDeltaSink } from './tool-deltas.js';
 
 export interface OpenAiModel {
   id: string;
@@ -82,8 +83,11 @@ async function generate(
     if (images.length > 0 && !model.capabilities.vision) {
       throw invalidRequest(`The model '${entry.id}' does not accept images`, 'messages', 'model_not_vision');
     }
+    const toolDeltas = request.stream ? new ToolDeltaSink(request.parallelToolCalls) : undefined;
     const stream = model.generate({
       messages: request.messages,
+      ...(request.tools.length > 0 ? { tools: request.tools, toolChoice: request.toolChoice } : {}),
+      ...(toolDeltas ? { onToolCallDelta: toolDeltas.push } : {}),
       ...(images.length > 0
         ? { images: images.map((f) => ({ data: f.data, width: f.width, height: f.height })) }
         : {}),
@@ -96,8 +100,11 @@ async function generate(
       model: entry.id,
     };
     if (request.stream)
-      await answerStreamed(ctx, stream, meta, { includeUsage: request.includeUsage, signal });
-    else await answerWhole(ctx, stream, meta);
+      await answerStreamed(ctx, stream, meta, { includeUsage: request.includeUsage, signal, toolDeltas });
+    else await answerWhole(ctx, stream, meta, { parallelToolCalls: request.parallelToolCalls });
+    const r = await stream.result.catch(() => undefined);
+    if (r?.toolParseErrors?.length)
+      deps.logger.warn('tool call markup kept as text', { model: entry.id, reasons: r.toolParseErrors });
   } finally {
     release?.();
   }

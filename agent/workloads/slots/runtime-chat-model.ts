@@ -8,6 +8,8 @@ import type {
   ChatStream,
   ModelCapabilities,
 } from '../shared/chat-model.js';
+import type { ModelChatTemplate } from '../tools/template/model-template.js';
+import { needsToolTurn, type ToolTurn, toolTurn } from '../tools/template/tool-turn.js';
 
 // The workloads' ChatModel port over a runtime slot: voice, vision and the OpenAI API call the slot, and the
 // runtime decides which engine host serves it (and swaps or falls back underneath without them noticing).
@@ -16,6 +18,8 @@ export interface RuntimeChatModelOptions {
   /** Shown in /v1/models and stored with turns; the slot name when absent. */
   id?: string;
   capabilities: ModelCapabilities;
+  /** The chat template of the model serving the slot now (read when a request has tools). */
+  template?: () => ModelChatTemplate | undefined;
 }
 
 export function runtimeChatModel(
@@ -54,11 +58,16 @@ export function runtimeChatModel(
             settle({ text, ...r });
           };
           const empty = { promptTokens: 0, generatedTokens: 0, prefillMs: 0, decodeMs: 0 };
+          let tools: ToolTurn | undefined;
           try {
+            // With tools the template is rendered here (MNN's own rendering passes no tools) and sent as text.
+            if (needsToolTurn(request))
+              tools = toolTurn(request, options.template?.(), options.id ?? slot);
             const events = runtime.stream(
               slot,
               {
-                prompt: request.messages,
+                prompt: tools ? tools.prompt : request.messages,
+                ...(tools ? { applyTemplate: false } : {}),
                 ...(request.images?.length ? { images: request.images } : {}),
                 ...(request.audio ? { audios: [{ samples: request.audio, sampleRate: 16000 }] } : {}),
                 ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
@@ -67,11 +76,22 @@ export function runtimeChatModel(
             );
             for await (const ev of events) {
               if (ev.type === 'text') {
-                text += ev.text;
-                yield ev.text;
+                const shown = tools ? tools.push(ev.text) : ev.text;
+                if (shown.length > 0) {
+                  text += shown;
+                  yield shown;
+                }
               } else {
+                const rest = tools?.finish() ?? '';
+                if (rest.length > 0) {
+                  text += rest;
+                  yield rest;
+                }
+                const outcome = tools?.outcome() ?? {};
+                const called = (outcome.toolCalls?.length ?? 0) > 0 && ev.finishReason !== 'backend-lost';
                 finish({
-                  finishReason: ev.finishReason,
+                  ...outcome,
+                  finishReason: called ? 'tool_calls' : ev.finishReason,
                   promptTokens: ev.stats.promptTokens,
                   generatedTokens: ev.stats.decodeTokens,
                   prefillMs: ev.stats.prefillMs,

@@ -11,13 +11,15 @@ import type { ChatModel, ModelCapabilities } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
 import { type PackageDirOf, type WakeModelInfo, wakeModelInfo, wakeTensorModel } from '../wake/model.js';
 import type { WakeTensorModel } from '../wake/stream.js';
+import { readModelTemplate } from '../tools/template/model-template.js';
 import { runtimeChatModel } from './runtime-chat-model.js';
 
 /** The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). */
 export type WorkloadRuntime = Pick<
   Runtime,
   'engineUnavailableReason' | 'slotInfo' | 'stream' | 'speak' | 'forward'
->;
+> &
+  Partial<Pick<Runtime, 'servedConfigPath'>>;
 
 export interface WorkloadModels {
   /** Why no model can run at all (the runtime is not running, MNN is missing), or undefined. */
@@ -92,6 +94,10 @@ export function slotModels(
       return runtimeChatModel(rt, slot, {
         id: info.modelId,
         capabilities: capabilitiesOf(info.kind),
+        template: () => {
+          const configPath = rt.servedConfigPath?.(slot);
+          return configPath ? readModelTemplate(configPath) : undefined;
+        },
       });
     },
     wake() {
