@@ -8,7 +8,10 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import OpenAI from 'openai';
-import type { ChatCompletionFunctionTool, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
@@ -76,11 +79,23 @@ test('bad tool input gets a 400 naming the parameter', async (t) => {
   const cases: Array<[Record<string, unknown>, string, RegExp, ChatCompletionMessageParam[]?]> = [
     [{ tools: [{ type: 'retrieval' }] }, 'tools[0].type', /"retrieval" is not supported/],
     [{ tools: [TOOLS[0], TOOLS[0]] }, 'tools[1].function.name', /duplicate/],
-    [{ tools: [{ type: 'function', function: { ...fn, parameters: [] } }] }, 'tools[0].function.parameters', /JSON Schema object/],
-    [{ tools: [{ type: 'function', function: { ...fn, parameters: { type: 'string' } } }] }, 'tools[0].function.parameters', /object/],
+    [
+      { tools: [{ type: 'function', function: { ...fn, parameters: [] } }] },
+      'tools[0].function.parameters',
+      /JSON Schema object/,
+    ],
+    [
+      { tools: [{ type: 'function', function: { ...fn, parameters: { type: 'string' } } }] },
+      'tools[0].function.parameters',
+      /object/,
+    ],
     [{ tools: [{ type: 'function', function: { name: 'has space' } }] }, 'tools[0].function.name', /letters/],
     [{ tools: 'HassTurnOn' }, 'tools', /array/],
-    [{ tools: TOOLS, tool_choice: { type: 'function', function: { name: 'Nope' } } }, 'tool_choice.function.name', /not among the tools/],
+    [
+      { tools: TOOLS, tool_choice: { type: 'function', function: { name: 'Nope' } } },
+      'tool_choice.function.name',
+      /not among the tools/,
+    ],
     [{ tool_choice: 'required' }, 'tool_choice', /needs tools/],
     [{ tools: TOOLS, parallel_tool_calls: 'yes' }, 'parallel_tool_calls', /boolean/],
     [
@@ -89,7 +104,11 @@ test('bad tool input gets a 400 naming the parameter', async (t) => {
       /JSON object/,
       [
         ...user,
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'HassTurnOn', arguments: '{nope' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'HassTurnOn', arguments: '{nope' } }],
+        },
       ],
     ],
     [
@@ -129,7 +148,10 @@ if (!engine.available) {
       t.is(err.status, 400);
       t.is(err.param, 'tools');
       t.is(err.code, 'tools_not_supported');
-      t.regex(err.message, /The model 'tiny-llm' does not support tools: its chat template does not show tools/);
+      t.regex(
+        err.message,
+        /The model 'tiny-llm' does not support tools: its chat template does not show tools/,
+      );
     }
   });
 
@@ -154,7 +176,9 @@ if (!engine.available) {
     t.is(call?.type, 'function');
     t.regex(call?.id ?? '', /^call_[A-Za-z0-9]{24}$/);
     t.is(call?.type === 'function' ? call.function.name : undefined, 'HassTurnOn');
-    t.deepEqual(JSON.parse(call?.type === 'function' ? call.function.arguments : '{}'), { name: 'kitchen light' });
+    t.deepEqual(JSON.parse(call?.type === 'function' ? call.function.arguments : '{}'), {
+      name: 'kitchen light',
+    });
 
     // Round 1 again, streamed: the same call in deltas (head once, arguments in pieces).
     const stream = await client.chat.completions.create({
@@ -196,13 +220,20 @@ if (!engine.available) {
       { role: 'assistant', content: null, tool_calls: call ? [call] : [] },
       { role: 'tool', tool_call_id: call?.id ?? '', content: '{"success": true}' },
     ];
-    const second = await client.chat.completions.create({ model: 'tool-model', messages: round2, tools: TOOLS });
+    const second = await client.chat.completions.create({
+      model: 'tool-model',
+      messages: round2,
+      tools: TOOLS,
+    });
     t.is(second.choices[0]?.finish_reason, 'stop');
     t.is(second.choices[0]?.message.content, found.finalText);
     t.is(second.choices[0]?.message.tool_calls, undefined);
     const reused = second.usage?.prompt_tokens_details?.cached_tokens ?? 0;
     t.log(`round 2: ${second.usage?.prompt_tokens} prompt tokens, ${reused} reused`);
-    t.true(reused >= (first.usage?.prompt_tokens ?? Number.POSITIVE_INFINITY) - 2, 'the tools and the question are not prefilled again');
+    t.true(
+      reused >= (first.usage?.prompt_tokens ?? Number.POSITIVE_INFINITY) - 2,
+      'the tools and the question are not prefilled again',
+    );
   });
 }
 
@@ -216,5 +247,7 @@ async function loadToolModel(): Promise<{ dir: string; finalText: string } | { s
     return { skip: 'test/helpers/tool-model.ts (the scripted tool-call model) is not in this tree' };
   }
   const found = await mod.toolModel();
-  return found.model ? { dir: found.model.dir, finalText: found.model.finalText } : { skip: found.skip ?? 'no tool model' };
+  return found.model
+    ? { dir: found.model.dir, finalText: found.model.finalText }
+    : { skip: found.skip ?? 'no tool model' };
 }

@@ -1,6 +1,10 @@
 import test from 'ava';
 import type { ChatMessage, ToolCall, ToolSpec } from '../../agent/workloads/shared/chat-model.js';
-import { type ToolFormatKind, toolFormatKind, toolSupport } from '../../agent/workloads/tools/template/format.js';
+import {
+  type ToolFormatKind,
+  toolFormatKind,
+  toolSupport,
+} from '../../agent/workloads/tools/template/format.js';
 import { alnum9, renderChatPrompt } from '../../agent/workloads/tools/template/render.js';
 import { parseToolAnswer, ToolCallStreamParser } from '../../agent/workloads/tools/template/stream-parser.js';
 import { type Family, familyTemplate } from '../helpers/chat-templates.js';
@@ -56,7 +60,8 @@ function assistantTurn(family: Family, calls: ToolCall[]): string {
   });
   if (!after.startsWith(before)) throw new Error(`${family}: the history is not an extension of the prompt`);
   let turn = after.slice(before.length).trimEnd();
-  for (const end of [tpl.eos, '<|im_end|>', '<|eot_id|>', '</s>']) if (turn.endsWith(end)) turn = turn.slice(0, -end.length);
+  for (const end of [tpl.eos, '<|im_end|>', '<|eot_id|>', '</s>'])
+    if (turn.endsWith(end)) turn = turn.slice(0, -end.length);
   return turn;
 }
 
@@ -86,7 +91,10 @@ for (const family of Object.keys(EXPECTED_KIND) as Family[]) {
     const answer = family === 'llama3.2' || family === 'mistral' ? '' : 'Sure. ';
     const whole = answer + assistantTurn(family, [CALL]);
     for (let cut = 0; cut <= whole.length; cut++) {
-      for (const pieces of [[whole.slice(0, cut), whole.slice(cut)], [...whole.slice(0, cut)].concat(whole.slice(cut))]) {
+      for (const pieces of [
+        [whole.slice(0, cut), whole.slice(cut)],
+        [...whole.slice(0, cut)].concat(whole.slice(cut)),
+      ]) {
         const p = new ToolCallStreamParser(support.format, TOOLS, { newId: () => 'id1' });
         let text = '';
         const deltas = [];
@@ -98,7 +106,10 @@ for (const family of Object.keys(EXPECTED_KIND) as Family[]) {
         const end = p.finish();
         text += end.text;
         deltas.push(...end.deltas);
-        t.false(/<tool_call|<function=|\[TOOL_CALLS\]|"parameters"/.test(text), `markup in text at ${cut}: ${text}`);
+        t.false(
+          /<tool_call|<function=|\[TOOL_CALLS\]|"parameters"/.test(text),
+          `markup in text at ${cut}: ${text}`,
+        );
         t.is(p.calls.length, 1, `cut ${cut}`);
         t.deepEqual(p.errors, []);
         t.is(text.replace(/<think>\s*<\/think>/, '').trim(), answer.trim());
@@ -112,14 +123,18 @@ for (const family of Object.keys(EXPECTED_KIND) as Family[]) {
   });
 }
 
-test('a history with a call and its result renders on every family (results without ids take the call\'s)', (t) => {
+test("a history with a call and its result renders on every family (results without ids take the call's)", (t) => {
   for (const family of Object.keys(EXPECTED_KIND) as Family[]) {
     const tpl = familyTemplate(family);
     const support = toolSupport(tpl);
     if (!support.ok) return t.fail(support.reason);
     const prompt = renderChatPrompt(
       tpl,
-      [USER, { role: 'assistant', content: '', toolCalls: [CALL] }, { role: 'tool', content: '{"success":true}' }],
+      [
+        USER,
+        { role: 'assistant', content: '', toolCalls: [CALL] },
+        { role: 'tool', content: '{"success":true}' },
+      ],
       { tools: TOOLS, idStyle: support.format.idStyle },
     );
     t.true(prompt.includes('success'), family);
@@ -134,16 +149,23 @@ test('Mistral ids are 9 alphanumerics, mapped the same way every turn', (t) => {
 });
 
 test('several calls in one answer (Hermes, Mistral array, Llama joined by ;)', (t) => {
-  const two = '<tool_call>\n{"name": "HassTurnOn", "arguments": {"name": "a"}}\n</tool_call>\n<tool_call>\n{"name": "GetLiveContext", "arguments": {}}\n</tool_call>';
+  const two =
+    '<tool_call>\n{"name": "HassTurnOn", "arguments": {"name": "a"}}\n</tool_call>\n<tool_call>\n{"name": "GetLiveContext", "arguments": {}}\n</tool_call>';
   const h = parseToolAnswer(two, { kind: 'hermes', idStyle: 'any' }, TOOLS);
-  t.deepEqual(h.calls.map((c) => c.name), ['HassTurnOn', 'GetLiveContext']);
+  t.deepEqual(
+    h.calls.map((c) => c.name),
+    ['HassTurnOn', 'GetLiveContext'],
+  );
   t.is(h.text, '');
   const m = parseToolAnswer(
     '[TOOL_CALLS][{"name": "HassTurnOn", "arguments": {"name": "a"}, "id": "abcdefghi"}, {"name": "GetLiveContext", "arguments": {}}]',
     { kind: 'mistral', idStyle: 'alnum9' },
     TOOLS,
   );
-  t.deepEqual(m.calls.map((c) => c.name), ['HassTurnOn', 'GetLiveContext']);
+  t.deepEqual(
+    m.calls.map((c) => c.name),
+    ['HassTurnOn', 'GetLiveContext'],
+  );
   t.is(m.calls[0]?.id, 'abcdefghi');
   t.regex(m.calls[1]?.id ?? '', /^[A-Za-z0-9]{9}$/);
   const l = parseToolAnswer(
@@ -151,9 +173,19 @@ test('several calls in one answer (Hermes, Mistral array, Llama joined by ;)', (
     { kind: 'llama3-json', idStyle: 'any' },
     TOOLS,
   );
-  t.deepEqual(l.calls.map((c) => c.name), ['HassTurnOn', 'GetLiveContext']);
-  const mn = parseToolAnswer('[TOOL_CALLS]HassTurnOn[ARGS]{"name": "a"}', { kind: 'mistral', idStyle: 'alnum9' }, TOOLS);
-  t.deepEqual(mn.calls.map((c) => c.arguments), [{ name: 'a' }]);
+  t.deepEqual(
+    l.calls.map((c) => c.name),
+    ['HassTurnOn', 'GetLiveContext'],
+  );
+  const mn = parseToolAnswer(
+    '[TOOL_CALLS]HassTurnOn[ARGS]{"name": "a"}',
+    { kind: 'mistral', idStyle: 'alnum9' },
+    TOOLS,
+  );
+  t.deepEqual(
+    mn.calls.map((c) => c.arguments),
+    [{ name: 'a' }],
+  );
 });
 
 test('Qwen XML parameters: JSON values become values, strings stay strings per the schema', (t) => {
@@ -174,7 +206,10 @@ test('malformed calls become text with a reason, and never throw', (t) => {
     ['<tool_call>{"arguments": {}}</tool_call>', /"name"/],
     ['<tool_call>{"name": "HassTurnOn", "arguments": "{nope"}</tool_call>', /not JSON/],
     ['<tool_call>{"name": "HassTurnOn", "arguments": {"name": "a"', /unclosed <tool_call>/],
-    [`<tool_call>{"name": "HassTurnOn", "arguments": ${'{"a":'.repeat(20)}1${'}'.repeat(20)}}</tool_call>`, /deeper/],
+    [
+      `<tool_call>{"name": "HassTurnOn", "arguments": ${'{"a":'.repeat(20)}1${'}'.repeat(20)}}</tool_call>`,
+      /deeper/,
+    ],
   ];
   for (const [answer, reason] of cases) {
     const r = parseToolAnswer(answer, hermes, TOOLS);
@@ -198,7 +233,8 @@ test('an answer that is plain JSON, not a call, is text on the JSON formats', (t
 
 test('templates without tools are refused with the reason', (t) => {
   const plain = {
-    source: '{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}',
+    source:
+      '{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}',
     bos: '',
     eos: '<|im_end|>',
     context: {},

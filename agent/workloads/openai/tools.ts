@@ -76,7 +76,10 @@ export function parseAssistantCalls(raw: unknown, param: string): ToolCall[] | u
       try {
         args = rawArgs.trim() === '' ? {} : JSON.parse(rawArgs);
       } catch {
-        throw invalidRequest(`${p}.function.arguments must be a JSON object (as a string)`, `${p}.function.arguments`);
+        throw invalidRequest(
+          `${p}.function.arguments must be a JSON object (as a string)`,
+          `${p}.function.arguments`,
+        );
       }
     }
     if (!isObject(args))
@@ -93,7 +96,10 @@ export function toolResultOf(
 ): { toolCallId: string; toolName: string } {
   const id = m['tool_call_id'];
   if (typeof id !== 'string' || id.length === 0)
-    throw invalidRequest(`${param}.tool_call_id must be the id of the call it answers`, `${param}.tool_call_id`);
+    throw invalidRequest(
+      `${param}.tool_call_id must be the id of the call it answers`,
+      `${param}.tool_call_id`,
+    );
   const name = earlier.get(id);
   if (name === undefined)
     throw invalidRequest(

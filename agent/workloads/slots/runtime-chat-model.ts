@@ -1,5 +1,5 @@
 import type { SlotName } from '../../plan/types.js';
-import { EngineFailure } from '../../runtime/engine/engine-port.js';
+import { EngineFailure, type GenerateEvent, type GenerateRequest } from '../../runtime/engine/engine-port.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type {
   ChatModel,
@@ -20,6 +20,36 @@ export interface RuntimeChatModelOptions {
   capabilities: ModelCapabilities;
   /** The chat template of the model serving the slot now (read when a request has tools). */
   template?: () => ModelChatTemplate | undefined;
+}
+
+/** What the engine is asked: the messages for MNN's own template, or with tools the prompt rendered here. */
+function engineRequest(request: ChatRequest, tools: ToolTurn | undefined): GenerateRequest {
+  return {
+    prompt: tools ? tools.prompt : request.messages,
+    ...(tools ? { applyTemplate: false } : {}),
+    ...(request.images?.length ? { images: request.images } : {}),
+    ...(request.audio ? { audios: [{ samples: request.audio, sampleRate: 16000 }] } : {}),
+    ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
+  };
+}
+
+/** The result of an answer that ended, with the calls it made (an answer with calls ends in `tool_calls`). */
+function endOf(
+  ev: Extract<GenerateEvent, { type: 'done' }>,
+  tools: ToolTurn | undefined,
+): Omit<ChatResult, 'text'> {
+  const outcome = tools?.outcome() ?? {};
+  const called = (outcome.toolCalls?.length ?? 0) > 0 && ev.finishReason !== 'backend-lost';
+  return {
+    ...outcome,
+    finishReason: called ? 'tool_calls' : ev.finishReason,
+    promptTokens: ev.stats.promptTokens,
+    generatedTokens: ev.stats.decodeTokens,
+    prefillMs: ev.stats.prefillMs,
+    decodeMs: ev.stats.decodeMs,
+    ...(ev.stats.reuse ? { reuse: ev.stats.reuse } : {}),
+    ...(ev.detail !== undefined ? { detail: ev.detail } : {}),
+  };
 }
 
 export function runtimeChatModel(
@@ -61,19 +91,8 @@ export function runtimeChatModel(
           let tools: ToolTurn | undefined;
           try {
             // With tools the template is rendered here (MNN's own rendering passes no tools) and sent as text.
-            if (needsToolTurn(request))
-              tools = toolTurn(request, options.template?.(), options.id ?? slot);
-            const events = runtime.stream(
-              slot,
-              {
-                prompt: tools ? tools.prompt : request.messages,
-                ...(tools ? { applyTemplate: false } : {}),
-                ...(request.images?.length ? { images: request.images } : {}),
-                ...(request.audio ? { audios: [{ samples: request.audio, sampleRate: 16000 }] } : {}),
-                ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
-              },
-              request.signal,
-            );
+            if (needsToolTurn(request)) tools = toolTurn(request, options.template?.(), options.id ?? slot);
+            const events = runtime.stream(slot, engineRequest(request, tools), request.signal);
             for await (const ev of events) {
               if (ev.type === 'text') {
                 const shown = tools ? tools.push(ev.text) : ev.text;
@@ -87,18 +106,7 @@ export function runtimeChatModel(
                   text += rest;
                   yield rest;
                 }
-                const outcome = tools?.outcome() ?? {};
-                const called = (outcome.toolCalls?.length ?? 0) > 0 && ev.finishReason !== 'backend-lost';
-                finish({
-                  ...outcome,
-                  finishReason: called ? 'tool_calls' : ev.finishReason,
-                  promptTokens: ev.stats.promptTokens,
-                  generatedTokens: ev.stats.decodeTokens,
-                  prefillMs: ev.stats.prefillMs,
-                  decodeMs: ev.stats.decodeMs,
-                  ...(ev.stats.reuse ? { reuse: ev.stats.reuse } : {}),
-                  ...(ev.detail !== undefined ? { detail: ev.detail } : {}),
-                });
+                finish(endOf(ev, tools));
               }
             }
           } catch (err) {

@@ -31,7 +31,10 @@ export function toolFormatKind(source: string): ToolFormatKind {
   if (source.includes('[TOOL_CALLS]')) return 'mistral';
   if (source.includes('<function=') && source.includes('<parameter=')) return 'qwen-xml';
   if (source.includes('<tool_call>')) return 'hermes';
-  if (source.includes('<|python_tag|>') || (source.includes('<|start_header_id|>') && source.includes('"parameters"')))
+  if (
+    source.includes('<|python_tag|>') ||
+    (source.includes('<|start_header_id|>') && source.includes('"parameters"'))
+  )
     return 'llama3-json';
   return 'generic-json';
 }
@@ -44,7 +47,11 @@ const known = new Map<string, ToolSupport>();
  * (most base models', and MNN's simplified ones) would drop them silently.
  */
 export function toolSupport(template: ModelChatTemplate | undefined): ToolSupport {
-  if (!template) return { ok: false, reason: 'its export carries no chat template (llm_config.json has no jinja.chat_template)' };
+  if (!template)
+    return {
+      ok: false,
+      reason: 'its export carries no chat template (llm_config.json has no jinja.chat_template)',
+    };
   const cached = known.get(template.source);
   if (cached) return cached;
   let support: ToolSupport;

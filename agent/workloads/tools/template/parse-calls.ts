@@ -144,7 +144,10 @@ export function checkCall(
     return { ok: false, reason: 'the call has no function name' };
   const name = raw.name;
   if (!tools.some((t) => t.function.name === name))
-    return { ok: false, reason: `the model called ${JSON.stringify(name)}, which is not one of the request's tools` };
+    return {
+      ok: false,
+      reason: `the model called ${JSON.stringify(name)}, which is not one of the request's tools`,
+    };
   let args = raw.arguments;
   // Some models write the arguments as a JSON string, as OpenAI's wire format carries them.
   if (typeof args === 'string') {

@@ -142,13 +142,17 @@ export class ToolCallStreamParser {
         const m = this.#marker;
         const close = m.close ?? '';
         const at = this.#buf.indexOf(close);
-        if (at < 0) return this.#bound(out);
+        if (at < 0) {
+          this.#bound(out);
+          return;
+        }
         const body = this.#buf.slice(0, at);
         this.#buf = this.#buf.slice(at + close.length);
         this.#mode = 'text';
         this.#complete(m.open + body + close, m.parse(body), out);
       } else {
-        return this.#bound(out);
+        this.#bound(out);
+        return;
       }
     }
   }
@@ -211,21 +215,28 @@ export class ToolCallStreamParser {
     this.#emit(text, out);
   }
 
-  #complete(markup: string, parsed: Parsed, out: ToolStreamOutput): void {
-    const fail = (reason: string) => {
-      this.errors.push(reason);
-      this.#emit(markup, out);
-    };
-    if (!parsed.ok) return fail(`unreadable tool call: ${parsed.reason}`);
+  /** The calls of one markup block, all or none: a block with one bad call stays text, with the reason. */
+  #checked(parsed: Parsed): { ok: true; calls: ToolCall[] } | { ok: false; reason: string } {
+    if (!parsed.ok) return { ok: false, reason: `unreadable tool call: ${parsed.reason}` };
     if (this.calls.length + parsed.calls.length > this.#limits.maxCalls)
-      return fail(`more than ${this.#limits.maxCalls} tool calls in one answer`);
-    const checked: ToolCall[] = [];
+      return { ok: false, reason: `more than ${this.#limits.maxCalls} tool calls in one answer` };
+    const calls: ToolCall[] = [];
     for (const raw of parsed.calls) {
       const c = checkCall(raw, this.#tools, this.#limits, this.#newId);
-      if (!c.ok) return fail(c.reason);
-      checked.push(c.call);
+      if (!c.ok) return c;
+      calls.push(c.call);
     }
-    for (const call of checked) {
+    return { ok: true, calls };
+  }
+
+  #complete(markup: string, parsed: Parsed, out: ToolStreamOutput): void {
+    const checked = this.#checked(parsed);
+    if (!checked.ok) {
+      this.errors.push(checked.reason);
+      this.#emit(markup, out);
+      return;
+    }
+    for (const call of checked.calls) {
       const index = this.calls.length;
       this.calls.push(call);
       out.deltas.push({ index, kind: 'start', id: call.id, name: call.name });

@@ -50,7 +50,8 @@ export function readToolSpecs(
         `${p}.function.name`,
         `${p}.function.name must be 1 to 64 letters, digits, underscores, dots or dashes`,
       );
-    if (seen.has(name)) return fail(`${p}.function.name`, `${p}.function.name ${JSON.stringify(name)} is a duplicate`);
+    if (seen.has(name))
+      return fail(`${p}.function.name`, `${p}.function.name ${JSON.stringify(name)} is a duplicate`);
     seen.add(name);
     const description = fn['description'];
     if (description !== undefined && description !== null && typeof description !== 'string')
@@ -64,7 +65,10 @@ export function readToolSpecs(
         `${p}.function.parameters must describe an object (type "object"), not ${JSON.stringify(parameters['type'])}`,
       );
     if (parameters['properties'] !== undefined && !isObject(parameters['properties']))
-      return fail(`${p}.function.parameters.properties`, `${p}.function.parameters.properties must be an object`);
+      return fail(
+        `${p}.function.parameters.properties`,
+        `${p}.function.parameters.properties must be an object`,
+      );
     tools.push({
       type: 'function',
       function: { name, ...(typeof description === 'string' ? { description } : {}), parameters },

@@ -64,9 +64,13 @@ export function toolTurn(
   if (typeof choice === 'object') {
     callable = shown.filter((t) => t.function.name === choice.name);
     if (callable.length === 0)
-      throw new WorkloadError('ETOOL', `tool_choice names ${JSON.stringify(choice.name)}, which is not among the tools`);
+      throw new WorkloadError(
+        'ETOOL',
+        `tool_choice names ${JSON.stringify(choice.name)}, which is not among the tools`,
+      );
   }
-  const parser = callable.length > 0 ? new ToolCallStreamParser(support.format, callable, { limits }) : undefined;
+  const parser =
+    callable.length > 0 ? new ToolCallStreamParser(support.format, callable, { limits }) : undefined;
   const onDelta = request.onToolCallDelta;
   const pass = (o: { text: string; deltas: Parameters<NonNullable<typeof onDelta>>[0][] }) => {
     if (onDelta) for (const d of o.deltas) onDelta(d);
@@ -82,7 +86,9 @@ export function toolTurn(
       if (choice === 'required' && calls.length === 0)
         errors.push('tool_choice is "required", but the model answered without a call');
       if (typeof choice === 'object' && calls.length === 0)
-        errors.push(`tool_choice names ${JSON.stringify(choice.name)}, but the model answered without calling it`);
+        errors.push(
+          `tool_choice names ${JSON.stringify(choice.name)}, but the model answered without calling it`,
+        );
       return {
         ...(calls.length > 0 ? { toolCalls: calls } : {}),
         ...(errors.length > 0 ? { toolParseErrors: errors } : {}),
