@@ -8,6 +8,9 @@
 //      Target: ≤ 1.2×. The bench model's tokenizer is byte-level (a token a byte), so the 20 tools are written
 //      with a few words of description and no arguments to make about 2,000 prompt tokens, the size the real list makes on a BPE
 //      tokenizer.
+// (1b) The same on two layers of Qwen2.5-1.5B's shape, where attention over the context weighs what it does in the
+//      models boards run (in the narrow bench model, attending over 2,000 held tokens costs more than a token's
+//      matrix work, so there the figure measures the model's shape more than the tool path).
 //  (2) The agent's own work per request: rendering the template with the 20 tools and a tool round in the history,
 //      and parsing a streamed answer with a call, in token-sized pieces. Target: ≤ 5 ms (median).
 import { readFileSync } from 'node:fs';
@@ -22,7 +25,13 @@ import { ToolCallStreamParser } from '../agent/workloads/tools/template/stream-p
 import { EngineHostClient, engineAvailability, unavailableMessage } from '../engine/index.js';
 import { createMemoryLogger } from '../lib/log.js';
 import { repoRoot } from '../test/helpers/paths.js';
-import { BenchModelUnavailable, ensureBenchModel } from './lib/bench-model.js';
+import {
+  BENCH_SHAPES,
+  BenchModelUnavailable,
+  type BenchShapeName,
+  ensureBenchModel,
+  prefillMacs,
+} from './lib/bench-model.js';
 import { check, fmt, summarize } from './lib/stats.js';
 
 const ROUNDS = Number(process.env['BENCH_TOOLS_ROUNDS'] ?? 7);
@@ -146,13 +155,14 @@ function chatModelOver(host: EngineHostClient) {
   };
 }
 
-async function ttftWithTools(): Promise<void> {
+async function ttftWithTools(shapeName: BenchShapeName): Promise<void> {
+  const part = shapeName === 'bench' ? '(1)' : '(1b)';
   let config: string;
   try {
-    config = ensureBenchModel();
+    config = ensureBenchModel(undefined, shapeName);
   } catch (err) {
     if (err instanceof BenchModelUnavailable) {
-      console.log(`SKIP (1) the bench model: ${err.message}`);
+      console.log(`SKIP ${part} the ${shapeName} model: ${err.message}`);
       return;
     }
     throw err;
@@ -185,7 +195,7 @@ async function ttftWithTools(): Promise<void> {
     const w = withTools[0];
     const o = without[0];
     console.log(
-      `(1) second request TTFT, bench model, one thread, engine host, median of ${ROUNDS} rounds (${tools.length} tools)`,
+      `${part} second request TTFT, ${shapeName} model, one thread, engine host, median of ${ROUNDS} rounds (${tools.length} tools)`,
     );
     console.log(
       `    with tools:    ${fmt(a.median, 1)} ms  (${w?.promptTokens} prompt tokens, ${w?.reused} reused)`,
@@ -194,8 +204,14 @@ async function ttftWithTools(): Promise<void> {
       `    without tools: ${fmt(b.median, 1)} ms  (${o?.promptTokens} prompt tokens, ${o?.reused} reused)`,
     );
     const ratio = a.median / b.median;
+    // What the prefill's arithmetic alone allows: the new tokens attend over the held tools as well.
+    const macs = (x: Sample | undefined) =>
+      x ? prefillMacs(BENCH_SHAPES[shapeName], x.reused, x.promptTokens - x.reused) : Number.NaN;
     console.log(
-      `    ratio ${fmt(ratio)}x  ${check('second request TTFT with 20 tools / without', ratio, 'x', '<= 1.2', ratio <= 1.2)}`,
+      `    the prefill's multiply-accumulates allow ${fmt(macs(w) / macs(o))}x (attention over the held tools)`,
+    );
+    console.log(
+      `    ratio ${fmt(ratio)}x  ${check(`second request TTFT with 20 tools / without (${shapeName})`, ratio, 'x', '<= 1.2', ratio <= 1.2)}`,
     );
   } finally {
     await host.close();
@@ -236,5 +252,6 @@ function overhead(): void {
   console.log(`    ${check('template render + parse per request', s.median, 'ms', '<= 5', s.median <= 5)}`);
 }
 
-await ttftWithTools();
+await ttftWithTools('bench');
+await ttftWithTools('qwen-1.5b-layers');
 overhead();
