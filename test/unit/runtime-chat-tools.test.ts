@@ -103,3 +103,24 @@ test('tool_choice none: the tools are not shown and nothing is parsed', async (t
   t.false(String(asked[0]?.prompt).includes('HassTurnOn'));
   t.is((await s.result).text, 'Fine.');
 });
+
+test('a history with tool results but no tools, on a template without tools, goes to MNN as before', async (t) => {
+  const plain = {
+    source: '{% for m in messages %}{{ m.content }}{% endfor %}',
+    bos: '',
+    eos: '',
+    context: {},
+  };
+  const { model, asked } = modelAnswering(['ok'], plain);
+  const s = model.generate({
+    messages: [
+      { role: 'user', content: 'Hi' },
+      { role: 'tool', content: '{"ok": true}' },
+    ],
+  });
+  for await (const _ of s) {
+    // drained
+  }
+  t.true(Array.isArray(asked[0]?.prompt));
+  t.is((await s.result).text, 'ok');
+});

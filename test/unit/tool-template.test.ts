@@ -201,7 +201,7 @@ test('malformed calls become text with a reason, and never throw', (t) => {
   const hermes = { kind: 'hermes' as const, idStyle: 'any' as const };
   const cases: Array<[string, RegExp]> = [
     ['<tool_call>{"name": "HassTurnOn", "arguments": {"name": }</tool_call>', /not JSON/],
-    ['<tool_call>{"name": "OpenTheDoor", "arguments": {}}</tool_call>', /not one of the request's tools/],
+    ['<tool_call>{"name": "OpenTheDoor", "arguments": {}}</tool_call>', /not among the tools it may call/],
     ['<tool_call>{"name": "HassTurnOn", "arguments": [1]}</tool_call>', /not a JSON object/],
     ['<tool_call>{"arguments": {}}</tool_call>', /"name"/],
     ['<tool_call>{"name": "HassTurnOn", "arguments": "{nope"}</tool_call>', /not JSON/],

@@ -146,7 +146,7 @@ export function checkCall(
   if (!tools.some((t) => t.function.name === name))
     return {
       ok: false,
-      reason: `the model called ${JSON.stringify(name)}, which is not one of the request's tools`,
+      reason: `the model called ${JSON.stringify(name)}, which is not among the tools it may call`,
     };
   let args = raw.arguments;
   // Some models write the arguments as a JSON string, as OpenAI's wire format carries them.

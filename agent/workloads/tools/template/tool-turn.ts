@@ -30,17 +30,19 @@ export function needsToolTurn(request: ChatRequest): boolean {
 }
 
 /**
- * Renders the request and sets up the parser. Throws WorkloadError ETOOL when the model's template cannot show
- * tools (its words say why) or refuses the conversation, and for media, which the engine places only through
- * its own template.
+ * Renders the request and sets up the parser. Throws WorkloadError ETOOL when the request offers tools and the
+ * model's template cannot show them (its words say why), when the template refuses the conversation, and for
+ * media, which the engine places only through its own template. Undefined when the request offers no tools and
+ * the template knows none: its history (earlier calls and results) goes to MNN's own rendering, as before.
  */
 export function toolTurn(
   request: ChatRequest,
   template: ModelChatTemplate | undefined,
   modelId: string,
   limits: ToolCallLimits = DEFAULT_TOOL_CALL_LIMITS,
-): ToolTurn {
+): ToolTurn | undefined {
   const support = toolSupport(template);
+  if (!support.ok && (request.tools?.length ?? 0) === 0) return undefined;
   if (!support.ok || !template)
     throw new WorkloadError(
       'ETOOL',
