@@ -21,6 +21,7 @@ import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { type ModelSource, slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
+import { toolModel } from '../helpers/tool-model.js';
 
 async function startAgent(t: ExecutionContext, model: ModelSource, hosts?: EngineHostFactory) {
   const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-openai-tools-');
@@ -237,17 +238,8 @@ if (!engine.available) {
   });
 }
 
-/** The scripted tool model, when its helper is in this tree (branch toolmodel) and it can be built here. */
+/** The scripted tool model, or the line saying why it cannot be built here. */
 async function loadToolModel(): Promise<{ dir: string; finalText: string } | { skip: string }> {
-  const helper = '../helpers/tool-model.js';
-  let mod: { toolModel(): Promise<{ model?: { dir: string; finalText: string }; skip?: string }> };
-  try {
-    mod = (await import(helper)) as typeof mod;
-  } catch {
-    return { skip: 'test/helpers/tool-model.ts (the scripted tool-call model) is not in this tree' };
-  }
-  const found = await mod.toolModel();
-  return found.model
-    ? { dir: found.model.dir, finalText: found.model.finalText }
-    : { skip: found.skip ?? 'no tool model' };
+  const found = await toolModel();
+  return found.model ? { dir: found.model.dir, finalText: found.model.finalText } : { skip: found.skip };
 }
