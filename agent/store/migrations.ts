@@ -4,6 +4,7 @@ import { otaMigrations } from '../../ota/migrations.js';
 import { httpSessionsMigration } from '../http/migration.js';
 import { runtimeMigrations } from '../runtime/migrations.js';
 import { telemetryMigrations } from '../telemetry/migrations.js';
+import { assistantTimersMigration } from '../workloads/tools/migration.js';
 import { voiceTurnPartsMigration, voiceTurnsMigration } from '../workloads/voice/migration.js';
 import { coreMigration } from './core-migration.js';
 
@@ -18,4 +19,5 @@ export const allMigrations: readonly Migration[] = [
   ...otaMigrations,
   voiceTurnsMigration,
   voiceTurnPartsMigration,
+  assistantTimersMigration,
 ];
