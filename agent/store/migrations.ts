@@ -5,7 +5,11 @@ import { httpSessionsMigration } from '../http/migration.js';
 import { runtimeMigrations } from '../runtime/migrations.js';
 import { telemetryMigrations } from '../telemetry/migrations.js';
 import { assistantTimersMigration } from '../workloads/tools/migration.js';
-import { voiceTurnPartsMigration, voiceTurnsMigration } from '../workloads/voice/migration.js';
+import {
+  voiceTurnPartsMigration,
+  voiceTurnsMigration,
+  voiceTurnToolCallsMigration,
+} from '../workloads/voice/migration.js';
 import { coreMigration } from './core-migration.js';
 
 // Every feature's schema changes, listed once in the order devices applied them; each feature owns its
@@ -20,4 +24,5 @@ export const allMigrations: readonly Migration[] = [
   voiceTurnsMigration,
   voiceTurnPartsMigration,
   assistantTimersMigration,
+  voiceTurnToolCallsMigration,
 ];
