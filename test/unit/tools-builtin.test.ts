@@ -2,8 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { parseConfig } from '../../agent/config/load.js';
+import { redactConfig } from '../../agent/config/redact.js';
 import { type ToolsConfig, toolsDefaults } from '../../agent/config/sections/tools.js';
 import { openStore } from '../../agent/store/database.js';
+import { resolveVoiceConfig } from '../../agent/workloads/config.js';
 import { BoardSpeaker } from '../../agent/workloads/tools/board-speaker.js';
 import { BuiltinTools, spokenDuration } from '../../agent/workloads/tools/builtin.js';
 import { type Timer, TimerService } from '../../agent/workloads/tools/timers.js';
@@ -204,4 +207,30 @@ test('announce acts on the board: said after the running turn, refused for remot
   t.deepEqual(said, ['Dinner is ready']);
   const allowed = builtin({ allowRemoteActs: true }, { speaker }).tools;
   t.like(await allowed.call('announce', { text: 'hi' }, remote), { ok: true });
+});
+
+test('voice.tools: the schema takes MCP servers and limits, refuses bad ones, and `config` masks the tokens', (t) => {
+  const raw = {
+    voice: {
+      tools: {
+        limits: { maxRounds: 3, callTimeoutMs: 5000 },
+        mcp: [{ name: 'ha', url: 'http://homeassistant.local:8123/api/mcp', token: 'long-lived-secret' }],
+      },
+    },
+  };
+  const config = parseConfig(raw, 'test');
+  const tools = resolveVoiceConfig(config['voice']).tools;
+  t.like(tools, { enabled: true, limits: { maxRounds: 3, callTimeoutMs: 5000, maxResultBytes: 8192 } });
+  t.is(tools.mcp[0]?.token, 'long-lived-secret');
+  t.deepEqual((redactConfig(config) as typeof raw).voice.tools.mcp[0], {
+    name: 'ha',
+    url: 'http://homeassistant.local:8123/api/mcp',
+    token: '***',
+  });
+  t.throws(() => parseConfig({ voice: { tools: { limits: { maxRounds: 0 } } } }, 'test'), {
+    message: /maxRounds/,
+  });
+  t.throws(() => parseConfig({ voice: { tools: { mcp: [{ name: 'ha', url: 'ftp://x' }] } } }, 'test'), {
+    message: /url/,
+  });
 });
