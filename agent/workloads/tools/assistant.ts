@@ -4,7 +4,7 @@
 // turn in time; a turn that hits either bound ends with a sentence of its own saying so, and so does a turn whose
 // tool failed when the model answers nothing. Tool results are data: nothing in them is read by this loop.
 import type { ImageInput } from '../../../engine/index.js';
-import type { ChatMessage, ChatModel, ChatResult, ToolCall } from '../shared/chat-model.js';
+import type { ChatMessage, ChatModel, ChatResult, ChatStream, ToolCall } from '../shared/chat-model.js';
 import { buildCatalog, type CatalogReport, type ToolCatalog } from './catalog.js';
 import { runCall, type ToolCallRecord } from './run-call.js';
 import type { ToolSource } from './types.js';
@@ -131,6 +131,34 @@ function noticeFor(
   return undefined;
 }
 
+/** The model's pieces to `onPiece` as they come; its result (also of a stream that broke off) into `results`. */
+async function readStream(
+  stream: ChatStream,
+  onPiece: (piece: string) => void,
+  results: ChatResult[],
+): Promise<void> {
+  try {
+    for await (const piece of stream) onPiece(piece);
+  } finally {
+    const result = await stream.result.catch(() => undefined);
+    if (result) results.push(result);
+  }
+}
+
+function notRun(c: ToolCall, round: number): ToolCallRecord {
+  return {
+    id: c.id,
+    name: c.name,
+    arguments: c.arguments,
+    ok: false,
+    outcome: 'bad-arguments',
+    content: `Error: more than ${MAX_CALLS_PER_ROUND} calls in one answer; this one was not run`,
+    truncated: false,
+    ms: 0,
+    round,
+  };
+}
+
 export class ActingAssistant {
   readonly #deps: AssistantDeps;
   readonly #now: () => number;
@@ -188,16 +216,14 @@ export class ActingAssistant {
           signal,
           ...(toolsOffered ? { tools: [...catalog.specs], toolChoice: lastChance ? 'none' : 'auto' } : {}),
         });
-        try {
-          for await (const piece of stream) {
+        await readStream(
+          stream,
+          (piece) => {
             text += piece;
             emit({ type: 'text', text: piece });
-          }
-        } finally {
-          // The result settles also when the stream broke off; it carries the counts of what was done.
-          const result = await stream.result.catch(() => undefined);
-          if (result) results.push(result);
-        }
+          },
+          results,
+        );
         signal.throwIfAborted();
         const result = results[results.length - 1]!;
         const wanted = toolsOffered ? (result.toolCalls ?? []) : [];
@@ -213,40 +239,7 @@ export class ActingAssistant {
         messages.push({ role: 'assistant', content: result.text, toolCalls: roundCalls });
         for (const c of roundCalls)
           emit({ type: 'tool_call', id: c.id, name: c.name, arguments: c.arguments });
-        const records = await Promise.all(
-          roundCalls.map(async (c, i) => {
-            const record =
-              i < MAX_CALLS_PER_ROUND
-                ? await runCall(
-                    c,
-                    catalog!,
-                    { signal, remote, round, now: this.#now },
-                    { ...limits, maxArgumentBytes: MAX_ARGUMENT_BYTES },
-                  )
-                : {
-                    id: c.id,
-                    name: c.name,
-                    arguments: c.arguments,
-                    ok: false,
-                    outcome: 'bad-arguments' as const,
-                    content: `Error: more than ${MAX_CALLS_PER_ROUND} calls in one answer; this one was not run`,
-                    truncated: false,
-                    ms: 0,
-                    round,
-                  };
-            this.#deps.onCall?.(record);
-            emit({
-              type: 'tool_result',
-              id: record.id,
-              name: record.name,
-              ok: record.ok,
-              content: record.content,
-              ms: record.ms,
-              outcome: record.outcome,
-            });
-            return record;
-          }),
-        );
+        const records = await this.#runCalls(roundCalls, catalog, { signal, remote, round, limits, emit });
         calls.push(...records);
         signal.throwIfAborted();
         for (const r of records)
@@ -283,6 +276,32 @@ export class ActingAssistant {
         sourceErrors: catalog?.sourceErrors ?? [],
       },
     };
+  }
+
+  /** One answer's calls, all at once; each result goes out as an event as soon as it is there. */
+  #runCalls(
+    calls: readonly ToolCall[],
+    catalog: ToolCatalog,
+    o: {
+      signal: AbortSignal;
+      remote: boolean;
+      round: number;
+      limits: AssistantLimits;
+      emit: (e: AssistantEvent) => void;
+    },
+  ): Promise<ToolCallRecord[]> {
+    const context = { signal: o.signal, remote: o.remote, round: o.round, now: this.#now };
+    const limits = { ...o.limits, maxArgumentBytes: MAX_ARGUMENT_BYTES };
+    return Promise.all(
+      calls.map(async (c, i) => {
+        const record =
+          i < MAX_CALLS_PER_ROUND ? await runCall(c, catalog, context, limits) : notRun(c, o.round);
+        this.#deps.onCall?.(record);
+        const { id, name, ok, content, ms, outcome } = record;
+        o.emit({ type: 'tool_result', id, name, ok, content, ms, outcome });
+        return record;
+      }),
+    );
   }
 }
 
