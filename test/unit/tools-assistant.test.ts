@@ -5,6 +5,7 @@ import {
   type AssistantSettings,
 } from '../../agent/workloads/tools/assistant.js';
 import { streamTurn } from '../../agent/workloads/tools/assistant-stream.js';
+import { ToolCallStats } from '../../agent/workloads/tools/tool-stats.js';
 import type { ToolDefinition, ToolOutcome, ToolSource } from '../../agent/workloads/tools/types.js';
 import { ScriptedChatModel } from './scripted-chat-model.js';
 
@@ -361,4 +362,33 @@ test('as a ChatStream: pieces of every round in order, one result for the turn',
   t.is(text, 'One moment. Done.');
   t.like(result, { text: 'One moment. Done.', finishReason: 'stop', promptTokens: 20, generatedTokens: 4 });
   t.is((await stream.turn).calls.length, 1);
+});
+
+test('tool calls are counted per tool and outcome: per telemetry interval and since start', async (t) => {
+  const stats = new ToolCallStats();
+  const source = lights();
+  const model = new ScriptedChatModel([
+    { toolCalls: [call('1', 'light_on', { room: 'a' }), call('2', 'HA.Turn-Off')] },
+    { pieces: ['ok'] },
+  ]);
+  const assistant = new ActingAssistant({
+    sources: () => [source],
+    settings: settings(),
+    onCall: (r) => stats.record(r),
+  });
+  await assistant.run(model, { messages: [{ role: 'user', content: 'x' }] });
+  t.deepEqual(stats.metrics(), {
+    'workload.tools.calls': 2,
+    'workload.tools.calls_failed': 1,
+    'workload.tools.calls.light_on.ok': 1,
+    'workload.tools.calls.ha_turn_off.unknown_tool': 1,
+  });
+  t.like(stats.metrics(), { 'workload.tools.calls': 0 }, 'the interval starts again');
+  t.deepEqual(
+    stats.totals().sort((a, b) => a.tool.localeCompare(b.tool)),
+    [
+      { tool: 'ha_turn_off', outcome: 'unknown-tool', count: 1 },
+      { tool: 'light_on', outcome: 'ok', count: 1 },
+    ],
+  );
 });
