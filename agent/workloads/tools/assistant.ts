@@ -304,10 +304,3 @@ export class ActingAssistant {
     );
   }
 }
-
-/** For logs: a turn's calls in one line each. */
-export function describeCalls(calls: readonly ToolCallRecord[]): string[] {
-  return calls.map(
-    (c) => `${c.name}(${JSON.stringify(c.arguments)}) → ${c.outcome} in ${Math.round(c.ms)} ms`,
-  );
-}
