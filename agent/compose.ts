@@ -81,6 +81,7 @@ function metricsModule(
         otaJobs: otaJobStates(ctx.db),
         ...(latest ? { telemetry: latest.metrics } : {}),
         ...(more.settings.service() ? { settingsRevision: more.settings.service()!.revision } : {}),
+        toolCalls: workloads.assistant()?.stats.totals() ?? [],
       };
     },
     watch: (count) => {

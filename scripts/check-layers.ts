@@ -53,6 +53,7 @@ export const EXEMPT = [
   'agent/telemetry/migrations.ts',
   'agent/runtime/migrations.ts',
   'agent/workloads/voice/migration.ts',
+  'agent/workloads/tools/migration.ts',
   'models/store/migration.ts',
   'ota/migrations.ts',
 ] as const;

@@ -43,6 +43,8 @@ export interface MetricsSnapshot {
   /** telemetry's last interval (cpu.load_pct, mem.used_bytes, temp.<zone>_c …). */
   telemetry?: Readonly<Record<string, Summary>>;
   settingsRevision?: number;
+  /** The acting assistant's tool calls since start, per tool and outcome. */
+  toolCalls?: ReadonlyArray<{ tool: string; outcome: string; count: number }>;
 }
 
 export const HOST_STATES = [
@@ -220,5 +222,10 @@ export function metricFamilies(s: MetricsSnapshot): MetricFamily[] {
     ...hostFamilies(s),
     ...fleetFamilies(s),
     ...boardFamilies(s),
+    counter(
+      'mnn_edge_tool_calls_total',
+      "The assistant's tool calls by tool and outcome (ok, error, timeout, unknown-tool, bad-arguments, cancelled).",
+      (s.toolCalls ?? []).map((c) => one(c.count, { tool: c.tool, outcome: c.outcome })),
+    ),
   ];
 }

@@ -4,7 +4,12 @@ import { otaMigrations } from '../../ota/migrations.js';
 import { httpSessionsMigration } from '../http/migration.js';
 import { runtimeMigrations } from '../runtime/migrations.js';
 import { telemetryMigrations } from '../telemetry/migrations.js';
-import { voiceTurnPartsMigration, voiceTurnsMigration } from '../workloads/voice/migration.js';
+import { assistantTimersMigration } from '../workloads/tools/migration.js';
+import {
+  voiceTurnPartsMigration,
+  voiceTurnsMigration,
+  voiceTurnToolCallsMigration,
+} from '../workloads/voice/migration.js';
 import { coreMigration } from './core-migration.js';
 
 // Every feature's schema changes, listed once in the order devices applied them; each feature owns its
@@ -18,4 +23,6 @@ export const allMigrations: readonly Migration[] = [
   ...otaMigrations,
   voiceTurnsMigration,
   voiceTurnPartsMigration,
+  assistantTimersMigration,
+  voiceTurnToolCallsMigration,
 ];

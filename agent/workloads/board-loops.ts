@@ -11,6 +11,7 @@ import {
   WavFileSink,
   wavFileSource,
 } from './audio/io.js';
+import type { BoardSpeaker } from './tools/board-speaker.js';
 import { ffmpegFrames } from './vision/frame-sources.js';
 import type { VisionService } from './vision/service.js';
 import { runVoiceLoop } from './voice/loop.js';
@@ -24,10 +25,18 @@ import { runGatedVoiceLoop } from './wake/loop.js';
 export function startBoardVoiceLoop(
   vc: VoiceConfig,
   voice: VoiceService,
-  env: { dataDir: string; signal: AbortSignal; logger: Logger; publishEvent?: PublishEvent },
+  env: {
+    dataDir: string;
+    signal: AbortSignal;
+    logger: Logger;
+    publishEvent?: PublishEvent;
+    /** Says timers and announcements through this loop's session while it runs. */
+    speaker?: BoardSpeaker;
+  },
 ): Promise<void> {
   return (async () => {
     const session = await voice.open('board');
+    const detach = env.speaker?.attach(session);
     const source: AudioSource =
       vc.input.source === 'alsa'
         ? arecordSource(vc.input.device, env.signal)
@@ -50,6 +59,7 @@ export function startBoardVoiceLoop(
         });
       else await runVoiceLoop(session, source, sink);
     } finally {
+      detach?.();
       await session.close();
     }
   })().catch((err: unknown) => env.logger.error('board voice loop stopped', { err: errorMessage(err) }));

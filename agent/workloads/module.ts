@@ -18,6 +18,7 @@ import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
 import { registerOpenAiRoutes } from './openai/routes.js';
 import { SlotGate, VoicePriority } from './slots/scheduler.js';
 import { slotModels, type WorkloadModels, type WorkloadRuntime } from './slots/slot-models.js';
+import { AssistantHub } from './tools/hub.js';
 import { decodeImage, fitFrame } from './vision/image.js';
 import { VisionService } from './vision/service.js';
 import { registerVisionSocket, VISION_WS_PATH } from './vision/socket.js';
@@ -75,6 +76,8 @@ export interface WorkloadsModule extends AgentModule {
   applySettings(config: AgentConfig): Promise<{ wyoming: number | 'off' | 'unchanged' }>;
   /** Requests waiting at each slot's admission gate (for /metrics). */
   queueDepths(): Record<string, number>;
+  /** The acting assistant with its tools and timers (the MCP client sets its sources there); once started. */
+  assistant(): AssistantHub | undefined;
 }
 
 function queueDepthsOf(gates: ((slot: SlotName) => SlotGate) | undefined): Record<string, number> {
@@ -89,6 +92,7 @@ function assignLive(vc: VoiceConfig, vic: VisionConfig, config: AgentConfig): vo
   vc.maxNewTokens = v.maxNewTokens;
   vc.maxHistoryMessages = v.maxHistoryMessages;
   vc.wake.keywords = v.wake.keywords;
+  vc.tools = v.tools;
   vic.maxNewTokens = vi.maxNewTokens;
   vic.watch.prompt = vi.watch.prompt;
   vic.watch.intervalS = vi.watch.intervalS;
@@ -145,6 +149,7 @@ interface Services {
   gateFor: (slot: SlotName) => SlotGate;
   wakeMonitor: WakeMonitor;
   clips: WakeClipStore | undefined;
+  hub: AssistantHub;
 }
 
 /** The detection clips' store when voice.wake.clips is on; a directory that cannot be made costs only the clips. */
@@ -168,13 +173,15 @@ function registerEdges(
 ): Array<() => void> {
   const { voice, vision } = services;
   const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
+  const decode = async (bytes: Uint8Array) =>
+    fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight);
   const messagesPerSecond = deps.wsMessagesPerSecond ?? 200;
   return [
     registerOpenAiRoutes({
       router: ctx.router,
       models: apiModels,
       maxImageBytes: vic.maxFrameBytes,
-      decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
+      decodeImage: decode,
       nowMs: () => ctx.clock.nowMs(),
       logger: ctx.logger.child('openai'),
     }),
@@ -198,6 +205,7 @@ function registerEdges(
         ? { publish: (e: Record<string, unknown>) => deps.publishEvent!('vision.watch', e) }
         : {}),
     }),
+    services.hub.registerRoutes(ctx.router, { maxBytes: vic.maxFrameBytes, decode }),
     ...registerWakeRoutes({
       router: ctx.router,
       monitor: services.wakeMonitor,
@@ -254,7 +262,7 @@ function apiModelsOf(
 function startBoardLoops(
   ctx: AgentContext,
   config: { voice: VoiceConfig; vision: VisionConfig },
-  services: { voice: VoiceService; vision: VisionService },
+  services: { voice: VoiceService; vision: VisionService; hub: AssistantHub },
   deps: WorkloadsModuleDeps,
   signal: AbortSignal,
 ): Array<Promise<void>> {
@@ -266,6 +274,7 @@ function startBoardLoops(
       startBoardVoiceLoop(vc, services.voice, {
         ...env,
         dataDir: ctx.config.dataDir,
+        speaker: services.hub.speaker,
         ...(deps.publishEvent ? { publishEvent: deps.publishEvent } : {}),
       }),
     );
@@ -295,11 +304,24 @@ function createServices(
   config: { voice: VoiceConfig; vision: VisionConfig },
   models: WorkloadModels,
   turnStore: VoiceTurnStore,
+  publishEvent: PublishEvent | undefined,
 ) {
   const priority = new VoicePriority();
   const gateFor = slotGates(config.vision);
   const clips = wakeClips(ctx, config.voice);
   const wakeMonitor = new WakeMonitor({ nowMs: () => ctx.clock.nowMs(), ...(clips ? { clips } : {}) });
+  const vision = new VisionService(config.vision, {
+    models,
+    gate: gateFor('vision.vlm'),
+    clock: ctx.clock,
+    priority,
+  });
+  const hub = new AssistantHub({
+    ...{ db: ctx.db, clock: ctx.clock, logger: ctx.logger, models, gateFor, vision },
+    voice: config.voice,
+    visionConfig: config.vision,
+    ...(publishEvent ? { publishEvent } : {}),
+  });
   const voice = new VoiceService(config.voice, {
     models,
     clock: ctx.clock,
@@ -307,14 +329,9 @@ function createServices(
     priority,
     wakeMonitor,
     log: (msg, fields) => ctx.logger.info(msg, fields),
+    assistant: hub.assistant,
   });
-  const vision = new VisionService(config.vision, {
-    models,
-    gate: gateFor('vision.vlm'),
-    clock: ctx.clock,
-    priority,
-  });
-  return { priority, gateFor, voice, vision, wakeMonitor, clips };
+  return { priority, gateFor, voice, vision, wakeMonitor, clips, hub };
 }
 
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
@@ -325,6 +342,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
   let wyoming: WyomingLifecycle | undefined;
   let startedCtx: AgentContext | undefined;
   let gates: ((slot: SlotName) => SlotGate) | undefined;
+  let hub: AssistantHub | undefined;
   const removers: Array<() => void> = [];
   const background = new AbortController();
   const loops: Array<Promise<void>> = [];
@@ -355,7 +373,11 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
     },
 
     metrics() {
-      return { ...(store?.metrics() ?? {}), ...wyomingGauges(wyoming?.stats()) };
+      return {
+        ...(store?.metrics() ?? {}),
+        ...wyomingGauges(wyoming?.stats()),
+        ...(hub?.stats.metrics() ?? {}),
+      };
     },
 
     wyomingAnnouncement() {
@@ -363,6 +385,8 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
     },
 
     queueDepths: () => queueDepthsOf(gates),
+
+    assistant: () => hub,
 
     async applySettings(config) {
       if (!voiceConfig || !visionConfig || !startedCtx) return { wyoming: 'unchanged' };
@@ -382,9 +406,11 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const turnStore = new VoiceTurnStore(ctx.db, vc.retention, () => ctx.clock.nowMs());
       store = turnStore;
       sweep = sweepTurns(turnStore, deps.retentionSweepMs ?? 3_600_000);
-      const services = createServices(ctx, { voice: vc, vision: vic }, models, turnStore);
-      const { priority, gateFor, vision } = services;
+      const services = createServices(ctx, { voice: vc, vision: vic }, models, turnStore, deps.publishEvent);
+      const { priority, gateFor } = services;
       gates = gateFor;
+      hub = services.hub;
+      hub.start();
       voice = services.voice;
 
       const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
@@ -401,9 +427,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       await wyoming.restart(ctx.config);
       registerRestartCommand(deps);
 
-      loops.push(
-        ...startBoardLoops(ctx, { voice: vc, vision: vic }, { voice, vision }, deps, background.signal),
-      );
+      loops.push(...startBoardLoops(ctx, { voice: vc, vision: vic }, services, deps, background.signal));
       ctx.logger.info('workloads ready', {
         voice: this.voiceStatus(),
         vision: this.visionStatus(),
@@ -420,6 +444,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       background.abort();
       await voice?.close();
       await Promise.allSettled(loops);
+      await hub?.stop();
     },
   };
 }

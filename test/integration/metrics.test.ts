@@ -68,6 +68,10 @@ function busySnapshot(): MetricsSnapshot {
       'temp.cpu-thermal_c': { min: 40, mean: 45.5, max: 50, n: 6 },
     },
     settingsRevision: 4,
+    toolCalls: [
+      { tool: 'set_timer', outcome: 'ok', count: 3 },
+      { tool: 'ha_turn_on', outcome: 'timeout', count: 1 },
+    ],
   };
 }
 

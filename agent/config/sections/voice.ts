@@ -1,4 +1,5 @@
 import type { JsonSchema } from '../../../lib/schema.js';
+import { type ToolsConfig, toolsDefaults, toolsSchema } from './tools.js';
 
 // The `voice` section: where audio comes from and goes to, how speech is cut into requests, and how long
 // transcripts are kept. Absent keys take the defaults (agent/workloads/config.ts). The models are not named
@@ -25,6 +26,8 @@ export interface VoiceConfig {
   maxSessions: number;
   /** The wake word in front of the board's own loop (the model is the one on slot voice.wake). */
   wake: WakeConfig;
+  /** The acting assistant's tools and limits (tools.ts). */
+  tools: ToolsConfig;
 }
 
 export interface WakeKeywordConfig {
@@ -81,6 +84,7 @@ export const voiceDefaults: VoiceConfig = {
     keywords: {},
     clips: { enabled: false, maxCount: 20, maxBytes: 4 * 1024 * 1024 },
   },
+  tools: toolsDefaults,
 };
 
 const str: JsonSchema = { type: 'string', minLength: 1 };
@@ -168,5 +172,6 @@ export const voiceSchema: JsonSchema = {
         },
       },
     },
+    tools: toolsSchema,
   },
 };

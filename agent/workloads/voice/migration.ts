@@ -45,3 +45,13 @@ export const voiceTurnPartsMigration: Migration = {
     ALTER TABLE voice_turns ADD COLUMN kv_reuse TEXT;
   `,
 };
+
+// The tool calls of a turn the acting assistant answered (agent/workloads/tools), as JSON: name, arguments,
+// outcome, result and duration of each, for the Voice page's turn details. Kept and swept with the turn.
+export const voiceTurnToolCallsMigration: Migration = {
+  version: 56,
+  name: 'workloads: voice turn tool calls',
+  up: `
+    ALTER TABLE voice_turns ADD COLUMN tool_calls TEXT;
+  `,
+};

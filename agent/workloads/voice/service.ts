@@ -5,6 +5,7 @@ import type { VoiceConfig } from '../../config/sections/voice.js';
 import type { SlotName } from '../../plan/types.js';
 import { WorkloadError } from '../shared/errors.js';
 import type { WorkloadModels } from '../slots/slot-models.js';
+import type { ActingAssistant } from '../tools/assistant.js';
 import { keywordSettings, type ResolvedKeyword } from '../wake/model.js';
 import type { WakeMonitor } from '../wake/monitor.js';
 import { WakeStream } from '../wake/stream.js';
@@ -31,6 +32,8 @@ export interface VoiceServiceDeps {
   findExecutable?: (command: string) => string | undefined;
   /** Sees every wake stream's scores (the dashboard's chart) and passes settings changes on to them. */
   wakeMonitor?: WakeMonitor;
+  /** Replies go through it (tool rounds) when given; else the model answers in words only. */
+  assistant?: ActingAssistant;
 }
 
 /** A model serving one role of the pipeline now. */
@@ -185,7 +188,10 @@ export class VoiceService {
     const m = this.#deps.models;
     const slot: SlotName = m.missing('voice.omni') === undefined ? 'voice.omni' : 'voice.llm';
     this.#refuseWhenMissing(slot);
-    return new ChatReplyStage(m.chat(slot), { maxNewTokens: this.#config.maxNewTokens });
+    return new ChatReplyStage(m.chat(slot), {
+      maxNewTokens: this.#config.maxNewTokens,
+      ...(this.#deps.assistant ? { assistant: this.#deps.assistant } : {}),
+    });
   }
 
   /** Speech output, for sessions and for Wyoming alike: the talker on voice.tts when configured, else espeak-ng. */
@@ -238,7 +244,11 @@ export class VoiceService {
       vad,
       segmenter: c.vad,
       ...(asr ? { asr } : {}),
-      reply: new ChatReplyStage(reply, { maxNewTokens: c.maxNewTokens, audioIn: omni }),
+      reply: new ChatReplyStage(reply, {
+        maxNewTokens: c.maxNewTokens,
+        audioIn: omni,
+        ...(this.#deps.assistant ? { assistant: this.#deps.assistant } : {}),
+      }),
       tts,
       systemPrompt: c.systemPrompt,
       maxHistoryMessages: c.maxHistoryMessages,

@@ -2,6 +2,7 @@
 import type { Clock } from '../../../lib/clock.js';
 import type { VoiceActivityDetector } from '../audio/vad.js';
 import type { ChatResult } from '../shared/chat-model.js';
+import type { ToolCallRecord } from '../tools/run-call.js';
 import type { SegmenterOptions, Utterance } from './segmenter.js';
 import type { AsrStage, ReplyStage, TtsStage } from './stages.js';
 import type { TurnMetrics, TurnSink } from './turn-store.js';
@@ -15,6 +16,9 @@ export type VoiceEvents = {
   'speech-discarded': { reason: 'too-short' };
   transcript: { turn: number; text: string };
   'reply-delta': { turn: number; text: string };
+  /** The acting assistant called a tool during the turn's reply. */
+  'tool-call': { turn: number; id: string; name: string; arguments: Record<string, unknown> };
+  'tool-result': { turn: number; id: string; name: string; ok: boolean; content: string; ms: number };
   /** One chunk of speech out; `seq` counts chunks within the turn. */
   audio: { turn: number; seq: number; sampleRate: number; samples: Float32Array };
   /** Speech interrupted a turn: the client should drop what it still has queued for playback. */
@@ -27,6 +31,8 @@ export type VoiceEvents = {
     metrics: TurnMetrics;
     finishReason?: ChatResult['finishReason']; // backend-lost: the host died mid-reply (kept in history)
     error?: string;
+    /** The tool calls of the reply (name, arguments, outcome, result, ms), when the assistant made any. */
+    toolCalls?: ToolCallRecord[];
   };
 };
 

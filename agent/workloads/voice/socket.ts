@@ -113,6 +113,8 @@ function relaySessionEvents(
   forward('speech-discarded');
   forward('transcript');
   forward('reply-delta');
+  forward('tool-call');
+  forward('tool-result');
   forward('barge-in');
   forward('turn-end');
   offs.push(

@@ -11,6 +11,8 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import type { ChatMessage, ChatModel, ChatResult, ChatStream } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
+import type { ActingAssistant, AssistantEvent, AssistantTurn } from '../tools/assistant.js';
+import { streamTurn } from '../tools/assistant-stream.js';
 
 /** MNN's whisper front end crashes on clips shorter than one 10 ms hop; 100 ms is the shortest useful request. */
 export const MIN_ASR_SAMPLES = 1600;
@@ -31,13 +33,22 @@ export interface ReplyRequest {
   /** The utterance itself, for an omni model that hears it (no ASR stage). */
   audio?: Float32Array;
   signal: AbortSignal;
+  /** The tool calls and results of the turn as they happen (a stage with an acting assistant). */
+  onToolEvent?: (event: AssistantEvent) => void;
+  /** The request came from another machine (Wyoming): tools that act on the board stay off unless allowed. */
+  remote?: boolean;
+}
+
+/** A reply stream; with an acting assistant, also the turn's record with its tool calls. */
+export interface ReplyStream extends ChatStream {
+  readonly turn?: Promise<AssistantTurn>;
 }
 
 export interface ReplyStage {
   readonly family: string;
   /** Whether the model takes the utterance's audio directly (omni); then no ASR stage is needed. */
   readonly audioIn: boolean;
-  reply(request: ReplyRequest): ChatStream;
+  reply(request: ReplyRequest): ReplyStream;
 }
 
 export interface PcmChunk {
@@ -106,10 +117,16 @@ export class ChatReplyStage implements ReplyStage {
   readonly audioIn: boolean;
   readonly #model: ChatModel;
   readonly #maxNewTokens: number;
+  readonly #assistant: ActingAssistant | undefined;
 
-  constructor(model: ChatModel, options: { maxNewTokens: number; audioIn?: boolean }) {
+  /** With `assistant`, the reply is the acting assistant's turn: tool rounds included, their text streamed. */
+  constructor(
+    model: ChatModel,
+    options: { maxNewTokens: number; audioIn?: boolean; assistant?: ActingAssistant },
+  ) {
     this.#model = model;
     this.#maxNewTokens = options.maxNewTokens;
+    this.#assistant = options.assistant;
     this.audioIn = options.audioIn ?? false;
     if (this.audioIn && !model.capabilities.audio) {
       throw new WorkloadError(
@@ -120,7 +137,16 @@ export class ChatReplyStage implements ReplyStage {
     this.family = this.audioIn ? 'omni (Qwen2.5-Omni)' : 'text LLM';
   }
 
-  reply(request: ReplyRequest): ChatStream {
+  reply(request: ReplyRequest): ReplyStream {
+    if (this.#assistant)
+      return streamTurn(this.#assistant, this.#model, {
+        messages: request.history,
+        ...(this.audioIn && request.audio ? { audio: request.audio } : {}),
+        maxNewTokens: this.#maxNewTokens,
+        signal: request.signal,
+        remote: request.remote ?? false,
+        ...(request.onToolEvent ? { onEvent: request.onToolEvent } : {}),
+      });
     return this.#model.generate({
       messages: request.history,
       ...(this.audioIn && request.audio ? { audio: request.audio } : {}),

@@ -6,6 +6,8 @@ import { errorMessage } from '../../../lib/errors.js';
 import { PIPELINE_RATE } from '../audio/pcm.js';
 import type { ChatMessage, ChatResult } from '../shared/chat-model.js';
 import { trimHistory } from '../shared/history.js';
+import type { AssistantEvent } from '../tools/assistant.js';
+import type { ToolCallRecord } from '../tools/run-call.js';
 import type { Utterance } from './segmenter.js';
 import type { TurnStatus, VoiceEvents, VoiceSessionOptions, VoiceSessionStats } from './session-types.js';
 import { type SpeechQueue, startSpeechQueue } from './speech-queue.js';
@@ -79,6 +81,7 @@ export class TurnRunner {
     let status: TurnStatus = 'completed';
     let error: string | undefined;
     let finishReason: ChatResult['finishReason'] | undefined;
+    let toolCalls: ToolCallRecord[] | undefined;
     this.#h.stats.turns++;
     this.#h.emit('speech-end', { turn: active.turn, speechMs, endedBy: utterance.endedBy });
     this.#o.priority?.begin();
@@ -109,6 +112,7 @@ export class TurnRunner {
         history,
         ...(this.#o.reply.audioIn ? { audio: utterance.samples } : {}),
         signal,
+        onToolEvent: (e) => this.#toolEvent(active.turn, e),
       });
       const speech = this.#speak(active, signal, metrics, t0);
       try {
@@ -118,6 +122,7 @@ export class TurnRunner {
       }
       await speech.finished;
       const result = await stream.result;
+      toolCalls = (await stream.turn)?.calls;
       signal.throwIfAborted();
       finishReason = result.finishReason;
       if (finishReason === 'backend-lost') error = `reply cut short: ${result.detail ?? 'host lost'}`;
@@ -147,6 +152,7 @@ export class TurnRunner {
         reply,
         metrics,
         ...(error !== undefined ? { error } : {}),
+        ...(toolCalls && toolCalls.length > 0 ? { toolCalls } : {}),
       });
     } catch (err) {
       // A full disk must not end the conversation; the turn still ends, saying what was lost.
@@ -160,7 +166,16 @@ export class TurnRunner {
       metrics,
       ...(finishReason !== undefined ? { finishReason } : {}),
       ...(error !== undefined ? { error } : {}),
+      ...(toolCalls && toolCalls.length > 0 ? { toolCalls } : {}),
     });
+  }
+
+  /** The acting assistant's calls and results as the session's events (the Voice page shows them live). */
+  #toolEvent(turn: number, e: AssistantEvent): void {
+    if (e.type === 'tool_call')
+      this.#h.emit('tool-call', { turn, id: e.id, name: e.name, arguments: e.arguments });
+    else if (e.type === 'tool_result')
+      this.#h.emit('tool-result', { turn, id: e.id, name: e.name, ok: e.ok, content: e.content, ms: e.ms });
   }
 
   /**

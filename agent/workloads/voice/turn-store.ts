@@ -2,6 +2,7 @@
 
 import type { Db } from '../../../lib/sqlite/database.js';
 import type { MetricSample } from '../../telemetry/samplers.js';
+import type { ToolCallRecord } from '../tools/run-call.js';
 
 export interface TurnMetrics {
   /** Length of the user's utterance. */
@@ -47,6 +48,8 @@ export interface TurnRecord {
   reply: string | undefined;
   metrics: TurnMetrics;
   error?: string;
+  /** The acting assistant's tool calls, in the order they were made. */
+  toolCalls?: ToolCallRecord[];
 }
 
 export interface TurnRetention {
@@ -83,6 +86,7 @@ type Row = {
   handover_ms: number | null;
   kv_reused_tokens: number | null;
   kv_reuse: string | null;
+  tool_calls: string | null;
 };
 
 /** The parts of a turn's latency: telemetry publishes their p50 and p95, the dashboard shows them per turn. */
@@ -129,10 +133,10 @@ export class VoiceTurnStore implements TurnSink {
       db.prepare(`INSERT INTO voice_turns (session_id, turn, started_at, status, transcript, reply,
       speech_ms, asr_ms, ttft_ms, ttfa_ms, asr_rtf, tts_rtf, tokens_per_sec, prompt_tokens, generated_tokens,
       barge_in_ms, error, vad_end_ms, llm_ttft_ms, sentence_ms, tts_first_ms, handover_ms, kv_reused_tokens,
-      kv_reuse) VALUES (@session_id, @turn, @started_at, @status, @transcript, @reply, @speech_ms,
+      kv_reuse, tool_calls) VALUES (@session_id, @turn, @started_at, @status, @transcript, @reply, @speech_ms,
       @asr_ms, @ttft_ms, @ttfa_ms, @asr_rtf, @tts_rtf, @tokens_per_sec, @prompt_tokens, @generated_tokens,
       @barge_in_ms, @error, @vad_end_ms, @llm_ttft_ms, @sentence_ms, @tts_first_ms, @handover_ms,
-      @kv_reused_tokens, @kv_reuse)`);
+      @kv_reused_tokens, @kv_reuse, @tool_calls)`);
   }
 
   record(turn: TurnRecord): void {
@@ -162,6 +166,7 @@ export class VoiceTurnStore implements TurnSink {
       handover_ms: m.handoverMs ?? null,
       kv_reused_tokens: m.kvReusedTokens ?? null,
       kv_reuse: m.kvReuse ?? null,
+      tool_calls: turn.toolCalls && turn.toolCalls.length > 0 ? JSON.stringify(turn.toolCalls) : null,
     };
     this.#db.transaction(() => {
       this.#insert.run(row);
@@ -215,6 +220,7 @@ export class VoiceTurnStore implements TurnSink {
         reply: r.reply ?? undefined,
         metrics,
         ...(r.error !== null ? { error: r.error } : {}),
+        ...(r.tool_calls !== null ? { toolCalls: JSON.parse(r.tool_calls) as ToolCallRecord[] } : {}),
       };
     });
   }

@@ -36,7 +36,9 @@ export class HandleFlow {
       const history: ChatMessage[] = [...system, ...d.conversations.get(conversation), user];
       const ctx = { conversation_id: conversation };
       await d.send({ type: 'handled-start', data: { context: ctx } });
-      const stream = reply.reply({ history, signal });
+      // Through the acting assistant when the voice service has one: a transcript from Home Assistant can set a
+      // timer or switch a light. Wyoming is another machine: tools that act on the board stay off unless allowed.
+      const stream = reply.reply({ history, signal, remote: true });
       let answer = '';
       for await (const piece of stream) {
         answer += piece;
