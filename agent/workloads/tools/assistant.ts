@@ -201,7 +201,10 @@ export class ActingAssistant {
     let catalog: ToolCatalog | undefined;
     try {
       catalog = await this.catalog(remote, signal);
-      const toolsOffered = catalog.specs.length > 0;
+      // The tool path renders the model's template on our side, and the engine places images and audio only
+      // through its own template (tool-turn.ts): a turn with media is answered without tools, in words.
+      const media = (request.images?.length ?? 0) > 0 || request.audio !== undefined;
+      const toolsOffered = catalog.specs.length > 0 && !media;
       for (let round = 0; ; round++) {
         const lastChance = round >= limits.maxRounds;
         if (text.length > 0 && !/\s$/.test(text)) {
