@@ -10,6 +10,42 @@ import type { PageContext } from '../ui/page.js';
 
 const REFRESH_MS = 5000;
 
+/** A timer's row: its label, the time left (filled in by the caller every second) and Cancel. */
+function timerRow(
+  ctx: PageContext,
+  t: AssistantTimerView,
+  status: HTMLElement,
+  cancelled: () => void,
+): { li: HTMLElement; left: HTMLElement } {
+  const cancel = h(
+    'button',
+    { type: 'button', 'data-testid': 'timer-cancel', 'aria-label': `Cancel timer ${t.label || t.id}` },
+    'Cancel',
+  );
+  cancel.addEventListener('click', async () => {
+    cancel.disabled = true;
+    try {
+      await ctx.api.send('DELETE', `/api/assistant/timers/${encodeURIComponent(t.id)}`);
+      status.replaceChildren();
+      cancelled();
+    } catch (err) {
+      cancel.disabled = false;
+      status.replaceChildren(notice('error', 'Timer not cancelled', (err as Error).message, 'timer-error'));
+    }
+  });
+  const left = h('span', {});
+  const li = h(
+    'li',
+    { class: 'timer-row', 'data-testid': 'timer', 'data-id': t.id },
+    h('strong', {}, t.label || 'Timer'),
+    ' · ',
+    left,
+    ` (at ${new Date(t.dueAt).toLocaleTimeString()}) `,
+    cancel,
+  );
+  return { li, left };
+}
+
 export function timersCard(ctx: PageContext): { element: HTMLElement; refresh(): void; dispose(): void } {
   const list = h('ul', { class: 'timers', 'data-testid': 'timers' });
   const status = h('div', { 'data-testid': 'timers-status' });
@@ -19,36 +55,11 @@ export function timersCard(ctx: PageContext): { element: HTMLElement; refresh():
   // One row per timer, kept across redraws: the countdown ticks every second and must not take the keyboard
   // focus off a Cancel button.
   const rows = new Map<string, { li: HTMLElement; left: HTMLElement }>();
-  const row = (t: AssistantTimerView) => {
-    const cancel = h(
-      'button',
-      { type: 'button', 'data-testid': 'timer-cancel', 'aria-label': `Cancel timer ${t.label || t.id}` },
-      'Cancel',
-    );
-    cancel.addEventListener('click', async () => {
-      cancel.disabled = true;
-      try {
-        await ctx.api.send('DELETE', `/api/assistant/timers/${encodeURIComponent(t.id)}`);
-        timers = timers.filter((x) => x.id !== t.id);
-        status.replaceChildren();
-      } catch (err) {
-        cancel.disabled = false;
-        status.replaceChildren(notice('error', 'Timer not cancelled', (err as Error).message, 'timer-error'));
-      }
+  const row = (t: AssistantTimerView) =>
+    timerRow(ctx, t, status, () => {
+      timers = timers.filter((x) => x.id !== t.id);
       draw();
     });
-    const left = h('span', {});
-    const li = h(
-      'li',
-      { class: 'timer-row', 'data-testid': 'timer', 'data-id': t.id },
-      h('strong', {}, t.label || 'Timer'),
-      ' · ',
-      left,
-      ` (at ${new Date(t.dueAt).toLocaleTimeString()}) `,
-      cancel,
-    );
-    return { li, left };
-  };
   const empty = h('li', { class: 'sub' }, 'No timers running. Ask the assistant to set one.');
 
   const draw = () => {

@@ -78,27 +78,18 @@ function controls() {
   };
 }
 
-function chatSession(
-  ctx: PageContext,
-  limits: Limits,
-  ui: ReturnType<typeof controls>,
-  onAnswer: () => void,
-) {
-  let turns: ChatTurn[] = [];
-  let conversationId = newConversationId();
+/** The images chosen for the next message: added from the file picker or a paste, each with Remove. */
+function imageTray(limits: Limits, ui: ReturnType<typeof controls>) {
   let pending: PendingImage[] = [];
-  let running: AbortController | undefined;
-
-  const drawImages = () =>
+  const draw = () =>
     ui.images.replaceChildren(
       ...pendingImagesView(pending, (i) => {
         pending = pending.filter((_, j) => j !== i);
-        drawImages();
+        draw();
         ui.input.focus();
       }),
     );
-
-  const addImages = async (files: readonly File[]) => {
+  const add = async (files: readonly File[]) => {
     ui.problem.replaceChildren();
     for (const f of files) {
       if (!f.type.startsWith('image/')) {
@@ -122,8 +113,27 @@ function chatSession(
       }
       pending.push({ name: f.name || 'pasted image', url: await readAsDataUrl(f), bytes: f.size });
     }
-    drawImages();
+    draw();
   };
+  /** The images for the message being sent; the tray is empty after. */
+  const take = (): string[] => {
+    const urls = pending.map((p) => p.url);
+    pending = [];
+    draw();
+    return urls;
+  };
+  return { add, take };
+}
+
+function chatSession(
+  ctx: PageContext,
+  ui: ReturnType<typeof controls>,
+  tray: ReturnType<typeof imageTray>,
+  onAnswer: () => void,
+) {
+  let turns: ChatTurn[] = [];
+  let conversationId = newConversationId();
+  let running: AbortController | undefined;
 
   const setBusy = (busy: boolean) => {
     ui.send.disabled = busy;
@@ -135,7 +145,7 @@ function chatSession(
     const text = ui.input.value.trim();
     if (text.length === 0 || running) return;
     ui.problem.replaceChildren();
-    const mine: UserTurn = { role: 'user', text, images: pending.map((p) => p.url) };
+    const mine: UserTurn = { role: 'user', text, images: tray.take() };
     const answer: AnswerTurn = newAnswer();
     turns.push(mine);
     const request = chatRequest(turns, conversationId);
@@ -143,8 +153,6 @@ function chatSession(
     const view = answerView(answer);
     ui.log.append(userTurnView(mine), view.element);
     ui.input.value = '';
-    pending = [];
-    drawImages();
     const controller = new AbortController();
     running = controller;
     setBusy(true);
@@ -182,14 +190,15 @@ function chatSession(
     ui.status.textContent = 'New conversation.';
     ui.input.focus();
   };
-  return { ask, stop, reset, addImages };
+  return { ask, stop, reset };
 }
 
 export const chatPage: Page = async (ctx) => {
   const limits = await ctx.api.get<Limits>('/api/limits');
   const ui = controls();
   const timers = timersCard(ctx);
-  const session = chatSession(ctx, limits, ui, timers.refresh);
+  const tray = imageTray(limits, ui);
+  const session = chatSession(ctx, ui, tray, timers.refresh);
 
   const form = h(
     'form',
@@ -219,10 +228,10 @@ export const chatPage: Page = async (ctx) => {
     const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith('image/'));
     if (files.length === 0) return;
     e.preventDefault();
-    void session.addImages(files);
+    void tray.add(files);
   });
   ui.file.addEventListener('change', () => {
-    void session.addImages([...(ui.file.files ?? [])]).then(() => {
+    void tray.add([...(ui.file.files ?? [])]).then(() => {
       ui.file.value = '';
     });
   });
