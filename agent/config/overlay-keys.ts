@@ -24,6 +24,9 @@ export const OVERLAY_KEYS: readonly OverlayKey[] = [
   { key: 'voice.maxHistoryMessages', apply: 'live' },
   { key: 'voice.wake.keywords', apply: 'live' },
   { key: 'voice.wake', apply: 'restart' },
+  // The acting assistant's tools: built-ins on or off, limits, MCP servers (tokens written masked: see
+  // restoreMaskedSecrets). Stored for the next start until the assistant re-reads them on reload.
+  { key: 'voice.tools', apply: 'restart' },
   { key: 'voice.enabled', apply: 'restart' },
   { key: 'vision.maxNewTokens', apply: 'live' },
   { key: 'vision.watch.prompt', apply: 'live' },

@@ -1,5 +1,6 @@
 import type { ApiError } from '../ui/api.js';
 import { card, h, notice, table, tagged } from '../ui/dom.js';
+import { MCP_KEY, serversChange } from '../ui/mcp-servers.js';
 import type { Page, PageContext } from '../ui/page.js';
 import {
   ACCESS_TEXT,
@@ -12,9 +13,11 @@ import {
   SOURCE_TEXT,
   setPath,
   shortValue,
+  TOOLS_GROUP,
   visibleFields,
 } from '../ui/settings-fields.js';
 import { settingsProblemNotice } from '../ui/settings-problem.js';
+import { mcpServersEditor } from './settings-mcp.js';
 import { errorNotice } from './slot-assign.js';
 
 // What is safe to change while the agent runs (voice, vision watch, telemetry intervals, Wyoming, tags), each
@@ -222,6 +225,14 @@ export const settingsPage: Page = async (ctx) => {
           }),
       ),
     );
+    // The assistant's MCP servers: a list edited by its own part of the form, in the tools' group.
+    const mcpRow = rows.get(MCP_KEY);
+    const mcp = mcpRow ? mcpServersEditor(mcpRow) : undefined;
+    if (mcp) {
+      const group = groups.find((g) => g.querySelector('legend')?.textContent === TOOLS_GROUP);
+      if (group) group.append(mcp.element);
+      else groups.push(h('fieldset', {}, h('legend', {}, TOOLS_GROUP), mcp.element));
+    }
     const save = h('button', { type: 'submit', 'data-testid': 'settings-save' }, 'Save');
     const form = h('form', { class: 'settings' }, ...groups, h('p', { class: 'toolbar' }, save));
     form.addEventListener('submit', (ev) => {
@@ -233,14 +244,23 @@ export const settingsPage: Page = async (ctx) => {
         ]),
       );
       const built = buildPatch(fields, view.keys, entered);
-      if ('errors' in built) {
+      const servers = mcp ? serversChange(mcpRow?.value, mcp.rows()) : { changed: false as const };
+      if ('errors' in built || 'errors' in servers) {
+        const errors = [
+          ...('errors' in built ? built.errors : []),
+          ...('errors' in servers ? servers.errors : []),
+        ];
         result.replaceChildren(
           tagged(
             'settings-error',
-            notice('error', 'Not saved', `${built.errors.join('; ')}. Nothing was changed.`),
+            notice('error', 'Not saved', `${errors.join('; ')}. Nothing was changed.`),
           ),
         );
         return;
+      }
+      if (servers.changed) {
+        setPath(built.patch, MCP_KEY, servers.value);
+        built.changed.push(MCP_KEY);
       }
       if (built.changed.length === 0) {
         result.replaceChildren(notice('info', 'Nothing to save', 'No field differs from what runs now.'));
