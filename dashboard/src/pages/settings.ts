@@ -176,6 +176,41 @@ function allKeys(view: ConfigView): HTMLElement {
   );
 }
 
+/** The merge patch for what the form holds now (the fields and the MCP server list), or every problem in it. */
+function formChange(
+  fields: readonly FieldDef[],
+  keys: readonly KeyRow[],
+  inputs: ReadonlyMap<string, Input>,
+  mcp: { editor: ReturnType<typeof mcpServersEditor>; row: KeyRow } | undefined,
+): { patch: Record<string, unknown>; changed: string[] } | { errors: string[] } {
+  const entered = new Map<string, string | boolean>(
+    [...inputs].map(([k, el]) => [
+      k,
+      el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value,
+    ]),
+  );
+  const built = buildPatch(fields, keys, entered);
+  const servers = mcp ? serversChange(mcp.row.value, mcp.editor.rows()) : { changed: false as const };
+  if ('errors' in built || 'errors' in servers)
+    return {
+      errors: [...('errors' in built ? built.errors : []), ...('errors' in servers ? servers.errors : [])],
+    };
+  if (servers.changed) {
+    setPath(built.patch, MCP_KEY, servers.value);
+    built.changed.push(MCP_KEY);
+  }
+  return built;
+}
+
+/** The assistant's MCP servers: a list edited by its own part of the form, placed in the tools' group. */
+function mcpEditorIn(groups: HTMLFieldSetElement[], row: KeyRow): ReturnType<typeof mcpServersEditor> {
+  const editor = mcpServersEditor(row);
+  const group = groups.find((g) => g.querySelector('legend')?.textContent === TOOLS_GROUP);
+  if (group) group.append(editor.element);
+  else groups.push(h('fieldset', {}, h('legend', {}, TOOLS_GROUP), editor.element));
+  return editor;
+}
+
 async function load(ctx: PageContext): Promise<{ view: ConfigView; history: HistoryView }> {
   const [view, history] = await Promise.all([
     ctx.api.get<ConfigView>('/api/config'),
@@ -225,42 +260,26 @@ export const settingsPage: Page = async (ctx) => {
           }),
       ),
     );
-    // The assistant's MCP servers: a list edited by its own part of the form, in the tools' group.
     const mcpRow = rows.get(MCP_KEY);
-    const mcp = mcpRow ? mcpServersEditor(mcpRow) : undefined;
-    if (mcp) {
-      const group = groups.find((g) => g.querySelector('legend')?.textContent === TOOLS_GROUP);
-      if (group) group.append(mcp.element);
-      else groups.push(h('fieldset', {}, h('legend', {}, TOOLS_GROUP), mcp.element));
-    }
+    const mcp = mcpRow ? mcpEditorIn(groups, mcpRow) : undefined;
     const save = h('button', { type: 'submit', 'data-testid': 'settings-save' }, 'Save');
     const form = h('form', { class: 'settings' }, ...groups, h('p', { class: 'toolbar' }, save));
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      const entered = new Map<string, string | boolean>(
-        [...inputs].map(([k, el]) => [
-          k,
-          el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value,
-        ]),
+      const built = formChange(
+        fields,
+        view.keys,
+        inputs,
+        mcp && mcpRow ? { editor: mcp, row: mcpRow } : undefined,
       );
-      const built = buildPatch(fields, view.keys, entered);
-      const servers = mcp ? serversChange(mcpRow?.value, mcp.rows()) : { changed: false as const };
-      if ('errors' in built || 'errors' in servers) {
-        const errors = [
-          ...('errors' in built ? built.errors : []),
-          ...('errors' in servers ? servers.errors : []),
-        ];
+      if ('errors' in built) {
         result.replaceChildren(
           tagged(
             'settings-error',
-            notice('error', 'Not saved', `${errors.join('; ')}. Nothing was changed.`),
+            notice('error', 'Not saved', `${built.errors.join('; ')}. Nothing was changed.`),
           ),
         );
         return;
-      }
-      if (servers.changed) {
-        setPath(built.patch, MCP_KEY, servers.value);
-        built.changed.push(MCP_KEY);
       }
       if (built.changed.length === 0) {
         result.replaceChildren(notice('info', 'Nothing to save', 'No field differs from what runs now.'));
