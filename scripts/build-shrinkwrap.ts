@@ -5,13 +5,26 @@
 // - mnn-edge-licenses.inc: LICENSE and a LIC_FILES_CHKSUM entry for the license text of every shipped package.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { LockEntry, PackageLock } from './stage-manifest.js';
 
 const REGISTRY = 'https://registry.npmjs.org';
 
 /** devDependencies the recipe's own build steps run (do_compile_ts, do_compile_dashboard). */
 export const BUILD_TOOLS = ['typescript', 'esbuild-wasm'] as const;
+
+/**
+ * devDependencies bundled into the agent (package.json `bundledIntoAgent`, scripts/bundle-agent.mjs): fetched
+ * for the build like the tools, and shipped inside the bundle, so their licenses (and their dependencies') are
+ * the image's too.
+ */
+export const BUNDLED: readonly string[] =
+  (
+    JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')) as {
+      bundledIntoAgent?: string[];
+    }
+  ).bundledIntoAgent ?? [];
 
 type Lock = PackageLock;
 
@@ -31,18 +44,23 @@ function resolveKey(lock: Lock, fromKey: string, name: string): string | undefin
   }
 }
 
-/** The build tools, the @types packages, and everything they depend on: the dev part of the build shrinkwrap. */
-export function buildToolKeys(lock: Lock): string[] {
+/** The build tools, the bundled packages, the @types packages, and everything they depend on: the dev part of the build shrinkwrap. */
+export function buildToolKeys(lock: Lock, bundled: readonly string[] = BUNDLED): string[] {
   const root = lock.packages[''] ?? {};
   const dev = Object.keys(root.devDependencies ?? {});
-  const wanted = [...BUILD_TOOLS, ...dev.filter((n) => n.startsWith('@types/'))];
+  const wanted = [...BUILD_TOOLS, ...bundledOf(lock, bundled), ...dev.filter((n) => n.startsWith('@types/'))];
   for (const tool of BUILD_TOOLS) {
     if (!dev.includes(tool) && !(tool in (root.dependencies ?? {}))) {
       throw new Error(`package.json no longer lists the build tool ${tool}; update BUILD_TOOLS`);
     }
   }
+  return closureOf(lock, wanted);
+}
+
+/** The lock keys of these top-level packages and of everything they depend on. */
+function closureOf(lock: Lock, names: readonly string[]): string[] {
   const seen = new Set<string>();
-  const queue = wanted.map((name) => {
+  const queue = names.map((name) => {
     const key = resolveKey(lock, '', name);
     if (key === undefined) throw new Error(`package-lock.json has no entry for ${name}`);
     return key;
@@ -104,12 +122,18 @@ export function buildShrinkwrap(lockIn: PackageLock): PackageLock {
 // LICENSE.APACHE2).
 const LICENSE_FILE = /^(licen[cs]e|copying)([.-][a-z0-9.-]+)?$/i;
 
-/** Production lock keys (what NPM_INSTALL_DEV = "0" installs into the image). */
-export function shippedKeys(lock: PackageLock): string[] {
-  return Object.entries(lock.packages)
+/** Production lock keys (what NPM_INSTALL_DEV = "0" installs into the image) and the bundled packages' closure. */
+export function shippedKeys(lock: PackageLock, bundled: readonly string[] = BUNDLED): string[] {
+  const installed = Object.entries(lock.packages)
     .filter(([key, e]) => key.startsWith('node_modules/') && e.dev !== true && e.link !== true)
-    .map(([key]) => key)
-    .sort();
+    .map(([key]) => key);
+  return [...new Set([...installed, ...closureOf(lock as Lock, bundledOf(lock, bundled))])].sort();
+}
+
+/** The bundled packages that are devDependencies (a production dependency is installed and shipped anyway). */
+function bundledOf(lock: PackageLock, bundled: readonly string[]): string[] {
+  const dev = lock.packages['']?.devDependencies ?? {};
+  return bundled.filter((name) => name in dev);
 }
 
 export interface LicenseFile {

@@ -4,15 +4,50 @@
 // and the modules loaded after READY cost memory per module record too (bench/idle). The rest of dist/ stays as
 // tsc wrote it: the engine host (dist/engine/src/host/host-main.js) runs as its own process from there, and the
 // benchmarks import single modules.
-// npm packages stay external: better-sqlite3 and the engine addon are native, and the others are CommonJS that
-// Node loads (lazily, after READY) as fast as a bundle would.
+// The production dependencies stay external: better-sqlite3 and the engine addon are native, and the others are
+// CommonJS that Node loads (lazily, after READY) as fast as a bundle would. The packages package.json lists in
+// `bundledIntoAgent` are devDependencies bundled in instead: the MCP SDK would install 90 packages, 29 MB
+// (express, hono, ajv…), on every board for the ~700 KB of it the agent uses. Any other package the agent
+// imports is an error here: it must be a dependency or be bundled on purpose.
 // Usage: node scripts/bundle-agent.mjs [DIST_DIR]  (default ./dist; the stage and the Yocto recipe pass theirs)
 import { chmodSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadEsbuild } from './esbuild.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const manifest = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
+const external = new Set(Object.keys(manifest.dependencies ?? {}));
+const bundled = new Set(manifest.bundledIntoAgent ?? []);
+
+/** `@scope/name/sub/path` → `@scope/name`; `name/sub` → `name`. */
+function packageOf(specifier) {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/** Production dependencies external, `bundledIntoAgent` bundled, any other package refused by name. */
+const packagePolicy = {
+  name: 'package-policy',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith('node:') || builtinModules.includes(packageOf(args.path)))
+        return { external: true };
+      const name = packageOf(args.path);
+      if (external.has(name)) return { external: true };
+      // Inside a bundled package its own dependencies are bundled along with it.
+      if (bundled.has(name) || args.importer.includes('/node_modules/')) return undefined;
+      return {
+        errors: [
+          {
+            text: `${args.path}: the agent imports a package that is neither a dependency nor in bundledIntoAgent`,
+          },
+        ],
+      };
+    });
+  },
+};
 const dist = resolve(process.argv[2] ?? join(repo, 'dist'));
 const entry = join(dist, 'agent', 'cli', 'mnn-edge.js');
 const { build } = await loadEsbuild();
@@ -32,7 +67,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  packages: 'external',
+  plugins: [packagePolicy],
   // Stack traces and logs keep our names: only whitespace goes.
   minifyWhitespace: true,
   legalComments: 'none',

@@ -98,7 +98,9 @@ const CXX = /\.(cc|cpp|h|hpp)$/;
 function listCode(dir: string, pattern = CODE): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
-    if (SKIP.has(name) || (dir === ROOT && (TOOLS as readonly string[]).includes(name))) continue;
+    // build-<triple>/ are the cross-builds' trees (engine/build-aarch64-linux-gnu): outputs, like build/.
+    if (SKIP.has(name) || name.startsWith('build-') || name.startsWith('tmp_')) continue;
+    if (dir === ROOT && (TOOLS as readonly string[]).includes(name)) continue;
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...listCode(path, pattern));
     else if (pattern.test(name) && !name.endsWith('.d.ts') && dir !== ROOT) out.push(path);

@@ -2,7 +2,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/log.js';
 import { LogTail } from '../../lib/log-tail.js';
 import type { Db } from '../../lib/sqlite/database.js';
-import { type DocumentKind, deviceTopics } from '../../lib/topics.js';
+import { type DeviceTopics, type DocumentKind, deviceTopics } from '../../lib/topics.js';
 import { TypedEventEmitter } from '../../lib/typed-events.js';
 import type { MqttConfig } from '../config/sections/mqtt.js';
 import { resolveTelemetryConfig, type TelemetryConfigInput } from '../config/sections/telemetry.js';
@@ -20,6 +20,7 @@ import type { BrokerLinkStatus } from './broker-link.js';
 import { registerBuiltinCommands } from './builtin-commands.js';
 import { CommandRegistry } from './commands.js';
 import { HA_STATUS_TOPIC, type HaModelSlot, type HaSlot } from './ha-discovery.js';
+import { PresenceGuard } from './presence-guard.js';
 import { type BoardInfo, encode } from './protocol.js';
 import { type MessageHandler, type SubscriptionQos, SubscriptionRegistry } from './subscriptions.js';
 
@@ -113,6 +114,24 @@ export interface FleetAgent {
 const DEFAULT_MAX_COMMAND_BYTES = 64 * 1024;
 
 /** The agent's parts, built from its dependencies; createFleetAgent ties them to the connection's lifecycle. */
+/** The device's own status topic, read back so a broker that dropped "online" gets it again (presence-guard.ts). */
+function guardPresence(
+  deviceId: string,
+  topics: DeviceTopics,
+  connection: AgentConnection,
+  subscriptions: SubscriptionRegistry,
+  log: Logger,
+): PresenceGuard {
+  const guard = new PresenceGuard({
+    deviceId,
+    publishOnline: () => (connection.connected ? announceOnline(connection, topics) : undefined),
+    readRetained: () => subscriptions.resubscribe([topics.status]),
+    logger: log.child('presence'),
+  });
+  subscriptions.add([topics.status], (_topic, payload, packet) => guard.onStatus(payload, packet), 0);
+  return guard;
+}
+
 function buildParts(deps: FleetAgentDeps) {
   const { config, db, clock, deviceId } = deps;
   // The composition root already gives the module its 'fleet' namespace.
@@ -164,6 +183,7 @@ function buildParts(deps: FleetAgentDeps) {
     subscriptions,
     connection,
     documents: new RetainedDocuments(deviceId, topics, connection, clock),
+    presence: guardPresence(deviceId, topics, connection, subscriptions, log),
     eventPublisher: new EventPublisher(deviceId, topics, connection, clock),
     homeAssistant,
   };
@@ -213,13 +233,19 @@ function serveCommands(deps: FleetAgentDeps, parts: Parts): void {
   });
 }
 
+/** Publishes a fresh retained "online" status; its `ts` identifies it when the broker sends it back. */
+function announceOnline(connection: AgentConnection, topics: DeviceTopics): number {
+  const message = connection.statusMessage('online', true);
+  connection.publishSafe(topics.status, encode('status', message), { qos: 1, retain: true });
+  return message.ts ?? 0;
+}
+
 /** Every (re)connection: presence, the retained documents, what queued up offline, discovery, the outbox. */
 function onConnect(parts: Parts, log: Logger) {
   const { connection, topics } = parts;
   return ({ url, protocolVersion }: { url: string; protocolVersion: 4 | 5 }) => {
     log.info('connected to broker', { url, protocolVersion });
-    const online = encode('status', connection.statusMessage('online', true));
-    connection.publishSafe(topics.status, online, { qos: 1, retain: true });
+    parts.presence.published(announceOnline(connection, topics));
     parts.documents.republishAll();
     parts.eventPublisher.flush();
     parts.homeAssistant.announce();
@@ -253,7 +279,10 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
       if (connection.link) return;
       const link = await connection.open();
       link.events.on('connected', onConnect(parts, deps.logger));
-      link.events.on('disconnected', (e) => events.emit('disconnected', e));
+      link.events.on('disconnected', (e) => {
+        parts.presence.disconnected();
+        events.emit('disconnected', e);
+      });
       link.start();
       parts.attach();
       if (parts.ownsSampling) telemetry?.start();
@@ -261,6 +290,8 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     async stop() {
       if (stopping.signal.aborted) return;
       stopping.abort(new Error('fleet agent stopping'));
+      // Before the clean "offline" goes out: the guard would answer it with "online" again.
+      parts.presence.stop();
       parts.detach();
       if (parts.ownsSampling) telemetry?.stop();
       parts.drainer.stop();
@@ -272,9 +303,8 @@ export function createFleetAgent(deps: FleetAgentDeps): FleetAgent {
     publishEvent: (type, data) => parts.eventPublisher.publish(type, data),
     announceHomeAssistant: () => parts.homeAssistant.announce(),
     refreshPresence: () => {
-      if (!parts.connection.connected) return;
-      const online = encode('status', parts.connection.statusMessage('online', true));
-      parts.connection.publishSafe(parts.topics.status, online, { qos: 1, retain: true });
+      if (parts.connection.connected)
+        parts.presence.published(announceOnline(parts.connection, parts.topics));
     },
   };
 }

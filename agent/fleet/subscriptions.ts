@@ -155,6 +155,17 @@ export class SubscriptionRegistry {
     return new Promise((resolve) => this.#subscribe(client, [...this.#entries.keys()], resolve));
   }
 
+  /**
+   * Subscribes these filters again on the current connection, so the broker re-sends their retained messages
+   * (MQTT 3.1.1 §3.8.4, MQTT 5 with the default Retain Handling). False when there is no connection or a filter
+   * is not registered.
+   */
+  resubscribe(filters: readonly string[]): boolean {
+    if (!this.#client || filters.some((f) => !this.#entries.has(f))) return false;
+    this.#subscribe(this.#client, [...filters]);
+    return true;
+  }
+
   /** Called when the connection is lost: nothing is subscribed until the next `connected`. */
   disconnected(): void {
     this.#client = undefined;

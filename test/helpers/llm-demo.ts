@@ -96,7 +96,9 @@ export async function runLlmDemo(o: LlmDemoOptions): Promise<LlmDemoRun> {
       execFile(
         o.binary,
         [config, promptFile],
-        { timeout: o.timeoutMs ?? 300_000, maxBuffer: 16 << 20, env: o.env ?? process.env },
+        // llm_demo makes its weight cache `tmp_<hash>/` in the working directory: keep it in the scratch dir,
+        // out of the user's checkout.
+        { cwd: dir, timeout: o.timeoutMs ?? 300_000, maxBuffer: 16 << 20, env: o.env ?? process.env },
         (err, out, errOut) => {
           if (err) reject(new Error(`${o.binary} ${config}: ${err.message}\n${errOut.slice(-2000)}`));
           else resolve(out);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { parseConfig } from '../../agent/config/load.js';
+import { buildToolKeys, shippedKeys } from '../../scripts/build-shrinkwrap.js';
 import {
   manifestPath,
   type PackageLock,
@@ -215,4 +216,22 @@ test('the local-broker drop-in points the agent at the mosquitto configuration',
   t.regex(conf, /^acl_file \/etc\/mnn-edge\/mosquitto\.acl$/m);
   // Without it a second QoS 1 acknowledgement in flight waits ~40 ms (docs/FLEET.md).
   t.regex(conf, /^set_tcp_nodelay true$/m);
+});
+
+test('a package bundled into the agent is fetched for the build and shipped (licensed) with its dependencies', (t) => {
+  const withBundle: PackageLock = {
+    lockfileVersion: 3,
+    packages: {
+      ...lock.packages,
+      '': { ...lock.packages[''], devDependencies: { ...lock.packages['']?.devDependencies, sdk: '1' } },
+      'node_modules/sdk': { version: '1.0.0', integrity: 'sha512-s', dev: true, dependencies: { zod: '3' } },
+      'node_modules/zod': { version: '3.0.0', integrity: 'sha512-z', dev: true, license: 'MIT' },
+    },
+  };
+  t.true(buildToolKeys(withBundle, ['sdk']).includes('node_modules/zod'), 'fetched for the bundle step');
+  const shipped = shippedKeys(withBundle, ['sdk']);
+  t.true(shipped.includes('node_modules/sdk') && shipped.includes('node_modules/zod'));
+  t.false(shipped.includes('node_modules/ava'), 'a plain devDependency is not shipped');
+  t.deepEqual(shippedKeys(withBundle, []), productionPackages(withBundle));
+  t.deepEqual(productionPackages(withBundle), productionPackages(lock), 'never installed on the board');
 });

@@ -41,7 +41,8 @@ inherit npm systemd useradd features_check
 REQUIRED_DISTRO_FEATURES = "systemd usrmerge"
 
 # The shrinkwrap holds the production dependencies and the build tools only (TypeScript, esbuild-wasm, the
-# @types packages; marked dev, fetched because of dev=1 above); the image gets the production dependencies.
+# @types packages, and the packages bundled into the agent by do_compile_ts: package.json `bundledIntoAgent`;
+# marked dev, fetched because of dev=1 above); the image gets the production dependencies and the bundle.
 NPM_INSTALL_DEV = "0"
 
 # npm.bbclass packs ${S} as the main package, and its tar exclude ("./node-modules") misses the node_modules
