@@ -24,13 +24,15 @@ export const OVERLAY_KEYS: readonly OverlayKey[] = [
   { key: 'voice.maxHistoryMessages', apply: 'live' },
   { key: 'voice.wake.keywords', apply: 'live' },
   { key: 'voice.wake', apply: 'restart' },
-  // voice.tools.mcp holds tokens: it is changed in the file only, like every secret.
   { key: 'voice.tools.enabled', apply: 'live' },
   { key: 'voice.tools.builtins', apply: 'live' },
   { key: 'voice.tools.allowRemoteActs', apply: 'live' },
   { key: 'voice.tools.timezone', apply: 'live' },
   { key: 'voice.tools.maxTimers', apply: 'live' },
   { key: 'voice.tools.limits', apply: 'live' },
+  // MCP servers hold tokens: written masked from the Settings page (a "***" sent back keeps the stored token,
+  // restoreMaskedSecrets), never read back; the servers are connected at the next start.
+  { key: 'voice.tools.mcp', apply: 'restart' },
   { key: 'voice.enabled', apply: 'restart' },
   { key: 'vision.maxNewTokens', apply: 'live' },
   { key: 'vision.watch.prompt', apply: 'live' },

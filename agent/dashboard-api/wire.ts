@@ -28,3 +28,50 @@ export type {
   TelemetryPoint,
   WorkloadStatus,
 } from './ports.js';
+
+// The acting assistant's typed conversation (POST /api/assistant/chat) and its timers (/api/assistant/timers).
+// The agent answers the chat as NDJSON: one AssistantChatEvent per line, ending with `done` or `error`.
+// Written here first, as the contract the dashboard's Chat page and the assistant's routes both keep; when the
+// routes define these shapes where they build them, this block becomes re-exports of those.
+
+export interface AssistantChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface AssistantChatRequest {
+  messages: AssistantChatMessage[];
+  /** Images for a vision model, as `data:image/...;base64,` URLs. */
+  images?: string[];
+  /** Keeps the agent's conversation (and its KV cache) across requests from the same page. */
+  conversationId?: string;
+}
+
+export type AssistantChatEvent =
+  | { type: 'text'; text: string }
+  | { type: 'tool_call'; id: string; name: string; arguments: Record<string, unknown> }
+  | { type: 'tool_result'; id: string; ok: boolean; content: string; ms: number }
+  | {
+      type: 'done';
+      finishReason: string;
+      usage: { promptTokens?: number; completionTokens?: number; [k: string]: number | undefined };
+    }
+  | { type: 'error'; message: string };
+
+/** One tool call of a turn as the Voice page's turn details show it (arguments, outcome, time taken). */
+export interface AssistantToolCallView {
+  name: string;
+  arguments: Record<string, unknown>;
+  ok: boolean;
+  content: string;
+  ms: number;
+}
+
+/** An active timer (GET /api/assistant/timers); cancelled with DELETE /api/assistant/timers/:id. */
+export interface AssistantTimerView {
+  id: string;
+  label: string;
+  /** When it rings, epoch ms. */
+  dueAt: number;
+  createdAt: number;
+}

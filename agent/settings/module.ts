@@ -135,10 +135,12 @@ function registerRoutes(ctx: AgentContext, service: SettingsService): Array<() =
 }
 
 /** A change's old and new values are masked by the key they belong to (the entry's own `key` field is a path,
- *  not a secret). */
+ *  not a secret), and inside a list that is one leaf (voice.tools.mcp's tokens) by the keys of its items. */
 function redactEntry<T extends { changes: readonly LeafChange[]; overlay: unknown }>(e: T): T {
   const changes = e.changes.map((c) =>
-    isSecretKey(c.key) ? { ...c, old: redactLeaf(c.old), new: redactLeaf(c.new) } : c,
+    isSecretKey(c.key)
+      ? { ...c, old: redactLeaf(c.old), new: redactLeaf(c.new) }
+      : { ...c, old: redactConfig(c.old), new: redactConfig(c.new) },
   );
   return { ...e, changes, overlay: redactConfig(e.overlay) };
 }

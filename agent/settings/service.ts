@@ -2,6 +2,7 @@ import { MnnEdgeError } from '../../lib/errors.js';
 import { type ConfigInputs, composeConfig } from '../config/load.js';
 import { applyModes, assertOverlayKeys } from '../config/overlay-keys.js';
 import type { HistoryEntry } from '../config/overlay-store.js';
+import { restoreMaskedSecrets } from '../config/redact.js';
 import type { AgentConfig } from '../config/schema.js';
 import { type SlotsConfig, slotSpecsFromConfig } from '../config/sections/slots.js';
 import {
@@ -146,8 +147,9 @@ export class SettingsService {
         'A settings change is a JSON object (a merge patch of the configuration)',
       );
     assertOverlayKeys(request.patch, this.#inputs.source);
+    const patch = restoreMaskedSecrets(request.patch, this.#config) as JsonObject;
     const nextOverlay = pruneEmpty(
-      mergePatch(current.overlay, slotPatch(current.overlay, request.patch)),
+      mergePatch(current.overlay, slotPatch(current.overlay, patch)),
     ) as JsonObject;
     const prev = this.#config;
     // The same schema and messages as the file; then the rules across slots (voice.tts or voice.omni).

@@ -1,3 +1,4 @@
+import { chatPage } from './pages/chat.js';
 import { loginPage } from './pages/login.js';
 import { logsPage } from './pages/logs.js';
 import { modelsPage } from './pages/models.js';
@@ -18,6 +19,7 @@ const ROUTES: Array<{ route: string; title: string; page: Page }> = [
   { route: 'overview', title: 'Overview', page: overviewPage },
   { route: 'models', title: 'Models & placement', page: modelsPage },
   { route: 'telemetry', title: 'Telemetry', page: telemetryPage },
+  { route: 'chat', title: 'Chat', page: chatPage },
   { route: 'voice', title: 'Voice', page: voicePage },
   { route: 'vision', title: 'Vision', page: visionPage },
   { route: 'settings', title: 'Settings', page: settingsPage },

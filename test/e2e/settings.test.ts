@@ -6,7 +6,7 @@
 // after a restart with a memory budget that has no room left, "Use for vision.vlm" is the planner's refusal,
 // with everything as it was; a damaged run-time settings file is shown on Overview, Settings and Models.
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -20,7 +20,7 @@ import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { mediaFixturesDir, modelFixturesDir, repoRoot } from '../helpers/paths.js';
-import { spawnAgentRun } from '../helpers/run-agent.js';
+import { type AgentDaemon, startAgentDaemon } from '../helpers/run-agent.js';
 import { until } from '../helpers/until.js';
 import { buildDashboard, launchChromium, login, screenshot } from './harness.js';
 
@@ -32,12 +32,7 @@ interface Body {
   placement: { budget: { ramBytes: number; plannedBytes: number; budgetBytes: number } };
 }
 
-interface Daemon {
-  url: string;
-  token: string;
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }>;
-  stop(): Promise<void>;
-}
+type Daemon = AgentDaemon<Body>;
 
 // Module state, not t.context: the daemon is replaced (restarted) by one test and used by the next.
 const run = {} as {
@@ -50,42 +45,8 @@ const run = {} as {
 };
 const test = anyTest;
 
-async function startDaemon(dataDir: string, config: Record<string, unknown>): Promise<Daemon> {
-  const child = spawnAgentRun(dataDir, { config });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise((r) => child.once('exit', r));
-  // The settings module starts after the dashboard: then /api/config answers.
-  const ready = () => out.includes('"msg":"module started","module":"settings"');
-  for (let i = 0; i < 2400 && !ready(); i++) {
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const port = /"msg":"(?:serving|listening)".*?"port":(\d+)/.exec(out)?.[1];
-  if (!port || !ready()) {
-    child.kill('SIGKILL');
-    throw new Error(`the daemon did not start:\n${out}`);
-  }
-  const url = `http://127.0.0.1:${port}`;
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  return {
-    url,
-    token,
-    async call(method, path, body) {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      return { status: res.status, body: (await res.json()) as Body };
-    },
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
+const startDaemon = (dataDir: string, config: Record<string, unknown>) =>
+  startAgentDaemon<Body>(dataDir, config);
 
 async function slotPhase(d: Daemon, slot: string): Promise<string | undefined> {
   const p = await d.call('GET', '/api/placement');

@@ -1,5 +1,6 @@
 import type { ApiError } from '../ui/api.js';
 import { card, h, notice, table, tagged } from '../ui/dom.js';
+import { MCP_KEY, serversChange } from '../ui/mcp-servers.js';
 import type { Page, PageContext } from '../ui/page.js';
 import {
   ACCESS_TEXT,
@@ -12,9 +13,11 @@ import {
   SOURCE_TEXT,
   setPath,
   shortValue,
+  TOOLS_GROUP,
   visibleFields,
 } from '../ui/settings-fields.js';
 import { settingsProblemNotice } from '../ui/settings-problem.js';
+import { mcpServersEditor } from './settings-mcp.js';
 import { errorNotice } from './slot-assign.js';
 
 // What is safe to change while the agent runs (voice, vision watch, telemetry intervals, Wyoming, tags), each
@@ -173,6 +176,41 @@ function allKeys(view: ConfigView): HTMLElement {
   );
 }
 
+/** The merge patch for what the form holds now (the fields and the MCP server list), or every problem in it. */
+function formChange(
+  fields: readonly FieldDef[],
+  keys: readonly KeyRow[],
+  inputs: ReadonlyMap<string, Input>,
+  mcp: { editor: ReturnType<typeof mcpServersEditor>; row: KeyRow } | undefined,
+): { patch: Record<string, unknown>; changed: string[] } | { errors: string[] } {
+  const entered = new Map<string, string | boolean>(
+    [...inputs].map(([k, el]) => [
+      k,
+      el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value,
+    ]),
+  );
+  const built = buildPatch(fields, keys, entered);
+  const servers = mcp ? serversChange(mcp.row.value, mcp.editor.rows()) : { changed: false as const };
+  if ('errors' in built || 'errors' in servers)
+    return {
+      errors: [...('errors' in built ? built.errors : []), ...('errors' in servers ? servers.errors : [])],
+    };
+  if (servers.changed) {
+    setPath(built.patch, MCP_KEY, servers.value);
+    built.changed.push(MCP_KEY);
+  }
+  return built;
+}
+
+/** The assistant's MCP servers: a list edited by its own part of the form, placed in the tools' group. */
+function mcpEditorIn(groups: HTMLFieldSetElement[], row: KeyRow): ReturnType<typeof mcpServersEditor> {
+  const editor = mcpServersEditor(row);
+  const group = groups.find((g) => g.querySelector('legend')?.textContent === TOOLS_GROUP);
+  if (group) group.append(editor.element);
+  else groups.push(h('fieldset', {}, h('legend', {}, TOOLS_GROUP), editor.element));
+  return editor;
+}
+
 async function load(ctx: PageContext): Promise<{ view: ConfigView; history: HistoryView }> {
   const [view, history] = await Promise.all([
     ctx.api.get<ConfigView>('/api/config'),
@@ -222,17 +260,18 @@ export const settingsPage: Page = async (ctx) => {
           }),
       ),
     );
+    const mcpRow = rows.get(MCP_KEY);
+    const mcp = mcpRow ? mcpEditorIn(groups, mcpRow) : undefined;
     const save = h('button', { type: 'submit', 'data-testid': 'settings-save' }, 'Save');
     const form = h('form', { class: 'settings' }, ...groups, h('p', { class: 'toolbar' }, save));
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      const entered = new Map<string, string | boolean>(
-        [...inputs].map(([k, el]) => [
-          k,
-          el instanceof HTMLInputElement && el.type === 'checkbox' ? el.checked : el.value,
-        ]),
+      const built = formChange(
+        fields,
+        view.keys,
+        inputs,
+        mcp && mcpRow ? { editor: mcp, row: mcpRow } : undefined,
       );
-      const built = buildPatch(fields, view.keys, entered);
       if ('errors' in built) {
         result.replaceChildren(
           tagged(

@@ -1,4 +1,6 @@
+import type { AssistantToolCallView } from '../../../agent/dashboard-api/wire.js';
 import { card, h } from '../ui/dom.js';
+import { toolCallView } from '../ui/tool-call.js';
 import type { TurnMetricsView } from '../voice/protocol.js';
 import type { Limits } from './workloads.js';
 
@@ -146,6 +148,22 @@ export function conversationView(ui: VoiceControls) {
 }
 
 export type ConversationView = ReturnType<typeof conversationView>;
+
+/** A turn's tool calls under its reply, each collapsed to one line that opens to its arguments and result. */
+export function toolCallsView(calls: readonly AssistantToolCallView[]): HTMLElement | null {
+  if (calls.length === 0) return null;
+  return h(
+    'div',
+    { class: 'tool-calls', 'data-testid': 'turn-tool-calls' },
+    ...calls.map((c) =>
+      toolCallView({
+        name: c.name,
+        arguments: c.arguments,
+        result: { ok: c.ok, content: c.content, ms: c.ms },
+      }),
+    ),
+  );
+}
 
 /** The agent's live sessions, shared by dashboard sockets and Wyoming flows: how many, and who holds them. */
 export function liveSessions(limits: Limits): HTMLElement {

@@ -12,6 +12,7 @@ import {
   type ConversationView,
   conversationView,
   liveSessions,
+  toolCallsView,
   type VoiceControls,
   voiceControls,
 } from './voice-view.js';
@@ -59,6 +60,8 @@ function showServerEvent(msg: ServerEvent, c: EventContext): void {
       if (msg.transcript !== undefined && !t.you.textContent) t.you.textContent = msg.transcript;
       else if (msg.transcript === undefined) t.row.classList.add('said');
       if (!t.reply.textContent) t.reply.textContent = msg.reply;
+      const tools = toolCallsView(msg.toolCalls ?? []);
+      if (tools) t.row.append(tools);
       if (msg.error) t.row.append(h('p', { class: 'form-error' }, msg.error));
       c.view.addLatency(msg.turn, msg.status, msg.metrics);
       c.ui.state.textContent = c.mode === 'vad' ? 'Listening (hands-free).' : 'Ready: hold to talk.';

@@ -26,6 +26,8 @@ export interface Api {
   send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T>;
   /** A merge patch guarded by the revision it was made against (If-Match): a 409 when someone changed it first. */
   patch<T>(path: string, body: unknown, revision: number): Promise<T>;
+  /** A POST whose answer is read as a stream (NDJSON): the Response once its status is OK, else an ApiError. */
+  stream(path: string, body: unknown, signal: AbortSignal): Promise<Response>;
   /** ws:// or wss:// URL of a path on this origin. */
   wsUrl(path: string): string;
 }
@@ -51,11 +53,13 @@ async function parse<T>(res: Response): Promise<T> {
 }
 
 export function createApi(onUnauthorized: () => void): Api {
-  const call = async <T>(init: RequestInit & { path: string }): Promise<T> => {
+  const open = async (init: RequestInit & { path: string }): Promise<Response> => {
     let res: Response;
     try {
       res = await fetch(init.path, { ...init, credentials: 'same-origin' });
-    } catch {
+    } catch (err) {
+      // A stream the user stopped is not the agent being away.
+      if (init.signal?.aborted) throw err;
       throw new ApiError(
         0,
         'unreachable',
@@ -63,8 +67,9 @@ export function createApi(onUnauthorized: () => void): Api {
       );
     }
     if (res.status === 401 && init.path !== '/api/login') onUnauthorized();
-    return parse<T>(res);
+    return res;
   };
+  const call = async <T>(init: RequestInit & { path: string }): Promise<T> => parse<T>(await open(init));
   return {
     get: (path) => call({ path, method: 'GET' }),
     send: (method, path, body) =>
@@ -82,6 +87,17 @@ export function createApi(onUnauthorized: () => void): Api {
         body: JSON.stringify(body),
         headers: { 'Content-Type': 'application/json', 'If-Match': `"${revision}"` },
       }),
+    stream: async (path, body, signal) => {
+      const res = await open({
+        path,
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'Content-Type': 'application/json', Accept: 'application/x-ndjson' },
+        signal,
+      });
+      if (!res.ok) await parse(res);
+      return res;
+    },
     wsUrl: (path) => `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${path}`,
   };
 }

@@ -32,6 +32,10 @@ export interface FieldDef {
   when?: string;
 }
 
+/** The assistant's tools group, and the key whose presence says this agent has them. */
+export const TOOLS_GROUP = 'Assistant tools';
+export const TOOLS_PRESENT = 'voice.tools.limits.maxRounds';
+
 export const SETTINGS_FIELDS: readonly FieldDef[] = [
   { group: 'Voice', key: 'voice.systemPrompt', label: 'System prompt', type: 'textarea' },
   {
@@ -50,6 +54,39 @@ export const SETTINGS_FIELDS: readonly FieldDef[] = [
     type: 'bool',
     when: 'slots.voice.wake.model',
   },
+  // The acting assistant's tools (voice.tools): shown where the agent has them. Its MCP servers (a list with
+  // write-only tokens) are edited by their own part of the form (ui/mcp-servers.ts), not by a field here.
+  ...(
+    [
+      ['builtins.time', 'Time and date', 'bool', undefined],
+      ['builtins.timers', 'Timers', 'bool', undefined],
+      ['builtins.camera', 'What the camera sees', 'bool', undefined],
+      [
+        'builtins.announce',
+        'Announce on the speaker',
+        'bool',
+        'acts on the board: for remote callers only when enabled',
+      ],
+      ['limits.maxRounds', 'Tool rounds per answer', 'int', undefined],
+      ['limits.callTimeoutMs', 'Time for one call (ms)', 'int', undefined],
+      ['limits.turnBudgetMs', 'Time for all rounds of an answer (ms)', 'int', undefined],
+      [
+        'limits.maxResultBytes',
+        'Largest tool result (bytes)',
+        'int',
+        'a longer result is cut before the model reads it',
+      ],
+    ] as const
+  ).map(
+    ([k, label, type, hint]): FieldDef => ({
+      group: TOOLS_GROUP,
+      key: `voice.tools.${k}`,
+      label,
+      type,
+      when: TOOLS_PRESENT,
+      ...(hint ? { hint } : {}),
+    }),
+  ),
   { group: 'Vision', key: 'vision.watch.prompt', label: 'Watch prompt', type: 'textarea' },
   { group: 'Vision', key: 'vision.watch.intervalS', label: 'Watch interval (s)', type: 'number' },
   { group: 'Vision', key: 'vision.watch.onSceneChange', label: 'Only on scene change', type: 'bool' },

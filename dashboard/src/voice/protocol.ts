@@ -3,6 +3,8 @@
 // here only. Audio goes up as binary frames of 16 kHz mono s16le; control and events are JSON text frames;
 // reply audio comes down as binary s16le frames at the rate announced by the preceding `audio` event.
 
+import type { AssistantToolCallView } from '../../../agent/dashboard-api/wire.js';
+
 export type VoiceMode = 'push-to-talk' | 'vad';
 
 export interface TurnMetricsView {
@@ -43,6 +45,8 @@ export type ServerEvent =
       /** `backend-lost`: the reply's engine host died mid-answer; `error` says why. */
       finishReason?: string;
       error?: string;
+      /** The tools the assistant called in this turn, in order (absent from an agent without tools). */
+      toolCalls?: AssistantToolCallView[];
     }
   | { type: 'error'; code?: string; message: string };
 
