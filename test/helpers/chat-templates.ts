@@ -2,7 +2,7 @@
 // MNN's export carries them: the Jinja text with the tokenizer's bos and eos.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ModelChatTemplate } from '../../agent/workloads/tools/template/model-template.js';
+import type { ModelChatTemplate } from '../../agent/workloads/shared/template/model-template.js';
 import { repoRoot } from './paths.js';
 
 export const FAMILY_TEMPLATES = {

@@ -49,7 +49,7 @@ test('the assistant tools group shows only on an agent that has voice.tools, and
     ]),
   );
   t.deepEqual(built, {
-    patch: { voice: { tools: { builtins: { announce: true }, callTimeoutMs: 5000 } } },
+    patch: { voice: { tools: { builtins: { announce: true }, limits: { callTimeoutMs: 5000 } } } },
     changed: ['voice.tools.builtins.announce', 'voice.tools.limits.callTimeoutMs'],
   });
 });

@@ -4,9 +4,12 @@ import {
   type ToolFormatKind,
   toolFormatKind,
   toolSupport,
-} from '../../agent/workloads/tools/template/format.js';
-import { alnum9, renderChatPrompt } from '../../agent/workloads/tools/template/render.js';
-import { parseToolAnswer, ToolCallStreamParser } from '../../agent/workloads/tools/template/stream-parser.js';
+} from '../../agent/workloads/shared/template/format.js';
+import { alnum9, renderChatPrompt } from '../../agent/workloads/shared/template/render.js';
+import {
+  parseToolAnswer,
+  ToolCallStreamParser,
+} from '../../agent/workloads/shared/template/stream-parser.js';
 import { type Family, familyTemplate } from '../helpers/chat-templates.js';
 
 const TOOLS: ToolSpec[] = [

@@ -2,8 +2,8 @@
 // assistant messages (`tool_calls`, arguments as a JSON string on OpenAI's wire) and `tool` messages answering
 // them by `tool_call_id`. Errors name the parameter as OpenAI's do.
 import type { ToolCall, ToolChoice, ToolSpec } from '../shared/chat-model.js';
-import { DEFAULT_TOOL_CALL_LIMITS } from '../tools/template/parse-calls.js';
-import { readToolSpecs } from '../tools/template/tool-specs.js';
+import { DEFAULT_TOOL_CALL_LIMITS } from '../shared/template/parse-calls.js';
+import { readToolSpecs } from '../shared/template/tool-specs.js';
 import { invalidRequest } from './errors.js';
 
 export interface ToolRequest {

@@ -8,8 +8,8 @@ import type {
   ChatStream,
   ModelCapabilities,
 } from '../shared/chat-model.js';
-import type { ModelChatTemplate } from '../tools/template/model-template.js';
-import { needsToolTurn, type ToolTurn, toolTurn } from '../tools/template/tool-turn.js';
+import type { ModelChatTemplate } from '../shared/template/model-template.js';
+import { needsToolTurn, type ToolTurn, toolTurn } from '../shared/template/tool-turn.js';
 
 // The workloads' ChatModel port over a runtime slot: voice, vision and the OpenAI API call the slot, and the
 // runtime decides which engine host serves it (and swaps or falls back underneath without them noticing).

@@ -9,7 +9,7 @@ import type { Runtime, SlotInfo } from '../../runtime/runtime.js';
 import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from '../audio/vad.js';
 import type { ChatModel, ModelCapabilities } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
-import { readModelTemplate } from '../tools/template/model-template.js';
+import { readModelTemplate } from '../shared/template/model-template.js';
 import { type PackageDirOf, type WakeModelInfo, wakeModelInfo, wakeTensorModel } from '../wake/model.js';
 import type { WakeTensorModel } from '../wake/stream.js';
 import { runtimeChatModel } from './runtime-chat-model.js';

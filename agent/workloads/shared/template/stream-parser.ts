@@ -3,7 +3,7 @@
 // next piece decides, so no markup ever reaches the user's text. A call is handed on once its markup closed
 // and it passed its checks (parse-calls.ts): a client never receives a call that then turns out malformed.
 // Markup that cannot be read goes back into the text, with the reason in `errors`; nothing here throws.
-import type { ToolCall, ToolCallDelta, ToolSpec } from '../../shared/chat-model.js';
+import type { ToolCall, ToolCallDelta, ToolSpec } from '../chat-model.js';
 import type { ToolFormat } from './format.js';
 import { newToolCallId } from './ids.js';
 import {

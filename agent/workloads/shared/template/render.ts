@@ -7,8 +7,8 @@
 import { createHash } from 'node:crypto';
 import { Template } from '@huggingface/jinja';
 import { errorMessage } from '../../../../lib/errors.js';
-import type { ChatMessage, ToolSpec } from '../../shared/chat-model.js';
-import { WorkloadError } from '../../shared/errors.js';
+import type { ChatMessage, ToolSpec } from '../chat-model.js';
+import { WorkloadError } from '../errors.js';
 import type { ModelChatTemplate } from './model-template.js';
 
 /** A message the way HF templates read it: tool calls with `arguments` as an object (not a JSON string). */

@@ -1,6 +1,6 @@
 // The checks a request's tool list passes before anything is rendered, shared by the APIs that take tools
 // (OpenAI, Ollama): each problem names the parameter the way the API's errors do (`tools[2].function.name`).
-import type { ToolSpec } from '../../shared/chat-model.js';
+import type { ToolSpec } from '../chat-model.js';
 
 export interface ToolSpecProblem {
   /** The offending parameter under `tools`, e.g. `tools[1].function.parameters`. */

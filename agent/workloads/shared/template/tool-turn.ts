@@ -2,8 +2,8 @@
 // model's own template (tools, earlier calls, their results), and the answer's pieces split into the user's
 // text and the calls. A request without tools (and no calls in its history) takes no part of this: MNN renders
 // its template as it always did, so nothing changes for the voice loop's plain turns.
-import type { ChatRequest, ChatResult, ToolCall, ToolSpec } from '../../shared/chat-model.js';
-import { WorkloadError } from '../../shared/errors.js';
+import type { ChatRequest, ChatResult, ToolCall, ToolSpec } from '../chat-model.js';
+import { WorkloadError } from '../errors.js';
 import { toolSupport } from './format.js';
 import type { ModelChatTemplate } from './model-template.js';
 import { DEFAULT_TOOL_CALL_LIMITS, type ToolCallLimits } from './parse-calls.js';

@@ -1,7 +1,7 @@
 // The calls in one piece of tool markup, per syntax (format.ts), and the checks every call passes before it is
 // handed on: a tool the request offered, arguments that are a JSON object within the size and depth limits.
 // Nothing here throws: what cannot be read is an error string, and the caller keeps the markup as text.
-import type { ToolCall, ToolSpec } from '../../shared/chat-model.js';
+import type { ToolCall, ToolSpec } from '../chat-model.js';
 
 export interface ToolCallLimits {
   /** Bytes of one call's arguments, as JSON. */
