@@ -7,51 +7,20 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { invalidParameter } from '../../../../lib/errors.js';
 import type { Logger } from '../../../../lib/log.js';
 import type { ToolCallContext, ToolDefinition, ToolOutcome, ToolSource } from '../types.js';
 import { boundedFetch, ResponseTooLarge } from './bounded-fetch.js';
+import {
+  checkSettings,
+  type McpServerSettings,
+  type McpSourceLimits,
+  mcpSourceDefaults,
+} from './client-settings.js';
 import { describeFailure, dropsConnection } from './failures.js';
 import { type McpCallResultShape, type McpToolShape, mapTools, outcomeOf } from './results.js';
+import { abortable, withBudget } from './waits.js';
 
-/** One entry of `voice.tools.mcp`. */
-export interface McpServerSettings {
-  name: string;
-  url: string;
-  token?: string | undefined;
-}
-
-export interface McpSourceLimits {
-  /** Connecting (initialize + the first tool list). */
-  connectTimeoutMs: number;
-  /** One tool call, from request to answer. */
-  callTimeoutMs: number;
-  /** Characters of a result the model reads; the rest is cut with a note. */
-  maxResultChars: number;
-  /** Bytes of one HTTP answer read at all. */
-  maxResponseBytes: number;
-  /** Re-list the tools this often while connected (0: only on the server's notification). */
-  refreshIntervalMs: number;
-  /** Backoff after a failed connection: the first wait, doubled per failure up to the last. */
-  retryMinMs: number;
-  retryMaxMs: number;
-  maxTools: number;
-  maxDescriptionChars: number;
-  maxSchemaChars: number;
-}
-
-export const mcpSourceDefaults: McpSourceLimits = {
-  connectTimeoutMs: 10_000,
-  callTimeoutMs: 30_000,
-  maxResultChars: 16_000,
-  maxResponseBytes: 4 * 1024 * 1024,
-  refreshIntervalMs: 300_000,
-  retryMinMs: 1_000,
-  retryMaxMs: 60_000,
-  maxTools: 64,
-  maxDescriptionChars: 1_024,
-  maxSchemaChars: 16_384,
-};
+export { type McpServerSettings, type McpSourceLimits, mcpSourceDefaults } from './client-settings.js';
 
 export type McpSourceState = 'connecting' | 'connected' | 'down' | 'closed';
 
@@ -85,26 +54,6 @@ export interface McpSourceDeps {
 interface Session {
   client: Client;
   transport: StreamableHTTPClientTransport;
-}
-
-function checkSettings(s: McpServerSettings): URL {
-  if (typeof s.name !== 'string' || s.name.trim().length === 0)
-    throw invalidParameter('voice.tools.mcp[].name', 'a non-empty name', s.name);
-  let url: URL;
-  try {
-    url = new URL(s.url);
-  } catch {
-    throw invalidParameter(`voice.tools.mcp[${s.name}].url`, 'an http:// or https:// URL', s.url);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw invalidParameter(`voice.tools.mcp[${s.name}].url`, 'an http:// or https:// URL', s.url);
-  return url;
-}
-
-/** Both the caller's signal (the turn) and our own budget, whichever ends first. */
-function withBudget(signal: AbortSignal | undefined, ms: number): AbortSignal {
-  const budget = AbortSignal.timeout(ms);
-  return signal ? AbortSignal.any([signal, budget]) : budget;
 }
 
 class McpClientSource implements McpToolSource {
@@ -384,26 +333,6 @@ class McpClientSource implements McpToolSource {
     this.#retryTimer = setTimeout(() => void this.#connect().catch(() => undefined), delay);
     this.#retryTimer.unref();
   }
-}
-
-/** The promise, or the signal's reason when it aborts first (the promise itself goes on). */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /**
