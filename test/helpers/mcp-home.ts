@@ -41,8 +41,8 @@ export interface McpHome {
   calls: Array<{ tool: string; args: Record<string, unknown> }>;
   /** Calls of HassHang waiting now (they end when cancelled or the home closes). */
   readonly hanging: number;
-  /** Offers one more tool and tells every session its tool list changed. */
-  addTool(name: string, description: string): Promise<void>;
+  /** Offers one more tool and (unless `notify` is false) tells every session its tool list changed. */
+  addTool(name: string, description: string, options?: { notify?: boolean }): Promise<void>;
   /** Stops at once: open connections are cut, in-flight calls die with them. */
   close(): Promise<void>;
 }
@@ -196,9 +196,9 @@ export async function startMcpHome(options: McpHomeOptions = {}): Promise<McpHom
     get hanging() {
       return hangs.size;
     },
-    async addTool(name, description) {
+    async addTool(name, description, { notify = true } = {}) {
       tools.push({ name, description, inputSchema: { type: 'object', properties: {} } });
-      await Promise.all([...sessions.values()].map((s) => s.server.sendToolListChanged()));
+      if (notify) await Promise.all([...sessions.values()].map((s) => s.server.sendToolListChanged()));
     },
     async close() {
       http.closeAllConnections();

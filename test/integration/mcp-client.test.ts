@@ -199,6 +199,20 @@ test('tools/list_changed from the server refreshes the list', async (t) => {
   t.true(changes.at(-1)?.includes('HassStartTimer'));
 });
 
+test('a server that changes its tools without saying so is re-listed every refreshIntervalMs', async (t) => {
+  const home = await startMcpHome();
+  t.teardown(() => home.close());
+  const source = createMcpToolSource(
+    { name: 'home', url: home.url, token: home.token },
+    { ...fast, refreshIntervalMs: 100 },
+  );
+  t.teardown(() => source.close());
+  await source.list();
+  await home.addTool('HassCancelTimer', 'Cancels a timer', { notify: false });
+  await until(async () => (await source.list()).some((x) => x.name === 'HassCancelTimer'), 'the refresh');
+  t.is(source.status().state, 'connected');
+});
+
 test('settings that can never work are refused by name', (t) => {
   t.throws(() => createMcpToolSource({ name: '', url: 'http://x/api/mcp' }), {
     message: /voice\.tools\.mcp\[\]\.name/,

@@ -5,7 +5,10 @@
 // while it is down (listing never throws), a call answers `ok: false` with the server's name and what happened,
 // and the connection is tried again with exponential backoff in the background.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../../../../lib/log.js';
 import type { ToolCallContext, ToolDefinition, ToolOutcome, ToolSource } from '../types.js';
@@ -239,11 +242,13 @@ class McpClientSource implements McpToolSource {
       if (this.#session === session) this.#dropped(session, 'the connection closed');
     };
     // The notification stream breaking (the server went away, or restarted and forgot us) is the first sign
-    // of a dead session between turns: drop it now, so the next turn meets a fresh one or a clear "down".
+    // of a dead session between turns: drop it now, so the next turn meets a fresh one or a clear "down". A
+    // server that merely refuses the stream with some other status (400, 500) still answers POSTs: keep it.
     client.onerror = (err) => {
       if (this.#session !== session) return;
       const f = describeFailure(err, this.#limits.connectTimeoutMs);
-      if (dropsConnection(f.kind)) this.#dropped(session, f.text);
+      const refusedStream = err instanceof StreamableHTTPError && f.kind === 'transport';
+      if (dropsConnection(f.kind) && !refusedStream) this.#dropped(session, f.text);
     };
     const budget = withBudget(undefined, this.#limits.connectTimeoutMs);
     try {
