@@ -154,7 +154,10 @@ test('a server down at start: the turn goes on without it, and its tools arrive 
 
 test('a server dying mid-call is reported; after its restart the forgotten session is replaced', async (t) => {
   const first = await startMcpHome({ token: 'tok' });
-  const source = createMcpToolSource({ name: 'home', url: first.url, token: 'tok' }, fast);
+  const counts: number[] = [];
+  const source = createMcpToolSource({ name: 'home', url: first.url, token: 'tok' }, fast, {
+    onToolsChanged: (tools) => counts.push(tools.length),
+  });
   t.teardown(() => source.close());
   await source.list();
 
@@ -164,6 +167,9 @@ test('a server dying mid-call is reported; after its restart the forgotten sessi
   const died = await pending;
   t.false(died.ok);
   t.regex(died.content, /^MCP server "home" \(tool HassHang\): /);
+  // Its tools went with it, and the listener heard so.
+  t.deepEqual(await source.list(), []);
+  t.deepEqual(counts.slice(0, 2), [6, 0]);
 
   // Back on the same port with no memory of the old session: the source connects again on its own.
   const second = await startMcpHome({ port: first.port, token: 'tok' });

@@ -327,7 +327,9 @@ class McpClientSource implements McpToolSource {
 
   #failed(why: string): void {
     if (this.#state === 'closed') return;
+    const had = this.#tools.length > 0;
     this.#tools = [];
+    if (had) this.#deps.onToolsChanged?.([]);
     this.#state = 'down';
     this.#lastError = why;
     this.#failures++;
