@@ -3,14 +3,14 @@
 // what it needs (a camera, a speaker, a status source); a call that cannot be answered now says why. Announce
 // acts on the board, so it is marked `acts` and the server leaves it out for remote clients unless enabled.
 import { errorMessage } from '../../../lib/errors.js';
-import type { RgbFrame } from '../vision/image.js';
 import type { ToolCallContext, ToolDefinition, ToolOutcome, ToolSource } from './types.js';
 
-export interface BoardToolsDeps {
+/** `F` is the camera's frame as the vision slot takes it (an RGB frame): the tools only pass it along. */
+export interface BoardToolsDeps<F> {
   /** A frame from the board's camera now; undefined: no camera configured (the camera tools are absent). */
-  frame?: ((signal: AbortSignal) => Promise<RgbFrame>) | undefined;
+  frame?: ((signal: AbortSignal) => Promise<F>) | undefined;
   /** The vision slot's answer to a question about a frame. */
-  ask: (frame: RgbFrame, question: string, signal: AbortSignal) => Promise<string>;
+  ask: (frame: F, question: string, signal: AbortSignal) => Promise<string>;
   /** Why the vision slot cannot answer now (no model, vision disabled), or undefined when it can. */
   visionMissing: () => string | undefined;
   /** Speaks a sentence on the board's speaker; undefined: the board has none configured. */
@@ -41,7 +41,7 @@ function textParam(name: string, description: string): Record<string, unknown> {
 
 const NO_ARGS = { type: 'object', properties: {}, additionalProperties: false };
 
-function definitions(deps: BoardToolsDeps): ToolDefinition[] {
+function definitions<F>(deps: BoardToolsDeps<F>): ToolDefinition[] {
   const out: ToolDefinition[] = [];
   if (deps.frame) {
     out.push(
@@ -88,13 +88,13 @@ function textArg(args: Record<string, unknown>, name: string, max: number): stri
   return v.trim();
 }
 
-export function createBoardTools(deps: BoardToolsDeps): ToolSource {
+export function createBoardTools<F>(deps: BoardToolsDeps<F>): ToolSource {
   const maxText = deps.maxTextChars ?? 500;
 
   const look = async (question: string, signal: AbortSignal): Promise<ToolOutcome> => {
     const missing = deps.visionMissing();
     if (missing) return failed(`The camera cannot be asked now: ${missing}`);
-    let frame: RgbFrame;
+    let frame: F;
     try {
       frame = await deps.frame!(signal);
     } catch (err) {
