@@ -33,6 +33,7 @@ import { checkSlots } from './settings/slot-check.js';
 import { slotChoiceSource } from './settings/slot-select.js';
 import { createTelemetryModule, type TelemetryModule } from './telemetry/module.js';
 import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
+import { boardStatusOf } from './workloads/tools/board-status.js';
 import { wyomingMdnsServices } from './workloads/wyoming/start.js';
 
 export { CAPABILITIES_CACHE_FILE, loadCapabilities } from './detect/module.js';
@@ -365,6 +366,14 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     publishEvent,
     commands,
     agentVersion: options.agentVersion,
+    // The MCP server's board_status; announce stays off for remote clients until the settings enable it.
+    mcpServer: {
+      status: boardStatusOf({
+        slotStates: platform.slotStates,
+        capabilities: () => detect.capabilities(),
+        version: options.agentVersion,
+      }),
+    },
   });
   // The board's samples, for /metrics and the dashboard with or without a broker; the fleet delivers them.
   const telemetry = createTelemetryModule({

@@ -14,6 +14,7 @@ import { SLOT_NAMES, type SlotName } from '../plan/types.js';
 import type { SlotState } from '../runtime/measuring/slot-states.js';
 import type { MetricSample } from '../telemetry/samplers.js';
 import { startBoardVoiceLoop, startCameraWatch } from './board-loops.js';
+import { type BoardMcpOptions, registerBoardMcp } from './board-mcp.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
 import { registerOpenAiRoutes } from './openai/routes.js';
 import { SlotGate, VoicePriority } from './slots/scheduler.js';
@@ -59,6 +60,8 @@ export interface WorkloadsModuleDeps {
   agentVersion?: string;
   /** Where an installed package's files are (the wake-word package's keywords are read there). */
   packageDir?: PackageDirOf;
+  /** The board's MCP server at POST /mcp: its status source, and whether remote clients may announce. */
+  mcpServer?: BoardMcpOptions;
 }
 
 export interface WorkloadsModule extends AgentModule {
@@ -416,6 +419,14 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
       removers.push(...registerEdges(ctx, { ...deps, sessions }, services, apiModels, vic));
+      removers.push(
+        registerBoardMcp(
+          ctx,
+          { voice: vc, vision: vic },
+          { voice, vision, models },
+          { ...deps.mcpServer, agentVersion: deps.agentVersion ?? '0.0.0' },
+        ),
+      );
       wyoming = new WyomingLifecycle({
         ctx,
         voice,
