@@ -337,6 +337,27 @@ function createServices(
   return { priority, gateFor, voice, vision, wakeMonitor, clips, hub };
 }
 
+/** The board as an MCP server (camera, announce, status) at POST /mcp; announcing only where remote callers may act. */
+function boardMcp(
+  ctx: AgentContext,
+  deps: WorkloadsModuleDeps,
+  services: ReturnType<typeof createServices>,
+  models: WorkloadModels,
+  config: { voice: VoiceConfig; vision: VisionConfig },
+): () => void {
+  const tools = config.voice.tools;
+  return registerBoardMcp(
+    ctx,
+    config,
+    { voice: services.voice, vision: services.vision, models },
+    {
+      announceForRemote: tools.allowRemoteActs && tools.builtins.announce,
+      ...deps.mcpServer,
+      agentVersion: deps.agentVersion ?? '0.0.0',
+    },
+  );
+}
+
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
   let voiceConfig: VoiceConfig | undefined;
   let visionConfig: VisionConfig | undefined;
@@ -419,14 +440,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const apiModels = apiModelsOf(models, gateFor, deps.slotStates, Math.floor(ctx.clock.nowMs() / 1000));
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
       removers.push(...registerEdges(ctx, { ...deps, sessions }, services, apiModels, vic));
-      removers.push(
-        registerBoardMcp(
-          ctx,
-          { voice: vc, vision: vic },
-          { voice, vision, models },
-          { ...deps.mcpServer, agentVersion: deps.agentVersion ?? '0.0.0' },
-        ),
-      );
+      removers.push(boardMcp(ctx, deps, services, models, { voice: vc, vision: vic }));
       wyoming = new WyomingLifecycle({
         ctx,
         voice,

@@ -3,6 +3,7 @@
 // the typed chat's and timers' routes. Settings are read from the live voice config on every turn, so a reload
 // that changes voice.tools takes effect at the next turn.
 import type { Clock } from '../../../lib/clock.js';
+import { errorMessage } from '../../../lib/errors.js';
 import type { Logger } from '../../../lib/log.js';
 import type { Db } from '../../../lib/sqlite/database.js';
 import type { ToolsConfig } from '../../config/sections/tools.js';
@@ -20,6 +21,7 @@ import { ActingAssistant } from './assistant.js';
 import { BoardSpeaker } from './board-speaker.js';
 import { BuiltinTools } from './builtin.js';
 import { cameraLook } from './camera-look.js';
+import { createMcpToolSource } from './mcp/client-source.js';
 import { type ChatTarget, registerAssistantRoutes } from './routes.js';
 import { type Timer, TimerService } from './timers.js';
 import { ToolCallStats } from './tool-stats.js';
@@ -110,8 +112,27 @@ export class AssistantHub {
     this.#extra = [...sources];
   }
 
+  /** Starts the timers and one MCP client per `voice.tools.mcp` entry (a server that is down is retried). */
   start(): void {
     this.timers.start();
+    const { mcp, limits } = this.settings();
+    const log = this.#d.logger.child('mcp');
+    const sources: ToolSource[] = [];
+    for (const server of mcp) {
+      try {
+        sources.push(
+          createMcpToolSource(
+            server,
+            { callTimeoutMs: limits.callTimeoutMs, maxResultChars: limits.maxResultBytes },
+            { logger: log.child(server.name) },
+          ),
+        );
+      } catch (err) {
+        // A bad entry (no name, not an http URL) is named once; the other servers and the built-ins go on.
+        log.warn('MCP server left out', { server: server.name, error: errorMessage(err) });
+      }
+    }
+    this.setSources(sources);
   }
 
   async stop(): Promise<void> {
