@@ -91,6 +91,11 @@ export interface ChatModel {
   readonly id: string;
   readonly capabilities: ModelCapabilities;
   generate(request: ChatRequest): ChatStream;
+  /**
+   * Whether the model serving now can be offered tools (its chat template shows them). False: a request with
+   * tools would be refused, so the acting assistant answers in words. Absent: unknown, try.
+   */
+  supportsTools?(): boolean;
   /** Speech for models with a talker (Qwen2.5-Omni, Qwen3-TTS). */
   speak?(options: {
     text: string;

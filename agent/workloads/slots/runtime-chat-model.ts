@@ -8,6 +8,7 @@ import type {
   ChatStream,
   ModelCapabilities,
 } from '../shared/chat-model.js';
+import { toolSupport } from '../shared/template/format.js';
 import type { ModelChatTemplate } from '../shared/template/model-template.js';
 import { needsToolTurn, type ToolTurn, toolTurn } from '../shared/template/tool-turn.js';
 
@@ -66,6 +67,7 @@ export function runtimeChatModel(
     id: options.id ?? slot,
     capabilities: { ...options.capabilities },
     ...talker,
+    supportsTools: () => toolSupport(options.template?.()).ok,
     generate(request: ChatRequest): ChatStream {
       let settle!: (r: ChatResult) => void;
       let fail!: (e: unknown) => void;
