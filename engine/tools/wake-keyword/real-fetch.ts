@@ -23,6 +23,7 @@ import {
 import { dirname, extname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { AUDIO_EXTENSIONS } from '../../../lib/audio/decode-file.js';
+import { audioSeconds } from './audio-duration.js';
 import { splitSummary } from './real-audio.js';
 import {
   type DebSource,
@@ -53,31 +54,10 @@ function walk(dir: string, out: string[] = []): string[] {
 
 const isAudio = (p: string) => AUDIO_EXTENSIONS.has(extname(p).toLowerCase());
 
-/** Seconds of each file from its own header (ffprobe), four at a time. */
+/** Seconds of each file from its own header (audio-duration.ts). */
 async function durations(files: string[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  let next = 0;
-  const worker = async () => {
-    while (next < files.length) {
-      const f = files[next++]!;
-      try {
-        const { stdout } = await run('ffprobe', [
-          '-v',
-          'error',
-          '-show_entries',
-          'format=duration',
-          '-of',
-          'csv=p=0',
-          f,
-        ]);
-        const s = Number(stdout.trim());
-        out.set(f, Number.isFinite(s) ? s : 0);
-      } catch {
-        out.set(f, 0);
-      }
-    }
-  };
-  await Promise.all([worker(), worker(), worker(), worker()]);
+  for (const f of files) out.set(f, await audioSeconds(f).catch(() => 0));
   return out;
 }
 
