@@ -121,19 +121,22 @@ export async function realFalseAccepts(
   return { falseAcceptsPerHour: perHour, hours: report.hours };
 }
 
-/** Clips taken round-robin across sources until `seconds`: a capped run still hears every source. */
+/** Each source's clips in order up to its share of `seconds` (its share of the split's hours): a capped run
+ *  hears every source in proportion, and an uncapped one hears everything. */
 function interleave(clips: readonly RealClip[], seconds: number): RealClip[] {
-  const queues = new Map<string, RealClip[]>();
-  for (const c of clips) queues.set(c.source, [...(queues.get(c.source) ?? []), c]);
+  const total = clips.reduce((n, c) => n + c.seconds, 0);
+  const scale = Math.min(1, seconds / total);
+  const bySource = new Map<string, RealClip[]>();
+  for (const c of clips) bySource.set(c.source, [...(bySource.get(c.source) ?? []), c]);
   const out: RealClip[] = [];
-  let total = 0;
-  while (total < seconds && [...queues.values()].some((q) => q.length > 0))
-    for (const q of queues.values()) {
-      const c = q.shift();
-      if (!c) continue;
+  for (const list of bySource.values()) {
+    const quota = list.reduce((n, c) => n + c.seconds, 0) * scale;
+    let taken = 0;
+    for (const c of list) {
+      if (taken >= quota) break;
       out.push(c);
-      total += c.seconds;
-      if (total >= seconds) break;
+      taken += c.seconds;
     }
+  }
   return out;
 }

@@ -282,6 +282,15 @@ async function fetchSource(
   };
 }
 
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function parseArgs(argv: string[]): { only?: Set<string>; mirrors: string; record: boolean } {
   let only: Set<string> | undefined;
   let mirrors = process.env['MNN_EDGE_MIRRORS'] ?? '/work/.mirror';
@@ -303,6 +312,15 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.
   const { only, mirrors, record } = parseArgs(process.argv.slice(2));
   const cache = realAudioCacheDir();
   mkdirSync(join(cache, 'debs'), { recursive: true });
+  // Two runs on one cache would remove each other's half-extracted sources.
+  const lock = join(cache, '.fetch.lock');
+  const holder = existsSync(lock) ? Number(readFileSync(lock, 'utf8')) : 0;
+  if (holder > 0 && holder !== process.pid && isAlive(holder)) {
+    console.log(`another real-fetch (pid ${holder}) is filling ${cache}: wait for it to finish`);
+    process.exit(1);
+  }
+  writeFileSync(lock, String(process.pid));
+  process.on('exit', () => rmSync(lock, { force: true }));
   const expected = expectedDigests();
   const failed: string[] = [];
   const recorded: string[] = [];
