@@ -69,7 +69,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '2.5-2',
     split: 'eval',
     role: debianMusic,
-    licence: 'GPL-2+ (music by the UFO:AI team)',
+    licence: 'GPL-2+ (Files: *; some tracks CC BY 3.0, CC BY-SA 3.0 or public domain, per file)',
   },
   {
     kind: 'deb',
@@ -98,7 +98,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     split: 'train',
     role: debianMusic,
     include: /(^|\/)audio\/(music|ambient)\//,
-    licence: 'CC BY-SA 3.0 (0 A.D. art and audio)',
+    licence: 'CC BY-SA 3.0 (Files: *, Wildfire Games)',
   },
   {
     kind: 'deb',
@@ -126,7 +126,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '1.0.2-6',
     split: 'train',
     role: debianMusic,
-    licence: 'GPL-2 (data: GPL-2, some CC BY / public domain sounds, per debian/copyright)',
+    licence: 'GPL-2 (Files: *), GFDL-1.3 (Data/Sounds), a few sounds CC BY-SA 3.0 (freesound.org)',
   },
   {
     kind: 'deb',
@@ -135,7 +135,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '3.13.0-3',
     split: 'train',
     role: debianMusic,
-    licence: 'CC BY-SA 3.0',
+    licence: 'CC BY-SA 3.0 (Files: *, the Glest and MegaGlest teams)',
   },
   {
     kind: 'deb',
@@ -192,7 +192,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
       version: '1.6.1-1',
       split: 'eval',
       role: 'speech',
-      licence: 'CC BY-SA 3.0 (Digium, Inc.)',
+      licence: 'CC BY-SA 3.0 (the recordings, made for Digium, Inc.)',
     }),
   ),
   {
@@ -202,7 +202,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '1.0.1-1.1',
     split: 'eval',
     role: 'speech',
-    licence: 'GPL-2+',
+    licence: 'GPL-2 (version 2 only)',
   },
   // ---- recorded speech, training
   {
