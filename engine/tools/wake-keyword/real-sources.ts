@@ -145,7 +145,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     split: 'train',
     role: debianMusic,
     include: /\/(music|sfx)\//,
-    licence: 'CC BY-SA 3.0 / CC BY 3.0 / GPL (per file, debian/copyright)',
+    licence: 'per file: CC BY-SA 3.0/4.0, CC BY 3.0, CC0, public domain, GPL-2 (debian/copyright)',
   },
   {
     kind: 'deb',
@@ -154,7 +154,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '0.2.0-2',
     split: 'train',
     role: debianMusic,
-    licence: 'GPL-3+ (sounds and music)',
+    licence: 'GPL-3+ (Files: *)',
   },
   {
     kind: 'deb',
@@ -163,7 +163,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '007-2',
     split: 'train',
     role: debianMusic,
-    licence: 'CC BY-SA 3.0 / CC BY 3.0',
+    licence: 'CC BY-SA 3.0 (Max McCracken; the licence text in full)',
   },
   {
     kind: 'deb',
@@ -181,7 +181,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '1.14-1',
     split: 'train',
     role: debianMusic,
-    licence: 'CC BY-SA 3.0 (Flare game data)',
+    licence: 'CC BY-SA 3.0+ (Files: *)',
   },
   // ---- recorded speech, held out
   ...(['en', 'es', 'fr', 'it', 'ru'] as const).map(
