@@ -117,7 +117,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     split: 'train',
     role: debianMusic,
     include: /\/(music|sound)\//,
-    licence: 'GPL-2+',
+    licence: 'GPL-2+ (Files: *; three music tracks CC BY-SA 3.0)',
   },
   {
     kind: 'deb',
@@ -172,7 +172,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '1.0-1',
     split: 'train',
     role: debianMusic,
-    licence: 'GPL-2+',
+    licence: 'GPL-2+ (Files: *)',
   },
   {
     kind: 'deb',
@@ -212,7 +212,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '2022.06.04-1',
     split: 'train',
     role: 'speech',
-    licence: 'GPL-2+ (stamps, descriptions and sounds)',
+    licence: 'GPL-2 (Files: *)',
   },
   {
     kind: 'deb',
@@ -221,7 +221,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '4:22.12.3-1',
     split: 'train',
     role: 'speech',
-    licence: 'GPL-2+ (KDE)',
+    licence: 'GPL-2+ (Files: *)',
   },
   {
     kind: 'deb',
@@ -230,7 +230,7 @@ export const REAL_SOURCES: readonly RealSource[] = [
     version: '4:22.12.3-1',
     split: 'train',
     role: 'speech',
-    licence: 'GPL-2+ (KDE)',
+    licence: 'GPL-2+ (Files: *)',
   },
   // ---- real speakers (Precise: public-domain waivers per contributor, licenses/; heysavant, CC BY-NC-SA, never taken)
   {
