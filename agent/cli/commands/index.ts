@@ -56,6 +56,11 @@ export const commandEntries: readonly CommandEntry[] = [
     'build MNN for this board and the engine addon against it (boards without a Yocto image)',
     () => import('./engine.js'),
   ),
+  entry(
+    'wake',
+    'check a wake-word package on recordings: detections, hours scanned, detections an hour',
+    () => import('./wake.js'),
+  ),
   entry('version', 'print the agent version', () => import('./version.js')),
 ];
 

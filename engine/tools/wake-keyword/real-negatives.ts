@@ -1,0 +1,218 @@
+// Real recordings in the keyword generator's training (issue 45): windows of the TRAINING split's music and speech
+// (real-sources.ts, cached by real-fetch.ts) played at the levels of a room, alone, under synthetic speech (a
+// person talking over the radio) and over it (the TV louder than the person); the phrase over real background;
+// and, for "computer", real speakers of the training split saying it. The evaluation split is never read here.
+import { decodeAudioFile } from '../../../lib/audio/decode-file.js';
+import type { WakePipeline } from '../../src/wake.js';
+import {
+  type Clip,
+  nearMiss,
+  phraseVariant,
+  placeSpeech,
+  positiveClip,
+  randomSentence,
+  randomVoice,
+  type VoicePool,
+} from './corpus.js';
+import { type LabelledWindows, labelClip } from './features.js';
+import { type RealClip, realClips } from './real-audio.js';
+import { concat, mixInto, RATE, rmsOf, rng, say, scaleTo } from './speech.js';
+
+const db = (d: number) => 10 ** (d / 20);
+
+/** Decoded files, a few kept: windows are drawn again and again from the same long tracks. */
+class DecodedFiles {
+  readonly #kept = new Map<string, Float32Array>();
+  async get(path: string): Promise<Float32Array> {
+    const hit = this.#kept.get(path);
+    if (hit) return hit;
+    const parts: Float32Array[] = [];
+    for await (const c of decodeAudioFile(path)) parts.push(c);
+    const audio = concat(parts);
+    this.#kept.set(path, audio);
+    if (this.#kept.size > 6) this.#kept.delete(this.#kept.keys().next().value!);
+    return audio;
+  }
+}
+
+/** Picks a file with a chance proportional to its length, so hours (not file counts) weigh. */
+function pickByLength(clips: readonly RealClip[], r: () => number): RealClip {
+  const total = clips.reduce((n, c) => n + c.seconds, 0);
+  let x = r() * total;
+  for (const c of clips) {
+    x -= c.seconds;
+    if (x <= 0) return c;
+  }
+  return clips[clips.length - 1]!;
+}
+
+export class RealBackground {
+  readonly #clips: RealClip[];
+  readonly #files = new DecodedFiles();
+  readonly #r: () => number;
+
+  constructor(clips: RealClip[], seed: number) {
+    this.#clips = clips;
+    this.#r = rng(seed);
+  }
+
+  /** The training split's music and speech, or undefined with the reason when the cache has none. */
+  static training(seed: number): { bed?: RealBackground; missing: string[] } {
+    const { clips, missing } = realClips('train', { roles: ['music', 'speech', 'ambient'] });
+    return clips.length > 0 ? { bed: new RealBackground(clips, seed), missing } : { missing };
+  }
+
+  /** `seconds` of one real file (from a random point; a short file is looped), at `level` RMS. */
+  async window(seconds: number, level: number): Promise<{ audio: Float32Array; label: string }> {
+    const r = this.#r;
+    for (let tries = 0; ; tries++) {
+      const c = pickByLength(this.#clips, r);
+      let audio: Float32Array;
+      try {
+        audio = await this.#files.get(c.path);
+      } catch (err) {
+        if (tries < 5) continue; // an unreadable file: another one
+        throw err;
+      }
+      const n = Math.round(seconds * RATE);
+      const out = new Float32Array(n);
+      if (audio.length === 0) continue;
+      const from = audio.length > n ? Math.floor(r() * (audio.length - n)) : 0;
+      for (let i = 0; i < n; i++) out[i] = audio[(from + i) % audio.length]!;
+      // A window of silence (a pause in the track) stays silence rather than amplified noise.
+      if (rmsOf(out) < 1e-4) continue;
+      return { audio: scaleTo(out, level), label: `real ${c.source}` };
+    }
+  }
+}
+
+/**
+ * Negative clips up to `seconds` over real background: a third real audio alone at -45…-20 dBFS; a third a
+ * synthetic sentence (a quarter of them near misses of `phrase`) at -30…-10 dBFS over real audio 6–20 dB below
+ * it; a third real audio 0–10 dB above such a sentence.
+ */
+export async function realNegatives(
+  bed: RealBackground,
+  seconds: number,
+  seed: number,
+  pool: VoicePool,
+  phrase: string,
+): Promise<Clip[]> {
+  const r = rng(seed);
+  const out: Clip[] = [];
+  let total = 0;
+  while (total < seconds * RATE) {
+    const u = r();
+    let clip: Clip;
+    if (u < 1 / 3) {
+      const w = await bed.window(3 + 7 * r(), db(-45 + 25 * r()));
+      clip = { audio: w.audio, label: w.label };
+    } else {
+      const text = r() < 0.25 ? nearMiss(r, phrase) : randomSentence(r);
+      const speech = placeSpeech(await say(text, randomVoice(r, pool)), r, 0.3 + r(), 0.3);
+      const speechLevel = rmsOf(speech.audio);
+      const under = u < 2 / 3;
+      const gap = under ? -(6 + 14 * r()) : 10 * r();
+      const w = await bed.window(speech.audio.length / RATE, speechLevel * db(gap));
+      mixInto(speech.audio, w.audio);
+      clip = { audio: speech.audio, label: `${under ? 'speech over' : 'speech under'} ${w.label}: ${text}` };
+    }
+    out.push(clip);
+    total += clip.audio.length;
+  }
+  return out;
+}
+
+/** Positives over real background 5–20 dB below the phrase (a radio on while someone calls the board). */
+export async function overRealBackground(bed: RealBackground, clip: Clip, r: () => number): Promise<Clip> {
+  const level = rmsOf(clip.audio) * db(-(5 + 15 * r()));
+  const w = await bed.window(clip.audio.length / RATE, level);
+  const audio = Float32Array.from(clip.audio);
+  mixInto(audio, w.audio);
+  return { ...clip, audio, label: `${clip.label} over ${w.label}` };
+}
+
+/**
+ * Where speech ends in a real keyword clip (its recording has no marks): the end of the last 10 ms block within
+ * 30 dB of the loudest block. Real clips hold the word and up to a second of room sound around it.
+ */
+export function speechEnd(audio: Float32Array): number {
+  const block = RATE / 100;
+  const levels: number[] = [];
+  for (let at = 0; at + block <= audio.length; at += block)
+    levels.push(rmsOf(audio.subarray(at, at + block)));
+  const peak = Math.max(0, ...levels);
+  for (let i = levels.length - 1; i >= 0; i--) if (levels[i]! >= peak * db(-30)) return (i + 1) * block;
+  return audio.length;
+}
+
+/** Real speakers of the training split saying `phrase`, 1.2–2 s after silence, their end found by speechEnd. */
+export async function realPositives(phrase: string, seed: number): Promise<Clip[]> {
+  const { clips } = realClips('train', { roles: ['keyword'], phrase });
+  const r = rng(seed);
+  const out: Clip[] = [];
+  for (const c of clips) {
+    const parts: Float32Array[] = [];
+    for await (const p of decodeAudioFile(c.path)) parts.push(p);
+    const speech = concat(parts);
+    const lead = Math.round((1.2 + 0.8 * r()) * RATE);
+    out.push({
+      audio: concat([new Float32Array(lead), speech]),
+      keywordEnd: lead + speechEnd(speech),
+      label: `real ${c.source} ${c.speaker ?? ''}`,
+    });
+  }
+  return out;
+}
+
+export interface RealRecipe {
+  phrase: string;
+  seed: number;
+  /** Minutes of negatives over real background (0: none). */
+  realMinutes: number;
+  /** Synthetic positives placed over real background. */
+  realBackgroundPositives: number;
+  log: (line: string) => void;
+}
+
+/** Step 2c: the real-audio part of the training corpus, into `windows`. Skipped, with a line, without a cache. */
+export async function realCorpus(
+  pipeline: WakePipeline,
+  o: RealRecipe,
+  pool: VoicePool,
+  windows: LabelledWindows,
+): Promise<{ positiveClips: number; negativeSamples: number }> {
+  if (o.realMinutes <= 0 && o.realBackgroundPositives <= 0) return { positiveClips: 0, negativeSamples: 0 };
+  const { bed, missing } = RealBackground.training(o.seed + 8);
+  if (!bed) {
+    o.log(
+      `  no real training audio in the cache (${missing.join(', ')}): run engine/tools/wake-keyword/real-fetch.ts`,
+    );
+    return { positiveClips: 0, negativeSamples: 0 };
+  }
+  if (missing.length > 0) o.log(`  real sources missing from the cache: ${missing.join(', ')}`);
+  o.log(
+    `  ${o.realMinutes} min of negatives and ${o.realBackgroundPositives} positives over real recordings`,
+  );
+  const neg = await realNegatives(bed, o.realMinutes * 60, o.seed + 9, pool, o.phrase);
+  for (const c of neg) await labelClip(pipeline, c, windows);
+  const r = rng(o.seed + 10);
+  let positiveClips = 0;
+  for (let i = 0; i < o.realBackgroundPositives; i++) {
+    const clip = await positiveClip(phraseVariant(o.phrase, i), randomVoice(r, pool), r);
+    await labelClip(pipeline, await overRealBackground(bed, clip, r), windows);
+    positiveClips++;
+  }
+  const speakers = await realPositives(o.phrase, o.seed + 11);
+  for (const c of speakers) {
+    await labelClip(pipeline, c, windows);
+    // The few real speakers also over real background, so their voices are not the only clean positives.
+    await labelClip(pipeline, await overRealBackground(bed, c, r), windows);
+  }
+  if (speakers.length > 0)
+    o.log(`  ${speakers.length} real speakers' clips of "${o.phrase}" (training split)`);
+  return {
+    positiveClips: positiveClips + 2 * speakers.length,
+    negativeSamples: neg.reduce((n, c) => n + c.audio.length, 0),
+  };
+}

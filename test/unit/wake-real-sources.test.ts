@@ -1,0 +1,138 @@
+// The real-audio sources of the wake word (engine/tools/wake-keyword/real-sources.ts): the list's own rules
+// (one split per source, a digest kept for each, no non-commercial data), and reading a cache by split with the
+// minimums, on a cache made here from the media fixtures.
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { realClips, splitSummary } from '../../engine/tools/wake-keyword/real-audio.js';
+import { RealBackground, speechEnd } from '../../engine/tools/wake-keyword/real-negatives.js';
+import {
+  expectedDigests,
+  REAL_SOURCES,
+  type RealIndex,
+} from '../../engine/tools/wake-keyword/real-sources.js';
+import { mediaFixturesDir } from '../helpers/paths.js';
+
+test('every source has one id, one split, a licence, and Debian sources a digest in real-sources.sha256', (t) => {
+  const ids = REAL_SOURCES.map((s) => s.id);
+  t.is(new Set(ids).size, ids.length);
+  const digests = expectedDigests();
+  for (const s of REAL_SOURCES) {
+    t.true(s.licence.length > 0, s.id);
+    t.true(['train', 'eval'].includes(s.split), s.id);
+    if (s.kind === 'deb') t.regex(digests.get(s.id) ?? '', /^[0-9a-f]{64}$/, `${s.id} has no sha256`);
+    else t.regex(s.commit, /^[0-9a-f]{40}$/);
+  }
+});
+
+test('no non-commercial source is taken (heysavant is CC BY-NC-SA), and held-out music is not in training', (t) => {
+  for (const s of REAL_SOURCES) {
+    if (s.kind === 'git')
+      t.false(
+        s.paths.some((p) => p.includes('heysavant')),
+        s.id,
+      );
+    t.notRegex(s.licence, /\bNC\b|NonCommercial/i, s.id);
+  }
+  const packages = (split: string) =>
+    new Set(REAL_SOURCES.flatMap((s) => (s.kind === 'deb' && s.split === split ? [s.package] : [])));
+  const train = packages('train');
+  for (const p of packages('eval')) t.false(train.has(p), p);
+});
+
+function fakeCache(): string {
+  const cache = mkdtempSync(join(tmpdir(), 'wake-audio-'));
+  const put = (id: string, index: Omit<RealIndex, 'id' | 'sha256'>, files: string[]) => {
+    const dir = join(cache, 'audio', id);
+    mkdirSync(dir, { recursive: true });
+    for (const f of files) copyFileSync(join(mediaFixturesDir, f), join(dir, f));
+    writeFileSync(join(dir, 'index.json'), JSON.stringify({ id, sha256: 'x', ...index }));
+  };
+  put(
+    'ufoai-music',
+    {
+      role: 'music',
+      licence: 'GPL-2+',
+      seconds: 7 * 3600,
+      files: [{ path: 'vad-segments-16k.wav', seconds: 7 * 3600, split: 'eval' }],
+    },
+    ['vad-segments-16k.wav'],
+  );
+  put(
+    'tuxpaint-stamps',
+    {
+      role: 'speech',
+      licence: 'GPL-2+',
+      seconds: 5 * 3600,
+      files: [{ path: 'speech-hello-48k-stereo.wav', seconds: 5 * 3600, split: 'train' }],
+    },
+    ['speech-hello-48k-stereo.wav'],
+  );
+  put(
+    'precise-computer',
+    {
+      role: 'keyword',
+      phrase: 'computer',
+      licence: 'public domain',
+      seconds: 4,
+      files: [
+        { path: 'speech-hello-16k.wav', seconds: 2, speaker: 'krisgesling', split: 'train' },
+        { path: 'speech-hello-16k.wav', seconds: 2, speaker: 'el-tocino', split: 'eval' },
+      ],
+    },
+    ['speech-hello-16k.wav'],
+  );
+  return cache;
+}
+
+test('realClips reads one split, names the sources not in the cache, and splitSummary checks the minimums', (t) => {
+  const cache = fakeCache();
+  try {
+    const evalClips = realClips('eval', {}, cache);
+    t.deepEqual(
+      evalClips.clips.map((c) => [c.source, c.speaker]),
+      [
+        ['ufoai-music', undefined],
+        ['precise-computer', 'el-tocino'],
+      ],
+    );
+    t.true(evalClips.missing.includes('wesnoth-music'));
+    t.false(
+      evalClips.missing.includes('tuxpaint-stamps'),
+      'a training source is not missing from evaluation',
+    );
+    const train = realClips('train', { roles: ['keyword'], phrase: 'computer' }, cache);
+    t.deepEqual(
+      train.clips.map((c) => c.speaker),
+      ['krisgesling'],
+    );
+    const summary = splitSummary(cache);
+    t.false(summary.meetsMinimums, '1 held-out "computer" clip is under the 100 needed');
+    t.true(summary.lines.some((l) => /background 7\.00 h .*minimum 8 h\): SHORT/.test(l)));
+    t.true(summary.lines.some((l) => /background 5\.00 h .*minimum 4 h\): ok/.test(l)));
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+});
+
+test('a real background window has the length and level asked for, from a real file of any rate', async (t) => {
+  const cache = fakeCache();
+  try {
+    const bed = new RealBackground(realClips('train', {}, cache).clips, 1);
+    const w = await bed.window(1.5, 0.05);
+    t.is(w.audio.length, 24000);
+    const rms = Math.sqrt(w.audio.reduce((s, x) => s + x * x, 0) / w.audio.length);
+    t.true(Math.abs(rms - 0.05) < 0.005, `rms ${rms}`);
+    t.is(w.label, 'real tuxpaint-stamps');
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+});
+
+test('speechEnd finds the end of the last loud stretch of a clip', (t) => {
+  const audio = new Float32Array(32000);
+  for (let i = 8000; i < 20000; i++) audio[i] = Math.sin(i / 5) * 0.3;
+  for (let i = 20000; i < 32000; i++) audio[i] = (i % 2 ? 1 : -1) * 0.0001;
+  t.is(speechEnd(audio), 20000);
+});
