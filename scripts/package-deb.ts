@@ -22,6 +22,7 @@ import { buildDeb, type DebPackage, place } from './deb/deb-file.js';
 import {
   DEB_ARCHES,
   type DebArch,
+  type DebInputs,
   debInputs,
   MissingInput,
   mnnLibraries,
@@ -96,6 +97,149 @@ export interface PackageResult {
   backends: string[];
 }
 
+interface Tree {
+  root: string;
+  pkg: DebPackage;
+}
+
+function overrides(root: string, name: string): void {
+  const file = join(repoRoot, 'packaging', 'debian', `${name}.lintian-overrides`);
+  if (existsSync(file)) place(root, `usr/share/lintian/overrides/${name}`, file);
+}
+
+/** The Yocto layout staged with this architecture's native parts; every manifest entry is placed or named. */
+function stageForDebian(work: string, inputs: DebInputs, build: boolean, log: (l: string) => void): string {
+  const staged = join(work, 'stage');
+  stage({
+    destdir: staged,
+    ...(build ? { build: true } : {}),
+    arch: inputs.elfMachine,
+    // Every addon of better-sqlite3's build for the target (its test_extension.node too: the stage replaces what
+    // the host's install holds, and an x86 leftover would fail its ELF check); the test one is dropped below.
+    natives: {
+      ...Object.fromEntries(
+        readdirSync(inputs.betterSqlite3)
+          .filter((f) => f.endsWith('.node'))
+          .map((f) => [`${BETTER_SQLITE3_REL}/${f}`, join(inputs.betterSqlite3, f)]),
+      ),
+      [ADDON_REL]: inputs.engineAddon,
+    },
+    log,
+  });
+  const manifest = parseStageManifest(readFileSync(manifestPath, 'utf8'), manifestPath);
+  for (const e of manifest.entries) {
+    if (e.kind === 'keep') continue;
+    if (!(e.dest in LEFT_OUT) && !TAKEN.includes(e.dest) && e.dest !== UNIT && e.dest !== CLI) {
+      throw new Error(`stage-manifest.txt installs ${e.dest}, which the Debian package does not place yet`);
+    }
+  }
+
+  return staged;
+}
+
+function agentTree(work: string, staged: string, inputs: DebInputs, version: string): Tree {
+  const { arch } = inputs;
+  // mnn-edge: the staged app without the engine addon, the unit, sysusers/tmpfiles, agent.json, the CLI.
+  const agent = join(work, 'mnn-edge');
+  place(agent, APP, join(staged, APP));
+  rmSync(join(agent, APP, 'engine'), { recursive: true, force: true });
+  pruneForDebian(join(agent, APP), inputs.elfMachine);
+  for (const dest of TAKEN) place(agent, dest, join(staged, dest));
+  mkdirSync(join(agent, 'usr/lib/systemd/system'), { recursive: true });
+  writeFileSync(join(agent, UNIT), debianUnit(readFileSync(join(staged, UNIT), 'utf8')));
+  mkdirSync(join(agent, 'usr/bin'), { recursive: true });
+  writeFileSync(join(agent, CLI), cliWrapper(), { mode: 0o755 });
+  overrides(agent, 'mnn-edge');
+  const agentPkg: DebPackage = {
+    name: 'mnn-edge',
+    version,
+    arch,
+    depends: [...NODE_DEPENDS, 'systemd', 'libc6', 'libstdc++6'],
+    recommends: [`mnn-edge-engine (= ${version})`],
+    section: 'misc',
+    summary: 'on-board AI agent: model placement, MNN engine, fleet and OTA, dashboard',
+    description:
+      'The mnn-edge agent for embedded Linux boards: detects the SoC, places\n' +
+      'models on its CPU, GPU and NPU backends, serves an OpenAI-compatible API,\n' +
+      'a voice assistant and a local dashboard, and takes fleet commands and OTA\n' +
+      'over MQTT. It runs as the systemd service mnn-edge under its own system\n' +
+      'user; its data lives in /var/lib/mnn-edge.',
+    conffiles: ['/etc/mnn-edge/agent.json'],
+    scripts: maintainerScripts(arch, version),
+    copyright: agentCopyright(readLock(repoRoot)),
+  };
+
+  return { root: agent, pkg: agentPkg };
+}
+
+function engineTree(
+  work: string,
+  staged: string,
+  inputs: DebInputs,
+  version: string,
+): Tree & { backends: string[] } {
+  const { arch } = inputs;
+  // mnn-edge-engine: the addon with the MNN it links against, found through a RUNPATH of the private dir.
+  const engine = join(work, 'mnn-edge-engine');
+  const libs = mnnLibraries(inputs.mnnPrefix, inputs.engineAddon);
+  place(engine, join(APP, ADDON_REL), join(staged, APP, ADDON_REL));
+  patchRunpath(join(engine, APP, ADDON_REL), ENGINE_LIB_DIR);
+  stripElf(join(engine, APP, ADDON_REL), inputs.elfMachine);
+  for (const lib of libs.files) {
+    const to = join(ENGINE_LIB_DIR, lib.split('/').pop()!);
+    place(engine, to, lib);
+    stripElf(join(engine, to), inputs.elfMachine);
+    // MNN's assembly kernels carry no .note.GNU-stack, so the loader would make every thread stack executable.
+    clearExecStack(join(engine, to));
+  }
+  overrides(engine, 'mnn-edge-engine');
+  const enginePkg: DebPackage = {
+    name: 'mnn-edge-engine',
+    version,
+    arch,
+    depends: [`mnn-edge (= ${version})`, 'libc6', 'libstdc++6', 'libgcc-s1'],
+    recommends: [
+      ...(libs.backends.includes('vulkan') ? ['libvulkan1'] : []),
+      ...(libs.backends.includes('opencl') ? ['ocl-icd-libopencl1 | opencl-icd'] : []),
+    ],
+    section: 'misc',
+    summary: `generic MNN engine for mnn-edge (${libs.backends.join(', ')})`,
+    description:
+      `MNN built for any ${arch} CPU (backends: ${libs.backends.join(', ')}) and the\n` +
+      'mnn-edge engine addon built against it. `mnn-edge engine build` on the\n' +
+      "board makes one tuned to the board's SoC; the agent then loads that one\n" +
+      '(MNN_EDGE_ENGINE_ADDON) and this package stays as the fallback or goes.',
+    copyright: engineCopyright(),
+  };
+
+  return { root: engine, pkg: enginePkg, backends: libs.backends };
+}
+
+function nodeTree(work: string, inputs: DebInputs): Tree {
+  const { arch } = inputs;
+  // mnn-edge-node: the official Node build, under a private prefix so it never shadows a system node.
+  const node = join(work, 'mnn-edge-node');
+  place(node, NODE_BIN, join(inputs.nodeDir, 'bin', 'node'));
+  stripElf(join(node, NODE_BIN), inputs.elfMachine);
+  overrides(node, 'mnn-edge-node');
+  const nodePkg: DebPackage = {
+    name: 'mnn-edge-node',
+    version: NODE_VERSION,
+    arch,
+    depends: ['libc6 (>= 2.28)', 'libstdc++6', 'libgcc-s1'],
+    section: 'interpreters',
+    summary: `Node.js ${NODE_VERSION} runtime for mnn-edge`,
+    description:
+      `The official Node.js ${NODE_VERSION} Linux build (npm's node-linux-${arch === 'amd64' ? 'x64' : 'arm64'}: the\n` +
+      'nodejs.org binary repackaged) under /usr/lib/mnn-edge/node, so that it\n' +
+      'never replaces a system node. Debian 12 ships Node 18 and Ubuntu 22.04\n' +
+      'Node 12; mnn-edge needs 20.18 or newer.',
+    copyright: nodeCopyright(readFileSync(join(inputs.nodeDir, 'LICENSE'), 'utf8')),
+  };
+
+  return { root: node, pkg: nodePkg };
+}
+
 export function packageDeb(options: {
   arch: DebArch;
   outDir: string;
@@ -106,132 +250,18 @@ export function packageDeb(options: {
   log?: (line: string) => void;
 }): PackageResult {
   const log = options.log ?? (() => {});
-  const { arch } = options;
-  const inputs = debInputs(arch, repoRoot);
+  const inputs = debInputs(options.arch, repoRoot);
   const version =
     options.version ??
     (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
-  const work = mkdtempSync(join(tmpdir(), `mnn-edge-deb-${arch}-`));
+  const work = mkdtempSync(join(tmpdir(), `mnn-edge-deb-${options.arch}-`));
   const date = new Date(Number(process.env['SOURCE_DATE_EPOCH'] ?? Date.now() / 1000) * 1000);
   try {
-    const staged = join(work, 'stage');
-    stage({
-      destdir: staged,
-      ...(options.build ? { build: true } : {}),
-      arch: inputs.elfMachine,
-      // Every addon of better-sqlite3's build for the target (its test_extension.node too: the stage replaces what
-      // the host's install holds, and an x86 leftover would fail its ELF check); the test one is dropped below.
-      natives: {
-        ...Object.fromEntries(
-          readdirSync(inputs.betterSqlite3)
-            .filter((f) => f.endsWith('.node'))
-            .map((f) => [`${BETTER_SQLITE3_REL}/${f}`, join(inputs.betterSqlite3, f)]),
-        ),
-        [ADDON_REL]: inputs.engineAddon,
-      },
-      log,
-    });
-    const manifest = parseStageManifest(readFileSync(manifestPath, 'utf8'), manifestPath);
-    for (const e of manifest.entries) {
-      if (e.kind === 'keep') continue;
-      if (!(e.dest in LEFT_OUT) && !TAKEN.includes(e.dest) && e.dest !== UNIT && e.dest !== CLI) {
-        throw new Error(`stage-manifest.txt installs ${e.dest}, which the Debian package does not place yet`);
-      }
-    }
-
-    // mnn-edge: the staged app without the engine addon, the unit, sysusers/tmpfiles, agent.json, the CLI.
-    const agent = join(work, 'mnn-edge');
-    place(agent, APP, join(staged, APP));
-    rmSync(join(agent, APP, 'engine'), { recursive: true, force: true });
-    pruneForDebian(join(agent, APP), inputs.elfMachine);
-    for (const dest of TAKEN) place(agent, dest, join(staged, dest));
-    mkdirSync(join(agent, 'usr/lib/systemd/system'), { recursive: true });
-    writeFileSync(join(agent, UNIT), debianUnit(readFileSync(join(staged, UNIT), 'utf8')));
-    mkdirSync(join(agent, 'usr/bin'), { recursive: true });
-    writeFileSync(join(agent, CLI), cliWrapper(), { mode: 0o755 });
-    const lintian = join(repoRoot, 'packaging', 'debian', 'mnn-edge.lintian-overrides');
-    if (existsSync(lintian)) place(agent, 'usr/share/lintian/overrides/mnn-edge', lintian);
-    const agentPkg: DebPackage = {
-      name: 'mnn-edge',
-      version,
-      arch,
-      depends: [...NODE_DEPENDS, 'systemd', 'libc6', 'libstdc++6'],
-      recommends: [`mnn-edge-engine (= ${version})`],
-      section: 'misc',
-      summary: 'on-board AI agent: model placement, MNN engine, fleet and OTA, dashboard',
-      description:
-        'The mnn-edge agent for embedded Linux boards: detects the SoC, places\n' +
-        'models on its CPU, GPU and NPU backends, serves an OpenAI-compatible API,\n' +
-        'a voice assistant and a local dashboard, and takes fleet commands and OTA\n' +
-        'over MQTT. It runs as the systemd service mnn-edge under its own system\n' +
-        'user; its data lives in /var/lib/mnn-edge.',
-      conffiles: ['/etc/mnn-edge/agent.json'],
-      scripts: maintainerScripts(arch, version),
-      copyright: agentCopyright(readLock(repoRoot)),
-    };
-
-    // mnn-edge-engine: the addon with the MNN it links against, found through a RUNPATH of the private dir.
-    const engine = join(work, 'mnn-edge-engine');
-    const libs = mnnLibraries(inputs.mnnPrefix, inputs.engineAddon);
-    place(engine, join(APP, ADDON_REL), join(staged, APP, ADDON_REL));
-    patchRunpath(join(engine, APP, ADDON_REL), ENGINE_LIB_DIR);
-    stripElf(join(engine, APP, ADDON_REL), inputs.elfMachine);
-    for (const lib of libs.files) {
-      const to = join(ENGINE_LIB_DIR, lib.split('/').pop()!);
-      place(engine, to, lib);
-      stripElf(join(engine, to), inputs.elfMachine);
-      // MNN's assembly kernels carry no .note.GNU-stack, so the loader would make every thread stack executable.
-      clearExecStack(join(engine, to));
-    }
-    const engineLintian = join(repoRoot, 'packaging', 'debian', 'mnn-edge-engine.lintian-overrides');
-    if (existsSync(engineLintian))
-      place(engine, 'usr/share/lintian/overrides/mnn-edge-engine', engineLintian);
-    const enginePkg: DebPackage = {
-      name: 'mnn-edge-engine',
-      version,
-      arch,
-      depends: [`mnn-edge (= ${version})`, 'libc6', 'libstdc++6', 'libgcc-s1'],
-      recommends: [
-        ...(libs.backends.includes('vulkan') ? ['libvulkan1'] : []),
-        ...(libs.backends.includes('opencl') ? ['ocl-icd-libopencl1 | opencl-icd'] : []),
-      ],
-      section: 'misc',
-      summary: `generic MNN engine for mnn-edge (${libs.backends.join(', ')})`,
-      description:
-        `MNN built for any ${arch} CPU (backends: ${libs.backends.join(', ')}) and the\n` +
-        'mnn-edge engine addon built against it. `mnn-edge engine build` on the\n' +
-        "board makes one tuned to the board's SoC; the agent then loads that one\n" +
-        '(MNN_EDGE_ENGINE_ADDON) and this package stays as the fallback or goes.',
-      copyright: engineCopyright(),
-    };
-
-    // mnn-edge-node: the official Node build, under a private prefix so it never shadows a system node.
-    const node = join(work, 'mnn-edge-node');
-    place(node, NODE_BIN, join(inputs.nodeDir, 'bin', 'node'));
-    stripElf(join(node, NODE_BIN), inputs.elfMachine);
-    const nodeLintian = join(repoRoot, 'packaging', 'debian', 'mnn-edge-node.lintian-overrides');
-    if (existsSync(nodeLintian)) place(node, 'usr/share/lintian/overrides/mnn-edge-node', nodeLintian);
-    const nodePkg: DebPackage = {
-      name: 'mnn-edge-node',
-      version: NODE_VERSION,
-      arch,
-      depends: ['libc6 (>= 2.28)', 'libstdc++6', 'libgcc-s1'],
-      section: 'interpreters',
-      summary: `Node.js ${NODE_VERSION} runtime for mnn-edge`,
-      description:
-        `The official Node.js ${NODE_VERSION} Linux build (npm's node-linux-${arch === 'amd64' ? 'x64' : 'arm64'}: the\n` +
-        'nodejs.org binary repackaged) under /usr/lib/mnn-edge/node, so that it\n' +
-        'never replaces a system node. Debian 12 ships Node 18 and Ubuntu 22.04\n' +
-        'Node 12; mnn-edge needs 20.18 or newer.',
-      copyright: nodeCopyright(readFileSync(join(inputs.nodeDir, 'LICENSE'), 'utf8')),
-    };
-
+    const staged = stageForDebian(work, inputs, options.build === true, log);
+    const engine = engineTree(work, staged, inputs, version);
+    const trees = [agentTree(work, staged, inputs, version), engine, nodeTree(work, inputs)];
     const outDir = resolve(options.outDir);
-    const debs = [
-      { pkg: agentPkg, root: agent },
-      { pkg: enginePkg, root: engine },
-      { pkg: nodePkg, root: node },
-    ]
+    const debs = trees
       .filter(({ pkg }) => options.only === undefined || options.only.includes(pkg.name))
       .map(({ pkg, root }) => {
         const path = buildDeb(root, pkg, outDir, date);
@@ -239,7 +269,7 @@ export function packageDeb(options: {
         log(`built ${path}: ${(bytes / 1e6).toFixed(1)} MB`);
         return { name: pkg.name, path, bytes };
       });
-    return { debs, backends: libs.backends };
+    return { debs, backends: engine.backends };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
