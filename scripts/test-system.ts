@@ -166,7 +166,10 @@ function boot(image: string, work: string, debs: string, port: number): Guest {
   ];
   const child = spawn('nice', args, { stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { port, qga, console: consoleLog, exited, kill: () => child.kill('SIGKILL') };
+  const kill = () => child.kill('SIGKILL');
+  // However this script ends (an exception, a signal), the guest goes with it: no QEMU left on a shared machine.
+  process.once('exit', kill);
+  return { port, qga, console: consoleLog, exited, kill };
 }
 
 async function healthz(port: number, budgetMs: number): Promise<{ version: string }> {

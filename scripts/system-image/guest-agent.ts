@@ -30,16 +30,21 @@ async function request(socketPath: string, body: object, budgetMs: number): Prom
       socket.on('data', (chunk: string) => {
         buffer += chunk;
         const start = buffer.lastIndexOf('\xff');
+        // Only whole lines: a large reply (guest-exec output) arrives in several chunks.
         const lines = buffer
           .slice(start + 1)
           .split('\n')
+          .slice(0, -1)
           .filter((l) => l.trim() !== '');
-        if (lines.length >= 2) {
-          clearTimeout(timer);
+        if (lines.length < 2) return;
+        clearTimeout(timer);
+        try {
           const reply = JSON.parse(lines[1]!) as { return?: unknown; error?: { desc?: string } };
           if (reply.error)
             reject(new Error(`guest agent: ${reply.error.desc ?? JSON.stringify(reply.error)}`));
           else resolve(reply.return);
+        } catch (err) {
+          reject(err);
         }
       });
       socket.once('error', (err) => {
