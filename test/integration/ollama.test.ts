@@ -3,54 +3,16 @@
 // runtime. Error paths and the listener on Ollama's port run everywhere (hosts that cannot start stand in for a
 // missing MNN); answers need the engine and run in engine hosts (skipped with one line without).
 // Home Assistant's own calls, as its integration sends them, are in ollama-home-assistant.test.ts.
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { Ollama } from 'ollama';
-import type { AgentConfig } from '../../agent/config/schema.js';
-import type { OllamaListenerConfig } from '../../agent/config/sections/ollama.js';
-import { createAgent } from '../../agent/main.js';
-import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
 import { unavailableHosts } from '../../agent/runtime/module.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
-import { loopbackAgentConfig } from '../helpers/agent-config.js';
+import { startOllamaAgent } from '../helpers/ollama-agent.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
 
 const framePng = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
-
-export async function startOllamaAgent(
-  t: ExecutionContext,
-  options: { hosts?: EngineHostFactory; listener?: Partial<OllamaListenerConfig> } = {},
-) {
-  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-ollama-');
-  const config: AgentConfig = {
-    ...base,
-    slots: { 'voice.llm': { model: 'tiny-llm' }, 'vision.vlm': { model: 'tiny-vlm' } },
-    vision: { concurrency: 1, maxQueued: 0, retryAfterS: 7 },
-    ...(options.listener
-      ? { ollama: { listener: { enabled: true, bind: '127.0.0.1', port: 0, ...options.listener } } }
-      : {}),
-  };
-  const slots = slotRuntimeModules(['tiny-llm', 'tiny-vlm'], options.hosts ? { hosts: options.hosts } : {});
-  const workloads = createWorkloadsModule({ runtime: slots.runtime });
-  const agent = createAgent(config, {
-    logger: createMemoryLogger(),
-    modules: [...slots.modules, workloads],
-  });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  const host = `http://127.0.0.1:${agent.http.port}`;
-  const client = new Ollama({ host, headers: { Authorization: `Bearer ${token}` } });
-  return { host, token, client, listenerPort: workloads.ollamaListenerPort(), runtime: slots.runtime };
-}
 
 const noEngineReason = unavailableMessage('the engine addon is not built');
 const noEngine = unavailableHosts(noEngineReason);
