@@ -6,26 +6,7 @@ import { errorMessage } from '../../../lib/errors.js';
 import type { RequestContext } from '../../http/router.js';
 import { badRequest, OllamaError, sendOllamaError, toOllamaError } from './errors.js';
 import { findByName } from './names.js';
-import type { OllamaRoutesDeps } from './types.js';
-
-/** The part of a hub pull's view this endpoint reports (models/hub/pull-jobs.ts's PullJobView). */
-export interface PullView {
-  id: string;
-  source: string;
-  state: string;
-  phase: string;
-  file?: string;
-  doneBytes: number;
-  totalBytes: number;
-  model?: string;
-  error?: { message: string; hint?: string };
-}
-
-/** The agent's hub pulls (HubPullJobs), as this endpoint uses them. */
-export interface PullPort {
-  start(source: string, options: { requestedBy: string }): { view: PullView; done: Promise<unknown> };
-  subscribe(listener: (view: PullView) => void): () => void;
-}
+import type { OllamaRoutesDeps, PullPort, PullView } from './types.js';
 
 /** hf://…, ms://…, or hf.co/… / huggingface.co/… / modelscope.cn/… (an Ollama-style `:tag` becomes `@rev`). */
 export function hubSourceOf(name: string): string | undefined {

@@ -8,9 +8,8 @@ import type { WorkloadModels } from '../slots/slot-models.js';
 import type { RgbFrame } from '../vision/image.js';
 import { KeepAliveTimers } from './keep-alive.js';
 import { type AgentPort, type OllamaListener, startOllamaListener } from './listener.js';
-import type { PullPort } from './pull.js';
 import { registerOllamaRoutes } from './routes.js';
-import type { OllamaModel } from './types.js';
+import type { OllamaModel, PullPort } from './types.js';
 
 export interface OllamaApiDeps {
   models: () => readonly OllamaModel[];

@@ -6,7 +6,6 @@ import type { SlotGate } from '../slots/scheduler.js';
 import type { WorkloadModels } from '../slots/slot-models.js';
 import type { RgbFrame } from '../vision/image.js';
 import type { KeepAliveTimers } from './keep-alive.js';
-import type { PullPort } from './pull.js';
 
 /** A model the Ollama API offers: the same entries as the OpenAI API's, with the slot that serves each. */
 export interface OllamaModel {
@@ -34,4 +33,23 @@ export interface OllamaRoutesDeps {
   pulls: () => PullPort | undefined;
   nowMs: () => number;
   logger: Logger;
+}
+
+/** The part of a hub pull's view this endpoint reports (models/hub/pull-jobs.ts's PullJobView). */
+export interface PullView {
+  id: string;
+  source: string;
+  state: string;
+  phase: string;
+  file?: string;
+  doneBytes: number;
+  totalBytes: number;
+  model?: string;
+  error?: { message: string; hint?: string };
+}
+
+/** The agent's hub pulls (HubPullJobs), as this endpoint uses them. */
+export interface PullPort {
+  start(source: string, options: { requestedBy: string }): { view: PullView; done: Promise<unknown> };
+  subscribe(listener: (view: PullView) => void): () => void;
 }
