@@ -42,6 +42,9 @@ export function toOllamaError(err: unknown): OllamaError {
         return new OllamaError(503, err.message);
       case 'EFRAME':
       case 'ENOMODEL':
+      // The model's template cannot show tools, or refused the conversation: the request's, as Ollama's 400
+      // "does not support tools".
+      case 'ETOOL':
         return new OllamaError(400, err.message);
       default:
         break;
