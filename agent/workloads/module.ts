@@ -322,6 +322,23 @@ function boardMcp(
   );
 }
 
+/** The Ollama-compatible API over the same models as the OpenAI API's, with the agent's hub pulls. */
+function startOllama(
+  ctx: AgentContext,
+  deps: WorkloadsModuleDeps,
+  models: WorkloadModels,
+  apiModels: () => ApiModels,
+  vic: VisionConfig,
+): Promise<OllamaApi> {
+  return startOllamaApi(ctx, {
+    models: apiModels,
+    slots: models,
+    maxImageBytes: vic.maxFrameBytes,
+    decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
+    pulls: () => deps.pulls?.(),
+  });
+}
+
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
   let voiceConfig: VoiceConfig | undefined;
   let visionConfig: VisionConfig | undefined;
@@ -407,13 +424,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
       removers.push(...registerEdges(ctx, { ...deps, sessions }, services, apiModels, vic));
       removers.push(boardMcp(ctx, deps, services, models, { voice: vc, vision: vic }));
-      ollama = await startOllamaApi(ctx, {
-        models: apiModels,
-        slots: models,
-        maxImageBytes: vic.maxFrameBytes,
-        decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
-        pulls: () => deps.pulls?.(),
-      });
+      ollama = await startOllama(ctx, deps, models, apiModels, vic);
       wyoming = new WyomingLifecycle({
         ctx,
         voice,
