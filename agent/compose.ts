@@ -374,6 +374,7 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
         version: options.agentVersion,
       }),
     },
+    pulls: () => platform.models.pulls(),
   });
   // The board's samples, for /metrics and the dashboard with or without a broker; the fleet delivers them.
   const telemetry = createTelemetryModule({

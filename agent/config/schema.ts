@@ -3,6 +3,7 @@ import { modelsConfigSchema } from '../../models/config.js';
 import { otaSchema } from '../../ota/config.js';
 import { type HttpConfig, httpSchema, type LogConfig, logSchema } from './sections/core.js';
 import { type MqttConfig, mqttSchema } from './sections/mqtt.js';
+import { ollamaSchema } from './sections/ollama.js';
 import { runtimeSchema, slotsSchema } from './sections/slots.js';
 import { telemetrySchema } from './sections/telemetry.js';
 import { visionSchema } from './sections/vision.js';
@@ -43,6 +44,7 @@ export const agentConfigSchema: JsonSchema = {
     voice: voiceSchema,
     vision: visionSchema,
     wyoming: wyomingSchema,
+    ollama: ollamaSchema,
     runtime: runtimeSchema,
   },
 };

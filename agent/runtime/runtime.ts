@@ -195,27 +195,59 @@ export class Runtime {
   // ---------------------------------------------------------------- workloads
 
   /** A lease on whatever serves the slot now; waits (bounded) while the slot is being loaded or swapped. */
-  acquire(slot: SlotName, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<SlotLease> {
+  async acquire(slot: SlotName, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<SlotLease> {
+    await this.#wake(slot);
     return this.#serving.acquire(slot, opts);
+  }
+
+  /**
+   * Unload the model serving a slot until its next request (Ollama's `keep_alive`), which loads it again and
+   * waits for the load. False when no model serves the slot now. Not stored: a restart loads it again.
+   */
+  park(slot: SlotName, reason: string): Promise<boolean> {
+    return this.#planning.park(assertSlot(slot), reason);
+  }
+
+  /** Whether the slot's model is unloaded by park() and waits for its next request. */
+  isParked(slot: SlotName): boolean {
+    return this.#planning.isParked(slot);
+  }
+
+  /** The context the configuration sized the slot's KV cache for, in tokens. */
+  contextTokens(slot: SlotName): number | undefined {
+    return this.#planning.contextTokens(slot);
+  }
+
+  /** A parked slot's first request loads its model again (the serving wait then covers the load). */
+  async #wake(slot: SlotName): Promise<void> {
+    if (this.#planning.isParked(slot)) await this.#planning.wake(slot, 'a request came');
   }
 
   /** Generate on a slot, token by token. A request cut off by a host crash or a drain deadline throws an
    *  EngineFailure that says so; a backend fault also moves the slot down its fallback chain. */
-  stream(slot: SlotName, request: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerateEvent> {
-    return this.#serving.stream(slot, request, signal);
+  async *stream(
+    slot: SlotName,
+    request: GenerateRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<GenerateEvent> {
+    await this.#wake(slot);
+    yield* this.#serving.stream(slot, request, signal);
   }
 
   /** Speech from the talker of the model serving the slot (voice.tts). */
-  speak(slot: SlotName, request: SpeakRequest, signal?: AbortSignal): AsyncGenerator<SpeechOut> {
-    return this.#serving.speak(slot, request, signal);
+  async *speak(slot: SlotName, request: SpeakRequest, signal?: AbortSignal): AsyncGenerator<SpeechOut> {
+    await this.#wake(slot);
+    yield* this.#serving.speak(slot, request, signal);
   }
 
   /** One forward of the graph model (MnnGraph) serving the slot (Silero VAD on voice.vad). */
-  forward(slot: SlotName, inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
+  async forward(slot: SlotName, inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
+    await this.#wake(slot);
     return this.#serving.forward(slot, inputs, signal);
   }
 
-  generate(slot: SlotName, request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
+  async generate(slot: SlotName, request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
+    await this.#wake(slot);
     return this.#serving.generate(slot, request, signal);
   }
 

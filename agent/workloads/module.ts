@@ -13,9 +13,12 @@ import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
 import { SLOT_NAMES, type SlotName } from '../plan/types.js';
 import type { SlotState } from '../runtime/measuring/slot-states.js';
 import type { MetricSample } from '../telemetry/samplers.js';
+import { type ApiModels, apiModelsOf } from './api-models.js';
 import { startBoardVoiceLoop, startCameraWatch } from './board-loops.js';
 import { type BoardMcpOptions, registerBoardMcp } from './board-mcp.js';
 import { resolveVisionConfig, resolveVoiceConfig } from './config.js';
+import { type OllamaApi, startOllamaApi } from './ollama/start.js';
+import type { PullPort } from './ollama/types.js';
 import { registerOpenAiRoutes } from './openai/routes.js';
 import { SlotGate, VoicePriority } from './slots/scheduler.js';
 import { slotModels, type WorkloadModels, type WorkloadRuntime } from './slots/slot-models.js';
@@ -62,6 +65,8 @@ export interface WorkloadsModuleDeps {
   packageDir?: PackageDirOf;
   /** The board's MCP server at POST /mcp: its status source, and whether remote clients may announce. */
   mcpServer?: BoardMcpOptions;
+  /** The agent's hub pulls, for the Ollama API's /api/pull (undefined until the model store is open). */
+  pulls?: () => PullPort | undefined;
 }
 
 export interface WorkloadsModule extends AgentModule {
@@ -81,6 +86,8 @@ export interface WorkloadsModule extends AgentModule {
   queueDepths(): Record<string, number>;
   /** The acting assistant with its tools and timers (the MCP client sets its sources there); once started. */
   assistant(): AssistantHub | undefined;
+  /** The port of the listener on Ollama's side (ollama.listener) while it listens. */
+  ollamaListenerPort(): number | undefined;
 }
 
 function queueDepthsOf(gates: ((slot: SlotName) => SlotGate) | undefined): Record<string, number> {
@@ -101,9 +108,6 @@ function assignLive(vc: VoiceConfig, vic: VisionConfig, config: AgentConfig): vo
   vic.watch.intervalS = vi.watch.intervalS;
   vic.watch.onSceneChange = vi.watch.onSceneChange;
 }
-
-/** The slots the OpenAI-compatible API offers, each under the id of the model placed on it. */
-const API_SLOTS: readonly SlotName[] = ['voice.llm', 'voice.omni', 'vision.vlm'];
 
 function unavailable(reason: string): WorkloadStatus {
   return { available: false, reason };
@@ -221,46 +225,6 @@ function registerEdges(
   ];
 }
 
-type ApiModels = ReturnType<Parameters<typeof registerOpenAiRoutes>[0]['models']>;
-
-/**
- * What /v1/models lists, read on every request: a model installed or swapped while the agent runs shows up at
- * once. Slots that share a model appear once, under the first slot that serves it. A model that cannot answer
- * (no engine, failed to load, retrying a load that failed) is not listed, but asking for it by name still answers
- * 503 with the reason.
- */
-function apiModelsOf(
-  models: WorkloadModels,
-  gateFor: (slot: SlotName) => SlotGate,
-  slotStates: (() => readonly SlotState[]) | undefined,
-  startedAt: number,
-): () => ApiModels {
-  return () => {
-    const seen = new Set<string>();
-    const states = slotStates?.();
-    const answers = (slot: SlotName) => {
-      const state = states?.find((st) => st.slot === slot);
-      return state === undefined
-        ? models.missing(slot) === undefined
-        : state.servable || (state.phase === 'loading' && state.retryAfterFailures === undefined);
-    };
-    return API_SLOTS.flatMap((slot) => {
-      const id = models.modelId(slot);
-      if (id === undefined || seen.has(id)) return [];
-      seen.add(id);
-      return [
-        {
-          id,
-          created: startedAt,
-          gate: gateFor(slot),
-          open: async () => models.chat(slot),
-          servable: answers(slot),
-        },
-      ];
-    });
-  };
-}
-
 /** The loops that run on the board itself: the microphone voice loop and the camera watch, as configured. */
 function startBoardLoops(
   ctx: AgentContext,
@@ -358,6 +322,23 @@ function boardMcp(
   );
 }
 
+/** The Ollama-compatible API over the same models as the OpenAI API's, with the agent's hub pulls. */
+function startOllama(
+  ctx: AgentContext,
+  deps: WorkloadsModuleDeps,
+  models: WorkloadModels,
+  apiModels: () => ApiModels,
+  vic: VisionConfig,
+): Promise<OllamaApi> {
+  return startOllamaApi(ctx, {
+    models: apiModels,
+    slots: models,
+    maxImageBytes: vic.maxFrameBytes,
+    decodeImage: async (bytes) => fitFrame(await decodeImage(bytes), vic.frameWidth, vic.frameHeight),
+    pulls: () => deps.pulls?.(),
+  });
+}
+
 export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModule {
   let voiceConfig: VoiceConfig | undefined;
   let visionConfig: VisionConfig | undefined;
@@ -367,6 +348,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
   let startedCtx: AgentContext | undefined;
   let gates: ((slot: SlotName) => SlotGate) | undefined;
   let hub: AssistantHub | undefined;
+  let ollama: OllamaApi | undefined;
   const removers: Array<() => void> = [];
   const background = new AbortController();
   const loops: Array<Promise<void>> = [];
@@ -411,6 +393,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
     queueDepths: () => queueDepthsOf(gates),
 
     assistant: () => hub,
+    ollamaListenerPort: () => ollama?.listenerPort,
 
     async applySettings(config) {
       if (!voiceConfig || !visionConfig || !startedCtx) return { wyoming: 'unchanged' };
@@ -441,6 +424,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
       const sessions = deps.sessions ?? createSessionLimiter(ctx.config.http.maxSessions);
       removers.push(...registerEdges(ctx, { ...deps, sessions }, services, apiModels, vic));
       removers.push(boardMcp(ctx, deps, services, models, { voice: vc, vision: vic }));
+      ollama = await startOllama(ctx, deps, models, apiModels, vic);
       wyoming = new WyomingLifecycle({
         ctx,
         voice,
@@ -465,6 +449,7 @@ export function createWorkloadsModule(deps: WorkloadsModuleDeps): WorkloadsModul
     async stop() {
       if (sweep !== undefined) clearInterval(sweep);
       await wyoming?.close();
+      await ollama?.stop();
       for (const r of removers.splice(0)) r();
       background.abort();
       await voice?.close();

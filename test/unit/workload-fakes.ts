@@ -29,6 +29,7 @@ export function fakeModels(
     configured: (slot) => chat[slot] !== undefined,
     modelId: (slot) => chat[slot]?.id,
     version: (slot) => (chat[slot] ? '1.0.0' : undefined),
+    capabilities: (slot) => chat[slot]?.capabilities,
     describe: (slot) => chat[slot]?.id ?? missing(slot) ?? slot,
     chat(slot) {
       requested.push(slot);
@@ -37,6 +38,13 @@ export function fakeModels(
       return chat[slot]!;
     },
     vad: (energy) => new EnergyVad(energy),
+    async load(slot) {
+      const why = missing(slot);
+      if (why) throw new WorkloadError(unavailable ? 'ENOENGINE' : 'ENOMODEL', why);
+    },
+    park: async () => false,
+    parked: () => false,
+    contextTokens: (slot) => (chat[slot] ? 2048 : undefined),
     wake() {
       if (!wake)
         throw new WorkloadError(

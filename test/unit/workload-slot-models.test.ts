@@ -126,3 +126,40 @@ test('voice.vad host down: the energy VAD answers for those frames, once logged;
   // The recurrent state was reset when the host went away: the next forward starts from zeros.
   t.is(runtime.forwards.at(-1)!.inputs[1]!.data[0], 0);
 });
+
+test("keep_alive's port: load, park and the context go to the runtime when it has them; a double without them cannot park", async (t) => {
+  const runtime = new FakeWorkloadRuntime({
+    'voice.llm': { status: 'placed', modelId: 'tiny-vlm', version: '1.0.0', kind: 'vlm' },
+  });
+  const bare = slotModels(() => runtime);
+  t.deepEqual(bare.capabilities('voice.llm'), { vision: true, audio: false, talker: false });
+  t.is(bare.capabilities('vision.vlm'), undefined);
+  t.false(await bare.park('voice.llm', 'test'));
+  t.false(bare.parked('voice.llm'));
+  t.is(bare.contextTokens('voice.llm'), undefined);
+  await t.notThrowsAsync(bare.load('voice.llm'));
+  await t.throwsAsync(bare.load('vision.vlm'), { message: /No model placed on slot vision\.vlm/ });
+
+  const parked = new Set<string>();
+  const acquired: string[] = [];
+  const full = Object.assign(runtime, {
+    park: async (slot: 'voice.llm') => {
+      parked.add(slot);
+      return true;
+    },
+    isParked: (slot: string) => parked.has(slot),
+    contextTokens: () => 2048,
+    acquire: async (slot: string) => {
+      acquired.push(slot);
+      parked.delete(slot);
+      return { kind: 'builtin', slot, builtin: 'energy-vad', release: () => {} } as never;
+    },
+  });
+  const models = slotModels(() => full);
+  t.true(await models.park('voice.llm', 'keep_alive 0'));
+  t.true(models.parked('voice.llm'));
+  t.is(models.contextTokens('voice.llm'), 2048);
+  await models.load('voice.llm');
+  t.deepEqual(acquired, ['voice.llm']);
+  t.false(models.parked('voice.llm'));
+});

@@ -27,6 +27,12 @@ export class Planning {
   #placement: Placement | undefined;
   /** Catalog kind per `id@version`, from the last plan: decides LLM or graph hosting. */
   #kinds = new Map<string, ModelKind>();
+  /**
+   * Slots unloaded on a client's request (Ollama's keep_alive) until their next use: planned as switched off,
+   * but still described by the model they had, so callers keep offering it and the next request wakes it.
+   * Not stored: a restart loads everything the configuration asks for, as it would without them.
+   */
+  readonly #parked = new Map<SlotName, Extract<SlotInfo, { status: 'placed' | 'degraded' }>>();
   readonly kindOf: KindOf = (id, version) => this.#kinds.get(`${id}@${version}`);
 
   constructor(core: RuntimeCore, desired: DesiredStateStore, probes: ProbeStore, policy: PlanPolicy) {
@@ -47,6 +53,8 @@ export class Planning {
 
   /** What the current placement does with a slot, in terms a workload can explain to its user. */
   slotInfo(slot: SlotName): SlotInfo {
+    const parked = this.#parked.get(slot);
+    if (parked) return parked;
     const planned = this.#placement?.slots.find((s) => s.slot === slot);
     if (!planned) return { status: 'unconfigured' };
     if (planned.status === 'builtin' && planned.builtin)
@@ -62,6 +70,31 @@ export class Planning {
         };
     }
     return { status: planned.status === 'disabled' ? 'disabled' : 'unloaded', reasons: planned.reasons };
+  }
+
+  /** Unloads the model serving the slot until its next use; false when no model serves it now. */
+  async park(slot: SlotName, reason: string): Promise<boolean> {
+    const info = this.slotInfo(slot);
+    if (this.#parked.has(slot) || (info.status !== 'placed' && info.status !== 'degraded')) return false;
+    this.#parked.set(slot, info);
+    await this.replan(`${slot} unloaded: ${reason}`);
+    return true;
+  }
+
+  /** Loads a parked slot's model again (its next request waits for the load); false when it was not parked. */
+  async wake(slot: SlotName, reason: string): Promise<boolean> {
+    if (!this.#parked.delete(slot)) return false;
+    await this.replan(`${slot} loaded again: ${reason}`);
+    return true;
+  }
+
+  isParked(slot: SlotName): boolean {
+    return this.#parked.has(slot);
+  }
+
+  /** The context the configuration sized the slot's KV cache for, in tokens; undefined when not configured. */
+  contextTokens(slot: SlotName): number | undefined {
+    return this.#desired.configSlots().find((s) => s.slot === slot)?.contextTokens;
   }
 
   /** What a plan would be with these config slots, changing nothing (a settings change is checked with it). */
@@ -87,7 +120,9 @@ export class Planning {
     const board = await deps.sources.board();
     const catalog = await deps.sources.catalog();
     const engineVersion = deps.hosts.engineVersion;
-    const slots = this.#desired.configSlots();
+    const slots = this.#desired
+      .configSlots()
+      .map((s) => (this.#parked.has(s.slot) ? { ...s, enabled: false } : s));
     const placement = planPlacement({
       board,
       catalog,

@@ -19,7 +19,9 @@ export type WorkloadRuntime = Pick<
   Runtime,
   'engineUnavailableReason' | 'slotInfo' | 'stream' | 'speak' | 'forward'
 > &
-  Partial<Pick<Runtime, 'servedConfigPath'>>;
+  // The served model's config path (its chat template); loading and unloading on a client's request (Ollama's
+  // keep_alive). Doubles without them cannot do that.
+  Partial<Pick<Runtime, 'servedConfigPath' | 'acquire' | 'park' | 'isParked' | 'contextTokens'>>;
 
 export interface WorkloadModels {
   /** Why no model can run at all (the runtime is not running, MNN is missing), or undefined. */
@@ -30,10 +32,20 @@ export interface WorkloadModels {
   chat(slot: SlotName): ChatModel;
   /** The id of the model placed on the slot, also while it cannot serve (for listings); else undefined. */
   modelId(slot: SlotName): string | undefined;
+  /** What the model placed on the slot takes (from its catalog kind), without loading it; else undefined. */
+  capabilities(slot: SlotName): ModelCapabilities | undefined;
   /** The version of the model placed on the slot, or undefined. */
   version(slot: SlotName): string | undefined;
   /** Whether the configuration uses the slot at all (a model or a built-in on it). */
   configured(slot: SlotName): boolean;
+  /** Loads the slot's model if it was unloaded (park) and waits until it serves; a WorkloadError if it cannot. */
+  load(slot: SlotName, signal?: AbortSignal): Promise<void>;
+  /** Unloads the slot's model until its next request; false when none serves it or the runtime cannot. */
+  park(slot: SlotName, reason: string): Promise<boolean>;
+  /** Whether the slot's model is unloaded by park() and loads again on its next request. */
+  parked(slot: SlotName): boolean;
+  /** The context the slot's KV cache is sized for (slots.<slot>.contextTokens), in tokens. */
+  contextTokens(slot: SlotName): number | undefined;
   /** What serves the slot, for the dashboard: `tiny-llm@1.0.0`, `energy-vad (built-in)`, or why nothing does. */
   describe(slot: SlotName): string;
   /** Silero over the runtime when a VAD model is placed on voice.vad; the energy detector for the built-in, an
@@ -69,6 +81,10 @@ export function slotModels(
       const info = runtime()?.slotInfo(slot);
       return info && 'modelId' in info ? info.modelId : undefined;
     },
+    capabilities(slot) {
+      const info = runtime()?.slotInfo(slot);
+      return info && 'modelId' in info ? capabilitiesOf(info.kind) : undefined;
+    },
     version(slot) {
       const info = runtime()?.slotInfo(slot);
       return info && 'version' in info ? info.version : undefined;
@@ -84,6 +100,23 @@ export function slotModels(
       if (why || !info || !('modelId' in info)) return why ?? `nothing serves ${slot}`;
       return `${info.modelId}@${info.version}${info.status === 'degraded' ? ' (degraded)' : ''}`;
     },
+    async load(slot, signal) {
+      const rt = runtime();
+      const why = missing(slot);
+      if (why || !rt)
+        throw new WorkloadError(unavailable() ? 'ENOENGINE' : 'ENOMODEL', why ?? `nothing serves ${slot}`);
+      if (!rt.acquire) return;
+      try {
+        (await rt.acquire(slot, signal ? { signal } : {})).release();
+      } catch (err) {
+        throw new WorkloadError('ENOMODEL', `${slot} could not be loaded: ${errorMessage(err)}`);
+      }
+    },
+    async park(slot, reason) {
+      return (await runtime()?.park?.(slot, reason)) ?? false;
+    },
+    parked: (slot) => runtime()?.isParked?.(slot) ?? false,
+    contextTokens: (slot) => runtime()?.contextTokens?.(slot),
     chat(slot) {
       const rt = runtime();
       const why = missing(slot);

@@ -72,19 +72,18 @@ const REFUSALS_HELD_MAX = 256;
 const ACCEPT_HEADROOM = 1024;
 
 /** The allow-list as a BlockList (addresses and CIDR ranges, IPv4 and IPv6); undefined: everyone may connect. */
-export function allowList(entries: readonly string[]): BlockList | undefined {
+export function allowList(entries: readonly string[], key = 'wyoming.allow'): BlockList | undefined {
   if (entries.length === 0) return undefined;
   const list = new BlockList();
   for (const entry of entries) {
     const [address = '', bits] = entry.split('/');
     const family = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : undefined;
-    if (!family)
-      throw new RangeError(`wyoming.allow: ${JSON.stringify(entry)} is not an IP address or CIDR range`);
+    if (!family) throw new RangeError(`${key}: ${JSON.stringify(entry)} is not an IP address or CIDR range`);
     if (bits === undefined) list.addAddress(address, family);
     else {
       const prefix = Number(bits);
       if (!Number.isInteger(prefix) || prefix < 0 || prefix > (family === 'ipv4' ? 32 : 128))
-        throw new RangeError(`wyoming.allow: ${JSON.stringify(entry)} has an invalid prefix length`);
+        throw new RangeError(`${key}: ${JSON.stringify(entry)} has an invalid prefix length`);
       list.addSubnet(address, prefix, family);
     }
   }
