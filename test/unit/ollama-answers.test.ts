@@ -71,7 +71,7 @@ async function serve(t: ExecutionContext, model: ChatModel, parks: string[] = []
         gate: new SlotGate('voice.llm', { concurrency: 1, maxQueued: 1, retryAfterS: 1 }),
       },
     ],
-    slots: { load: async () => {}, parked: () => false, contextTokens: () => 2048 },
+    slots: { load: async () => {}, parked: () => false, contextTokens: () => 2048, chat: () => model },
     keepAlive,
     maxImageBytes: 1024,
     decodeImage: () => Promise.reject(new Error('no images here')),

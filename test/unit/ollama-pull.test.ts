@@ -49,7 +49,14 @@ async function serve(t: ExecutionContext) {
   registerOllamaRoutes({
     router,
     models: () => [],
-    slots: { load: async () => {}, parked: () => false, contextTokens: () => 2048 },
+    slots: {
+      load: async () => {},
+      parked: () => false,
+      contextTokens: () => 2048,
+      chat: () => {
+        throw new Error('no chat in the pull tests');
+      },
+    },
     keepAlive,
     maxImageBytes: 1024,
     decodeImage: () => Promise.reject(new Error('no images here')),

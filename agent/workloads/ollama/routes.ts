@@ -118,8 +118,12 @@ export function registerOllamaRoutes(deps: OllamaRoutesDeps): () => void {
         'general.version': m.version ?? '',
         'mnn.context_length': context,
       },
-      // Tool calls are rendered through the model's own chat template (the runtime's chat model).
-      capabilities: ['completion', 'tools', ...(m.vision ? ['vision'] : [])],
+      // Tools only where the served model's own chat template shows them (what a request with tools needs).
+      capabilities: [
+        'completion',
+        ...(deps.slots.chat(m.slot).supportsTools?.() !== false ? ['tools'] : []),
+        ...(m.vision ? ['vision'] : []),
+      ],
       modified_at: listed(m, deps.nowMs()).modified_at,
     });
   };

@@ -25,7 +25,7 @@ export interface OllamaModel {
 export interface OllamaRoutesDeps {
   router: HttpRouter;
   models: () => readonly OllamaModel[];
-  slots: Pick<WorkloadModels, 'load' | 'parked' | 'contextTokens'>;
+  slots: Pick<WorkloadModels, 'load' | 'parked' | 'contextTokens' | 'chat'>;
   keepAlive: KeepAliveTimers;
   maxImageBytes: number;
   decodeImage: (bytes: Uint8Array) => Promise<RgbFrame>;
