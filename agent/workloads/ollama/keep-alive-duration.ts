@@ -10,7 +10,7 @@ const UNIT_MS: Record<string, number> = {
   ns: 1e-6,
   us: 1e-3,
   µs: 1e-3,
-  μs: 1e-3,
+  '\u03bcs': 1e-3,
   ms: 1,
   s: 1_000,
   m: 60_000,
@@ -27,10 +27,10 @@ function fromMs(ms: number): KeepAlive {
 
 /** Go's time.ParseDuration grammar: an optional sign, then one or more decimal numbers each with a unit. */
 function parseGoDuration(text: string): number | undefined {
-  const m = /^([+-]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/.exec(text);
+  const m = /^([+-]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|\u03bcs|ms|s|m|h))+$/.exec(text);
   if (!m) return text === '0' || text === '+0' || text === '-0' ? 0 : undefined;
   let total = 0;
-  for (const part of text.slice(m[1]!.length).matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g))
+  for (const part of text.slice(m[1]!.length).matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|\u03bcs|ms|s|m|h)/g))
     total += Number(part[1]) * UNIT_MS[part[2]!]!;
   return m[1] === '-' ? -total : total;
 }
