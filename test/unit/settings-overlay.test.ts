@@ -195,6 +195,19 @@ test('`mnn-edge config` shows where each value came from; `config history` print
     history.out,
     /^revision 1 {2}2026-12-02T04:00:00.000Z {2}dashboard \(session from ::1\)\n {2}voice\.systemPrompt: \(file\) -> "Hi\."$/m,
   );
+  // An MCP server's token, written from the Settings page, is in the overlay each entry holds: masked here too.
+  await s.service().change({
+    patch: {
+      voice: {
+        tools: { mcp: [{ name: 'home', url: 'http://ha.local:8123/api/mcp', token: 'llat-secret' }] },
+      },
+    },
+    who: 'dashboard (session from ::1)',
+  });
+  const json = await cli(['config', 'history', '--json', '--config', s.path, '--data-dir', s.dataDir]);
+  t.is(json.code, 0, json.err);
+  t.notRegex(json.out, /llat-secret/);
+  t.regex(json.out, /"token": "\*\*\*"/);
 });
 
 test('the overlay store keeps a torn last log line from hiding the others', (t) => {

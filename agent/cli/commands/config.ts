@@ -82,7 +82,10 @@ export const command: Command = {
       if (!Number.isInteger(limit) || limit < 1)
         throw new UsageError(`--limit expects a positive integer, got "${limitText}"`);
       const entries = inputs.store.history(limit);
-      io.stdout.write(args.flags['json'] ? `${JSON.stringify(entries, null, 2)}\n` : formatHistory(entries));
+      // Each entry holds the whole overlay it wrote, MCP server tokens included: masked like `config --json`.
+      io.stdout.write(
+        args.flags['json'] ? `${JSON.stringify(redactConfig(entries), null, 2)}\n` : formatHistory(entries),
+      );
       return 0;
     }
     if (args.flags['check']) {
