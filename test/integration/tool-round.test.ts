@@ -3,7 +3,7 @@
 // "The kitchen light is on." after a tool result) rendered through its own Qwen2.5 template:
 // - the Ollama API with the official `ollama` client, the way Home Assistant's Ollama integration sends it (the
 //   call arrives whole in one chunk, the tool result goes back without id or name);
-// - the board's own acting assistant (the typed chat; the voice loop and Wyoming `handle` answer through the same
+// - the board's own acting assistant (the typed chat, and Wyoming `handle`; the voice loop answers through the same
 //   assistant) calling a Home Assistant-like MCP server made with the MCP SDK: the light really switches.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { type McpHome, startMcpHome } from '../helpers/mcp-home.js';
 import { toolModel } from '../helpers/tool-model.js';
+import { WyomingTestClient } from '../helpers/wyoming-client.js';
 
 const found = await toolModel();
 if (found.skip) console.log(`tool-round: skipped, ${found.skip}`);
@@ -42,7 +43,7 @@ async function until(cond: () => Promise<boolean>, budgetMs: number): Promise<bo
   return cond();
 }
 
-async function startAgent(t: ExecutionContext, home?: McpHome) {
+async function startAgent(t: ExecutionContext, home?: McpHome, wyoming = false) {
   const model = found.model!;
   const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-tool-round-');
   const config: AgentConfig = {
@@ -52,6 +53,7 @@ async function startAgent(t: ExecutionContext, home?: McpHome) {
       maxNewTokens: 64,
       tools: { mcp: home ? [{ name: 'home', url: home.url, token: home.token }] : [] },
     },
+    ...(wyoming ? { wyoming: { enabled: true, bind: '127.0.0.1', port: 0 } } : {}),
   };
   const slots = slotRuntimeModules([{ path: model.dir, id: 'tool-model' }]);
   const workloads: WorkloadsModule = createWorkloadsModule({ runtime: slots.runtime });
@@ -63,7 +65,14 @@ async function startAgent(t: ExecutionContext, home?: McpHome) {
     rmSync(dataDir, { recursive: true, force: true });
   });
   const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  return { url: `http://127.0.0.1:${agent.http.port}`, token, workloads };
+  // The MCP client connects in the background: its tools join the built-in ones once listed.
+  const listed =
+    home === undefined ||
+    (await until(
+      async () => (await workloads.assistant()!.assistant.catalog()).entries.has('HassTurnOn'),
+      60_000,
+    ));
+  return { url: `http://127.0.0.1:${agent.http.port}`, token, workloads, listed };
 }
 
 gate(
@@ -146,5 +155,25 @@ gate(
       .join('');
     t.is(text.trim(), found.model!.finalText);
     t.like(events.at(-1), { type: 'done', finishReason: 'stop' });
+  },
+);
+
+gate(
+  'Wyoming handle: a transcript Home Assistant hands the board switches a light through the same assistant',
+  async (t) => {
+    t.timeout(300_000);
+    const home = await startMcpHome({ lights: { 'kitchen light': 'off' } });
+    t.teardown(() => home.close());
+    const { workloads, listed } = await startAgent(t, home, true);
+    t.true(listed, 'the home server tools are listed');
+    const port = workloads.wyomingAnnouncement()?.port;
+    if (port === undefined) return t.fail('the Wyoming server is not listening');
+    const c = await WyomingTestClient.connect(port);
+    t.teardown(() => c.socket.destroy());
+    c.send('transcript', { text: 'Turn on the kitchen light', context: { conversation_id: 'kitchen' } });
+    const handled = await c.next('handled');
+    t.is(String(handled.data['text']).trim(), found.model!.finalText);
+    t.deepEqual(handled.data['context'], { conversation_id: 'kitchen' });
+    t.is(home.lights.get('kitchen light'), 'on', 'the MCP server switched the light');
   },
 );

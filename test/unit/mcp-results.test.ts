@@ -19,8 +19,8 @@ test('tools with unusable names, non-object schemas, duplicates or oversized sch
     limits,
   );
   t.deepEqual(tools, [
-    { name: 'HassTurnOn', description: 'Turns on …', parameters: obj, acts: true },
-    { name: 'GetLiveContext', parameters: obj, acts: false },
+    { name: 'HassTurnOn', description: 'Turns on …', parameters: obj },
+    { name: 'GetLiveContext', parameters: obj },
   ]);
   t.deepEqual(skipped, [
     '"bad name!": not a usable tool name',

@@ -4,7 +4,10 @@
 import type { ToolFunction } from '../shared/chat-model.js';
 
 export interface ToolDefinition extends ToolFunction {
-  /** The call changes something on the board or in the home (announce, switch a light): off for remote callers unless enabled. */
+  /**
+   * The call acts on the board itself (announce on its speaker): off for remote callers unless enabled. Tools of
+   * an MCP server the owner configured (Home Assistant's lights) are not marked: connecting them was the consent.
+   */
   acts?: boolean;
 }
 

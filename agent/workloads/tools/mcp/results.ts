@@ -90,7 +90,9 @@ export function mapTools(tools: readonly McpToolShape[], limits: ToolListLimits)
       name: t.name,
       ...(description ? { description } : {}),
       parameters: schema,
-      acts: t.annotations?.readOnlyHint !== true,
+      // Not `acts`: that marks what acts on the board itself (announce). A server's tools act on what its owner
+      // connected it for (Home Assistant's lights), for every caller of the assistant, Home Assistant's own
+      // Wyoming `handle` included.
     });
   }
   return { tools: out, skipped };
