@@ -8,11 +8,12 @@
 // (schema/current/MNN_generated.h) an install does not carry.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { buildMnnGenerator, mnnToolchain, mnnToolchainMissing } from '../mnn-generator.js';
 
 const run = promisify(execFile);
 const toolDir = dirname(fileURLToPath(import.meta.url));
@@ -30,61 +31,14 @@ export interface TinyTalkerOptions {
   mnnSrc?: string;
 }
 
-interface Toolchain {
-  mnnRoot: string;
-  mnnSrc: string;
-}
-
-function toolchain(options: TinyTalkerOptions): Toolchain {
-  return {
-    mnnRoot: options.mnnRoot ?? process.env['MNN_ROOT'] ?? '/opt/mnn',
-    mnnSrc: options.mnnSrc ?? process.env['MNN_SRC'] ?? '/opt/src/MNN',
-  };
-}
-
 /** Why the generator cannot be built here, or undefined. */
 export function tinyTalkerToolchainMissing(options: TinyTalkerOptions = {}): string | undefined {
-  const { mnnRoot, mnnSrc } = toolchain(options);
-  const needed: Array<[string, string]> = [
-    [
-      join(mnnRoot, 'include', 'MNN', 'expr', 'Expr.hpp'),
-      'MNN headers (set MNN_ROOT to an MNN install prefix)',
-    ],
-    [join(mnnRoot, 'lib', 'libMNN.so'), 'libMNN.so (set MNN_ROOT to an MNN install prefix)'],
-    [
-      join(mnnSrc, 'schema', 'current', 'MNN_generated.h'),
-      'the MNN source tree libMNN was built from (set MNN_SRC)',
-    ],
-  ];
-  for (const [path, what] of needed) if (!existsSync(path)) return `${what}: ${path} is missing`;
-  return undefined;
+  return mnnToolchainMissing(options);
 }
 
 /** Compiles the generator into `binary` (g++, C++17). */
-export async function buildGenerator(binary: string, options: TinyTalkerOptions = {}): Promise<void> {
-  const missing = tinyTalkerToolchainMissing(options);
-  if (missing) throw new Error(`cannot build gen_tiny_talker: ${missing}`);
-  const { mnnRoot, mnnSrc } = toolchain(options);
-  mkdirSync(dirname(binary), { recursive: true });
-  const args = [
-    '-O1',
-    '-std=c++17',
-    generatorSource,
-    `-I${join(mnnRoot, 'include')}`,
-    `-I${join(mnnSrc, 'schema', 'current')}`,
-    `-I${join(mnnSrc, '3rd_party', 'flatbuffers', 'include')}`,
-    `-L${join(mnnRoot, 'lib')}`,
-    '-lMNN',
-    `-Wl,-rpath,${join(mnnRoot, 'lib')}`,
-    '-o',
-    binary,
-  ];
-  try {
-    await run('g++', args, { maxBuffer: 8 << 20 });
-  } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr ?? String(err);
-    throw new Error(`g++ failed to build gen_tiny_talker: ${stderr.slice(-2000)}`);
-  }
+export function buildGenerator(binary: string, options: TinyTalkerOptions = {}): Promise<void> {
+  return buildMnnGenerator('gen_tiny_talker', generatorSource, binary, options);
 }
 
 // Byte-level vocabulary of 512 tokens, ids as gen_tiny_talker.cpp's lm_head bias assumes: 0-255 bytes, 256-261
@@ -196,7 +150,7 @@ export async function writeTinyTalker(
  * reused (also by concurrent test processes: each builds aside and renames into place). Returns its config.json.
  */
 export async function cachedTinyTalker(options: TinyTalkerOptions = {}): Promise<string> {
-  const { mnnRoot, mnnSrc } = toolchain(options);
+  const { mnnRoot, mnnSrc } = mnnToolchain(options);
   const key = createHash('sha256')
     .update(readFileSync(generatorSource))
     .update(readFileSync(fileURLToPath(import.meta.url)))

@@ -11,11 +11,12 @@
 // OpType_Attention, whose schema header (schema/current/MNN_generated.h) an install does not carry.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { buildMnnGenerator, mnnToolchain, mnnToolchainMissing } from '../mnn-generator.js';
 import { type ScriptTokens, scriptTokens, type ToolScript, toolScript } from './script.js';
 
 export {
@@ -39,66 +40,14 @@ export interface ToolModelOptions {
   mnnSrc?: string;
 }
 
-interface Toolchain {
-  mnnRoot: string;
-  mnnSrc: string;
-}
-
-function toolchain(options: ToolModelOptions): Toolchain {
-  const sources = ['/opt/src/MNN', '/opt/mnn-src'];
-  return {
-    mnnRoot: options.mnnRoot ?? process.env['MNN_ROOT'] ?? '/opt/mnn',
-    mnnSrc:
-      options.mnnSrc ??
-      process.env['MNN_SRC'] ??
-      sources.find((s) => existsSync(join(s, 'schema', 'current'))) ??
-      sources[0]!,
-  };
-}
-
 /** Why the generator cannot be built here, or undefined. */
 export function toolModelToolchainMissing(options: ToolModelOptions = {}): string | undefined {
-  const { mnnRoot, mnnSrc } = toolchain(options);
-  const needed: Array<[string, string]> = [
-    [
-      join(mnnRoot, 'include', 'MNN', 'expr', 'Expr.hpp'),
-      'MNN headers (set MNN_ROOT to an MNN install prefix)',
-    ],
-    [join(mnnRoot, 'lib', 'libMNN.so'), 'libMNN.so (set MNN_ROOT to an MNN install prefix)'],
-    [
-      join(mnnSrc, 'schema', 'current', 'MNN_generated.h'),
-      'the MNN source tree libMNN was built from (set MNN_SRC)',
-    ],
-  ];
-  for (const [path, what] of needed) if (!existsSync(path)) return `${what}: ${path} is missing`;
-  return undefined;
+  return mnnToolchainMissing(options);
 }
 
 /** Compiles the generator into `binary` (g++, C++17). */
-export async function buildGenerator(binary: string, options: ToolModelOptions = {}): Promise<void> {
-  const missing = toolModelToolchainMissing(options);
-  if (missing) throw new Error(`cannot build gen_tool_model: ${missing}`);
-  const { mnnRoot, mnnSrc } = toolchain(options);
-  mkdirSync(dirname(binary), { recursive: true });
-  const args = [
-    '-O1',
-    '-std=c++17',
-    generatorSource,
-    `-I${join(mnnRoot, 'include')}`,
-    `-I${join(mnnSrc, 'schema', 'current')}`,
-    `-I${join(mnnSrc, '3rd_party', 'flatbuffers', 'include')}`,
-    `-L${join(mnnRoot, 'lib')}`,
-    '-lMNN',
-    `-Wl,-rpath,${join(mnnRoot, 'lib')}`,
-    '-o',
-    binary,
-  ];
-  try {
-    await run('g++', args, { maxBuffer: 8 << 20 });
-  } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr ?? String(err);
-    throw new Error(`g++ failed to build gen_tool_model: ${stderr.slice(-2000)}`);
-  }
+export function buildGenerator(binary: string, options: ToolModelOptions = {}): Promise<void> {
+  return buildMnnGenerator('gen_tool_model', generatorSource, binary, options);
 }
 
 /** MNN's tokenizer.txt (magic 430, type 1 = tiktoken): specials, stop ids, then one base64 token per line. */
@@ -180,7 +129,7 @@ export async function writeToolModel(
 
 /** The compiled generator, cached beside the packages by its source and toolchain: other scripts reuse it. */
 async function cachedGenerator(root: string, staging: string, options: ToolModelOptions): Promise<string> {
-  const { mnnRoot, mnnSrc } = toolchain(options);
+  const { mnnRoot, mnnSrc } = mnnToolchain(options);
   const key = createHash('sha256')
     .update(readFileSync(generatorSource))
     .update(JSON.stringify({ mnnRoot, mnnSrc }))
@@ -204,7 +153,7 @@ async function cachedGenerator(root: string, staging: string, options: ToolModel
  * into place). Returns its config.json.
  */
 export async function cachedToolModel(options: ToolModelOptions = {}): Promise<string> {
-  const { mnnRoot, mnnSrc } = toolchain(options);
+  const { mnnRoot, mnnSrc } = mnnToolchain(options);
   const script = toolScript(options.script);
   const key = createHash('sha256')
     .update(readFileSync(generatorSource))
