@@ -68,6 +68,9 @@ await build({
   format: 'esm',
   target: 'node20',
   plugins: [packagePolicy],
+  // A dist outside the checkout (the stage, the Debian package) has only the production dependencies beside it:
+  // the bundled packages come from the checkout's node_modules.
+  nodePaths: [join(repo, 'node_modules')],
   // Stack traces and logs keep our names: only whitespace goes.
   minifyWhitespace: true,
   legalComments: 'none',

@@ -139,11 +139,12 @@ if (!engine.available) {
       ],
     );
     const show = await client.show({ model: list.models[1]!.model });
-    t.deepEqual(show.capabilities, ['completion', 'tools', 'vision']);
+    // No 'tools': tiny-vlm's chat template does not show tools, so a request with tools would be refused.
+    t.deepEqual(show.capabilities, ['completion', 'vision']);
     t.is((show.model_info as unknown as Record<string, unknown>)['mnn.context_length'], 2048);
     // Without a tag, and with the placed version as its tag, the name means the same model.
-    t.deepEqual((await client.show({ model: 'tiny-llm' })).capabilities, ['completion', 'tools']);
-    t.deepEqual((await client.show({ model: 'tiny-llm:1.0.0' })).capabilities, ['completion', 'tools']);
+    t.deepEqual((await client.show({ model: 'tiny-llm' })).capabilities, ['completion']);
+    t.deepEqual((await client.show({ model: 'tiny-llm:1.0.0' })).capabilities, ['completion']);
     const ps = await client.ps();
     t.deepEqual(
       ps.models.map((m) => m.model),

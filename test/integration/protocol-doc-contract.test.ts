@@ -90,16 +90,23 @@ function concrete(topic: string, name: string): string {
     .replace('[/…]', '');
 }
 
-test('topics: the device subscribes to exactly the documented inbound topics', async (t) => {
+test('topics: the device subscribes to exactly the documented filters, every inbound topic among them', async (t) => {
   const { services } = await composedAgent();
-  const documented = table(protocolDoc, 'topic')
+  const inbound = table(protocolDoc, 'topic')
     .filter(([, direction]) => /→ devices?$/.test(direction!))
     .map(([topic]) => concrete(codes(topic!)[0]!, '+'));
+  // "Subscriptions and their QoS": every filter the device holds, its own status (read back) included.
+  const filters = table(protocolDoc, 'filter').map(([filter]) => concrete(codes(filter!)[0]!, '+'));
   const subscribed = services
     .fleet()
     .agent!.subscriptions.state()
     .map((s) => s.filter);
-  t.deepEqual([...subscribed].sort(), [...documented].sort());
+  t.deepEqual([...subscribed].sort(), [...filters].sort());
+  t.deepEqual(
+    inbound.filter((topic) => !subscribed.includes(topic)),
+    [],
+    'every → device topic is subscribed',
+  );
 });
 
 test('subscriptions: each filter at the QoS the subscriptions table gives it', async (t) => {
