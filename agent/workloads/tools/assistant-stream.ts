@@ -16,7 +16,8 @@ export function turnResult(turn: AssistantTurn): ChatResult {
   return {
     text: turn.text,
     finishReason,
-    ...(turn.notice ? { detail: turn.notice } : {}),
+    // The loop's own notice, else why the model's last answer ended early (which engine host died, and how).
+    ...(turn.notice ? { detail: turn.notice } : turn.last?.detail ? { detail: turn.last.detail } : {}),
     promptTokens: turn.usage.promptTokens,
     generatedTokens: turn.usage.generatedTokens,
     prefillMs: turn.last?.prefillMs ?? 0,
