@@ -67,11 +67,18 @@ export interface AssistantToolCallView {
   ms: number;
 }
 
-/** An active timer (GET /api/assistant/timers); cancelled with DELETE /api/assistant/timers/:id. */
+/** A timer (GET /api/assistant/timers); a running one is cancelled with DELETE /api/assistant/timers/:id. */
 export interface AssistantTimerView {
   id: string;
   label: string;
   /** When it rings, epoch ms. */
   dueAt: number;
   createdAt: number;
+  /** Running ones first, then the recently ended. */
+  state: 'running' | 'fired' | 'cancelled';
+}
+
+/** GET /api/assistant/timers: the running and recently ended timers (and their events, not shown here). */
+export interface AssistantTimersAnswer {
+  timers: AssistantTimerView[];
 }

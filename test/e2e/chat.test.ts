@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import anyTest from 'ava';
 import type { Page, Request } from 'playwright-core';
 import { OVERLAY_FILE } from '../../agent/config/overlay-store.js';
-import type { AssistantChatRequest, AssistantTimerView } from '../../agent/dashboard-api/wire.js';
+import type { AssistantChatRequest, AssistantTimersAnswer } from '../../agent/dashboard-api/wire.js';
 import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
 import { allMigrations } from '../../agent/store/migrations.js';
@@ -184,7 +184,7 @@ if (skip) {
     const { daemon, page } = run;
     const listed = await daemon.call('GET', '/api/assistant/timers');
     t.is(listed.status, 200);
-    const timers = listed.body as AssistantTimerView[];
+    const timers = (listed.body as AssistantTimersAnswer).timers.filter((x) => x.state === 'running');
     await page.goto(`${daemon.url}/#/chat`);
     await page.getByTestId('timers').waitFor();
     await until(

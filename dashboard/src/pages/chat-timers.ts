@@ -1,4 +1,4 @@
-import type { AssistantTimerView } from '../../../agent/dashboard-api/wire.js';
+import type { AssistantTimersAnswer, AssistantTimerView } from '../../../agent/dashboard-api/wire.js';
 import { timeLeft } from '../chat/transcript.js';
 import { ApiError } from '../ui/api.js';
 import { card, h, notice } from '../ui/dom.js';
@@ -87,9 +87,9 @@ export function timersCard(ctx: PageContext): { element: HTMLElement; refresh():
 
   const refresh = async () => {
     try {
-      timers = (await ctx.api.get<AssistantTimerView[]>('/api/assistant/timers')).sort(
-        (a, b) => a.dueAt - b.dueAt,
-      );
+      const listed = await ctx.api.get<AssistantTimersAnswer>('/api/assistant/timers');
+      // The panel is for what still rings: the recently ended ones are in the answer too.
+      timers = listed.timers.filter((x) => x.state === 'running').sort((a, b) => a.dueAt - b.dueAt);
       missing = false;
       status.replaceChildren();
     } catch (err) {
