@@ -101,10 +101,23 @@ export function debInputs(arch: DebArch, repo: string): DebInputs {
     arch,
     elfMachine: 'aarch64',
     nodeDir: nodeRuntime(arch),
-    betterSqlite3: mustExist(join(cross, 'better-sqlite3', 'build', 'Release'), hint),
+    betterSqlite3: mustExist(crossBetterSqlite3(repo, cross), hint),
     engineAddon: mustExist(join(cross, 'Release', 'mnn_edge_engine.node'), hint),
     mnnPrefix: mustExist(process.env['MNN_ROOT_AARCH64'] || '/opt/mnn-aarch64', hint),
   };
+}
+
+/**
+ * better-sqlite3 for aarch64: the one `mnn-edge engine build --target` put in the checkout, else the one the arm64
+ * tier builds once per version into the cache (scripts/test-arm64.ts), which is all a fresh clone has.
+ */
+function crossBetterSqlite3(repo: string, cross: string): string {
+  const inCheckout = join(cross, 'better-sqlite3', 'build', 'Release');
+  if (existsSync(inCheckout)) return inCheckout;
+  const { version } = JSON.parse(
+    readFileSync(join(repo, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8'),
+  ) as { version: string };
+  return join(cacheDir(), `better-sqlite3-${version}-aarch64-node${NODE_VERSION}`, 'build', 'Release');
 }
 
 /** The NEEDED names of an ELF file (readelf reads any architecture's). */
