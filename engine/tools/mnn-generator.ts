@@ -3,7 +3,7 @@
 // schema header (schema/current/MNN_generated.h) an install does not carry. One place says what is missing and
 // compiles a generator, so every generator fails the same clear way on a machine without MNN.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -82,4 +82,31 @@ export async function buildMnnGenerator(
     const stderr = (err as { stderr?: string }).stderr ?? String(err);
     throw new Error(`g++ failed to build ${name}: ${stderr.slice(-2000)}`);
   }
+}
+
+/**
+ * A generated package in `root/key`, made once and reused, also by concurrent test processes: each builds into a
+ * staging directory of its own (`make` writes the package into the directory it is given) and renames it into
+ * place; losing that race to another process is fine. Returns the package's config.json.
+ */
+export async function cachedPackage(
+  root: string,
+  key: string,
+  make: (staging: string, packageDir: string) => Promise<void>,
+): Promise<string> {
+  const dir = join(root, key);
+  const config = join(dir, 'config.json');
+  if (existsSync(config)) return config;
+  const staging = join(root, `${key}.${process.pid}.${Date.now()}`);
+  try {
+    await make(staging, join(staging, 'package'));
+    try {
+      renameSync(join(staging, 'package'), dir);
+    } catch (err) {
+      if (!existsSync(config)) throw err;
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return config;
 }

@@ -8,12 +8,12 @@
 // (schema/current/MNN_generated.h) an install does not carry.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { buildMnnGenerator, mnnToolchain, mnnToolchainMissing } from '../mnn-generator.js';
+import { buildMnnGenerator, cachedPackage, mnnToolchain, mnnToolchainMissing } from '../mnn-generator.js';
 
 const run = promisify(execFile);
 const toolDir = dirname(fileURLToPath(import.meta.url));
@@ -157,24 +157,11 @@ export async function cachedTinyTalker(options: TinyTalkerOptions = {}): Promise
     .update(JSON.stringify({ ...options, mnnRoot, mnnSrc }))
     .digest('hex')
     .slice(0, 16);
-  const root = join(tmpdir(), 'mnn-edge-tiny-talker');
-  const dir = join(root, key);
-  const config = join(dir, 'config.json');
-  if (existsSync(config)) return config;
-  const staging = join(root, `${key}.${process.pid}.${Date.now()}`);
-  try {
+  return cachedPackage(join(tmpdir(), 'mnn-edge-tiny-talker'), key, async (staging, packageDir) => {
     const generator = join(staging, 'bin', 'gen_tiny_talker');
     await buildGenerator(generator, options);
-    await writeTinyTalker(generator, join(staging, 'package'), options);
-    try {
-      renameSync(join(staging, 'package'), dir);
-    } catch (err) {
-      if (!existsSync(config)) throw err;
-    }
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
-  return config;
+    await writeTinyTalker(generator, packageDir, options);
+  });
 }
 
 async function main(argv: string[]): Promise<void> {

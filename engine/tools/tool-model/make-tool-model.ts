@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { buildMnnGenerator, mnnToolchain, mnnToolchainMissing } from '../mnn-generator.js';
+import { buildMnnGenerator, cachedPackage, mnnToolchain, mnnToolchainMissing } from '../mnn-generator.js';
 import { type ScriptTokens, scriptTokens, type ToolScript, toolScript } from './script.js';
 
 export {
@@ -164,22 +164,10 @@ export async function cachedToolModel(options: ToolModelOptions = {}): Promise<s
     .digest('hex')
     .slice(0, 16);
   const root = join(tmpdir(), 'mnn-edge-tool-model');
-  const dir = join(root, key);
-  const config = join(dir, 'config.json');
-  if (existsSync(config)) return config;
-  const staging = join(root, `${key}.${process.pid}.${Date.now()}`);
-  try {
+  return cachedPackage(root, key, async (staging, packageDir) => {
     const generator = await cachedGenerator(root, staging, options);
-    await writeToolModel(generator, join(staging, 'package'), { ...options, script });
-    try {
-      renameSync(join(staging, 'package'), dir);
-    } catch (err) {
-      if (!existsSync(config)) throw err;
-    }
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
-  return config;
+    await writeToolModel(generator, packageDir, { ...options, script });
+  });
 }
 
 async function main(argv: string[]): Promise<void> {
