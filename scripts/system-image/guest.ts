@@ -1,0 +1,178 @@
+// The booted arm64 guest, shared by the system tier (scripts/test-system.ts) and the power-cut runs: the cached
+// image, the packages' disk, one QEMU boot with the agent's port forwarded to the host's loopback and the guest
+// agent's socket, and the waits on /healthz. Every guest runs under `nice`, and a QEMU never outlives the script.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { packageDeb } from '../package-deb.js';
+import { guestExec } from './guest-agent.js';
+
+const repo = join(import.meta.dirname, '..', '..');
+export const buildImage = join(repo, 'scripts', 'system-image', 'build-image.sh');
+// Generous budgets for a busy 2-core machine emulating arm64 in software; they bound waits, they assert nothing.
+// The first boot's dpkg -i (xz and thousands of files under TCG) took over 15 min at load 18 on 2 cores.
+export const BOOT_BUDGET_MS = Number(process.env['MNN_EDGE_SYSTEM_BOOT_BUDGET_S'] ?? 45 * 60) * 1000;
+
+export const say = (line: string) => console.log(`test:system: ${line}`);
+export function fail(message: string): never {
+  console.error(`test:system: FAIL ${message}`);
+  process.exit(1);
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+export function imageDir(): string {
+  const r = spawnSync(buildImage, ['--dir'], { encoding: 'utf8' });
+  if (r.status !== 0) fail(`build-image.sh --dir failed: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+export function ensureImage(): string | undefined {
+  const dir = imageDir();
+  if (existsSync(join(dir, 'manifest.json'))) return dir;
+  if (process.env['CI']) {
+    console.log(
+      `SKIP system tier: no cached arm64 image at ${dir} (build it once: ${buildImage}, about an hour)`,
+    );
+    return undefined;
+  }
+  say(`no cached image at ${dir}: building it (about an hour; log in ${dir}.partial/build.log)`);
+  const r = spawnSync('nice', ['-n', '19', buildImage], { stdio: 'inherit' });
+  if (r.status !== 0) fail(`the image build failed (exit ${r.status}): see ${dir}.partial/build.log`);
+  return dir;
+}
+
+export function needTools(): void {
+  for (const tool of ['qemu-system-aarch64', 'qemu-img', 'mkfs.ext4']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) {
+      fail(`${tool} is missing: run scripts/install-system-deps.sh`);
+    }
+  }
+}
+
+/** The .debs on an ext4 disk labelled MNNDEBS, with the marker the image's installer unit looks for. */
+export function debsDisk(work: string): string {
+  const dir = join(work, 'debs');
+  mkdirSync(dir);
+  const given = process.env['MNN_EDGE_SYSTEM_DEBS'];
+  if (given) {
+    for (const f of readdirSync(given).filter((f) => f.endsWith('_arm64.deb'))) {
+      writeFileSync(join(dir, f), readFileSync(join(given, f)));
+    }
+  } else {
+    say('building the arm64 packages (npm run package:deb -- --arch arm64)');
+    packageDeb({ arch: 'arm64', outDir: dir, log: () => {} });
+  }
+  const debs = readdirSync(dir).filter((f) => f.endsWith('.deb'));
+  if (debs.length === 0) fail(`no arm64 .deb to install (MNN_EDGE_SYSTEM_DEBS=${given ?? ''})`);
+  say(`installing at first boot: ${debs.join(', ')}`);
+  writeFileSync(join(dir, 'install'), '');
+  const disk = join(work, 'debs.ext4');
+  const r = spawnSync('mkfs.ext4', ['-q', '-L', 'MNNDEBS', '-d', dir, disk, '512M'], { encoding: 'utf8' });
+  if (r.status !== 0) fail(`mkfs.ext4 for the packages' disk failed: ${r.stderr}`);
+  return disk;
+}
+
+export interface Guest {
+  port: number;
+  qga: string;
+  console: string;
+  exited: Promise<number | null>;
+  kill: () => void;
+}
+
+export function boot(image: string, work: string, debs: string, port: number): Guest {
+  const overlay = join(work, 'overlay.qcow2');
+  if (!existsSync(overlay)) {
+    const r = spawnSync(
+      'qemu-img',
+      ['create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', join(image, 'rootfs.ext4'), overlay],
+      { encoding: 'utf8' },
+    );
+    if (r.status !== 0) fail(`qemu-img create failed: ${r.stderr}`);
+  }
+  const qga = join(work, 'qga.sock');
+  const consoleLog = join(work, 'console.log');
+  const args = [
+    '-n',
+    '10',
+    'qemu-system-aarch64',
+    '-M',
+    'virt',
+    '-cpu',
+    'max,pauth-impdef=on',
+    '-smp',
+    '2',
+    '-m',
+    '2048',
+    '-display',
+    'none',
+    '-serial',
+    `file:${consoleLog}`,
+    '-monitor',
+    'none',
+    '-kernel',
+    join(image, 'vmlinuz'),
+    '-initrd',
+    join(image, 'initrd.img'),
+    '-append',
+    'root=/dev/vda rw console=ttyAMA0 systemd.show_status=1',
+    '-drive',
+    `if=none,id=root,file=${overlay},format=qcow2`,
+    '-device',
+    'virtio-blk-pci,drive=root',
+    '-drive',
+    `if=none,id=debs,file=${debs},format=raw,readonly=on`,
+    '-device',
+    'virtio-blk-pci,drive=debs',
+    '-netdev',
+    `user,id=net0,hostfwd=tcp:127.0.0.1:${port}-:8080`,
+    '-device',
+    'virtio-net-pci,netdev=net0,romfile=',
+    '-device',
+    'virtio-rng-pci',
+    '-chardev',
+    `socket,id=qga0,path=${qga},server=on,wait=off`,
+    '-device',
+    'virtio-serial-pci',
+    '-device',
+    'virtserialport,chardev=qga0,name=org.qemu.guest_agent.0',
+  ];
+  const child = spawn('nice', args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const kill = () => child.kill('SIGKILL');
+  // However this script ends (an exception, a signal), the guest goes with it: no QEMU left on a shared machine.
+  process.once('exit', kill);
+  return { port, qga, console: consoleLog, exited, kill };
+}
+
+export async function healthz(port: number, budgetMs: number): Promise<{ version: string }> {
+  const deadline = Date.now() + budgetMs;
+  let last = 'no answer yet';
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(10_000) });
+      if (res.ok) return (await res.json()) as { version: string };
+      last = `HTTP ${res.status}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(3000);
+  }
+  throw new Error(`/healthz did not answer 200 in ${budgetMs / 1000} s (last: ${last})`);
+}
+
+export async function sh(guest: Guest, script: string): Promise<string> {
+  const r = await guestExec(guest.qga, script);
+  if (r.exitcode !== 0) throw new Error(`guest: ${script}: exit ${r.exitcode}: ${r.stderr || r.stdout}`);
+  return r.stdout;
+}
