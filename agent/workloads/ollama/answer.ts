@@ -1,6 +1,6 @@
-// POST /api/chat and /api/generate: parse, find the model, cap num_ctx to the slot's context, then admission through the slot's
-// gate (shared with the voice and vision workloads and the OpenAI API), a load if keep_alive had unloaded the
-// model, and the answer — streamed as NDJSON by default, or whole.
+// POST /api/chat and /api/generate: parse, find the model, cap num_ctx to the slot's context, then admission
+// through the slot's gate (shared with the voice and vision workloads and the OpenAI API), a load if keep_alive
+// had unloaded the model, and the answer — streamed as NDJSON by default, or whole.
 import { errorMessage } from '../../../lib/errors.js';
 import type { RequestContext } from '../../http/router.js';
 import type { SlotName } from '../../plan/types.js';
