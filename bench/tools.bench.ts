@@ -9,10 +9,10 @@
 //      to make about 2,000 prompt tokens, the size the real list makes on a BPE tokenizer.
 //      The figure that carries the target (≤ 1.2×) is on two layers of Qwen2.5-1.5B's shape (`qwen-1.5b-layers`),
 //      where a token's attention over the context weighs against its matrix work what it does in the models boards
-//      run. Even with the tools' prefix reused perfectly, each new token of the second request still attends over
-//      the 2,089 tokens kept from the first (the tools and the system prompt), which the request without tools does
-//      not; per new token and layer (prefillMacs in lib/bench-model.ts; the request without tools attends over a
-//      few dozen tokens, so the arithmetic allows 1 + attention/matrices):
+//      run. Even with the tools' prefix reused perfectly (2,069 of the 2,089 prompt tokens kept), each of the
+//      second request's 20 new tokens still attends over up to 2,089 positions (the tools and the system prompt),
+//      which the request without tools (69 tokens, 49 kept) does not; per new token and layer (prefillMacs in
+//      lib/bench-model.ts), at most 1 + attention/matrices, and the bench prints the exact allowance (1.13×, 1.69×):
 //        qwen-1.5b-layers: matrices 1536·(2·1536 + 2·256) + 3·1536·8960 = 46.8 M MACs,
 //                          attention 2 · 12·128 · 2,089 = 6.4 M MACs (0.14 of the matrices): up to ≈ 1.14×;
 //        bench (narrow):   matrices 512·(2·512 + 2·256) + 3·512·1408 = 2.95 M MACs,
