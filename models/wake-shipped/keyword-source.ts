@@ -14,11 +14,22 @@ import { fileURLToPath } from 'node:url';
 import { MnnEdgeError } from '../../lib/errors.js';
 import { MODEL_ID_PATTERN, SEMVER_PATTERN } from '../manifest/schema.js';
 
-/** The repository's keywords: models/keywords beside this folder (a checkout; a packaged agent has none). */
-export const REPO_KEYWORDS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'keywords');
 export const KEYWORD_HEAD_FILE = 'head.onnx';
 export const KEYWORD_META_FILE = 'keyword.json';
 export const DEFAULT_KEYWORD_FILE = 'default.json';
+
+/**
+ * The repository's keywords, models/keywords of the checkout this code runs from: found upwards from here, so the
+ * sources (tsx), dist/ and the bundled CLI all find it. A packaged agent has none (the path then does not exist).
+ */
+export const REPO_KEYWORDS_DIR = ((): string => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let up = 0; up < 5; up++, dir = dirname(dir)) {
+    const candidate = join(dir, 'models', 'keywords');
+    if (existsSync(join(candidate, DEFAULT_KEYWORD_FILE))) return candidate;
+  }
+  return join(dirname(fileURLToPath(import.meta.url)), '..', 'keywords');
+})();
 
 export interface KeywordRule {
   threshold: number;
