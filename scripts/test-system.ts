@@ -18,6 +18,7 @@ import {
   boot,
   debsDisk,
   ensureImage,
+  fail,
   freePort,
   type Guest,
   healthz,
@@ -28,6 +29,15 @@ import {
 import { guestExec, waitForGuestAgent } from './system-image/guest-agent.js';
 
 async function main(): Promise<void> {
+  const prefix = process.env['MNN_ROOT_AARCH64'] || '/opt/mnn-aarch64';
+  if (!process.env['MNN_EDGE_SYSTEM_DEBS'] && !existsSync(join(prefix, 'lib', 'libMNN.so'))) {
+    const why = `no aarch64 MNN at ${prefix} for the arm64 packages (set MNN_ROOT_AARCH64, or MNN_EDGE_SYSTEM_DEBS to a directory of built .debs; docs/DEBIAN.md)`;
+    if (process.env['CI']) {
+      console.log(`SKIP system tier: ${why}`);
+      return;
+    }
+    fail(why);
+  }
   const image = ensureImage();
   if (image === undefined) return;
   needTools();
