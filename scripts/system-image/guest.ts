@@ -6,10 +6,8 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buildArm64Natives } from '../arm64-natives.js';
-import { NODE_VERSION, nodeRuntime } from '../deb/inputs.js';
-import { packageDeb } from '../package-deb.js';
 import { guestExec } from './guest-agent.js';
+import { buildTierDebs } from './tier-debs.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 export const buildImage = join(repo, 'scripts', 'system-image', 'build-image.sh');
@@ -73,17 +71,7 @@ export function debsDisk(work: string, extras: Record<string, string> = {}): str
       writeFileSync(join(dir, f), readFileSync(join(given, f)));
     }
   } else {
-    // A fresh clone has neither the cross-built addons nor dist/: build both (the checkout's dist/ may be stale,
-    // and the guest must run this checkout's code).
-    buildArm64Natives({
-      repo,
-      prefix: process.env['MNN_ROOT_AARCH64'] || '/opt/mnn-aarch64',
-      nodeDir: nodeRuntime('arm64'),
-      nodeVersion: NODE_VERSION,
-      log: say,
-    });
-    say('building the arm64 packages (npm run package:deb -- --arch arm64 --build)');
-    packageDeb({ arch: 'arm64', outDir: dir, build: true, log: () => {} });
+    buildTierDebs(dir, say);
   }
   const debs = readdirSync(dir).filter((f) => f.endsWith('.deb'));
   if (debs.length === 0) fail(`no arm64 .deb to install (MNN_EDGE_SYSTEM_DEBS=${given ?? ''})`);
