@@ -24,12 +24,15 @@ const repo = join(import.meta.dirname, '..', '..');
 /** What the Node package's bytes depend on besides the Node release: the code that lays it out and packs it. */
 function nodePackageKey(): string {
   const hash = createHash('sha256').update(NODE_VERSION);
+  // Paths relative to the checkout, so every clone of the same code finds the same file.
   const files = [
-    join(repo, 'scripts', 'package-deb.ts'),
-    ...readdirSync(join(repo, 'scripts', 'deb')).map((f) => join(repo, 'scripts', 'deb', f)),
-    join(repo, 'packaging', 'debian', 'mnn-edge-node.lintian-overrides'),
+    'scripts/package-deb.ts',
+    ...readdirSync(join(repo, 'scripts', 'deb')).map((f) => `scripts/deb/${f}`),
+    'packaging/debian/mnn-edge-node.lintian-overrides',
   ];
-  for (const f of files.filter((f) => existsSync(f)).sort()) hash.update(f).update(readFileSync(f));
+  for (const f of files.filter((f) => existsSync(join(repo, f))).sort()) {
+    hash.update(f).update(readFileSync(join(repo, f)));
+  }
   return hash.digest('hex').slice(0, 16);
 }
 
