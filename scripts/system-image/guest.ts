@@ -2,12 +2,12 @@
 // image, the packages' disk, one QEMU boot with the agent's port forwarded to the host's loopback and the guest
 // agent's socket, and the waits on /healthz. Every guest runs under `nice`, and a QEMU never outlives the script.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { packageDeb } from '../package-deb.js';
 import { guestExec } from './guest-agent.js';
+import { buildTierDebs } from './tier-debs.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 export const buildImage = join(repo, 'scripts', 'system-image', 'build-image.sh');
@@ -59,18 +59,19 @@ export function needTools(): void {
   }
 }
 
-/** The .debs on an ext4 disk labelled MNNDEBS, with the marker the image's installer unit looks for. */
-export function debsDisk(work: string): string {
+/** The .debs on an ext4 disk labelled MNNDEBS, with the marker the image's installer unit looks for. `extras`
+ *  (a name on the disk → a directory here) rides along: the system tier's model files; the installer ignores them. */
+export function debsDisk(work: string, extras: Record<string, string> = {}): string {
   const dir = join(work, 'debs');
   mkdirSync(dir);
+  for (const [name, from] of Object.entries(extras)) cpSync(from, join(dir, name), { recursive: true });
   const given = process.env['MNN_EDGE_SYSTEM_DEBS'];
   if (given) {
     for (const f of readdirSync(given).filter((f) => f.endsWith('_arm64.deb'))) {
       writeFileSync(join(dir, f), readFileSync(join(given, f)));
     }
   } else {
-    say('building the arm64 packages (npm run package:deb -- --arch arm64)');
-    packageDeb({ arch: 'arm64', outDir: dir, log: () => {} });
+    buildTierDebs(dir, say);
   }
   const debs = readdirSync(dir).filter((f) => f.endsWith('.deb'));
   if (debs.length === 0) fail(`no arm64 .deb to install (MNN_EDGE_SYSTEM_DEBS=${given ?? ''})`);
@@ -171,8 +172,8 @@ export async function healthz(port: number, budgetMs: number): Promise<{ version
   throw new Error(`/healthz did not answer 200 in ${budgetMs / 1000} s (last: ${last})`);
 }
 
-export async function sh(guest: Guest, script: string): Promise<string> {
-  const r = await guestExec(guest.qga, script);
+export async function sh(guest: Guest, script: string, budgetMs?: number): Promise<string> {
+  const r = await guestExec(guest.qga, script, budgetMs);
   if (r.exitcode !== 0) throw new Error(`guest: ${script}: exit ${r.exitcode}: ${r.stderr || r.stdout}`);
   return r.stdout;
 }

@@ -91,6 +91,27 @@ export const command: Command = {
     // A no-op outside a Type=notify unit.
     const systemd = createSystemdNotifier({ env: io.env, logger });
     const shutdown = nextShutdownSignal();
+    // SIGHUP: re-read the file and the run-time settings, detect again and replan (after `mnn-edge models
+    // import`, say). An invalid file is refused whole: the running configuration stays. Listened for from the
+    // start: systemd allows `systemctl reload` once READY=1 is out, before every module has started, and Node's
+    // default for SIGHUP is to exit, which systemd counts as a clean stop (no restart): an early reload stopped the
+    // agent for good (found by the system tier). A reload asked for during the start runs once the start is done.
+    let startDone = false;
+    let reloadPending = false;
+    const reload = () => {
+      composed?.services
+        .reloadFromDisk('SIGHUP')
+        .then((result) => logger.info('reloaded', result))
+        .catch((err: unknown) =>
+          logger.error('reload refused: the configuration is invalid; keeping the running one', { err }),
+        );
+    };
+    const onHangup = () => {
+      if (startDone) return reload();
+      if (!reloadPending) logger.info('reload asked for while starting: it runs once the agent has started');
+      reloadPending = true;
+    };
+    process.on('SIGHUP', onHangup);
     const started = agent.start();
     try {
       // READY as soon as the agent answers; a module that then fails to start still fails the start.
@@ -99,9 +120,12 @@ export const command: Command = {
       logger.info('ready notified', { atMs: Math.round(performance.now()) });
       await started;
     } catch (err) {
+      process.off('SIGHUP', onHangup);
       shutdown.dispose();
       throw err;
     }
+    startDone = true;
+    if (reloadPending) reload();
     await systemd.status(`serving on ${agent.http.address}:${agent.http.port} as ${agent.identity.deviceId}`);
     // WATCHDOG=1 stops when the event loop is blocked or the runtime's reconcile loop hangs inside a run (a
     // driver that never returns); a model that keeps failing to load is the runtime's fallback business, not a
@@ -110,18 +134,6 @@ export const command: Command = {
       const health = composed?.services.runtime()?.health();
       return !health || !(health.running && !health.healthy);
     });
-    // SIGHUP: re-read the file and the run-time settings, detect again and replan (after `mnn-edge models
-    // import`, say). An invalid file is refused whole: the running configuration stays.
-    const onHangup = () => {
-      if (!composed) return;
-      composed.services
-        .reloadFromDisk('SIGHUP')
-        .then((result) => logger.info('reloaded', result))
-        .catch((err: unknown) =>
-          logger.error('reload refused: the configuration is invalid; keeping the running one', { err }),
-        );
-    };
-    process.on('SIGHUP', onHangup);
     const stoppedByItself = new Promise<string>((resolve) =>
       agent.events.once('stopped', (e) => resolve(e.reason)),
     );
