@@ -87,9 +87,7 @@ function otaModule(runtime: RuntimeModule, models: () => InstalledModels | undef
       return {
         installer: new ModelStoreInstaller(store),
         // The version serving before a job is held from GC until the job commits or rolls back.
-        activation: runtimeActivationPort(rt, {
-          holdForRollback: (refs) => store.setRollbackHold(refs),
-        }),
+        activation: runtimeActivationPort(rt, { rollbackHold: store }),
         probe: runtimeHealthProbe(rt),
       };
     },
