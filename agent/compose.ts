@@ -7,35 +7,29 @@ import { resolveOtaConfig } from '../ota/config.js';
 import { JobJournal } from '../ota/jobs/journal.js';
 import { ModelStoreInstaller } from '../ota/jobs/store-adapter.js';
 import { createOtaModule } from '../ota/module.js';
-import type { ConfigInputs } from './config/load.js';
-import { OverlayStore } from './config/overlay-store.js';
+import { localModules } from './compose/local.js';
+import { metricsModule } from './compose/metrics.js';
+import { type Platform, platformModules } from './compose/platform.js';
+import { type LoadedConfig, registerReloadFromDisk, settingsModule } from './compose/settings.js';
+import { workloadsModule } from './compose/workloads.js';
 import type { AgentConfig } from './config/schema.js';
-import type { ConfigSource } from './config/sources.js';
-import { createDashboardModule } from './dashboard-api/routes.js';
-import { dashboardSourcesFrom } from './dashboard-api/sources.js';
-import { createDetectModule } from './detect/module.js';
 import { createDocumentsModule } from './documents/module.js';
 import { CommandRegistry } from './fleet/commands.js';
 import { createFleetModule, type FleetModule } from './fleet/module.js';
 import type { BoardInfo } from './fleet/protocol.js';
-import { createSessionLimiter, type SessionLimiter } from './http/session-limits.js';
-import { createModelsModule, type InstalledModels } from './installed-models/module.js';
-import { createMdnsModule } from './mdns/module.js';
-import { createMetricsModule } from './metrics/module.js';
+import { createSessionLimiter } from './http/session-limits.js';
+import type { InstalledModels } from './installed-models/module.js';
 import type { AgentBus, AgentContext, AgentModule, PublishEvent } from './module.js';
 import { createReloader } from './reload.js';
-import { runtimeSlotStates } from './runtime/measuring/slot-states.js';
-import { createRuntimeModule, type RuntimeModule } from './runtime/module.js';
+import type { RuntimeModule } from './runtime/module.js';
 import { runtimeActivationPort, runtimeHealthProbe } from './runtime/ota-ports.js';
 import type { Runtime } from './runtime/runtime.js';
-import { createSettingsModule, type SettingsModule } from './settings/module.js';
-import { checkSlots } from './settings/slot-check.js';
+import type { SettingsModule } from './settings/module.js';
 import { slotChoiceSource } from './settings/slot-select.js';
 import { createTelemetryModule, type TelemetryModule } from './telemetry/module.js';
-import { createWorkloadsModule, type WorkloadsModule } from './workloads/module.js';
-import { boardStatusOf } from './workloads/tools/board-status.js';
-import { wyomingMdnsServices } from './workloads/wyoming/start.js';
+import type { WorkloadsModule } from './workloads/module.js';
 
+export type { LoadedConfig } from './compose/settings.js';
 export { CAPABILITIES_CACHE_FILE, loadCapabilities } from './detect/module.js';
 export { WORKLOAD_SLOTS } from './workloads/module.js';
 
@@ -59,105 +53,6 @@ export interface AgentServices {
   reloadFromDisk(reason: string): Promise<Record<string, unknown>>;
 }
 
-/** GET /metrics over what the runtime, the fleet, the workloads and the OTA journal keep anyway. */
-function metricsModule(
-  platform: Platform,
-  fleet: FleetModule,
-  workloads: WorkloadsModule,
-  more: { version: string; settings: SettingsModule; telemetry: TelemetryModule },
-): AgentModule {
-  const { runtime } = platform;
-  return createMetricsModule({
-    snapshot: (ctx) => {
-      const rt = runtime.runtime();
-      const agent = fleet.agent;
-      const latest = more.telemetry.board?.service?.latest();
-      return {
-        version: more.version,
-        slots: rt?.slotStats() ?? [],
-        distributions: rt?.slotMetrics() ?? [],
-        queueDepths: workloads.queueDepths(),
-        hosts: rt?.state().instances ?? [],
-        ...(agent ? { outbox: agent.outbox.stats(), mqtt: { connected: agent.connected } } : {}),
-        otaJobs: otaJobStates(ctx.db),
-        ...(latest ? { telemetry: latest.metrics } : {}),
-        ...(more.settings.service() ? { settingsRevision: more.settings.service()!.revision } : {}),
-        toolCalls: workloads.assistant()?.stats.totals() ?? [],
-      };
-    },
-    watch: (count) => {
-      const out: Array<() => void> = [];
-      const rt = runtime.runtime();
-      if (rt) {
-        out.push(rt.events.on('fallback', () => count('fallbacks')));
-        out.push(rt.events.on('switch', () => count('swaps')));
-      }
-      let connections = 0;
-      const agent = fleet.agent;
-      if (agent) out.push(agent.events.on('connected', () => connections++ > 0 && count('reconnects')));
-      return out;
-    },
-  });
-}
-
-/** Jobs in the OTA journal by state; none when the journal table is not there (OTA off). */
-function otaJobStates(db: AgentContext['db']): Record<string, number> {
-  try {
-    const rows = db.prepare('SELECT state, COUNT(*) AS n FROM ota_jobs GROUP BY state').all() as Array<{
-      state: string;
-      n: number;
-    }>;
-    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
-  } catch {
-    return {};
-  }
-}
-
-/** Composed without `run` (tests): the configuration given is the file source, the overlay its data dir's. */
-function givenInputs(config: AgentConfig): LoadedConfig {
-  const store = new OverlayStore(config.dataDir);
-  const inputs: ConfigInputs = {
-    source: 'the configuration given',
-    file: { ...config },
-    flags: {},
-    store,
-    overlay: store.load(),
-  };
-  return { config, inputs, sources: new Map() };
-}
-
-/** The run-time settings over the inputs `run` read; a slot change is checked against the installed models and
- *  the planner before anything is written. */
-function settingsModule(
-  config: AgentConfig,
-  options: ComposeOptions,
-  parts: {
-    platform: Platform;
-    fleet: FleetModule;
-    commands: CommandRegistry;
-    reload: ReturnType<typeof createReloader>;
-    bus: AgentBus;
-  },
-): SettingsModule {
-  const loaded = options.loaded ?? givenInputs(config);
-  const { models, runtime } = parts.platform;
-  return createSettingsModule({
-    inputs: loaded.inputs,
-    sources: loaded.sources,
-    commands: parts.commands,
-    apply: (next, reason) => parts.reload(next, reason, { detect: false }),
-    check: async (next, changes) => {
-      const rt = runtime.runtime();
-      await checkSlots(next, changes, {
-        catalog: () => models.planCatalog(),
-        ...(rt ? { preview: (slots) => rt.preview(slots) } : {}),
-      });
-    },
-    publish: (doc) => parts.fleet.agent?.setDocument('config', doc),
-    bus: parts.bus,
-  });
-}
-
 export interface ComposeOptions {
   agentVersion: string;
   /** The agent's recent log lines (the dashboard's Logs page, the fleet's `logs` command). */
@@ -166,12 +61,6 @@ export interface ComposeOptions {
   reloadConfig?: () => LoadedConfig;
   /** The inputs `run` composed the configuration from (file, overlay, flags); default: the config alone. */
   loaded?: LoadedConfig;
-}
-
-export interface LoadedConfig {
-  config: AgentConfig;
-  inputs: ConfigInputs;
-  sources: Map<string, ConfigSource>;
 }
 
 export function boardInfoOf(caps: Capabilities | undefined): BoardInfo | undefined {
@@ -198,41 +87,12 @@ function otaModule(runtime: RuntimeModule, models: () => InstalledModels | undef
       return {
         installer: new ModelStoreInstaller(store),
         // The version serving before a job is held from GC until the job commits or rolls back.
-        activation: runtimeActivationPort(rt, {
-          holdForRollback: (refs) => store.setRollbackHold(refs),
-        }),
+        activation: runtimeActivationPort(rt, { rollbackHold: store }),
         probe: runtimeHealthProbe(rt),
       };
     },
   });
 }
-
-/** What the board can do, which models it holds, what runs where: the modules every other one reads. */
-function platformModules(commands: CommandRegistry, publishEvent: PublishEvent, bus: AgentBus) {
-  const detect = createDetectModule({ commands });
-  const models = createModelsModule({
-    commands,
-    publishEvent,
-    // Hub pulls download under the limits of the `ota` section, as OTA's jobs do.
-    downloadPolicy: (config) => resolveOtaConfig(config['ota']).download,
-  });
-  const runtime = createRuntimeModule({
-    detected: detect,
-    catalog: () => models.planCatalog(),
-    inUse: (refs) => models.inUse(refs),
-    installs: models.installs,
-    commands,
-    publishEvent,
-    bus,
-  });
-  const slotStates = () => {
-    const rt = runtime.runtime();
-    return rt ? runtimeSlotStates(rt) : [];
-  };
-  const engine = () => (runtime.runtime() ? runtime.engineAvailability() : undefined);
-  return { detect, models, runtime, slotStates, engine };
-}
-type Platform = ReturnType<typeof platformModules>;
 
 /** The MQTT side: the connection and commands, the retained documents, OTA jobs. */
 function fleetModules(
@@ -283,44 +143,6 @@ function fleetModules(
   return { fleet, documents, ota };
 }
 
-/** The local network side: the dashboard (its pages and live feeds) and the mDNS announcement. */
-function localModules(
-  platform: Platform,
-  fleet: FleetModule,
-  workloads: WorkloadsModule,
-  shared: { agentVersion: string; logs: LogTail; sessions: SessionLimiter; telemetry: TelemetryModule },
-) {
-  const { detect, models, runtime } = platform;
-  const dashboardParts = dashboardSourcesFrom({
-    fleet: () => fleet.agent,
-    fleetOff: () => fleet.offReason,
-    boardTelemetry: () => shared.telemetry.board,
-    runtime: () => runtime.runtime(),
-    board: () => runtime.board(),
-    engine: () => runtime.engineAvailability(),
-    capabilities: () => detect.capabilities(),
-    store: () => models.models()?.store,
-    hubPulls: () => models.pulls(),
-    planBoard: () => runtime.board(),
-    workloads,
-    otaJournal: (db) => new JobJournal(db),
-  });
-  const dashboard = createDashboardModule({
-    version: shared.agentVersion,
-    sessions: shared.sessions,
-    logTail: shared.logs,
-    sources: dashboardParts.sources,
-  });
-  const mdns = createMdnsModule({
-    board: () => detect.capabilities()?.board.model.value ?? undefined,
-    soc: () => detect.capabilities()?.soc.name.value ?? undefined,
-    version: shared.agentVersion,
-    // Home Assistant finds the voice services as _wyoming._tcp while the Wyoming server listens.
-    extraServices: () => wyomingMdnsServices(workloads),
-  });
-  return { dashboard, dashboardFeeds: dashboardParts.feeds, mdns };
-}
-
 /** Each module owns the bus listeners it registered under its name: they go when it stops, whatever it did. */
 function ownedBy(bus: AgentBus, modules: AgentModule[]): AgentModule[] {
   return modules.map((m) => {
@@ -351,41 +173,23 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
   const sessions = createSessionLimiter(config.http.maxSessions);
   const shared = { agentVersion: options.agentVersion, commands, logs, sessions };
 
-  const platform = platformModules(commands, publishEvent, bus);
+  // Hub pulls download under the limits of the `ota` section, as OTA's jobs do.
+  const platform = platformModules(commands, publishEvent, bus, (c) => resolveOtaConfig(c['ota']).download);
   const { detect, models, runtime } = platform;
-  const workloads = createWorkloadsModule({
-    runtime: () => runtime.runtime(),
-    slotStates: platform.slotStates,
-    control: () => runtime.runtime(),
-    // A wake-word package's keywords are read from its installed files.
-    packageDir: (ref) => {
-      const store = platform.models.models()?.store;
-      return store?.get(ref) ? store.packageDir(ref) : undefined;
-    },
-    sessions,
-    publishEvent,
-    commands,
-    agentVersion: options.agentVersion,
-    // The MCP server's board_status; announce stays off for remote clients until the settings enable it.
-    mcpServer: {
-      status: boardStatusOf({
-        slotStates: platform.slotStates,
-        capabilities: () => detect.capabilities(),
-        version: options.agentVersion,
-      }),
-    },
-    pulls: () => platform.models.pulls(),
-  });
+  const workloads = workloadsModule(platform, { ...shared, publishEvent });
   // The board's samples, for /metrics and the dashboard with or without a broker; the fleet delivers them.
   const telemetry = createTelemetryModule({
     runtime: { slots: () => runtime.runtime()?.slotStats() ?? [] },
     workloads,
   });
   const { fleet, documents, ota } = fleetModules(platform, { ...shared, bus, telemetry });
-  const { dashboard, dashboardFeeds, mdns } = localModules(platform, fleet, workloads, {
-    ...shared,
-    telemetry,
-  });
+  const { dashboard, dashboardFeeds, mdns } = localModules(
+    platform,
+    fleet,
+    workloads,
+    { ...shared, telemetry },
+    (db) => new JobJournal(db),
+  );
 
   let identity: AgentContext['identity'] | undefined;
   const reload = createReloader(config, {
@@ -396,19 +200,8 @@ export function composeModules(config: AgentConfig, options: ComposeOptions) {
     workloads,
     identity: () => identity,
   });
-  const settings = settingsModule(config, options, { platform, fleet, commands, reload, bus });
-  // The file (or overlay) re-read: the settings service runs on what was read, the reload path applies it.
-  const reloadFromDisk = async (reason: string) => {
-    const loaded = options.reloadConfig?.();
-    if (loaded) settings.service()?.reloaded(loaded);
-    return reload(loaded?.config, reason);
-  };
-  commands.register({
-    name: 'reload',
-    summary: 're-read the configuration (file and run-time settings), detect the board again and replan',
-    timeoutMs: 60_000,
-    handler: async () => reloadFromDisk('reload requested over MQTT'),
-  });
+  const settings = settingsModule(config, options.loaded, { platform, fleet, commands, reload, bus });
+  const reloadFromDisk = registerReloadFromDisk(settings, reload, options.reloadConfig, commands);
   const identityTap: AgentModule = {
     name: 'identity',
     start(ctx) {

@@ -19,9 +19,18 @@ export type ActivationOutcome = { serving: true } | { serving: false; why: strin
 export interface ActivationPort {
   /** The version serving now, if any. */
   activeVersion(modelId: string): Promise<string | undefined>;
-  /** Hot-swaps the model to `version` (already installed). Resolving to nothing means it serves. */
-  // biome-ignore lint/suspicious/noConfusingVoidType: ports without a notion of serving (the store's) return Promise<void>.
-  activate(modelId: string, version: string, jobId: string): Promise<ActivationOutcome | void>;
+  /**
+   * Hot-swaps the model to `version` (already installed). Resolving to nothing means it serves. `previous` is
+   * the version the job found serving before (its journal holds it): the job hands it down, so the port need
+   * not ask what serves to know what a failed gate goes back to.
+   */
+  activate(
+    modelId: string,
+    version: string,
+    jobId: string,
+    previous: string | undefined,
+    // biome-ignore lint/suspicious/noConfusingVoidType: ports without a notion of serving (the store's) return Promise<void>.
+  ): Promise<ActivationOutcome | void>;
   /** After a failed gate: back to `version`, or no version of this model when undefined. */
   rollback(modelId: string, version: string | undefined, jobId: string): Promise<void>;
   /** The gate passed: `version` stays; `previous` is kept on disk for a later rollback until GC. */

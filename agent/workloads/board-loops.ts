@@ -2,7 +2,7 @@ import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { VisionConfig } from '../config/sections/vision.js';
 import type { VoiceConfig } from '../config/sections/voice.js';
-import type { PublishEvent } from '../module.js';
+import type { AgentContext, PublishEvent } from '../module.js';
 import {
   AplaySink,
   type AudioSink,
@@ -95,4 +95,33 @@ export function startCameraWatch(
   );
   runner.on('error', (e) => env.logger.warn('camera watch', { camera, error: e.message }));
   return runner.done;
+}
+
+/** The loops that run on the board itself: the microphone voice loop and the camera watch, as configured. */
+export function startBoardLoops(
+  ctx: AgentContext,
+  config: { voice: VoiceConfig; vision: VisionConfig },
+  services: { voice: VoiceService; vision: VisionService; hub: { speaker: BoardSpeaker } },
+  publishEvent: PublishEvent | undefined,
+  signal: AbortSignal,
+): Array<Promise<void>> {
+  const loops: Array<Promise<void>> = [];
+  const { voice: vc, vision: vic } = config;
+  const env = { signal, logger: ctx.logger, ...(publishEvent ? { publishEvent } : {}) };
+  if (vc.input.source !== 'none')
+    loops.push(
+      startBoardVoiceLoop(vc, services.voice, {
+        ...env,
+        dataDir: ctx.config.dataDir,
+        speaker: services.hub.speaker,
+      }),
+    );
+  if (vic.watch.enabled && vic.camera)
+    loops.push(
+      startCameraWatch({ ...vic, camera: vic.camera }, services.vision, {
+        ...env,
+        monotonicMs: () => ctx.clock.monotonicMs(),
+      }),
+    );
+  return loops;
 }

@@ -96,3 +96,19 @@ export function registerBoardMcp(
     logger: ctx.logger.child('mcp-server'),
   });
 }
+
+/** The board's MCP edge as the workloads module mounts it: announcing only where remote callers may act. */
+export function mountBoardMcp(
+  ctx: AgentContext,
+  config: { voice: VoiceConfig; vision: VisionConfig },
+  services: { voice: VoiceService; vision: VisionService; models: WorkloadModels },
+  options: BoardMcpOptions | undefined,
+  agentVersion: string,
+): () => void {
+  const tools = config.voice.tools;
+  return registerBoardMcp(ctx, config, services, {
+    announceForRemote: tools.allowRemoteActs && tools.builtins.announce,
+    ...options,
+    agentVersion,
+  });
+}

@@ -210,7 +210,7 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
       case 'activating': {
         const counted = this.#countAttempt(e);
         if (typeof counted === 'string') return this.#rollback(e, 'crashed', counted);
-        const outcome = await this.#d.activation.activate(id, version, e.jobId);
+        const outcome = await this.#d.activation.activate(id, version, e.jobId, e.previousVersion);
         if (outcome && !outcome.serving) return this.#installedUnserved(counted, outcome.why);
         return journal.update(e.jobId, { state: 'health-check' });
       }
@@ -219,7 +219,7 @@ export class JobRunner extends TypedEventEmitter<JobRunnerEvents> {
         if (typeof counted === 'string') return this.#rollback(e, 'crashed', counted);
         // Resumed after a crash that may have happened mid-rollback: make sure the version under test serves.
         if ((await this.#d.activation.activeVersion(id)) !== version) {
-          const outcome = await this.#d.activation.activate(id, version, e.jobId);
+          const outcome = await this.#d.activation.activate(id, version, e.jobId, e.previousVersion);
           if (outcome && !outcome.serving) return this.#installedUnserved(counted, outcome.why);
         }
         return this.#gate(counted);

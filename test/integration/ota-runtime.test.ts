@@ -98,9 +98,7 @@ gate(
     const key = generateSigningKey();
     const signer = parsePrivateKey(key.privateKeyPem);
     const config = { ...otaDefaults, trustedKeys: [{ publicKey: key.publicKey }] };
-    const activation = runtimeActivationPort(runtime, {
-      holdForRollback: (refs) => store.setRollbackHold(refs),
-    });
+    const activation = runtimeActivationPort(runtime, { rollbackHold: store });
     const device = createOtaDevice({
       db,
       dataDir: dir,

@@ -5,14 +5,12 @@
 // chat model and the slot port are test values.
 import test, { type ExecutionContext } from 'ava';
 import { Ollama } from 'ollama';
-import { HttpRouter } from '../../agent/http/router.js';
-import { createHttpServer } from '../../agent/http/server.js';
 import type { SlotName } from '../../agent/plan/types.js';
 import { KeepAliveTimers } from '../../agent/workloads/ollama/keep-alive.js';
 import { registerOllamaRoutes } from '../../agent/workloads/ollama/routes.js';
 import type { ChatModel, ChatRequest, ChatResult } from '../../agent/workloads/shared/chat-model.js';
 import { SlotGate } from '../../agent/workloads/slots/scheduler.js';
-import { createMemoryLogger } from '../../lib/log.js';
+import { loopbackRouter } from './loopback-router.js';
 
 type Ending = Partial<ChatResult> & { throwAfter?: Error };
 
@@ -48,8 +46,7 @@ function scriptedModel(pieces: string[], ending: Ending, seen: ChatRequest[] = [
 }
 
 async function serve(t: ExecutionContext, model: ChatModel, parks: string[] = []) {
-  const router = new HttpRouter();
-  const logger = createMemoryLogger();
+  const { router, logger, listen } = loopbackRouter(t);
   const keepAlive = new KeepAliveTimers({
     park: async (slot, reason) => {
       parks.push(`${slot}: ${reason}`);
@@ -79,18 +76,8 @@ async function serve(t: ExecutionContext, model: ChatModel, parks: string[] = []
     nowMs: () => Date.now(),
     logger,
   });
-  const server = createHttpServer({
-    bind: '127.0.0.1',
-    port: 0,
-    maxUploadBytes: 1 << 20,
-    maxWsMessageBytes: 1 << 16,
-    router,
-    authenticator: { authenticate: () => ({ method: 'bearer' }), tokenMatches: () => true },
-    logger,
-  });
-  await server.listen();
-  t.teardown(() => server.close());
-  return new Ollama({ host: `http://127.0.0.1:${server.port}` });
+  const base = await listen();
+  return new Ollama({ host: base });
 }
 
 const TOOLS = [

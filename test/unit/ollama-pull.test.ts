@@ -7,18 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { Ollama } from 'ollama';
-import { HttpRouter } from '../../agent/http/router.js';
-import { createHttpServer } from '../../agent/http/server.js';
 import { openStore } from '../../agent/store/database.js';
 import { KeepAliveTimers } from '../../agent/workloads/ollama/keep-alive.js';
 import { registerOllamaRoutes } from '../../agent/workloads/ollama/routes.js';
 import { defaultDownloadPolicy } from '../../lib/download/downloader.js';
-import { createMemoryLogger } from '../../lib/log.js';
 import { hubClient, hubSettings } from '../../models/hub/clients.js';
 import { HubPullJobs } from '../../models/hub/pull-jobs.js';
 import { ModelStore } from '../../models/index.js';
 import { repoFromDir, startHuggingFaceStandin } from '../helpers/hub-standins.js';
 import { modelFixturesDir } from '../helpers/paths.js';
+import { loopbackRouter } from './loopback-router.js';
 
 async function serve(t: ExecutionContext) {
   const dir = mkdtempSync(join(tmpdir(), 'ollama-pull-'));
@@ -39,8 +37,7 @@ async function serve(t: ExecutionContext) {
     pushIntervalMs: 1,
   });
   t.teardown(() => jobs.close());
-  const router = new HttpRouter();
-  const logger = createMemoryLogger();
+  const { router, logger, listen } = loopbackRouter(t);
   const keepAlive = new KeepAliveTimers({
     park: async () => true,
     nowMs: () => Date.now(),
@@ -64,18 +61,8 @@ async function serve(t: ExecutionContext) {
     nowMs: () => Date.now(),
     logger,
   });
-  const server = createHttpServer({
-    bind: '127.0.0.1',
-    port: 0,
-    maxUploadBytes: 1 << 20,
-    maxWsMessageBytes: 1 << 16,
-    router,
-    authenticator: { authenticate: () => ({ method: 'bearer' }), tokenMatches: () => true },
-    logger,
-  });
-  await server.listen();
-  t.teardown(() => server.close());
-  return { client: new Ollama({ host: `http://127.0.0.1:${server.port}` }), store };
+  const base = await listen();
+  return { client: new Ollama({ host: base }), store };
 }
 
 test("a hub pull streams Ollama's progress lines and installs the model", async (t) => {

@@ -3,13 +3,11 @@
 // real server on loopback and the official `openai` client parses them; only the chat model is a test value.
 import test, { type ExecutionContext } from 'ava';
 import OpenAI from 'openai';
-import { HttpRouter } from '../../agent/http/router.js';
-import { createHttpServer } from '../../agent/http/server.js';
 import { openAiFinish } from '../../agent/workloads/openai/finish.js';
 import { registerOpenAiRoutes } from '../../agent/workloads/openai/routes.js';
 import type { ChatModel, ChatResult } from '../../agent/workloads/shared/chat-model.js';
 import { SlotGate } from '../../agent/workloads/slots/scheduler.js';
-import { createMemoryLogger } from '../../lib/log.js';
+import { loopbackRouter } from './loopback-router.js';
 
 const LOST =
   'request failed: engine host pid 4242 for tiny-llm@1.0.0/fp32|vulkan exited unexpectedly (signal SIGKILL)';
@@ -44,8 +42,7 @@ function cutShortModel(ending: Pick<ChatResult, 'finishReason' | 'detail'>): Cha
 }
 
 async function serve(t: ExecutionContext, model: ChatModel): Promise<OpenAI> {
-  const router = new HttpRouter();
-  const logger = createMemoryLogger();
+  const { router, logger, listen } = loopbackRouter(t);
   registerOpenAiRoutes({
     router,
     models: () => [
@@ -61,21 +58,8 @@ async function serve(t: ExecutionContext, model: ChatModel): Promise<OpenAI> {
     nowMs: () => Date.now(),
     logger,
   });
-  const server = createHttpServer({
-    bind: '127.0.0.1',
-    port: 0,
-    maxUploadBytes: 1 << 20,
-    maxWsMessageBytes: 1 << 16,
-    router,
-    authenticator: {
-      authenticate: () => ({ method: 'bearer' }),
-      tokenMatches: () => true,
-    },
-    logger,
-  });
-  await server.listen();
-  t.teardown(() => server.close());
-  return new OpenAI({ baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: 'x', maxRetries: 0 });
+  const base = await listen();
+  return new OpenAI({ baseURL: `${base}/v1`, apiKey: 'x', maxRetries: 0 });
 }
 
 const ask = { model: 'tiny-llm', messages: [{ role: 'user' as const, content: 'Hi' }] };

@@ -75,7 +75,7 @@ test('OTA activation hot-swaps through the OTA source; the probe runs on what se
   const reasons: string[] = [];
   runtime.events.on('placement', (e) => reasons.push(e.reason));
   t.is(await activation.activeVersion('vlm'), '1.0.0');
-  await activation.activate('vlm', '1.1.0', 'job-41');
+  await activation.activate('vlm', '1.1.0', 'job-41', '1.0.0');
   t.is(await activation.activeVersion('vlm'), '1.1.0');
   t.is(runtime.document().slots[0]!.sources.version, 'ota');
   // The OTA job's own id, not a constant: the desired state's author and the replan reason name the job.
@@ -112,7 +112,7 @@ test('an activation whose version does not load is reported with the load error,
   const original = world.behaviour;
   world.behaviour = { ...original, loadFails: new Map([['cpu', 'weights file truncated']]) };
   const activation = runtimeActivationPort(runtime);
-  await t.throwsAsync(activation.activate('vlm', '1.1.0', 'job-42'), {
+  await t.throwsAsync(activation.activate('vlm', '1.1.0', 'job-42', '1.0.0'), {
     message: 'activating vlm@1.1.0 did not take effect: load failed: weights file truncated',
   });
   t.is(await activation.activeVersion('vlm'), '1.0.0');
@@ -152,9 +152,7 @@ async function setupWithStore(t: ExecutionContext) {
   const tiny = join(modelFixturesDir, 'tiny-llm');
   await store.import(tiny, { id: 'vlm', version: '1.0.0' });
   await store.import(tiny, { id: 'vlm', version: '1.1.0' });
-  const activation = runtimeActivationPort(runtime, {
-    holdForRollback: (refs) => store.setRollbackHold(refs),
-  });
+  const activation = runtimeActivationPort(runtime, { rollbackHold: store });
   const flags = (version: string) => {
     const p = store.get({ id: 'vlm', version });
     return p ? { inUse: p.inUse, rollbackHold: p.rollbackHold } : 'removed';
@@ -168,7 +166,7 @@ test('during the health check the previous version is held for rollback: GC keep
   await runtime.settled();
   t.deepEqual(flags('1.0.0'), { inUse: true, rollbackHold: false });
 
-  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-43'), { serving: true });
+  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-43', '1.0.0'), { serving: true });
   // The runtime no longer uses 1.0.0, so only the hold keeps it from GC while the gate runs.
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   t.deepEqual(store.gc().removed, []);
@@ -185,7 +183,7 @@ test('a rollback serves the held version again and releases the hold; a failed a
   const { world, runtime, store, activation, flags } = await setupWithStore(t);
   await runtime.configure(slots);
   await runtime.settled();
-  await activation.activate('vlm', '1.1.0', 'job-44');
+  await activation.activate('vlm', '1.1.0', 'job-44', '1.0.0');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   await activation.rollback('vlm', '1.0.0', 'job-44');
   t.is(await activation.activeVersion('vlm'), '1.0.0');
@@ -194,7 +192,7 @@ test('a rollback serves the held version again and releases the hold; a failed a
 
   const original = world.behaviour;
   world.behaviour = { ...original, loadFails: new Map([['cpu', 'weights file truncated']]) };
-  await t.throwsAsync(activation.activate('vlm', '1.1.0', 'job-44'), {
+  await t.throwsAsync(activation.activate('vlm', '1.1.0', 'job-44', '1.0.0'), {
     message: 'activating vlm@1.1.0 did not take effect: load failed: weights file truncated',
   });
   // 1.0.0 still serves, but the placement names only 1.1.0: the hold is what keeps it on disk until the job
@@ -210,16 +208,12 @@ test('a hold placed before a restart is released by the commit of the resumed jo
   const { runtime, store, flags } = await setupWithStore(t);
   await runtime.configure(slots);
   await runtime.settled();
-  const before = runtimeActivationPort(runtime, {
-    holdForRollback: (refs) => store.setRollbackHold(refs),
-  });
-  await before.activate('vlm', '1.1.0', 'job-45');
+  const before = runtimeActivationPort(runtime, { rollbackHold: store });
+  await before.activate('vlm', '1.1.0', 'job-45', '1.0.0');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   // The agent restarts mid-gate: a fresh port, whose resumed activation finds 1.1.0 already serving.
-  const after = runtimeActivationPort(runtime, {
-    holdForRollback: (refs) => store.setRollbackHold(refs),
-  });
-  await after.activate('vlm', '1.1.0', 'job-45');
+  const after = runtimeActivationPort(runtime, { rollbackHold: store });
+  await after.activate('vlm', '1.1.0', 'job-45', '1.0.0');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: true });
   await after.commit('vlm', '1.1.0', '1.0.0');
   t.deepEqual(flags('1.0.0'), { inUse: false, rollbackHold: false });
@@ -229,7 +223,7 @@ test('activating a model no slot uses selects the version and says it does not s
   const { runtime, activation, flags } = await setupWithStore(t);
   await runtime.configure([]);
   await runtime.settled();
-  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-46'), {
+  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-46', undefined), {
     serving: false,
     why: 'no enabled slot uses vlm yet',
   });
@@ -247,7 +241,7 @@ test('a disabled slot does not count as using the model', async (t) => {
   const { runtime, activation } = await setupWithStore(t);
   await runtime.configure([{ ...slots[0]!, enabled: false }]);
   await runtime.settled();
-  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-47'), {
+  t.deepEqual(await activation.activate('vlm', '1.1.0', 'job-47', undefined), {
     serving: false,
     why: 'no enabled slot uses vlm yet',
   });

@@ -2,20 +2,17 @@
 // only the chat model is a scripted double. The NDJSON lines are the contract the dashboard's chat page reads.
 import test, { type ExecutionContext } from 'ava';
 import { toolsDefaults } from '../../agent/config/sections/tools.js';
-import { HttpRouter } from '../../agent/http/router.js';
-import { createHttpServer } from '../../agent/http/server.js';
 import { openStore } from '../../agent/store/database.js';
 import { WorkloadError } from '../../agent/workloads/shared/errors.js';
 import { ActingAssistant } from '../../agent/workloads/tools/assistant.js';
 import { BuiltinTools } from '../../agent/workloads/tools/builtin.js';
 import { registerAssistantRoutes } from '../../agent/workloads/tools/routes.js';
 import { TimerService } from '../../agent/workloads/tools/timers.js';
-import { createMemoryLogger } from '../../lib/log.js';
+import { loopbackRouter } from './loopback-router.js';
 import { type Script, ScriptedChatModel } from './scripted-chat-model.js';
 
 async function serve(t: ExecutionContext, script: Script | undefined, options: { vision?: boolean } = {}) {
-  const logger = createMemoryLogger();
-  const router = new HttpRouter();
+  const { router, logger, listen } = loopbackRouter(t);
   const db = openStore(':memory:');
   const timers = new TimerService(db, { now: Date.now, maxTimers: () => 5 });
   const builtin = new BuiltinTools({ settings: () => toolsDefaults, now: Date.now, timers });
@@ -40,18 +37,7 @@ async function serve(t: ExecutionContext, script: Script | undefined, options: {
     decodeImage: async () => ({ width: 2, height: 2, data: new Uint8Array(12) }),
     logger,
   });
-  const server = createHttpServer({
-    bind: '127.0.0.1',
-    port: 0,
-    maxUploadBytes: 1 << 20,
-    maxWsMessageBytes: 1 << 16,
-    router,
-    authenticator: { authenticate: () => ({ method: 'bearer' }), tokenMatches: () => true },
-    logger,
-  });
-  await server.listen();
-  t.teardown(() => server.close());
-  const base = `http://127.0.0.1:${server.port}`;
+  const base = await listen();
   const post = (body: unknown) =>
     fetch(`${base}/api/assistant/chat`, {
       method: 'POST',

@@ -1,7 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { errorMessage } from '../../../lib/errors.js';
-import { HttpError } from '../../../lib/http-error.js';
-import { WorkloadError } from '../shared/errors.js';
+import { apiFailureOf, modelFailed, sendJsonError } from '../shared/api-failure.js';
 
 // Ollama's error body is one string, `{"error": "…"}`, with the status codes Ollama itself uses: 400 for a bad
 // request, 404 for an unknown model (in Ollama's own words, which clients such as Home Assistant's integration
@@ -28,42 +26,31 @@ export function modelNotFound(name: string): OllamaError {
   return new OllamaError(404, `model "${name}" not found, try pulling it first`);
 }
 
-/** What any failure of a request looks like to an Ollama client. */
+/** What any failure of a request looks like to an Ollama client (shared/api-failure.ts reads it). */
 export function toOllamaError(err: unknown): OllamaError {
   if (err instanceof OllamaError) return err;
-  if (err instanceof HttpError) return new OllamaError(err.status, err.message, err.headers);
-  if (err instanceof WorkloadError) {
-    switch (err.code) {
-      case 'EBUSY':
-        return new OllamaError(429, err.message, {
-          'Retry-After': String(err.details?.['retryAfterS'] ?? 1),
-        });
-      case 'ENOENGINE':
-        return new OllamaError(503, err.message);
-      case 'EFRAME':
-      case 'ENOMODEL':
-      // The model's template cannot show tools, or refused the conversation: the request's, as Ollama's 400
-      // "does not support tools".
-      case 'ETOOL':
-        return new OllamaError(400, err.message);
-      default:
-        break;
-    }
+  const f = apiFailureOf(err);
+  switch (f.kind) {
+    case 'http':
+      return new OllamaError(f.error.status, f.error.message, f.error.headers);
+    case 'busy':
+      return new OllamaError(429, f.message, { 'Retry-After': f.retryAfterS });
+    case 'no-engine':
+      return new OllamaError(503, f.message);
+    case 'bad-image':
+    case 'not-capable':
+    // Tools the template cannot show are the request's, as Ollama's 400 "does not support tools".
+    case 'tools':
+      return new OllamaError(400, f.message);
+    case 'coded':
+      if (f.code === 'EINVAL' || f.code === 'EUSAGE') return new OllamaError(400, f.message);
+      if (f.code === 'EBUSY') return new OllamaError(429, f.message);
+      return new OllamaError(500, modelFailed(f.message));
+    case 'failed':
+      return new OllamaError(500, modelFailed(f.message));
   }
-  const code = (err as { code?: unknown } | undefined)?.code;
-  if (code === 'EINVAL' || code === 'EUSAGE') return new OllamaError(400, errorMessage(err));
-  if (code === 'EBUSY') return new OllamaError(429, errorMessage(err));
-  return new OllamaError(500, `The model failed: ${errorMessage(err)}`);
 }
 
 export function sendOllamaError(res: ServerResponse, err: OllamaError): void {
-  const body = JSON.stringify({ error: err.message });
-  if (err.status === 413) res.setHeader('Connection', 'close');
-  res.writeHead(err.status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
-    ...err.headers,
-  });
-  res.end(body);
+  sendJsonError(res, err.status, err.headers, { error: err.message });
 }

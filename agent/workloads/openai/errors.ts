@@ -1,7 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { errorMessage } from '../../../lib/errors.js';
-import { HttpError } from '../../../lib/http-error.js';
-import { WorkloadError } from '../shared/errors.js';
+import { apiFailureOf, modelFailed, sendJsonError } from '../shared/api-failure.js';
 
 // OpenAI's error body, so OpenAI SDKs surface the message, type and offending parameter as they would against
 // api.openai.com: { "error": { "message", "type", "param", "code" } }.
@@ -44,52 +42,43 @@ export function invalidRequest(message: string, param?: string, code?: string): 
 }
 
 export function sendOpenAiError(res: ServerResponse, err: OpenAiError): void {
-  const body = JSON.stringify({
+  sendJsonError(res, err.status, err.headers, {
     error: { message: err.message, type: err.type, param: err.param, code: err.code },
   });
-  if (err.status === 413) res.setHeader('Connection', 'close');
-  res.writeHead(err.status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
-    ...err.headers,
-  });
-  res.end(body);
 }
 
 /** What any failure of a request looks like to an OpenAI client: the status, type and code it expects. */
 export function toOpenAiError(err: unknown): OpenAiError {
   if (err instanceof OpenAiError) return err;
-  if (err instanceof HttpError) {
-    const type = err.status === 401 ? 'authentication_error' : 'invalid_request_error';
-    return new OpenAiError(err.status, type, err.message, { code: err.code, headers: err.headers });
-  }
-  if (err instanceof WorkloadError) {
-    switch (err.code) {
-      case 'EBUSY': {
-        const retry = String(err.details?.['retryAfterS'] ?? 1);
-        return new OpenAiError(429, 'rate_limit_error', err.message, {
-          code: 'model_busy',
-          headers: { 'Retry-After': retry },
-        });
-      }
-      case 'ENOENGINE':
-        return new OpenAiError(503, 'service_unavailable', err.message, { code: 'engine_unavailable' });
-      case 'EFRAME':
-        return new OpenAiError(400, 'invalid_request_error', err.message, { code: 'invalid_image' });
-      case 'ETOOL':
-        // The model's template cannot show tools, or refused the conversation: the request, not the device.
-        return new OpenAiError(400, 'invalid_request_error', err.message, {
-          param: 'tools',
-          code: 'tools_not_supported',
-        });
-      case 'ENOMODEL':
-        return new OpenAiError(400, 'invalid_request_error', err.message, { code: 'model_not_capable' });
-      default:
-        break;
+  const f = apiFailureOf(err);
+  switch (f.kind) {
+    case 'http': {
+      const type = f.error.status === 401 ? 'authentication_error' : 'invalid_request_error';
+      return new OpenAiError(f.error.status, type, f.error.message, {
+        code: f.error.code,
+        headers: f.error.headers,
+      });
     }
+    case 'busy':
+      return new OpenAiError(429, 'rate_limit_error', f.message, {
+        code: 'model_busy',
+        headers: { 'Retry-After': f.retryAfterS },
+      });
+    case 'no-engine':
+      return new OpenAiError(503, 'service_unavailable', f.message, { code: 'engine_unavailable' });
+    case 'bad-image':
+      return new OpenAiError(400, 'invalid_request_error', f.message, { code: 'invalid_image' });
+    case 'tools':
+      return new OpenAiError(400, 'invalid_request_error', f.message, {
+        param: 'tools',
+        code: 'tools_not_supported',
+      });
+    case 'not-capable':
+      return new OpenAiError(400, 'invalid_request_error', f.message, { code: 'model_not_capable' });
+    case 'coded':
+      if (f.code === 'EINVAL') return new OpenAiError(400, 'invalid_request_error', f.message);
+      return new OpenAiError(500, 'server_error', modelFailed(f.message));
+    case 'failed':
+      return new OpenAiError(500, 'server_error', modelFailed(f.message));
   }
-  const code = (err as { code?: unknown } | undefined)?.code;
-  if (code === 'EINVAL') return new OpenAiError(400, 'invalid_request_error', errorMessage(err));
-  return new OpenAiError(500, 'server_error', `The model failed: ${errorMessage(err)}`);
 }
