@@ -11,6 +11,7 @@
 //   npx tsx scripts/system-image/powercut.ts [--cuts N]      (exit 1 when any check fails)
 //   npm run bench -- powercut                                 (50 cuts, figures per kind of write)
 //   runPowercuts({ cuts: 3 })                                 (the system tier's subset)
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,6 +87,29 @@ async function guestClockOffset(guest: Guest): Promise<{ offsetMs: number; errMs
   const r = await guestExec(guest.qga, 'date +%s%3N', 30_000);
   const after = Date.now();
   return { offsetMs: Number(r.stdout.trim()) - (before + after) / 2, errMs: (after - before) / 2 };
+}
+
+/**
+ * MNN_EDGE_POWERCUT_DIST: a `dist/` built from this checkout (`npm run build`) replaces the installed agent's
+ * bundle (dist/agent/cli) in the guest, a development shortcut to try a fix without rebuilding the packages and
+ * reinstalling them (the first boot's 20 min under TCG). CI and the bench install the packages under test.
+ */
+async function replaceAgentBundle(guest: Guest, dist: string, log: (line: string) => void): Promise<void> {
+  const tgz = spawnSync('tar', ['czf', '-', '-C', join(dist, 'agent'), 'cli'], { maxBuffer: 64 << 20 });
+  if (tgz.status !== 0) throw new Error(`tar of ${dist}/agent/cli failed: ${tgz.stderr}`);
+  const b64 = tgz.stdout.toString('base64');
+  await sh(guest, 'rm -f /tmp/agent-cli.b64');
+  // One argument stays under Linux's 128 KiB limit per string.
+  for (let at = 0; at < b64.length; at += 60_000)
+    await sh(guest, `printf %s ${b64.slice(at, at + 60_000)} >>/tmp/agent-cli.b64`);
+  await sh(
+    guest,
+    `set -e; d=/usr/lib/node_modules/mnn-edge/dist/agent; rm -rf /tmp/agent-cli; mkdir /tmp/agent-cli
+     base64 -d /tmp/agent-cli.b64 | tar xzf - -C /tmp/agent-cli; rm -rf $d/cli; mv /tmp/agent-cli/cli $d/cli; sync`,
+  );
+  log(
+    `replaced the installed agent's bundle by ${dist}/agent/cli (${(tgz.stdout.length / 1024).toFixed(0)} KiB)`,
+  );
 }
 
 /** Points the agent at the host's broker with telemetry once a second, and restarts it. */
@@ -213,6 +237,8 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
     guest = booted.guest;
     writeFileSync(installedMarker, '');
     const token = (await sh(guest, `cat ${DATA_DIR}/pairing-token`)).trim();
+    const dist = process.env['MNN_EDGE_POWERCUT_DIST'];
+    if (dist) await replaceAgentBundle(guest, dist, log);
     await configureAgent(guest, broker.port);
     await healthz(guest.port, BOOT_BUDGET_MS);
     await apiReady(guest.port, token);
