@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { type Guest, healthz, sh } from './guest.js';
 import { DATA_DIR, integrity } from './powercut-checks.js';
-import { type AckedSetting, api } from './powercut-load.js';
+import { type AckedSetting, api, apiReady } from './powercut-load.js';
 
 export const FULL_DISK_LABEL = 'MNNFULL';
 const FULL_DISK_SIZE = '32M';
@@ -56,9 +56,10 @@ export async function fullDiskCheck(
      chmod --reference=${DATA_DIR} /run/pc-full
      umount /run/pc-full
      mount -L ${FULL_DISK_LABEL} ${DATA_DIR}
-     systemctl start mnn-edge`,
+     systemctl start --no-block mnn-edge`,
   );
   await healthz(guest.port, 10 * 60_000);
+  await apiReady(guest.port, token);
   details.push(
     `data directory on a ${FULL_DISK_SIZE} disk: ${(await sh(guest, `df -h ${DATA_DIR} | tail -1`)).trim()}`,
   );

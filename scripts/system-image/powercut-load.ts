@@ -64,3 +64,19 @@ export function startSettingsLoad(port: number, token: string, firstN: number): 
   };
   return load;
 }
+
+/** /healthz answers while the agent is still starting; its API answers 503 `starting` until it is up. */
+export async function apiReady(port: number, token: string, budgetMs = 10 * 60_000): Promise<void> {
+  const client = api(port, token);
+  const deadline = Date.now() + budgetMs;
+  for (;;) {
+    try {
+      await client.get('/api/config');
+      return;
+    } catch (err) {
+      if (Date.now() > deadline)
+        throw new Error(`the API did not answer in ${budgetMs / 1000} s: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+}

@@ -40,7 +40,7 @@ import {
 } from './powercut-checks.js';
 import { type FullDiskResult, fullDiskCheck, fullDiskImage } from './powercut-fulldisk.js';
 import { type HeldLock, startBroker, TelemetryRecorder, takeQemuLock } from './powercut-host.js';
-import { type AckedSetting, api, startSettingsLoad } from './powercut-load.js';
+import { type AckedSetting, apiReady, startSettingsLoad } from './powercut-load.js';
 
 /** The documented defaults for the loss window (telemetry.outbox.flushIntervalMs); telemetry once a second so
  *  that a cut always has messages in flight. */
@@ -127,7 +127,10 @@ async function configureAgent(guest: Guest, brokerPort: number): Promise<void> {
     outbox: { flushIntervalMs: TELEMETRY.flushIntervalMs },
   };
   const b64 = Buffer.from(`${JSON.stringify(config, null, 2)}\n`).toString('base64');
-  await sh(guest, `echo ${b64} | base64 -d >/etc/mnn-edge/agent.json && sync && systemctl restart mnn-edge`);
+  await sh(
+    guest,
+    `echo ${b64} | base64 -d >/etc/mnn-edge/agent.json && sync && systemctl restart --no-block mnn-edge`,
+  );
 }
 
 async function bootAndWait(
@@ -183,22 +186,6 @@ function fullDiskUnfinished(err: unknown): FullDiskResult {
     integrityOk: false,
     details: [`the full-disk case did not run to its end: ${(err as Error).message}`],
   };
-}
-
-/** /healthz answers while the agent is still starting; its API answers 503 `starting` until it is up. */
-async function apiReady(port: number, token: string): Promise<void> {
-  const client = api(port, token);
-  const deadline = Date.now() + 10 * 60_000;
-  for (;;) {
-    try {
-      await client.get('/api/config');
-      return;
-    } catch (err) {
-      if (Date.now() > deadline)
-        throw new Error(`the API did not answer in 10 min: ${(err as Error).message}`);
-      await sleep(2000);
-    }
-  }
 }
 
 async function waitFor(what: string, budgetMs: number, done: () => boolean): Promise<void> {
