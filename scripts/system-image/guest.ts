@@ -140,9 +140,9 @@ export function boot(
     join(image, 'initrd.img'),
     '-append',
     'root=/dev/vda rw console=ttyAMA0 systemd.show_status=1',
-    // cache=writeback on every writable disk (QEMU's default, named so no one changes it to `unsafe`): the guest sees a volatile write
-    // cache and its flushes reach the host file, so a killed QEMU loses exactly what the guest had not flushed,
-    // as a power cut does.
+    // cache=writeback on every writable disk (QEMU's default, named so no one changes it to `unsafe`): the guest
+    // sees a volatile write cache and its flushes reach the host file, so a killed QEMU loses exactly what the
+    // guest had not flushed, as a power cut does.
     '-drive',
     `if=none,id=root,file=${overlay},format=qcow2,cache=writeback`,
     '-device',
