@@ -1,6 +1,18 @@
-import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { join } from 'node:path';
-import { renameDurable, writeFileDurable } from '../../lib/durable-fs.js';
+import { fsyncDir, renameDurable, writeFileDurable } from '../../lib/durable-fs.js';
 import { errorMessage } from '../../lib/errors.js';
 import { formatSchemaErrors, validate } from '../../lib/schema.js';
 import { fileOnlyKeys } from './overlay-keys.js';
@@ -145,7 +157,6 @@ export class OverlayStore {
     }
     const revision = state.revision + 1;
     const doc = { format: OVERLAY_FORMAT, revision, updatedAt: at.toISOString(), overlay };
-    writeFileDurable(this.path, `${JSON.stringify(doc, null, 2)}\n`, 0o600);
     const entry: HistoryEntry = {
       revision,
       at: at.toISOString(),
@@ -154,21 +165,63 @@ export class OverlayStore {
       overlay,
       ...(note ? { note } : {}),
     };
-    this.#append(entry);
+    // All or nothing, a full disk included (the change is refused, so it must not be half there): the previous
+    // overlay stays linked beside the new one (a name, no data blocks) until the log line is written, and is
+    // renamed back when that fails. A cut in between leaves the new overlay without its log line, which the
+    // answer never acknowledged; the stale link is replaced at the next change.
+    const previous = `${this.path}.prev`;
+    const hadPrevious = existsSync(this.path);
+    rmSync(previous, { force: true });
+    if (hadPrevious) linkSync(this.path, previous);
+    try {
+      writeFileDurable(this.path, `${JSON.stringify(doc, null, 2)}\n`, 0o600);
+      try {
+        this.#append(entry);
+      } catch (err) {
+        if (hadPrevious) renameDurable(previous, this.path);
+        else {
+          rmSync(this.path, { force: true });
+          fsyncDir(this.dataDir);
+        }
+        throw err;
+      }
+    } finally {
+      rmSync(previous, { force: true });
+    }
     this.#state = { revision, overlay };
     return entry;
   }
 
   #append(entry: HistoryEntry): void {
+    const created = !existsSync(this.historyPath);
     const fd = openSync(this.historyPath, 'a', 0o600);
     try {
-      appendFileSync(fd, `${JSON.stringify(entry)}\n`);
-      fsyncSync(fd);
+      const size = fstatSync(fd).size;
+      try {
+        appendFileSync(fd, `${JSON.stringify(entry)}\n`);
+        fsyncSync(fd);
+      } catch (err) {
+        // A short write (the disk filled half way through the line) would glue the next line to this torn one
+        // and hide it: cut the file back to where it was. Best effort: a device may refuse the truncate.
+        try {
+          ftruncateSync(fd, size);
+          fsyncSync(fd);
+        } catch {
+          // the torn line stays (history() skips lines that do not parse)
+        }
+        throw err;
+      }
     } finally {
       closeSync(fd);
     }
-    const lines = readFileSync(this.historyPath, 'utf8').split('\n').filter(Boolean);
-    if (lines.length > 2 * HISTORY_KEEP)
-      writeFileDurable(this.historyPath, `${lines.slice(-HISTORY_KEEP).join('\n')}\n`, 0o600);
+    // A new file's name is durable only once its directory is.
+    if (created) fsyncDir(this.dataDir);
+    try {
+      const lines = readFileSync(this.historyPath, 'utf8').split('\n').filter(Boolean);
+      if (lines.length > 2 * HISTORY_KEEP)
+        writeFileDurable(this.historyPath, `${lines.slice(-HISTORY_KEEP).join('\n')}\n`, 0o600);
+    } catch {
+      // Trimming is housekeeping: the change is written; a full disk just leaves the log longer until later.
+    }
   }
 }

@@ -75,6 +75,8 @@ export function settingsHttpError(err: unknown, revision: number): never {
       throw new HttpError(400, 'invalid_setting', err.message);
     if (err.code === 'ESLOT' || err.code === 'EWYOMING' || err.code === 'EBACKEND')
       throw new HttpError(409, 'refused', err.message, etag);
+    // 507 Insufficient Storage (RFC 4918): the server cannot store what is needed to complete the request.
+    if (err.code === 'ESTORAGE') throw new HttpError(507, 'insufficient_storage', err.message, etag);
   }
   throw err;
 }
@@ -84,7 +86,7 @@ function commandError(err: unknown): never {
   if (err instanceof MnnEdgeError) {
     if (err.code === 'ECONFLICT') throw new CommandError('ECONFLICT', err.message);
     if (err.code === 'ECONFIG' || err.code === 'EINVAL') throw new CommandError('EPARAMS', err.message);
-    if (err.code === 'ESLOT' || err.code === 'EWYOMING' || err.code === 'EBACKEND')
+    if (err.code === 'ESLOT' || err.code === 'EWYOMING' || err.code === 'EBACKEND' || err.code === 'ESTORAGE')
       throw new CommandError('EREFUSED', err.message);
   }
   throw err;

@@ -161,7 +161,11 @@ export class SettingsService {
     await this.#deps.check?.(composed.config, changes);
 
     const at = this.#deps.now?.() ?? new Date();
-    const entry = this.#inputs.store.commit(nextOverlay, request.who, changes, at);
+    const entry = commitOrExplain(
+      () => this.#inputs.store.commit(nextOverlay, request.who, changes, at),
+      current.revision,
+      this.#inputs.store.dataDir,
+    );
     this.#inputs = { ...this.#inputs, overlay: { revision: entry.revision, overlay: nextOverlay } };
     const modes = applyModes(changes.map((c) => c.key));
     let reload: Record<string, unknown>;
@@ -200,5 +204,29 @@ export class SettingsService {
     const composed = composeConfig(this.#inputs, overlay);
     this.#use(composed.config, composed.sources);
     await this.#deps.apply(prev, `rollback: ${(err as Error).message}`).catch(() => undefined);
+  }
+}
+
+/** What the disk says when it cannot take a write: full, over quota, or remounted read-only after errors. */
+const STORAGE_CODES: Record<string, string> = {
+  ENOSPC: 'the disk is full',
+  EDQUOT: "the service user's disk quota is used up",
+  EROFS: 'the file system is read-only',
+};
+
+/** A change the disk refused: nothing was changed (the store is all or nothing), and the answer says why in the
+ *  user's terms instead of a bare internal error. */
+function commitOrExplain<T>(commit: () => T, revision: number, dataDir: string): T {
+  try {
+    return commit();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const why = typeof code === 'string' ? STORAGE_CODES[code] : undefined;
+    if (why === undefined) throw err;
+    throw new MnnEdgeError(
+      'ESTORAGE',
+      `The change was not saved: ${why} (${code} writing the run-time settings in ${dataDir}); nothing was changed, the settings are still at revision ${revision}. Free space there and try again.`,
+      { code, revision },
+    );
   }
 }

@@ -91,7 +91,21 @@ export interface Guest {
   kill: () => void;
 }
 
-export function boot(image: string, work: string, debs: string, port: number): Guest {
+export interface BootOptions {
+  /** Further raw disks (virtio, writable), in order after the packages' disk: /dev/vdc, /dev/vdd… when `debs`
+   *  is given, /dev/vdb… when it is not. The power-cut run's small disk for the full-disk case is one. */
+  drives?: string[];
+}
+
+/** `debs` undefined boots without the packages' disk (a guest installed at an earlier boot of the same work
+ *  folder: its overlay already holds the packages, and dpkg does not run again). */
+export function boot(
+  image: string,
+  work: string,
+  debs: string | undefined,
+  port: number,
+  options: BootOptions = {},
+): Guest {
   const overlay = join(work, 'overlay.qcow2');
   if (!existsSync(overlay)) {
     const r = spawnSync(
@@ -127,14 +141,27 @@ export function boot(image: string, work: string, debs: string, port: number): G
     join(image, 'initrd.img'),
     '-append',
     'root=/dev/vda rw console=ttyAMA0 systemd.show_status=1',
+    // cache=writeback on every writable disk (QEMU's default, named so no one changes it to `unsafe`): the guest
+    // sees a volatile write cache and its flushes reach the host file, so a killed QEMU loses exactly what the
+    // guest had not flushed, as a power cut does.
     '-drive',
-    `if=none,id=root,file=${overlay},format=qcow2`,
+    `if=none,id=root,file=${overlay},format=qcow2,cache=writeback`,
     '-device',
     'virtio-blk-pci,drive=root',
-    '-drive',
-    `if=none,id=debs,file=${debs},format=raw,readonly=on`,
-    '-device',
-    'virtio-blk-pci,drive=debs',
+    ...(debs === undefined
+      ? []
+      : [
+          '-drive',
+          `if=none,id=debs,file=${debs},format=raw,readonly=on`,
+          '-device',
+          'virtio-blk-pci,drive=debs',
+        ]),
+    ...(options.drives ?? []).flatMap((file, i) => [
+      '-drive',
+      `if=none,id=extra${i},file=${file},format=raw,cache=writeback`,
+      '-device',
+      `virtio-blk-pci,drive=extra${i}`,
+    ]),
     '-netdev',
     `user,id=net0,hostfwd=tcp:127.0.0.1:${port}-:8080`,
     '-device',

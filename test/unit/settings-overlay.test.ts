@@ -1,4 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -219,4 +227,29 @@ test('the overlay store keeps a torn last log line from hiding the others', (t) 
     new OverlayStore(dir).history().map((e) => e.revision),
     [1],
   );
+});
+
+// /dev/full answers every write with ENOSPC: the kernel's own full disk, no mock needed.
+test('a full disk refuses a change whole: 507-worthy error naming the disk, the overlay and its log as before', async (t) => {
+  if (!existsSync('/dev/full')) return t.pass('no /dev/full on this system');
+  const s = setup(t);
+  const svc = s.service();
+  await svc.change({ patch: { tags: ['before'] }, who: 'test' });
+  const store = new OverlayStore(s.dataDir);
+  const overlayBefore = readFileSync(join(s.dataDir, OVERLAY_FILE), 'utf8');
+  rmSync(store.historyPath);
+  symlinkSync('/dev/full', store.historyPath);
+  const err = await t.throwsAsync(svc.change({ patch: { tags: ['after'] }, who: 'test' }));
+  t.is((err as { code?: string }).code, 'ESTORAGE');
+  t.regex(
+    err?.message ?? '',
+    /the disk is full \(ENOSPC .*nothing was changed, the settings are still at revision 1/,
+  );
+  t.is(readFileSync(join(s.dataDir, OVERLAY_FILE), 'utf8'), overlayBefore);
+  t.false(existsSync(join(s.dataDir, `${OVERLAY_FILE}.prev`)));
+  t.deepEqual(s.load().config['tags'], ['before']);
+  // Space back: the next change is revision 2, as if the refused one had never been asked for.
+  rmSync(store.historyPath);
+  const r = await svc.change({ patch: { tags: ['after'] }, who: 'test' });
+  t.is(r.revision, 2);
 });
