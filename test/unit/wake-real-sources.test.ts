@@ -5,6 +5,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { trainingSources } from '../../engine/tools/wake-keyword/keep-keyword.js';
 import { realClips, splitSummary } from '../../engine/tools/wake-keyword/real-audio.js';
 import { augmentedTake, RealBackground, speechEnd } from '../../engine/tools/wake-keyword/real-negatives.js';
 import {
@@ -161,4 +162,17 @@ test('augmentedTake replays a real clip at another speed and level, its keyword 
     // -30…-10 dBFS, give or take the noise under it.
     t.true(rms > 0.028 && rms < 0.35, `rms ${rms}`);
   }
+});
+
+test('a kept keyword names the training split it was made from, never an evaluation source', (t) => {
+  const evalIds = new Set(REAL_SOURCES.filter((s) => s.split === 'eval').map((s) => s.id));
+  const computer = trainingSources('computer');
+  const hey = trainingSources('hey computer');
+  for (const s of [...computer, ...hey]) {
+    t.false(evalIds.has(s.id), s.id);
+    t.regex(s.sha256 ?? '', /^[0-9a-f]{64}$/, s.id);
+  }
+  t.true(computer.some((s) => s.id === 'precise-computer'));
+  t.false(hey.some((s) => s.id.startsWith('precise-')));
+  t.true(hey.some((s) => s.id === '0ad-audio') && hey.some((s) => s.id === 'mimic3-samples'));
 });
