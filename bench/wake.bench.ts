@@ -39,6 +39,7 @@ import { ruleOutcome, type ScoredValidation } from '../engine/tools/wake-keyword
 import { concat, RATE, rng, say } from '../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../models/wake-package.js';
 import { bar, check, fmt } from './lib/stats.js';
+import { recordedFiles, replayModel } from './lib/wake-embeddings.js';
 import { realFalseAccepts, realFalseRejects } from './lib/wake-real.js';
 
 const POSITIVES = Number(process.env['BENCH_WAKE_POSITIVES'] ?? 200);
@@ -173,7 +174,13 @@ console.log(
 );
 for (const [i, k] of keywords.entries())
   await realFalseRejects(() => inProcess, settings[i]!, k.phrase, console.log);
-await realFalseAccepts(inProcess, settings, REAL_HOURS, console.log);
+// BENCH_WAKE_EMBEDDINGS=FILE: the held-out audio's embeddings recorded once (bench/lib/wake-embeddings.ts record),
+// replayed through these heads instead of running the feature models over it again.
+const recording = process.env['BENCH_WAKE_EMBEDDINGS'];
+const replay = recording
+  ? { ...replayModel(pipeline, recording), files: recordedFiles(recording), from: recording }
+  : undefined;
+await realFalseAccepts(inProcess, settings, REAL_HOURS, console.log, replay);
 
 // ---- the same scores at other thresholds: what a threshold changed on the Voice page would give
 for (const k of keywords) {

@@ -11,6 +11,7 @@ import {
 } from '../../engine/tools/wake-keyword/real-audio.js';
 import { decodeAudioFile } from '../../lib/audio/decode-file.js';
 import { bar, check, fmt } from './stats.js';
+import { type RecordedFile, silenceOf } from './wake-embeddings.js';
 
 /** Silence before each real keyword clip: the stream's warm-up (12 frames) is over before the speaker starts. */
 const LEAD_SECONDS = 1.2;
@@ -19,6 +20,13 @@ async function* withLead(path: string): AsyncGenerator<Float32Array> {
   yield new Float32Array(Math.round(LEAD_SECONDS * 16000));
   yield* decodeAudioFile(path);
   yield new Float32Array(16000);
+}
+
+/** Embeddings recorded once over the held-out audio (wake-embeddings.ts), replayed through the judged heads. */
+export interface Replay {
+  model: WakeTensorModel;
+  files: RecordedFile[];
+  from: string;
 }
 
 export interface RealFigures {
@@ -80,21 +88,33 @@ export async function realFalseAccepts(
   keywords: readonly KeywordSetting[],
   maxHours: number,
   log: (line: string) => void,
+  replay?: Replay,
 ): Promise<Map<string, RealFigures>> {
   const { clips } = realClips('eval', { roles: ['music', 'speech', 'ambient'] });
   if (clips.length === 0) {
     log('SKIP false accepts on real audio: no held-out real audio in the cache');
     return new Map(keywords.map((k) => [k.name, { hours: 0 }]));
   }
-  const chosen = interleave(clips, maxHours * 3600);
+  // A replay scans the files its embeddings were recorded over (wake-embeddings.ts), in that order.
+  const recorded = replay && new Set(replay.files.map((f) => f.file));
+  const chosen = recorded
+    ? replay.files.map((f) => clips.find((c) => c.path === f.file)!).filter((c) => c !== undefined)
+    : chooseRealBackground(clips, maxHours * 3600);
+  if (replay) {
+    if (chosen.length !== replay.files.length)
+      throw new Error('the recorded embeddings name files that are not in the evaluation split');
+    log(
+      `  (the held-out audio's embeddings replayed from ${replay.from}: ${chosen.length} files, recorded by bench/lib/wake-embeddings.ts)`,
+    );
+  }
   // Every keyword on the same stream: the features are computed once, as on a board with several keywords.
   let done = 0;
   const report = await scanFiles(
     chosen.map((c) => c.path),
-    model,
+    replay?.model ?? model,
     keywords,
     {
-      decode: (p) => decodeAudioFile(p),
+      decode: replay ? silenceOf(replay.files) : (p) => decodeAudioFile(p),
       onFile: (f) => {
         done += f.seconds;
         if (Math.floor(done / 1800) > Math.floor((done - f.seconds) / 1800))
@@ -145,7 +165,7 @@ export async function realFalseAccepts(
 
 /** Each source's clips in order up to its share of `seconds` (its share of the split's hours): a capped run
  *  hears every source in proportion, and an uncapped one hears everything. */
-function interleave(clips: readonly RealClip[], seconds: number): RealClip[] {
+export function chooseRealBackground(clips: readonly RealClip[], seconds: number): RealClip[] {
   const total = clips.reduce((n, c) => n + c.seconds, 0);
   const scale = Math.min(1, seconds / total);
   const bySource = new Map<string, RealClip[]>();
