@@ -12,10 +12,10 @@ import { scanFiles } from '../../agent/workloads/wake/scan.js';
 import type { WakeTensorModel } from '../../agent/workloads/wake/stream.js';
 import { EMBEDDING_DIM, HEAD_WINDOW, WakePipeline } from '../../engine/src/wake.js';
 import { ensureFeatureModels, wakeCacheDir } from '../../engine/tools/wake-keyword/convert.js';
+import type { RealClip } from '../../engine/tools/wake-keyword/real-audio.js';
 import { realClips } from '../../engine/tools/wake-keyword/real-audio.js';
 import { decodeAudioFile } from '../../lib/audio/decode-file.js';
 import { wakeFeatureGraphs } from '../../models/wake-package.js';
-import { chooseRealBackground } from './wake-real.js';
 
 type Forward = WakeTensorModel['forward'];
 
@@ -142,6 +142,26 @@ export function roundRobin(clips: readonly { path: string; source: string; secon
     next.taken += f.seconds;
     out.push(f.path);
   }
+}
+
+/** Each source's clips in order up to its share of `seconds` (its share of the split's hours): a capped run
+ *  hears every source in proportion, and an uncapped one hears everything. */
+export function chooseRealBackground(clips: readonly RealClip[], seconds: number): RealClip[] {
+  const total = clips.reduce((n, c) => n + c.seconds, 0);
+  const scale = Math.min(1, seconds / total);
+  const bySource = new Map<string, RealClip[]>();
+  for (const c of clips) bySource.set(c.source, [...(bySource.get(c.source) ?? []), c]);
+  const out: RealClip[] = [];
+  for (const list of bySource.values()) {
+    const quota = list.reduce((n, c) => n + c.seconds, 0) * scale;
+    let taken = 0;
+    for (const c of list) {
+      if (taken >= quota) break;
+      out.push(c);
+      taken += c.seconds;
+    }
+  }
+  return out;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {

@@ -4,14 +4,10 @@
 // as `mnn-edge wake scan` (one stream across the files, the board's WakeStream), so the two agree on the same audio.
 import { scanFiles } from '../../agent/workloads/wake/scan.js';
 import type { KeywordSetting, WakeTensorModel } from '../../agent/workloads/wake/stream.js';
-import {
-  EVAL_BACKGROUND_MIN_HOURS,
-  type RealClip,
-  realClips,
-} from '../../engine/tools/wake-keyword/real-audio.js';
+import { EVAL_BACKGROUND_MIN_HOURS, realClips } from '../../engine/tools/wake-keyword/real-audio.js';
 import { decodeAudioFile } from '../../lib/audio/decode-file.js';
 import { bar, check, fmt } from './stats.js';
-import { type RecordedFile, silenceOf } from './wake-embeddings.js';
+import { chooseRealBackground, type RecordedFile, silenceOf } from './wake-embeddings.js';
 
 /** Silence before each real keyword clip: the stream's warm-up (12 frames) is over before the speaker starts. */
 const LEAD_SECONDS = 1.2;
@@ -160,25 +156,5 @@ export async function realFalseAccepts(
     log(
       `  (${fmt(report.hours, 2)} h is under the ${EVAL_BACKGROUND_MIN_HOURS} h the target needs: one false accept is ${fmt(1 / report.hours, 2)} an hour)`,
     );
-  return out;
-}
-
-/** Each source's clips in order up to its share of `seconds` (its share of the split's hours): a capped run
- *  hears every source in proportion, and an uncapped one hears everything. */
-export function chooseRealBackground(clips: readonly RealClip[], seconds: number): RealClip[] {
-  const total = clips.reduce((n, c) => n + c.seconds, 0);
-  const scale = Math.min(1, seconds / total);
-  const bySource = new Map<string, RealClip[]>();
-  for (const c of clips) bySource.set(c.source, [...(bySource.get(c.source) ?? []), c]);
-  const out: RealClip[] = [];
-  for (const list of bySource.values()) {
-    const quota = list.reduce((n, c) => n + c.seconds, 0) * scale;
-    let taken = 0;
-    for (const c of list) {
-      if (taken >= quota) break;
-      out.push(c);
-      taken += c.seconds;
-    }
-  }
   return out;
 }
