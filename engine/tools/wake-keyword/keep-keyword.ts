@@ -1,7 +1,7 @@
 // Keeps a trained keyword head in the repository (models/keywords/<name>/, issue 45): the head's ONNX as the
 // generator wrote it before MNNConvert (head.onnx) and keyword.json, the record that makes it reproducible and
-// checkable: phrase, recipe, seed, the rule the generator chose, the sha256 of head.onnx, the command line that
-// made it, the real sources it was trained on (ids and sha256 from real-sources.sha256), the benchmark's
+// checkable, in the fields models/wake-shipped/keyword-source.ts reads: phrase, recipe, seed, version, the rule
+// the generator chose, the sha256 of head.onnx, the command line that made it (`reproduce`), the real sources it was trained on (ids and sha256 from real-sources.sha256), the benchmark's
 // figures, and the licence of the weights. The feature models are not kept: they are converted at build or
 // install time (convert.ts).
 //
@@ -18,9 +18,14 @@ export interface KeptKeyword {
   phrase: string;
   recipe: number;
   seed: number;
+  /** The store's version of the assembled package (models/wake-shipped reads it). */
+  version: string;
   rule: KeywordReport['rule'];
-  head: { file: 'head.onnx'; sha256: string; input: string; output: string };
-  command: string;
+  /** sha256 of head.onnx (models/wake-shipped/keyword-source.ts checks the head against it). */
+  sha256: string;
+  head: { file: 'head.onnx'; input: string; output: string };
+  /** The generator's command line that made the head. */
+  reproduce: string;
   training: {
     synthetic: string;
     real: Array<{ id: string; sha256: string | undefined; files: string }>;
@@ -64,10 +69,12 @@ export function keepKeyword(
     phrase: report.phrase,
     recipe: report.recipe,
     seed: report.seed,
+    version: `1.0.0-r${report.recipe}`,
     rule: report.rule,
+    sha256: sha256(onnx),
     // onnx.ts names the head's tensors: input [1,16,96] (16 embeddings), output [1,1] (score 0..1).
-    head: { file: 'head.onnx', sha256: sha256(onnx), input: 'input', output: 'score' },
-    command,
+    head: { file: 'head.onnx', input: 'input', output: 'score' },
+    reproduce: command,
     training: {
       synthetic:
         'espeak-ng (stock and made-up timbres of the training accents), flite and festival voices (other-voices.ts)',
@@ -108,5 +115,5 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.
   }
   const figures = figuresFile ? (JSON.parse(readFileSync(figuresFile, 'utf8')) as unknown) : undefined;
   const kept = keepKeyword(resolve(pkg), resolve(out), command, figures);
-  console.log(`kept ${kept.name}: head.onnx ${kept.head.sha256}`);
+  console.log(`kept ${kept.name}: head.onnx ${kept.sha256}`);
 }
