@@ -1,16 +1,25 @@
 // bench/tools: what tool calls cost a request (issue 42).
 //  (1) TTFT of the second request with a Home Assistant-sized tool list (20 tools) against the same request
-//      without tools, on the benchmark-size model in an engine host, through the slot's chat model
-//      (runtimeChatModel: the agent renders Qwen2.5's template with the tools and sends raw text; without tools
-//      MNN renders the model's own template). The first request of each pair fills the KV; the second asks another
-//      question after the same system prompt (and tools), so its prefill is the new question only when the tools'
-//      prefix is reused. Pairs alternate with and without tools; each figure the median of BENCH_TOOLS_ROUNDS (7).
-//      Target: ≤ 1.2×. The bench model's tokenizer is byte-level (a token a byte), so the 20 tools are written
-//      with a few words of description and no arguments to make about 2,000 prompt tokens, the size the real list makes on a BPE
-//      tokenizer.
-// (1b) The same on two layers of Qwen2.5-1.5B's shape, where attention over the context weighs what it does in the
-//      models boards run (in the narrow bench model, attending over 2,000 held tokens costs more than a token's
-//      matrix work, so there the figure measures the model's shape more than the tool path).
+//      without tools, in an engine host, through the slot's chat model (runtimeChatModel: the agent renders
+//      Qwen2.5's template with the tools and sends raw text; without tools MNN renders the model's own template).
+//      The first request of each pair fills the KV; the second asks another question after the same system prompt
+//      (and tools), so its prefill is the new question only when the tools' prefix is reused. Pairs alternate with
+//      and without tools; each figure the median of BENCH_TOOLS_ROUNDS (7). The bench model's tokenizer is
+//      byte-level (a token a byte), so the 20 tools are written with a few words of description and no arguments
+//      to make about 2,000 prompt tokens, the size the real list makes on a BPE tokenizer.
+//      The figure that carries the target (≤ 1.2×) is on two layers of Qwen2.5-1.5B's shape (`qwen-1.5b-layers`),
+//      where a token's attention over the context weighs against its matrix work what it does in the models boards
+//      run. Even with the tools' prefix reused perfectly (2,069 of the 2,089 prompt tokens kept), each of the
+//      second request's 20 new tokens still attends over up to 2,089 positions (the tools and the system prompt),
+//      which the request without tools (69 tokens, 49 kept) does not; per new token and layer (prefillMacs in
+//      lib/bench-model.ts), at most 1 + attention/matrices, and the bench prints the exact allowance (1.13×, 1.69×):
+//        qwen-1.5b-layers: matrices 1536·(2·1536 + 2·256) + 3·1536·8960 = 46.8 M MACs,
+//                          attention 2 · 12·128 · 2,089 = 6.4 M MACs (0.14 of the matrices): up to ≈ 1.14×;
+//        bench (narrow):   matrices 512·(2·512 + 2·256) + 3·512·1408 = 2.95 M MACs,
+//                          attention 2 · 8·64 · 2,089 = 2.14 M MACs (0.73 of the matrices): up to ≈ 1.73×,
+//      and MNN's attention over a long KV cache runs below its matrix kernels' rate per MAC, so the narrow model's
+//      time is more still (1.82× measured on a quiet machine, against 1.04× on the realistic shape). That figure
+//      measures the narrow model's shape, not the tool path: it is printed as information, without a target.
 //  (2) The agent's own work per request: rendering the template with the 20 tools and a tool round in the history,
 //      and parsing a streamed answer with a call, in token-sized pieces. Target: ≤ 5 ms (median).
 import { readFileSync } from 'node:fs';
@@ -155,8 +164,11 @@ function chatModelOver(host: EngineHostClient) {
   };
 }
 
+/** The shape whose figure carries the ≤ 1.2× target; the other is information (see the head comment). */
+const TARGET_SHAPE: BenchShapeName = 'qwen-1.5b-layers';
+
 async function ttftWithTools(shapeName: BenchShapeName): Promise<void> {
-  const part = shapeName === 'bench' ? '(1)' : '(1b)';
+  const part = shapeName === TARGET_SHAPE ? '(1)' : '(1b)';
   let config: string;
   try {
     config = ensureBenchModel(undefined, shapeName);
@@ -210,9 +222,14 @@ async function ttftWithTools(shapeName: BenchShapeName): Promise<void> {
     console.log(
       `    the prefill's multiply-accumulates allow ${fmt(macs(w) / macs(o))}x (attention over the held tools)`,
     );
-    console.log(
-      `    ratio ${fmt(ratio)}x  ${check(`second request TTFT with 20 tools / without (${shapeName})`, ratio, 'x', '<= 1.2', ratio <= 1.2)}`,
-    );
+    if (shapeName === TARGET_SHAPE)
+      console.log(
+        `    ratio ${fmt(ratio)}x  ${check(`second request TTFT with 20 tools / without (${shapeName})`, ratio, 'x', '<= 1.2', ratio <= 1.2)}`,
+      );
+    else
+      console.log(
+        `    ratio ${fmt(ratio)}x  (information, no target: on this narrow model attention over the kept tools outweighs the matrices' share, see the head comment)`,
+      );
   } finally {
     await host.close();
   }
@@ -252,6 +269,6 @@ function overhead(): void {
   console.log(`    ${check('template render + parse per request', s.median, 'ms', '<= 5', s.median <= 5)}`);
 }
 
+await ttftWithTools(TARGET_SHAPE);
 await ttftWithTools('bench');
-await ttftWithTools('qwen-1.5b-layers');
 overhead();

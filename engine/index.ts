@@ -70,6 +70,7 @@ export type {
   TensorType,
 } from './src/native.js';
 export type { AudioInput, ChatMessage, ImageInput } from './src/prompt.js';
+export { inertMediaTags, mediaPlaceholder } from './src/prompt.js';
 export {
   WAKE_FRAME_SAMPLES,
   WAKE_SAMPLE_RATE,

@@ -4,6 +4,7 @@
 //                    sysusers, tmpfiles and agent.json), with its production node_modules built for the target
 //   mnn-edge-engine  our engine addon and the MNN libraries it was built against (replaceable on the board)
 //   mnn-edge-node    the Node runtime (no supported board OS ships Node >= 20.18)
+// and one for all of them: mnn-edge-wake, the shipped wake word (scripts/deb/wake.ts; --no-wake leaves it out).
 import { spawnSync } from 'node:child_process';
 import {
   existsSync,
@@ -17,6 +18,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { assemblyMissing } from '../models/wake-shipped/assemble.js';
 import { agentCopyright, engineCopyright, nodeCopyright } from './deb/copyright.js';
 import { buildDeb, type DebPackage, place } from './deb/deb-file.js';
 import {
@@ -29,6 +31,7 @@ import {
   NODE_VERSION,
 } from './deb/inputs.js';
 import { clearExecStack, pruneForDebian, stripElf } from './deb/prune.js';
+import { packageWakeDeb, WAKE_DEB } from './deb/wake.js';
 import { manifestPath, readLock, repoRoot, stage } from './stage.js';
 import { parseStageManifest } from './stage-manifest.js';
 
@@ -95,6 +98,8 @@ function patchRunpath(file: string, runpath: string): void {
 export interface PackageResult {
   debs: { name: string; path: string; bytes: number }[];
   backends: string[];
+  /** The version the packages were built as (the wake package takes the same). */
+  version: string;
 }
 
 interface Tree {
@@ -155,7 +160,7 @@ function agentTree(work: string, staged: string, inputs: DebInputs, version: str
     version,
     arch,
     depends: [...NODE_DEPENDS, 'systemd', 'libc6', 'libstdc++6'],
-    recommends: [`mnn-edge-engine (= ${version})`],
+    recommends: [`mnn-edge-engine (= ${version})`, WAKE_DEB],
     section: 'misc',
     summary: 'on-board AI agent: model placement, MNN engine, fleet and OTA, dashboard',
     description:
@@ -269,17 +274,18 @@ export function packageDeb(options: {
         log(`built ${path}: ${(bytes / 1e6).toFixed(1)} MB`);
         return { name: pkg.name, path, bytes };
       });
-    return { debs, backends: engine.backends };
+    return { debs, backends: engine.backends, version };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
-function main(argv: string[]): void {
+async function main(argv: string[]): Promise<void> {
   let arch: DebArch | undefined;
   let outDir = join(repoRoot, 'build-deb');
   let version: string | undefined;
   let build = false;
+  let wake = true;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--arch') {
@@ -290,21 +296,33 @@ function main(argv: string[]): void {
     } else if (a === '--out') outDir = resolve(argv[++i] ?? '');
     else if (a === '--version') version = argv[++i];
     else if (a === '--build') build = true;
+    else if (a === '--no-wake') wake = false;
     else
       throw new MissingInput(
-        `unknown argument ${JSON.stringify(a)}; usage: package:deb -- --arch amd64|arm64 [--out DIR] [--version V] [--build]`,
+        `unknown argument ${JSON.stringify(a)}; usage: package:deb -- --arch amd64|arm64 [--out DIR] [--version V] [--build] [--no-wake]`,
       );
   }
   if (arch === undefined) throw new MissingInput('--arch amd64|arm64 is required');
-  const r = packageDeb({ arch, outDir, ...(version ? { version } : {}), build, log: (l) => console.log(l) });
+  // Before the long part: a machine that cannot assemble the wake word says so at once.
+  const cannot = wake ? assemblyMissing() : undefined;
+  if (cannot) throw new MissingInput(`${cannot}; pass --no-wake to build the packages without ${WAKE_DEB}`);
+  const log = (l: string) => console.log(l);
+  const r = packageDeb({ arch, outDir, ...(version ? { version } : {}), build, log });
   console.log(`engine backends: ${r.backends.join(', ')}`);
+  // Said, never silently skipped: a package set without the wake word is one the user asked for.
+  if (!wake) console.log(`${WAKE_DEB}: left out (--no-wake); boards get no wake word from these packages`);
+  else
+    await packageWakeDeb({
+      outDir,
+      version: version ?? r.version,
+      date: new Date(Number(process.env['SOURCE_DATE_EPOCH'] ?? Date.now() / 1000) * 1000),
+      log,
+    });
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === resolve(import.meta.filename)) {
-  try {
-    main(process.argv.slice(2));
-  } catch (err) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
     console.error(`package:deb: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
-  }
+  });
 }

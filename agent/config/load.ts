@@ -6,6 +6,7 @@ import { defaultConfig, SYSTEM_CONFIG_PATH } from './defaults.js';
 import { type OverlayState, OverlayStore } from './overlay-store.js';
 import { type AgentConfig, agentConfigSchema } from './schema.js';
 import { type ConfigSource, isPlainObject, type JsonObject, sourcesOf } from './sources.js';
+import { shippedWakeDefaults } from './wake-default.js';
 
 function describeJson(v: unknown): string {
   if (v === null) return 'null';
@@ -69,7 +70,10 @@ export function composeConfig(
   inputs: Omit<ConfigInputs, 'overlay' | 'store'>,
   overlay: JsonObject,
 ): { config: AgentConfig; sources: Map<string, ConfigSource> } {
-  const raw = deepMerge(overlayOnFile(inputs.file, overlay), inputs.flags);
+  const given = deepMerge(overlayOnFile(inputs.file, overlay), inputs.flags);
+  // Defaults that depend on the board (the shipped wake word where a microphone is): under everything given.
+  const derived = shippedWakeDefaults(given, inputs.env);
+  const raw = deepMerge(derived, given);
   const where =
     Object.keys(overlay).length > 0 ? `${inputs.source} with the run-time settings` : inputs.source;
   const config = parseConfig(raw, where, inputs.env);
@@ -81,7 +85,7 @@ export function composeConfig(
     );
   }
   const sources = sourcesOf([
-    { source: 'default', value: defaultConfig(inputs.env) },
+    { source: 'default', value: deepMerge(defaultConfig(inputs.env), derived) },
     { source: 'file', value: file },
     { source: 'overlay', value: overlay },
     { source: 'flag', value: inputs.flags },

@@ -1,10 +1,13 @@
 import { type DownloadPolicy, defaultDownloadPolicy } from '../../lib/download/downloader.js';
+import { errorMessage } from '../../lib/errors.js';
 import { modelsConfigOf, storeLimitsOf } from '../../models/config.js';
 import { hubClient, hubSettings } from '../../models/hub/clients.js';
 import { registerPullModelCommand } from '../../models/hub/pull-command.js';
 import { HubPullJobs, hubDownloadsDir } from '../../models/hub/pull-jobs.js';
 import { removeStalePartials } from '../../models/hub/stale-partials.js';
 import { ModelCatalog, ModelStore } from '../../models/index.js';
+import { installShippedWake } from '../../models/wake-shipped/install.js';
+import { findShippedWake } from '../../models/wake-shipped/locate.js';
 import type { CommandRegistry } from '../fleet/commands.js';
 import type { AgentContext, AgentModule, PublishEvent } from '../module.js';
 import { catalogFromStore } from '../plan/from-catalog.js';
@@ -38,6 +41,31 @@ export interface ModelsModuleDeps {
   /** The limits hub pulls download under, read from the configuration at start: compose.ts gives the `ota`
    *  section's (hub pulls and OTA jobs share one download policy); the library's defaults without it. */
   downloadPolicy?: (config: AgentContext['config']) => DownloadPolicy;
+  /** Where the shipped wake word is looked for (MNN_EDGE_WAKE_DIR, MNN_EDGE_CACHE); process.env by default. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * The shipped wake word (the Debian package's or the image's copy) into the store, before the runtime places
+ * the slots: the configuration's default may name it (agent/config/wake-default.ts). A failure is logged and
+ * the agent goes on; the slot then says its model is missing.
+ */
+async function takeShippedWake(store: ModelStore, ctx: AgentContext, env: NodeJS.ProcessEnv): Promise<void> {
+  const shipped = findShippedWake(env);
+  if (!shipped) return;
+  try {
+    const r = await installShippedWake(store, shipped);
+    if (r.status === 'installed')
+      ctx.logger.info('installed the shipped wake word', {
+        model: `${shipped.id}@${shipped.version}`,
+        from: shipped.dir,
+      });
+  } catch (err) {
+    ctx.logger.warn('the shipped wake word could not be installed', {
+      from: shipped.dir,
+      error: errorMessage(err),
+    });
+  }
 }
 
 export function createModelsModule(deps: ModelsModuleDeps = {}): ModelsModule {
@@ -57,7 +85,7 @@ export function createModelsModule(deps: ModelsModuleDeps = {}): ModelsModule {
         return () => store.off(event, listener);
       },
     },
-    start(ctx: AgentContext) {
+    async start(ctx: AgentContext) {
       const limits = modelsConfigOf(ctx.config['models']);
       const { store, recovery } = ModelStore.open({
         dataDir: ctx.config.dataDir,
@@ -68,6 +96,7 @@ export function createModelsModule(deps: ModelsModuleDeps = {}): ModelsModule {
       });
       models = { store, catalog: new ModelCatalog(store) };
       ctx.logger.info('model store ready', { root: store.root, recovery });
+      await takeShippedWake(store, ctx, deps.env ?? process.env);
       deps.commands?.register({
         name: 'list-models',
         summary: 'installed model packages with their variants and state',

@@ -84,6 +84,13 @@ export interface GenerateOptions {
    */
   mediaTags?: boolean;
   /**
+   * The prompt is a string the caller rendered itself (its template off), with each image's and audio's
+   * placeholder (`mediaPlaceholder('image', i)`: `<img>mnn-edge-image-i</img>`) where the media belongs, e.g. in
+   * the last user turn of a conversation rendered with tools. Each must be there exactly once; no placeholder is
+   * added in front, and every other media tag in the text is made inert, as without it.
+   */
+  mediaPlaced?: boolean;
+  /**
    * Tokens the decode thread may decode ahead of the consumer (default 1: the next token decodes while the
    * consumer handles this one). More lets a bursty consumer take tokens in batches; an abort still stops the
    * decoding within one token, but up to this many decoded tokens may still arrive after it.

@@ -205,6 +205,7 @@ export class Llm {
         maxNewTokens,
         applyTemplate: options.applyTemplate ?? this.config['use_template'] !== false,
         ...(options.mediaTags === true ? { mediaTags: true } : {}),
+        ...(options.mediaPlaced === true ? { mediaPlaced: true } : {}),
         ...(options.images ? { images: options.images } : {}),
         ...(options.audios ? { audios: options.audios } : {}),
       },

@@ -26,6 +26,8 @@ export interface PromptInput {
   applyTemplate: boolean;
   /** Read inline `<img>PATH</img>` / `<audio>PATH</audio>` tags as files to load (default: make them inert). */
   mediaTags?: boolean;
+  /** The text already holds each image's and audio's placeholder (mediaPlaceholder) where it belongs. */
+  mediaPlaced?: boolean;
 }
 
 export interface ModelMedia {
@@ -43,6 +45,39 @@ const MNN_VIDEO_TAG = /<(\/?)(video)>/g;
 /** `<img>` → `< img>`: the model still sees the words, MNN no longer sees a tag. */
 export function inertMediaTags(text: string, pattern: RegExp = MNN_MEDIA_TAG): string {
   return text.replace(pattern, '< $1$2>');
+}
+
+/**
+ * Where the `index`-th image or audio of a request goes in a prompt the caller rendered itself (mediaPlaced): MNN's
+ * Omni reads `<img>KEY</img>` / `<audio>KEY</audio>` in the prompt text and puts the media's tokens there.
+ */
+export function mediaPlaceholder(kind: 'image' | 'audio', index: number): string {
+  return kind === 'image' ? `<img>mnn-edge-image-${index}</img>` : `<audio>mnn-edge-audio-${index}</audio>`;
+}
+
+/**
+ * A rendered prompt with its media placed by the caller: each placeholder must be there exactly once (a missing
+ * one would drop the media silently, a repeated one encode it twice), and every other media tag is made inert.
+ */
+function placedText(text: string, placeholders: readonly string[]): string {
+  for (const [i, p] of placeholders.entries()) {
+    const count = text.split(p).length - 1;
+    if (count !== 1)
+      throw invalidParameter(
+        'input',
+        `a prompt that holds media placeholder ${i} (${p}) exactly once (mediaPlaced)`,
+        `${count} times`,
+      );
+  }
+  if (placeholders.length === 0) return inertMediaTags(text);
+  const split = new RegExp(placeholders.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+  let out = '';
+  let at = 0;
+  for (const m of text.matchAll(split)) {
+    out += inertMediaTags(text.slice(at, m.index)) + m[0];
+    at = m.index + m[0].length;
+  }
+  return out + inertMediaTags(text.slice(at));
 }
 
 function imagePart(key: string, image: ImageInput, index: number): NativeImagePart {
@@ -88,7 +123,15 @@ export function buildPrefillRequest(p: PromptInput, model: ModelMedia): NativePr
   const inert = (content: string) => inertMediaTags(content, p.mediaTags ? MNN_VIDEO_TAG : MNN_MEDIA_TAG);
   let text: string | undefined;
   let messages: Array<[string, string]> | undefined;
-  if (typeof p.input === 'string') {
+  if (p.mediaPlaced) {
+    if (typeof p.input !== 'string')
+      throw invalidParameter('input', 'a rendered prompt string when mediaPlaced is set', p.input);
+    if (p.mediaTags) throw invalidParameter('mediaTags', 'off when mediaPlaced is set', p.mediaTags);
+    text = placedText(p.input, [
+      ...images.map((_, i) => mediaPlaceholder('image', i)),
+      ...audios.map((_, i) => mediaPlaceholder('audio', i)),
+    ]);
+  } else if (typeof p.input === 'string') {
     text = prefix + inert(p.input);
   } else if (Array.isArray(p.input)) {
     if (p.input.length === 0) throw invalidParameter('messages', 'at least one message', p.input);

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { foreignElfReason } from '../elf.js';
+import { MnnEdgeError } from '../errors.js';
 import type { Migration } from './migration.js';
 
 export type Db = BetterSqlite3.Database;
@@ -72,11 +73,12 @@ export function migrate(db: Db, migrations: readonly Migration[]): number[] {
     if (seen.has(m.version)) throw new Error(`Duplicate migration version ${m.version} (${m.name})`);
     seen.add(m.version);
   }
-  const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map(
-      (r) => r.version,
-    ),
-  );
+  const rows = db.prepare('SELECT version, name FROM schema_migrations').all() as {
+    version: number;
+    name: string;
+  }[];
+  refuseNewerData(db, rows, migrations);
+  const applied = new Set(rows.map((r) => r.version));
   const done: number[] = [];
   const sorted = [...migrations].sort((a, b) => a.version - b.version);
   for (const m of sorted) {
@@ -92,6 +94,28 @@ export function migrate(db: Db, migrations: readonly Migration[]): number[] {
     done.push(m.version);
   }
   return done;
+}
+
+/**
+ * A file whose schema went past every migration this build knows was written by a newer agent (a downgrade by
+ * git checkout, an older image flashed over a kept data partition). Running on it would read tables whose meaning
+ * changed, and the next migration this build adds could collide with the newer one's number, so the agent stops
+ * before touching anything and says what to install; the file is left as it was.
+ */
+function refuseNewerData(
+  db: Db,
+  rows: readonly { version: number; name: string }[],
+  migrations: readonly Migration[],
+): void {
+  const newest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
+  const unknown = rows.filter((r) => r.version > newest).sort((a, b) => a.version - b.version);
+  if (unknown.length === 0) return;
+  const listed = unknown.map((r) => `${r.version} (${r.name})`).join(', ');
+  throw new MnnEdgeError(
+    'ENEWERDATA',
+    `${db.name} was written by a newer mnn-edge: it has schema migration${unknown.length > 1 ? 's' : ''} ${listed}, and this version knows up to ${newest}. Nothing was changed; install the newer version again (or move the data directory aside to start afresh).`,
+    { path: db.name, newest, unknown: unknown.map((r) => r.version) },
+  );
 }
 
 export class KvStore {

@@ -26,6 +26,7 @@ export interface DebPackage {
   arch: string;
   depends: string[];
   recommends?: string[];
+  enhances?: string[];
   section: string;
   summary: string;
   description: string;
@@ -112,6 +113,7 @@ export function buildDeb(root: string, pkg: DebPackage, outDir: string, date: Da
     `Installed-Size: ${installedSizeKiB(root)}`,
     ...(pkg.depends.length > 0 ? [`Depends: ${pkg.depends.join(', ')}`] : []),
     ...(pkg.recommends?.length ? [`Recommends: ${pkg.recommends.join(', ')}`] : []),
+    ...(pkg.enhances?.length ? [`Enhances: ${pkg.enhances.join(', ')}`] : []),
     `Section: ${pkg.section}`,
     'Priority: optional',
     `Description: ${pkg.summary}`,

@@ -2,7 +2,7 @@
 import { join, resolve } from 'node:path';
 import test from 'ava';
 import { addonCandidates, createAddonLoader, ENGINE_HELP, EngineError } from '../../engine/index.js';
-import { buildPrefillRequest } from '../../engine/src/prompt.js';
+import { buildPrefillRequest, mediaPlaceholder } from '../../engine/src/prompt.js';
 import { SerialQueue } from '../../engine/src/serial-queue.js';
 import { repoRoot } from '../helpers/paths.js';
 
@@ -117,6 +117,45 @@ test('chat messages: media attach to the last user message', (t) => {
     ['assistant', 'ok'],
     ['user', '<img>mnn-edge-image-0</img>What is this?'],
   ]);
+});
+
+test('mediaPlaced: a prompt rendered by the caller keeps its placeholders where they are; other tags are inert', (t) => {
+  const image = { data: new Uint8Array(3), width: 1, height: 1 };
+  const input =
+    '<|im_start|>system\nsee <img>/etc/passwd</img><|im_end|>\n' +
+    `<|im_start|>user\n${mediaPlaceholder('image', 0)}${mediaPlaceholder('audio', 0)}Hi<|im_end|>\n`;
+  const req = buildPrefillRequest(
+    { input, images: [image], audios: ['/a.wav'], maxNewTokens: 1, applyTemplate: false, mediaPlaced: true },
+    omni,
+  );
+  t.is(
+    req.text,
+    '<|im_start|>system\nsee < img>/etc/passwd< /img><|im_end|>\n' +
+      '<|im_start|>user\n<img>mnn-edge-image-0</img><audio>mnn-edge-audio-0</audio>Hi<|im_end|>\n',
+  );
+  t.deepEqual(
+    req.images.map((i) => i.key),
+    ['mnn-edge-image-0'],
+  );
+  t.deepEqual(
+    req.audios.map((a) => a.key),
+    ['mnn-edge-audio-0'],
+  );
+  const base = { maxNewTokens: 1, applyTemplate: false, mediaPlaced: true, images: [image] };
+  t.throws(() => buildPrefillRequest({ ...base, input: 'no placeholder' }, omni), {
+    message: /placeholder 0 \(<img>mnn-edge-image-0<\/img>\) exactly once.*0 times/,
+  });
+  t.throws(
+    () =>
+      buildPrefillRequest(
+        { ...base, input: `${mediaPlaceholder('image', 0)}x${mediaPlaceholder('image', 0)}` },
+        omni,
+      ),
+    { message: /exactly once.*2 times/ },
+  );
+  t.throws(() => buildPrefillRequest({ ...base, input: [{ role: 'user', content: 'x' }] }, omni), {
+    message: /a rendered prompt string when mediaPlaced is set/,
+  });
 });
 
 test('bad prompt input is refused with the parameter named', (t) => {

@@ -29,8 +29,9 @@ export async function startOllamaAgent(
   };
   const slots = slotRuntimeModules(['tiny-llm', 'tiny-vlm'], options.hosts ? { hosts: options.hosts } : {});
   const workloads = createWorkloadsModule({ runtime: slots.runtime });
+  const logger = createMemoryLogger();
   const agent = createAgent(config, {
-    logger: createMemoryLogger(),
+    logger,
     modules: [...slots.modules, workloads],
   });
   await agent.start();
@@ -42,5 +43,13 @@ export async function startOllamaAgent(
   const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
   const host = `http://127.0.0.1:${agent.http.port}`;
   const client = new Ollama({ host, headers: { Authorization: `Bearer ${token}` } });
-  return { host, token, client, listenerPort: workloads.ollamaListenerPort(), runtime: slots.runtime };
+  return {
+    host,
+    token,
+    client,
+    listenerPort: workloads.ollamaListenerPort(),
+    runtime: slots.runtime,
+    /** The agent's log lines (JSON), for what the API logs rather than answers. */
+    logLines: logger.lines,
+  };
 }

@@ -51,9 +51,9 @@ test('bad requests get Ollama-shaped errors with its status codes', async (t) =>
       /keep_alive "soon" is not a duration/,
     ],
     [
-      client.chat({ model: 'tiny-llm', messages: hi, options: { num_ctx: 8192 } }),
+      client.chat({ model: 'tiny-llm', messages: hi, options: { num_ctx: -2048 } }),
       400,
-      /options\.num_ctx 8192 is more than the 2048-token context tiny-llm is loaded with .*slots\.voice\.llm\.contextTokens/,
+      /options\.num_ctx must not be negative \(got -2048\)/,
     ],
     [
       client.chat({ model: 'tiny-llm', messages: hi, format: 'json' }),
@@ -184,6 +184,19 @@ if (!engine.available) {
     // num_predict bounds the answer.
     const short = await client.chat({ model: 'tiny-llm', messages: hello, options: { num_predict: 3 } });
     t.is(short.eval_count, 3);
+    // num_ctx above the slot's 2048 is capped to it, as Ollama caps one above the model's: the same answer, and
+    // the last line says so beside Ollama's fields.
+    const capped = await client.chat({
+      model: 'tiny-llm',
+      messages: hello,
+      stream: false,
+      options: { num_ctx: 8192, num_predict: 32 },
+    });
+    t.is(capped.message.content, expected.text);
+    t.regex(
+      String((capped as unknown as Record<string, unknown>)['warning']),
+      /options\.num_ctx 8192 is more than the 2048-token context tiny-llm is loaded with .*slots\.voice\.llm\.contextTokens.*capped to 2048/,
+    );
   });
 
   test('tiny-vlm takes base64 images; a second request while the slot is busy gets 429', async (t) => {

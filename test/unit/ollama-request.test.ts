@@ -1,6 +1,7 @@
 // The Ollama API's request parsing: keep_alive durations, model names with tags, chat and generate bodies as
 // Home Assistant, Open WebUI and the ollama clients send them, and the errors each bad field gets.
 import test from 'ava';
+import { ContextCap } from '../../agent/workloads/ollama/context-cap.js';
 import { OllamaError, toOllamaError } from '../../agent/workloads/ollama/errors.js';
 import { parseKeepAlive } from '../../agent/workloads/ollama/keep-alive-duration.js';
 import { findByName, ollamaName } from '../../agent/workloads/ollama/names.js';
@@ -11,6 +12,7 @@ import {
   parseGenerateRequest,
 } from '../../agent/workloads/ollama/request.js';
 import { WorkloadError } from '../../agent/workloads/shared/errors.js';
+import { createMemoryLogger } from '../../lib/log.js';
 
 function refused(t: import('ava').ExecutionContext, fn: () => unknown, message: RegExp, status = 400): void {
   const err = t.throws(fn);
@@ -232,8 +234,13 @@ test('chat: each bad field gets a 400 that names it', (t) => {
   );
   refused(
     t,
-    () => parseChatRequest({ model: 'm', messages: user, options: { num_ctx: 0 } }),
-    /options\.num_ctx must be a positive integer/,
+    () => parseChatRequest({ model: 'm', messages: user, options: { num_ctx: -1 } }),
+    /options\.num_ctx must not be negative \(got -1\)/,
+  );
+  refused(
+    t,
+    () => parseChatRequest({ model: 'm', messages: user, options: { num_ctx: '8k' } }),
+    /options\.num_ctx must be a number of tokens, not "8k"/,
   );
   refused(
     t,
@@ -315,6 +322,34 @@ test('base64 images: a data URL prefix is accepted; not base64, empty or too lar
     () => decodeBase64Image({ param: 'images[0]', base64: Buffer.alloc(2048).toString('base64') }, 1024),
     /exceeds 1024 bytes \(vision\.maxFrameBytes\)/,
   );
+});
+
+test('num_ctx as Ollama reads it: any size (capped later), a fraction cut, 0 as none; capped once per model and value', (t) => {
+  const ctx = (num_ctx: unknown) =>
+    parseChatRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], options: { num_ctx } })
+      .numCtx;
+  t.is(ctx(8192), 8192);
+  t.is(ctx(2048.9), 2048);
+  t.is(ctx(0), undefined);
+  t.is(ctx(null), undefined);
+
+  const log = createMemoryLogger();
+  const caps = new ContextCap(log);
+  const model = { id: 'qwen', slot: 'voice.llm' };
+  t.deepEqual(caps.fit(1024, 2048, model), { numCtx: 1024 });
+  t.deepEqual(caps.fit(8192, undefined, model), { numCtx: 8192 }, 'a slot without a known context keeps it');
+  t.deepEqual(caps.fit(undefined, 2048, model), { numCtx: undefined });
+  const capped = caps.fit(8192, 2048, model);
+  t.is(capped.numCtx, 2048);
+  t.regex(
+    capped.warning ?? '',
+    /num_ctx 8192 is more than the 2048-token context qwen .*slots\.voice\.llm\.contextTokens.*capped to 2048/,
+  );
+  caps.fit(8192, 2048, model);
+  caps.fit(4096, 2048, model);
+  caps.fit(8192, 2048, { id: 'other', slot: 'voice.llm' });
+  const warned = log.lines.filter((l) => l.includes('requested context size too large'));
+  t.is(warned.length, 3, 'once per model and value');
 });
 
 test("failures map to Ollama's status codes", (t) => {

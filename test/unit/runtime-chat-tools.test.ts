@@ -124,3 +124,65 @@ test('a history with tool results but no tools, on a template without tools, goe
   t.true(Array.isArray(asked[0]?.prompt));
   t.is((await s.result).text, 'ok');
 });
+
+test('an image and audio with tools: placed in the last user turn before its text; media tags elsewhere made inert', async (t) => {
+  const { model, asked } = modelAnswering(['It is a cat.']);
+  const image = { data: new Uint8Array(3), width: 1, height: 1 };
+  const s = model.generate({
+    messages: [
+      { role: 'system', content: 'Be brief. <img>/etc/passwd</img>' },
+      { role: 'user', content: 'Earlier <audio>/tmp/x.wav</audio>' },
+      { role: 'assistant', content: 'Yes.' },
+      { role: 'user', content: 'What is this? <img>mnn-edge-image-0</img>' },
+    ],
+    images: [image],
+    audio: new Float32Array(16),
+    tools: [
+      {
+        type: 'function',
+        function: { name: 'Look', description: 'sees <img>/x.png</img>', parameters: { type: 'object' } },
+      },
+    ],
+  });
+  for await (const _ of s) {
+    // drained
+  }
+  const req = asked[0]!;
+  t.is(req.applyTemplate, false);
+  t.true(req.mediaPlaced);
+  t.deepEqual(req.images, [image]);
+  const prompt = String(req.prompt);
+  t.true(
+    prompt.includes(
+      '<|im_start|>user\n<img>mnn-edge-image-0</img><audio>mnn-edge-audio-0</audio>What is this? < img>mnn-edge-image-0< /img><|im_end|>',
+    ),
+    prompt,
+  );
+  t.is(prompt.split('<img>').length, 2, 'the one image tag is the placed one');
+  t.is(prompt.split('<audio>').length, 2, 'the one audio tag is the placed one');
+  t.true(prompt.includes('sees < img>/x.png< /img>'), 'a tool description cannot name a file');
+
+  // Without media the prompt is as before, and the engine is not told it holds any.
+  const plain = modelAnswering(['Hi.']);
+  for await (const _ of plain.model.generate({ messages: [{ role: 'user', content: 'Hi' }], tools: TOOLS })) {
+    // drained
+  }
+  t.falsy(plain.asked[0]?.mediaPlaced);
+});
+
+test('media with tools and no user turn to put them in is refused with the reason', (t) => {
+  const { model } = modelAnswering([]);
+  const s = model.generate({
+    messages: [{ role: 'system', content: 'x' }],
+    images: [{ data: new Uint8Array(3), width: 1, height: 1 }],
+    tools: TOOLS,
+  });
+  return t.throwsAsync(
+    async () => {
+      for await (const _ of s) {
+        // drained
+      }
+    },
+    { instanceOf: WorkloadError, message: /need a user message/ },
+  );
+});

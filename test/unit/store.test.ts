@@ -61,3 +61,24 @@ test('kv values round-trip as JSON and overwrite in place', (t) => {
   t.is(kv.get<number>('k'), 7);
   t.is((db.prepare('SELECT count(*) AS n FROM kv').get() as { n: number }).n, 1);
 });
+
+test('a store written by a newer agent is refused, named and left as it was', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-store-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'agent.db');
+  const newest = Math.max(...allMigrations.map((x) => x.version));
+  const newer = openStore(path, {
+    migrations: [...allMigrations, m(newest + 1, 'CREATE TABLE from_the_future (x)')],
+  });
+  newer.prepare("INSERT INTO kv (key, value, updated_at) VALUES ('kept', '1', 0)").run();
+  newer.close();
+  const err = t.throws(() => openStore(path));
+  t.is((err as { code?: string }).code, 'ENEWERDATA');
+  t.regex(err.message, new RegExp(`migration ${newest + 1} \\(m${newest + 1}\\).*knows up to ${newest}`));
+  t.regex(err.message, /Nothing was changed/);
+  const again = openStore(path, {
+    migrations: [...allMigrations, m(newest + 1, 'CREATE TABLE from_the_future (x)')],
+  });
+  t.is(new KvStore(again).get<number>('kept'), 1);
+  again.close();
+});

@@ -150,7 +150,7 @@ test('bad requests are refused before the stream, naming the field; no model is 
   t.regex(JSON.stringify(await r.json()), /no model is placed/);
 });
 
-test('an image goes to the model with the request', async (t) => {
+test('an image goes to the model with the request, and the tools with it', async (t) => {
   const { post, model } = await serve(t, [{ pieces: ['A grey square.'] }]);
   const r = await post({
     messages: [{ role: 'user', content: 'what is this' }],
@@ -159,4 +159,5 @@ test('an image goes to the model with the request', async (t) => {
   const out = await lines(r);
   t.like(out.at(-1), { type: 'done', finishReason: 'stop' });
   t.is(model!.requests[0]!.images?.length, 1);
+  t.true((model!.requests[0]!.tools?.length ?? 0) > 0, 'a turn with an image is offered the tools');
 });

@@ -16,6 +16,7 @@ import {
   type ModelTask,
   parseRef,
 } from '../../../models/index.js';
+import { pullShippedWake } from '../../../models/wake-shipped/install.js';
 import { openStore } from '../../store/database.js';
 import { type ParsedArgs, parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { CliIo, Command } from '../common/command.js';
@@ -34,6 +35,7 @@ const USAGE = `mnn-edge models <ls | show <id>[@version] | inspect <file.mnn> | 
   gc:      [--budget BYTES]  (default: models.diskBudgetBytes; without one, every collectable version)
   pull:    ${MODELS_PULL_USAGE}
            (first boot: a signed package from a URL; a trusted key in the config, or a one-off --sha256)
+           mnn-edge models pull wake[:NAME]  (the shipped wake word: its packaged copy, or assembled on a checkout)
 ${HUB_USAGE}`;
 
 const STORE_FILE = 'agent.db';
@@ -304,6 +306,34 @@ function gcModels({ store, budget, args, io, json }: StoreArgs): number {
   return 0;
 }
 
+/** `pull wake` / `pull wake:computer`: the keyword the product ships, not a download from anywhere. */
+const WAKE_SOURCE = /^wake(:[a-z0-9_-]+)?$/;
+
+async function pullWake(argv: string[], io: CliIo): Promise<number> {
+  const args = parseArgs(argv, { values: ['data-dir', 'config'], booleans: ['json'] });
+  const [source, ...rest] = args.positionals;
+  if (rest.length > 0) throw new UsageError(`unexpected argument '${rest[0]}'`);
+  const name = source?.split(':')[1];
+  const { store, close } = openModelStore(args, io);
+  try {
+    const r = await pullShippedWake(store, {
+      ...(name !== undefined ? { name } : {}),
+      env: io.env,
+      log: (line) => io.stderr.write(`${line}\n`),
+    });
+    const ref = formatRef({ id: r.shipped.id, version: r.shipped.version });
+    if (args.flags['json'] === true)
+      printJson(io.stdout, { model: ref, keyword: r.shipped.name, status: r.status, from: r.shipped.dir });
+    else
+      io.stdout.write(
+        `${r.status === 'installed' ? 'installed' : 'already installed:'} ${ref} (wake word ${r.shipped.name}, from ${r.shipped.dir})\n`,
+      );
+    return 0;
+  } finally {
+    close();
+  }
+}
+
 /** The subcommands that work on the installed store. */
 const STORE_SUBCOMMANDS: Record<string, (a: StoreArgs) => number | Promise<number>> = {
   ls: listModels,
@@ -318,6 +348,7 @@ const STORE_SUBCOMMANDS: Record<string, (a: StoreArgs) => number | Promise<numbe
 async function run(argv: string[], io: CliIo): Promise<number> {
   // `pull` is OTA's downloader and verification with its own flags (--targets, --sha256).
   // A hub model (hf://, ms://, a hub's web page) is the model hubs' path; any other URL is a signed package.
+  if (argv[0] === 'pull' && WAKE_SOURCE.test(argv[1] ?? '')) return pullWake(argv.slice(1), io);
   if (argv[0] === 'pull' && argv.slice(1).some(isHubSource)) return runHubPull(argv.slice(1), io);
   if (argv[0] === 'pull') return runModelsPull(argv.slice(1), io);
   if (argv[0] === 'update') return runHubUpdate(argv.slice(1), io);

@@ -71,7 +71,7 @@ function resolveDetector(wanted: string | undefined, config: AgentConfig): Detec
         throw new MnnEdgeError(
           'ENOMODEL',
           ids.length === 0
-            ? 'No wake word: install a wake-word package (mnn-edge models import <dir>) or give --keyword DIR'
+            ? 'No wake word: install the shipped one (mnn-edge models pull wake) or another wake-word package (mnn-edge models import <dir>), or give --keyword DIR'
             : `Several wake-word packages are installed (${ids.join(', ')}) and slots.voice.wake names none: give --keyword ID`,
         );
     }

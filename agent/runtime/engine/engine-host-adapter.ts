@@ -154,6 +154,7 @@ class AdaptedHost implements EngineHost {
     const generation = this.#client.generate(request.prompt, {
       ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),
       ...(request.applyTemplate !== undefined ? { applyTemplate: request.applyTemplate } : {}),
+      ...(request.mediaPlaced ? { mediaPlaced: true } : {}),
       ...(request.images ? { images: request.images } : {}),
       ...(request.audios ? { audios: request.audios } : {}),
       ...(signal ? { signal } : {}),

@@ -40,6 +40,9 @@ export interface GenerateRequest {
    *  MNN's own template rendering cannot pass); MNN's chat template is not applied again. Default: the model's
    *  config (`use_template`). */
   applyTemplate?: boolean;
+  /** With `applyTemplate: false`: `prompt` holds each image's and audio's placeholder (the engine's
+   *  mediaPlaceholder) where the media belongs, since the engine cannot place them in a prompt it did not render. */
+  mediaPlaced?: boolean;
   maxNewTokens?: number;
   /** Image files, or decoded RGB bytes (row-major HWC, 3 channels), for a VLM. */
   images?: ImageInput[];

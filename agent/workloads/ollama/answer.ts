@@ -1,12 +1,13 @@
-// POST /api/chat and /api/generate: parse, find the model, check num_ctx, then admission through the slot's
-// gate (shared with the voice and vision workloads and the OpenAI API), a load if keep_alive had unloaded the
-// model, and the answer — streamed as NDJSON by default, or whole.
+// POST /api/chat and /api/generate: parse, find the model, cap num_ctx to the slot's context, then admission
+// through the slot's gate (shared with the voice and vision workloads and the OpenAI API), a load if keep_alive
+// had unloaded the model, and the answer — streamed as NDJSON by default, or whole.
 import { errorMessage } from '../../../lib/errors.js';
 import type { RequestContext } from '../../http/router.js';
 import type { SlotName } from '../../plan/types.js';
 import type { ChatRequest } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
 import type { RgbFrame } from '../vision/image.js';
+import type { ContextCap } from './context-cap.js';
 import { badRequest, modelNotFound, OllamaError, sendOllamaError, toOllamaError } from './errors.js';
 import { findByName } from './names.js';
 import { decodeBase64Image, type OllamaRequest, parseChatRequest, parseGenerateRequest } from './request.js';
@@ -35,16 +36,6 @@ async function readRequest(ctx: RequestContext, endpoint: Endpoint): Promise<Oll
     sendOllamaError(ctx.res, toOllamaError(err));
     return undefined;
   }
-}
-
-/** num_ctx within the context the slot is loaded with is honoured (the answer stops there); more is refused. */
-function contextLimit(request: OllamaRequest, entry: OllamaModel, deps: OllamaRoutesDeps): void {
-  const limit = deps.slots.contextTokens(entry.slot);
-  if (request.numCtx === undefined || limit === undefined || limit === 0 || request.numCtx <= limit) return;
-  throw badRequest(
-    `options.num_ctx ${request.numCtx} is more than the ${limit}-token context ${entry.id} is loaded with on this ` +
-      `device (slots.${entry.slot}.contextTokens): ask for ${limit} or less, or raise the slot's context`,
-  );
 }
 
 function decodeImages(request: OllamaRequest, deps: OllamaRoutesDeps): Promise<RgbFrame[]> {
@@ -142,7 +133,8 @@ async function generate(
   }
 }
 
-export function answerHandler(endpoint: Endpoint, deps: OllamaRoutesDeps) {
+/** `caps` is shared by both endpoints, so a too-large num_ctx is logged once per model and value. */
+export function answerHandler(endpoint: Endpoint, deps: OllamaRoutesDeps, caps: ContextCap) {
   return async (ctx: RequestContext): Promise<void> => {
     const startedNs = process.hrtime.bigint();
     const request = await readRequest(ctx, endpoint);
@@ -155,7 +147,9 @@ export function answerHandler(endpoint: Endpoint, deps: OllamaRoutesDeps) {
     });
     const meta: AnswerMeta = { endpoint, model: request.model, nowMs: deps.nowMs, startedNs, loadNs: 0 };
     try {
-      contextLimit(request, entry, deps);
+      const fitted = caps.fit(request.numCtx, deps.slots.contextTokens(entry.slot), entry);
+      request.numCtx = fitted.numCtx;
+      if (fitted.warning !== undefined) meta.warning = fitted.warning;
       if (request.loadOnly) await loadOrUnload(ctx, request, entry, meta, deps, controller.signal);
       else await generate(ctx, request, entry, meta, deps, controller.signal);
     } catch (err) {

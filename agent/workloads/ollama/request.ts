@@ -22,7 +22,7 @@ export interface OllamaRequest {
   tools: ToolSpec[] | undefined;
   stream: boolean;
   keepAlive: KeepAlive | undefined;
-  /** options.num_ctx: the context the client asks for (checked against the slot's). */
+  /** options.num_ctx: the context the client asks for (capped to the slot's); 0 and absent: the slot's own. */
   numCtx: number | undefined;
   /** options.num_predict when positive; -1 and -2 (no limit, fill the context) leave the model's limit. */
   maxTokens: number | undefined;
@@ -157,7 +157,21 @@ function optionsOf(raw: unknown): Pick<OllamaRequest, 'numCtx' | 'maxTokens'> {
   let maxTokens: number | undefined;
   // -1: no limit, -2: fill the context; both leave the model's own limit in place.
   if (predict !== -1 && predict !== -2) maxTokens = positiveInt(predict, 'options.num_predict');
-  return { numCtx: positiveInt(raw['num_ctx'], 'options.num_ctx'), maxTokens };
+  return { numCtx: contextSize(raw['num_ctx']), maxTokens };
+}
+
+/**
+ * options.num_ctx as Ollama reads it: any number, a fraction cut to an integer. Too large is not an error (the
+ * answer caps it to the slot's context, as Ollama caps it to the model's); 0 asks for nothing in particular.
+ * Only what cannot be a context size is refused: a negative number, or not a number at all.
+ */
+function contextSize(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw badRequest(`options.num_ctx must be a number of tokens, not ${JSON.stringify(value)}`);
+  if (value < 0) throw badRequest(`options.num_ctx must not be negative (got ${value})`);
+  const tokens = Math.trunc(value);
+  return tokens === 0 ? undefined : tokens;
 }
 
 /** The fields both endpoints share: model, stream, keep_alive, options, think, format. */

@@ -18,6 +18,9 @@ export interface AnswerMeta {
   startedNs: bigint;
   /** Nanoseconds spent loading a model that was unloaded. */
   loadNs: number;
+  /** Something the request asked for that was adjusted (num_ctx capped): on the last line, beside Ollama's
+   *  fields, where clients that do not know it ignore it. */
+  warning?: string;
 }
 
 /** Thrown when the answer broke off (the engine host died): streamed, it is the last NDJSON line. */
@@ -64,6 +67,7 @@ function final(meta: AnswerMeta, r: ChatResult, text: string) {
     prompt_eval_duration: Math.round(r.prefillMs * 1e6),
     eval_count: r.generatedTokens,
     eval_duration: Math.round(r.decodeMs * 1e6),
+    ...(meta.warning !== undefined ? { warning: meta.warning } : {}),
   };
 }
 
@@ -71,7 +75,13 @@ function final(meta: AnswerMeta, r: ChatResult, text: string) {
 export function loadAnswer(meta: AnswerMeta, reason: 'load' | 'unload') {
   const text =
     meta.endpoint === 'generate' ? { response: '' } : { message: { role: 'assistant', content: '' } };
-  return { ...head(meta), ...text, done: true, done_reason: reason };
+  return {
+    ...head(meta),
+    ...text,
+    done: true,
+    done_reason: reason,
+    ...(meta.warning !== undefined ? { warning: meta.warning } : {}),
+  };
 }
 
 /** `stream: false`: waits for the whole answer, then one JSON object. */

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { refusalFor } from '../../http/auth.js';
 import type { RequestContext, RouteHandler } from '../../http/router.js';
 import { answerHandler } from './answer.js';
+import { ContextCap } from './context-cap.js';
 import { badRequest, modelNotFound, OllamaError, sendOllamaError, toOllamaError } from './errors.js';
 import { findByName, ollamaName } from './names.js';
 import { pullHandler } from './pull.js';
@@ -128,6 +129,7 @@ export function registerOllamaRoutes(deps: OllamaRoutesDeps): () => void {
     });
   };
 
+  const caps = new ContextCap(deps.logger);
   const route = (method: 'GET' | 'POST', path: string, handler: RouteHandler) =>
     deps.router.route(method, path, authenticated(handler), { auth: false });
   const removers = [
@@ -135,8 +137,8 @@ export function registerOllamaRoutes(deps: OllamaRoutesDeps): () => void {
     route('GET', '/api/tags', tags),
     route('GET', '/api/ps', ps),
     route('POST', '/api/show', show),
-    route('POST', '/api/chat', answerHandler('chat', deps)),
-    route('POST', '/api/generate', answerHandler('generate', deps)),
+    route('POST', '/api/chat', answerHandler('chat', deps, caps)),
+    route('POST', '/api/generate', answerHandler('generate', deps, caps)),
     route('POST', '/api/pull', pullHandler(deps)),
   ];
   return () => {

@@ -28,6 +28,7 @@ function engineRequest(request: ChatRequest, tools: ToolTurn | undefined): Gener
   return {
     prompt: tools ? tools.prompt : request.messages,
     ...(tools ? { applyTemplate: false } : {}),
+    ...(tools?.mediaPlaced ? { mediaPlaced: true } : {}),
     ...(request.images?.length ? { images: request.images } : {}),
     ...(request.audio ? { audios: [{ samples: request.audio, sampleRate: 16000 }] } : {}),
     ...(request.maxNewTokens !== undefined ? { maxNewTokens: request.maxNewTokens } : {}),

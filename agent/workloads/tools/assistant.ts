@@ -201,11 +201,9 @@ export class ActingAssistant {
     let catalog: ToolCatalog | undefined;
     try {
       catalog = await this.catalog(remote, signal);
-      // The tool path renders the model's template on our side, and the engine places images and audio only
-      // through its own template (tool-turn.ts): a turn with media is answered without tools, in words.
-      const media = (request.images?.length ?? 0) > 0 || request.audio !== undefined;
       // A model whose template cannot show tools (tiny fixtures, base models) answers in words, not an error.
-      const toolsOffered = catalog.specs.length > 0 && !media && model.supportsTools?.() !== false;
+      // Images and audio go with tools: the rendered prompt places them in the user's turn (tool-turn.ts).
+      const toolsOffered = catalog.specs.length > 0 && model.supportsTools?.() !== false;
       for (let round = 0; ; round++) {
         const lastChance = round >= limits.maxRounds;
         if (text.length > 0 && !/\s$/.test(text)) {

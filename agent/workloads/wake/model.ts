@@ -38,7 +38,7 @@ export function wakeModelInfo(rt: WakeRuntime, packageDir: PackageDirOf): WakeMo
       'ENOMODEL',
       info.status === 'unloaded'
         ? `Slot voice.wake has no model loaded: ${info.reasons.join('; ') || 'the placement left it out'}`
-        : 'No model placed on slot voice.wake: install a wake-word package (mnn-edge models import <dir>) and set slots.voice.wake',
+        : 'No model placed on slot voice.wake: install the shipped wake word (mnn-edge models pull wake; on a board with a microphone it is then the default) or another wake-word package (mnn-edge models import <dir>) and set slots.voice.wake',
     );
   const key = `${info.modelId}@${info.version}`;
   const known = cache.get(key);

@@ -2,7 +2,9 @@
 // model's own template (tools, earlier calls, their results), and the answer's pieces split into the user's
 // text and the calls. A request without tools (and no calls in its history) takes no part of this: MNN renders
 // its template as it always did, so nothing changes for the voice loop's plain turns.
-import type { ChatRequest, ChatResult, ToolCall, ToolSpec } from '../chat-model.js';
+import { randomUUID } from 'node:crypto';
+import { inertMediaTags, mediaPlaceholder } from '../../../../engine/index.js';
+import type { ChatMessage, ChatRequest, ChatResult, ToolCall, ToolSpec } from '../chat-model.js';
 import { WorkloadError } from '../errors.js';
 import { toolSupport } from './format.js';
 import type { ModelChatTemplate } from './model-template.js';
@@ -13,6 +15,8 @@ import { ToolCallStreamParser } from './stream-parser.js';
 export interface ToolTurn {
   /** The model's whole input: hand it to the engine with its template off. */
   prompt: string;
+  /** The prompt holds the request's images and audio placeholders (the engine's `mediaPlaced`). */
+  mediaPlaced: boolean;
   /** The user's text in this piece (markup held back or taken out). */
   push(piece: string): string;
   /** The end of the answer: the text still held. */
@@ -30,9 +34,42 @@ export function needsToolTurn(request: ChatRequest): boolean {
 }
 
 /**
+ * The prompt, with the request's images and audio in its last user turn, before the text, where MNN's own
+ * rendering puts them (MNN's Omni reads `<img>KEY</img>` / `<audio>KEY</audio>` in the prompt text and cannot
+ * place media in a prompt it did not render). The template renders a random marker there; then everything in the
+ * rendered text that MNN would read as a media tag (from a user's text, a tool's result or a tool's description)
+ * is made inert, and the marker becomes the engine's placeholders, so only the request's own media are placed.
+ */
+function renderWithMedia(
+  request: ChatRequest,
+  render: (messages: readonly ChatMessage[]) => string,
+): { prompt: string; mediaPlaced: boolean } {
+  const placeholders = [
+    ...(request.images ?? []).map((_, i) => mediaPlaceholder('image', i)),
+    ...(request.audio ? [mediaPlaceholder('audio', 0)] : []),
+  ];
+  if (placeholders.length === 0) return { prompt: render(request.messages), mediaPlaced: false };
+  const last = request.messages.map((m) => m.role).lastIndexOf('user');
+  if (last < 0)
+    throw new WorkloadError('ETOOL', 'Images or audio need a user message to go with, and there is none');
+  const marker = `[[mnn-edge-media-${randomUUID()}]]`;
+  const messages = request.messages.map((m, i) =>
+    i === last ? { ...m, content: `${marker}${m.content}` } : m,
+  );
+  const rendered = render(messages);
+  if (rendered.split(marker).length !== 2)
+    throw new WorkloadError(
+      'ETOOL',
+      "The model's chat template does not show the user's message as it was written, so the images or audio " +
+        'cannot be placed in it: send them in a request without tools',
+    );
+  return { prompt: inertMediaTags(rendered).replace(marker, placeholders.join('')), mediaPlaced: true };
+}
+
+/**
  * Renders the request and sets up the parser. Throws WorkloadError ETOOL when the request offers tools and the
- * model's template cannot show them (its words say why), when the template refuses the conversation, and for
- * media, which the engine places only through its own template. Undefined when the request offers no tools and
+ * model's template cannot show them (its words say why), and when the template refuses the conversation. Images
+ * and audio are placed in the last user turn (renderWithMedia). Undefined when the request offers no tools and
  * the template knows none: its history (earlier calls and results) goes to MNN's own rendering, as before.
  */
 export function toolTurn(
@@ -48,19 +85,13 @@ export function toolTurn(
       'ETOOL',
       `The model '${modelId}' does not support tools: ${support.ok ? 'no chat template' : support.reason}`,
     );
-  if ((request.images?.length ?? 0) > 0 || request.audio)
-    throw new WorkloadError(
-      'ETOOL',
-      'Images or audio together with tools are not supported yet: send them in a request without tools',
-    );
   const choice = request.toolChoice ?? 'auto';
   // `none`: the model is not shown the tools at all, so it cannot write a call (there is no constrained decoding
   // on the device to forbid one).
   const shown: readonly ToolSpec[] = choice === 'none' ? [] : (request.tools ?? []);
-  const prompt = renderChatPrompt(template, request.messages, {
-    tools: shown,
-    idStyle: support.format.idStyle,
-  });
+  const { prompt, mediaPlaced } = renderWithMedia(request, (messages) =>
+    renderChatPrompt(template, messages, { tools: shown, idStyle: support.format.idStyle }),
+  );
   // A named choice: every tool is shown (the same prompt, so its KV is reused), only that one may be called.
   let callable = shown;
   if (typeof choice === 'object') {
@@ -80,6 +111,7 @@ export function toolTurn(
   };
   return {
     prompt,
+    mediaPlaced,
     push: (piece) => (parser ? pass(parser.push(piece)) : piece),
     finish: () => (parser ? pass(parser.finish()) : ''),
     outcome() {

@@ -142,4 +142,13 @@ RDEPENDS:${PN} += " \
 RDEPENDS:${PN}-vulkan = "vulkan-loader"
 RDEPENDS:${PN}-opencl = "virtual-opencl-icd"
 RDEPENDS:${PN}-tools = "${PN}"
-# No native variant: nothing in the build runs MNN on the build host (models are converted off the device).
+
+# The native variant is the model converter alone: mnn-edge-wake converts the shipped wake word's ONNX graphs
+# on the build host (.mnn files do not depend on the CPU). Static, so MNNConvert needs no libMNN beside it.
+BBCLASSEXTEND = "native"
+PACKAGECONFIG:class-native = ""
+EXTRA_OECMAKE:append:class-native = " -DMNN_BUILD_CONVERTER=ON -DMNN_BUILD_SHARED_LIBS=OFF"
+do_install:append:class-native() {
+    install -d ${D}${bindir}
+    install -m 0755 ${B}/MNNConvert ${D}${bindir}/
+}
