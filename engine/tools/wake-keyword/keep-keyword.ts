@@ -1,8 +1,8 @@
 // Keeps a trained keyword head in the repository (models/keywords/<name>/, issue 45): the head's ONNX as the
 // generator wrote it before MNNConvert (head.onnx) and keyword.json, the record that makes it reproducible and
 // checkable, in the fields models/wake-shipped/keyword-source.ts reads: phrase, recipe, seed, version, the rule
-// the generator chose, the sha256 of head.onnx, the command line that made it (`reproduce`), the real sources it was trained on (ids and sha256 from real-sources.sha256), the benchmark's
-// figures, and the licence of the weights. The feature models are not kept: they are converted at build or
+// the generator chose, the sha256 of head.onnx, the command line that made it (`reproduce`), the real sources it
+// was trained on (ids and sha256 from real-sources.sha256), the benchmark's figures, the licence of the weights. The feature models are not kept: they are converted at build or
 // install time (convert.ts).
 //
 //   npx tsx engine/tools/wake-keyword/keep-keyword.ts PACKAGE_DIR models/keywords/NAME --command "make-keyword…"
