@@ -4,13 +4,10 @@
 // as `mnn-edge wake scan` (one stream across the files, the board's WakeStream), so the two agree on the same audio.
 import { scanFiles } from '../../agent/workloads/wake/scan.js';
 import type { KeywordSetting, WakeTensorModel } from '../../agent/workloads/wake/stream.js';
-import {
-  EVAL_BACKGROUND_MIN_HOURS,
-  type RealClip,
-  realClips,
-} from '../../engine/tools/wake-keyword/real-audio.js';
+import { EVAL_BACKGROUND_MIN_HOURS, realClips } from '../../engine/tools/wake-keyword/real-audio.js';
 import { decodeAudioFile } from '../../lib/audio/decode-file.js';
 import { bar, check, fmt } from './stats.js';
+import { chooseRealBackground, type RecordedFile, silenceOf } from './wake-embeddings.js';
 
 /** Silence before each real keyword clip: the stream's warm-up (12 frames) is over before the speaker starts. */
 const LEAD_SECONDS = 1.2;
@@ -21,9 +18,17 @@ async function* withLead(path: string): AsyncGenerator<Float32Array> {
   yield new Float32Array(16000);
 }
 
+/** Embeddings recorded once over the held-out audio (wake-embeddings.ts), replayed through the judged heads. */
+export interface Replay {
+  model: WakeTensorModel;
+  files: RecordedFile[];
+  from: string;
+}
+
 export interface RealFigures {
   falseRejectRate?: number;
   falseAcceptsPerHour?: number;
+  falseAccepts?: number;
   hours: number;
 }
 
@@ -71,72 +76,85 @@ export async function realFalseRejects(
 
 /**
  * False accepts an hour on the held-out real background (music and speech), at most `maxHours` of it (the sources
- * interleaved, so a cap still covers each); counted by scanFiles, as `wake scan` counts.
+ * interleaved, so a cap still covers each); counted by scanFiles, as `wake scan` counts; per keyword, all of them
+ * on one stream.
  */
 export async function realFalseAccepts(
   model: WakeTensorModel,
-  keyword: KeywordSetting,
+  keywords: readonly KeywordSetting[],
   maxHours: number,
   log: (line: string) => void,
-): Promise<RealFigures> {
+  replay?: Replay,
+): Promise<Map<string, RealFigures>> {
   const { clips } = realClips('eval', { roles: ['music', 'speech', 'ambient'] });
   if (clips.length === 0) {
     log('SKIP false accepts on real audio: no held-out real audio in the cache');
-    return { hours: 0 };
+    return new Map(keywords.map((k) => [k.name, { hours: 0 }]));
   }
-  const chosen = interleave(clips, maxHours * 3600);
+  // A replay scans the files its embeddings were recorded over (wake-embeddings.ts), in that order.
+  const recorded = replay && new Set(replay.files.map((f) => f.file));
+  const chosen = recorded
+    ? replay.files.map((f) => clips.find((c) => c.path === f.file)!).filter((c) => c !== undefined)
+    : chooseRealBackground(clips, maxHours * 3600);
+  if (replay) {
+    if (chosen.length !== replay.files.length)
+      throw new Error('the recorded embeddings name files that are not in the evaluation split');
+    log(
+      `  (the held-out audio's embeddings replayed from ${replay.from}: ${chosen.length} files, recorded by bench/lib/wake-embeddings.ts)`,
+    );
+  }
+  // Every keyword on the same stream: the features are computed once, as on a board with several keywords.
+  let done = 0;
   const report = await scanFiles(
     chosen.map((c) => c.path),
-    model,
-    [keyword],
-    { decode: (p) => decodeAudioFile(p) },
+    replay?.model ?? model,
+    keywords,
+    {
+      decode: replay ? silenceOf(replay.files) : (p) => decodeAudioFile(p),
+      onFile: (f) => {
+        done += f.seconds;
+        if (Math.floor(done / 1800) > Math.floor((done - f.seconds) / 1800))
+          log(`  real audio scanned: ${fmt(done / 3600, 1)} h`);
+      },
+    },
   );
   const sourceOf = new Map(chosen.map((c) => [c.path, c.source]));
-  const per = new Map<string, { seconds: number; n: number }>();
+  const per = new Map<string, { seconds: number; n: Map<string, number> }>();
   for (const f of report.files) {
     const id = sourceOf.get(f.file) ?? '?';
-    const s = per.get(id) ?? { seconds: 0, n: 0 };
+    const s = per.get(id) ?? { seconds: 0, n: new Map<string, number>() };
     s.seconds += f.seconds;
     per.set(id, s);
   }
-  for (const d of report.detections) per.get(sourceOf.get(d.file) ?? '?')!.n++;
-  for (const [id, s] of per) log(`  real, eval split, ${id}: ${s.n} in ${fmt(s.seconds / 3600, 2)} h`);
+  for (const d of report.detections) {
+    const n = per.get(sourceOf.get(d.file) ?? '?')!.n;
+    n.set(d.keyword, (n.get(d.keyword) ?? 0) + 1);
+  }
+  for (const [id, s] of per)
+    log(
+      `  real, eval split, ${id} (${fmt(s.seconds / 3600, 2)} h): ${keywords.map((k) => `${k.name} ${s.n.get(k.name) ?? 0}`).join(', ')}`,
+    );
   const unread = report.files.filter((f) => f.error).length;
   if (unread > 0)
     log(`  ${unread} file(s) could not be read (first: ${report.files.find((f) => f.error)!.error})`);
-  const perHour = report.perHour[keyword.name] ?? 0;
-  log(
-    bar(
-      'false accepts / h, real',
-      perHour,
-      5,
-      `${fmt(perHour, 2)} / h (${report.detections.length} in ${fmt(report.hours, 2)} h)`,
-    ),
-  );
-  log(check('false accepts per hour (real, held out)', perHour, '/h', '<= 0.5', perHour <= 0.5));
+  const out = new Map<string, RealFigures>();
+  for (const k of keywords) {
+    const perHour = report.perHour[k.name] ?? 0;
+    const n = report.detections.filter((d) => d.keyword === k.name).length;
+    log(
+      bar(
+        `false accepts / h, real, ${k.name}`,
+        perHour,
+        5,
+        `${fmt(perHour, 2)} / h (${n} in ${fmt(report.hours, 2)} h)`,
+      ),
+    );
+    log(check(`false accepts per hour (real, held out), ${k.name}`, perHour, '/h', '<= 0.5', perHour <= 0.5));
+    out.set(k.name, { falseAcceptsPerHour: perHour, falseAccepts: n, hours: report.hours });
+  }
   if (report.hours < EVAL_BACKGROUND_MIN_HOURS)
     log(
       `  (${fmt(report.hours, 2)} h is under the ${EVAL_BACKGROUND_MIN_HOURS} h the target needs: one false accept is ${fmt(1 / report.hours, 2)} an hour)`,
     );
-  return { falseAcceptsPerHour: perHour, hours: report.hours };
-}
-
-/** Each source's clips in order up to its share of `seconds` (its share of the split's hours): a capped run
- *  hears every source in proportion, and an uncapped one hears everything. */
-function interleave(clips: readonly RealClip[], seconds: number): RealClip[] {
-  const total = clips.reduce((n, c) => n + c.seconds, 0);
-  const scale = Math.min(1, seconds / total);
-  const bySource = new Map<string, RealClip[]>();
-  for (const c of clips) bySource.set(c.source, [...(bySource.get(c.source) ?? []), c]);
-  const out: RealClip[] = [];
-  for (const list of bySource.values()) {
-    const quota = list.reduce((n, c) => n + c.seconds, 0) * scale;
-    let taken = 0;
-    for (const c of list) {
-      if (taken >= quota) break;
-      out.push(c);
-      taken += c.seconds;
-    }
-  }
   return out;
 }

@@ -181,9 +181,15 @@ export class WakePipeline {
 
   async step(audio: Float32Array, state: WakeState): Promise<WakeStep> {
     const next = await this.features(audio, state);
+    return { scores: await this.score(next.embeddings), state: next };
+  }
+
+  /** Every keyword head's score on one window of embeddings [16,96] (step's second half: a benchmark replays
+   *  embeddings it computed once through heads it judges). */
+  async score(embeddings: Float32Array): Promise<Float32Array> {
     const scores = new Float32Array(this.#heads.length);
     for (const [i, head] of this.#heads.entries()) {
-      const [out] = await head.forward([{ data: next.embeddings, shape: [1, HEAD_WINDOW, EMBEDDING_DIM] }]);
+      const [out] = await head.forward([{ data: embeddings, shape: [1, HEAD_WINDOW, EMBEDDING_DIM] }]);
       if (out?.data.length !== 1)
         throw new EngineError(
           'EENGINE',
@@ -191,7 +197,7 @@ export class WakePipeline {
         );
       scores[i] = Math.min(1, Math.max(0, out.data[0] ?? 0));
     }
-    return { scores, state: next };
+    return scores;
   }
 
   /**

@@ -5,13 +5,15 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { trainingSources } from '../../engine/tools/wake-keyword/keep-keyword.js';
 import { realClips, splitSummary } from '../../engine/tools/wake-keyword/real-audio.js';
-import { RealBackground, speechEnd } from '../../engine/tools/wake-keyword/real-negatives.js';
+import { augmentedTake, RealBackground, speechEnd } from '../../engine/tools/wake-keyword/real-negatives.js';
 import {
   expectedDigests,
   REAL_SOURCES,
   type RealIndex,
 } from '../../engine/tools/wake-keyword/real-sources.js';
+import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 
 test('every source has one id, one split, a licence, and Debian sources a digest in real-sources.sha256', (t) => {
@@ -135,4 +137,42 @@ test('speechEnd finds the end of the last loud stretch of a clip', (t) => {
   for (let i = 8000; i < 20000; i++) audio[i] = Math.sin(i / 5) * 0.3;
   for (let i = 20000; i < 32000; i++) audio[i] = (i % 2 ? 1 : -1) * 0.0001;
   t.is(speechEnd(audio), 20000);
+});
+
+test('augmentedTake replays a real clip at another speed and level, its keyword end moved with it', async (t) => {
+  // A real clip as realPositives gives it: 1.5 s of digital silence, 0.6 s of "speech", 0.4 s of room sound.
+  const lead = 24000;
+  const audio = new Float32Array(lead + 16000);
+  for (let i = 0; i < 9600; i++) audio[lead + i] = Math.sin(i / 5) * 0.3;
+  for (let i = lead + 9600; i < audio.length; i++) audio[i] = (i % 2 ? 1 : -1) * 0.0001;
+  const clip = { audio, keywordEnd: lead + 9600, label: 'real test' };
+  const r = rng(7);
+  for (let n = 0; n < 20; n++) {
+    const take = await augmentedTake(clip, r);
+    const end = take.keywordEnd!;
+    // The 0.4 s after the word tell the speed (0.85–1.15: 0.35–0.47 s, ± one 10 ms block of speechEnd)…
+    const speed = 6400 / (take.audio.length - end);
+    t.true(speed > 0.83 && speed < 1.17, `speed ${speed}`);
+    // …the recording (1 s at speed 1) then starts 1.2–2 s in, and its word ends 0.6 s / speed later.
+    const lead = take.audio.length - 16000 / speed;
+    t.true(lead > 1.2 * 16000 - 400 && lead < 2 * 16000 + 400, `lead ${lead}`);
+    t.true(Math.abs(end - lead - 9600 / speed) < 400, `word ${end - lead}`);
+    const word = take.audio.subarray(Math.round(lead), end);
+    const rms = Math.sqrt(word.reduce((s, x) => s + x * x, 0) / word.length);
+    // -30…-10 dBFS, give or take the noise under it.
+    t.true(rms > 0.028 && rms < 0.35, `rms ${rms}`);
+  }
+});
+
+test('a kept keyword names the training split it was made from, never an evaluation source', (t) => {
+  const evalIds = new Set(REAL_SOURCES.filter((s) => s.split === 'eval').map((s) => s.id));
+  const computer = trainingSources('computer');
+  const hey = trainingSources('hey computer');
+  for (const s of [...computer, ...hey]) {
+    t.false(evalIds.has(s.id), s.id);
+    t.regex(s.sha256 ?? '', /^[0-9a-f]{64}$/, s.id);
+  }
+  t.true(computer.some((s) => s.id === 'precise-computer'));
+  t.false(hey.some((s) => s.id.startsWith('precise-')));
+  t.true(hey.some((s) => s.id === '0ad-audio') && hey.some((s) => s.id === 'mimic3-samples'));
 });

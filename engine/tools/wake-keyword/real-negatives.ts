@@ -3,6 +3,7 @@
 // person talking over the radio) and over it (the TV louder than the person); the phrase over real background;
 // and, for "computer", real speakers of the training split saying it. The evaluation split is never read here.
 import { decodeAudioFile } from '../../../lib/audio/decode-file.js';
+import { resample } from '../../../lib/audio/resample.js';
 import type { WakePipeline } from '../../src/wake.js';
 import {
   type Clip,
@@ -10,13 +11,14 @@ import {
   phraseVariant,
   placeSpeech,
   positiveClip,
+  randomBackground,
   randomSentence,
   randomVoice,
   type VoicePool,
 } from './corpus.js';
 import { type LabelledWindows, labelClip } from './features.js';
 import { type RealClip, realClips } from './real-audio.js';
-import { concat, mixInto, RATE, rmsOf, rng, say, scaleTo } from './speech.js';
+import { concat, mixInto, noise, RATE, rmsOf, rng, say, scaleTo } from './speech.js';
 
 const db = (d: number) => 10 ** (d / 20);
 
@@ -165,6 +167,36 @@ export async function realPositives(phrase: string, seed: number): Promise<Clip[
   return out;
 }
 
+/**
+ * One more take of a real speaker's clip (recipe 6): played 0.85–1.15 times as fast (speed perturbation: pitch
+ * and formants move together), its word at -30…-10 dBFS, 1.2–2 s after the clip starts, over synthetic room
+ * noise or (when `bed` is given, half the time) real background 5–20 dB below it. A few dozen real clips then
+ * weigh like hundreds without being the same windows again and again.
+ */
+export async function augmentedTake(clip: Clip, r: () => number, bed?: RealBackground): Promise<Clip> {
+  const speed = 0.85 + 0.3 * r();
+  const start = Math.max(0, (clip.keywordEnd ?? clip.audio.length) - Math.round(2.5 * RATE));
+  // Only the real recording after its lead of silence, resampled from a rate `speed` times RATE.
+  const speech = resample(clip.audio.subarray(firstSound(clip.audio, start)), Math.round(RATE * speed), RATE);
+  const end = speechEnd(speech);
+  const peak = rmsOf(speech.subarray(0, end));
+  const level = 10 ** ((-30 + 20 * r()) / 20);
+  const lead = Math.round((1.2 + 0.8 * r()) * RATE);
+  const audio = new Float32Array(lead + speech.length);
+  for (let i = 0; i < speech.length; i++) audio[lead + i] = (speech[i]! * level) / (peak || 1);
+  const take: Clip = { audio, keywordEnd: lead + end, label: `${clip.label} @${speed.toFixed(2)}` };
+  if (bed && r() < 0.5) return overRealBackground(bed, take, r);
+  const bg = randomBackground(r);
+  if (bg.kind !== 'silence') mixInto(audio, noise(bg.kind, audio.length, bg.level, r));
+  return take;
+}
+
+/** The first sample at or after `from` that is not the silent lead realPositives put before a clip. */
+function firstSound(audio: Float32Array, from: number): number {
+  for (let i = from; i < audio.length; i++) if (audio[i] !== 0) return i;
+  return from;
+}
+
 export interface RealRecipe {
   phrase: string;
   seed: number;
@@ -172,6 +204,9 @@ export interface RealRecipe {
   realMinutes: number;
   /** Synthetic positives placed over real background. */
   realBackgroundPositives: number;
+  /** Augmented takes (augmentedTake) of each real speaker's clip, beside the clean one and the one over real
+   *  background; 0 for those two only. */
+  realPositiveTakes: number;
   log: (line: string) => void;
 }
 
@@ -208,11 +243,15 @@ export async function realCorpus(
     await labelClip(pipeline, c, windows);
     // The few real speakers also over real background, so their voices are not the only clean positives.
     await labelClip(pipeline, await overRealBackground(bed, c, r), windows);
+    for (let k = 0; k < o.realPositiveTakes; k++)
+      await labelClip(pipeline, await augmentedTake(c, r, bed), windows);
   }
   if (speakers.length > 0)
-    o.log(`  ${speakers.length} real speakers' clips of "${o.phrase}" (training split)`);
+    o.log(
+      `  ${speakers.length} real speakers' clips of "${o.phrase}" (training split), ${2 + o.realPositiveTakes} takes each`,
+    );
   return {
-    positiveClips: positiveClips + 2 * speakers.length,
+    positiveClips: positiveClips + (2 + o.realPositiveTakes) * speakers.length,
     negativeSamples: neg.reduce((n, c) => n + c.audio.length, 0),
   };
 }
