@@ -1,46 +1,12 @@
-// The power-cut run's host side: the machine-wide QEMU lock (one guest at a time on a shared machine), the
-// mosquitto broker the guest's agent publishes telemetry to (through user-mode networking's host address,
-// 10.0.2.2, which QEMU maps to the host's loopback), and the recorder of every telemetry message it receives.
+// The power-cut run's host side: the mosquitto broker the guest's agent publishes telemetry to (through user-mode
+// networking's host address, 10.0.2.2, which QEMU maps to the host's loopback), and the recorder of every telemetry
+// message it receives. The QEMU lock is qemu-lock.ts, shared with the system tier.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type MqttClient } from 'mqtt';
 import { freePort } from './guest.js';
-
-export const QEMU_LOCK = process.env['MNN_EDGE_QEMU_LOCK'] ?? '/tmp/mnn-edge-qemu.lock';
-
-export interface HeldLock {
-  release: () => Promise<void>;
-}
-
-/** Waits (without a bound: the other holder's batch ends) for the machine's QEMU lock. `flock` holds it for as
- *  long as its `cat` runs; closing cat's stdin releases it, and so does this process dying. */
-export async function takeQemuLock(log: (line: string) => void): Promise<HeldLock> {
-  const child = spawn('flock', [QEMU_LOCK, 'sh', '-c', 'echo locked; exec cat >/dev/null'], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const waitingSince = Date.now();
-  const tell = setInterval(
-    () => log(`waiting for ${QEMU_LOCK} (${((Date.now() - waitingSince) / 1000).toFixed(0)} s)`),
-    60_000,
-  );
-  try {
-    await new Promise<void>((resolve, reject) => {
-      child.stdout?.once('data', () => resolve());
-      child.once('exit', (code) => reject(new Error(`flock ${QEMU_LOCK} exited (${code})`)));
-    });
-  } finally {
-    clearInterval(tell);
-  }
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    release: async () => {
-      child.stdin?.end();
-      await exited;
-    },
-  };
-}
 
 export interface Broker {
   port: number;

@@ -39,8 +39,9 @@ import {
   type TelemetryCheck,
 } from './powercut-checks.js';
 import { type FullDiskResult, fullDiskCheck, fullDiskImage } from './powercut-fulldisk.js';
-import { type HeldLock, startBroker, TelemetryRecorder, takeQemuLock } from './powercut-host.js';
+import { startBroker, TelemetryRecorder } from './powercut-host.js';
 import { type AckedSetting, apiReady, startSettingsLoad } from './powercut-load.js';
+import { type HeldLock, takeQemuLock } from './qemu-lock.js';
 
 /** The documented defaults for the loss window (telemetry.outbox.flushIntervalMs); telemetry once a second so
  *  that a cut always has messages in flight. */

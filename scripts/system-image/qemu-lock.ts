@@ -5,9 +5,13 @@ import { spawn } from 'node:child_process';
 
 export const QEMU_LOCK = process.env['MNN_EDGE_QEMU_LOCK'] ?? '/tmp/mnn-edge-qemu.lock';
 
+export interface HeldLock {
+  release: () => Promise<void>;
+}
+
 /** Waits, without a bound (the other holder's run ends), for the lock. `flock` holds it for as long as its
  *  `cat` runs: closing cat's stdin releases it, and so does this process dying. */
-export async function takeQemuLock(log: (line: string) => void): Promise<{ release: () => Promise<void> }> {
+export async function takeQemuLock(log: (line: string) => void): Promise<HeldLock> {
   const child = spawn('flock', [QEMU_LOCK, 'sh', '-c', 'echo locked; exec cat >/dev/null'], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
