@@ -75,11 +75,13 @@ export async function packageWakeDeb(options: {
       section: 'misc',
       summary: `wake word for mnn-edge (${names})`,
       description:
-        `The wake word mnn-edge listens for (${names}), as a wake-word package:\n` +
-        "openWakeWord's melspectrogram and embedding models and mnn-edge's own\n" +
-        'keyword head, converted to MNN. The agent installs it into its model\n' +
-        'store at start and, on a board with a microphone, puts it on the\n' +
-        'voice.wake slot unless the configuration names another model.',
+        // One keyword per line: with two or more the first line ran past lintian's 80 columns.
+        `The wake words mnn-edge listens for, as wake-word packages:\n${keywords.map((k) => ` "${k.phrase}"`).join('\n')}\n` +
+        "Each holds openWakeWord's melspectrogram and embedding models and\n" +
+        "mnn-edge's own keyword head, converted to MNN. The agent installs them\n" +
+        'into its model store at start and, on a board with a microphone, puts\n' +
+        'the default one on the voice.wake slot unless the configuration names\n' +
+        'another model.',
       scripts: {
         postinst: readFileSync(join(repoRoot, 'packaging', 'debian', `${WAKE_DEB}.postinst`), 'utf8'),
       },
