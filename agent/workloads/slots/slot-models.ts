@@ -15,13 +15,19 @@ import { type PackageDirOf, type WakeModelInfo, wakeModelInfo, wakeTensorModel }
 import type { WakeTensorModel } from '../wake/stream.js';
 import { runtimeChatModel } from './runtime-chat-model.js';
 
-/** The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). Requests go
- *  to its `serving` (serving.ts), the part that leases the slot's host. */
+/** The serving port the workloads call; loading on a client's request (Ollama's keep_alive) needs `acquire`,
+ *  which doubles may leave out. */
+export type WorkloadServing = Pick<SlotServing, 'stream' | 'speak' | 'forward'> &
+  Partial<Pick<SlotServing, 'acquire'>>;
+
+/**
+ * The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). Requests go to
+ * its `serving` (serving.ts), the part that leases the slot's host. The served model's config path (its chat
+ * template) and unloading on a client's request (keep_alive) are optional: doubles without them cannot do that.
+ */
 export type WorkloadRuntime = Pick<Runtime, 'engineUnavailableReason' | 'slotInfo'> & {
-  // Loading on a client's request (Ollama's keep_alive): doubles without `acquire` cannot do that.
-  readonly serving: Pick<SlotServing, 'stream' | 'speak' | 'forward'> & Partial<Pick<SlotServing, 'acquire'>>;
-} & // without them cannot do that. // The served model's config path (its chat template); unloading on a client's request (keep_alive). Doubles
-  Partial<Pick<Runtime, 'servedConfigPath' | 'park' | 'isParked' | 'contextTokens'>>;
+  readonly serving: WorkloadServing;
+} & Partial<Pick<Runtime, 'servedConfigPath' | 'park' | 'isParked' | 'contextTokens'>>;
 
 export interface WorkloadModels {
   /** Why no model can run at all (the runtime is not running, MNN is missing), or undefined. */
