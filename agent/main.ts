@@ -191,6 +191,35 @@ async function startModules(
   }
 }
 
+/**
+ * The start's two steps: serve HTTP (/healthz answers from here on, `serving` is marked), then load the modules
+ * and start them in order. Each step is logged with the time since the process began and the memory it took.
+ */
+async function serveThenStartModules(
+  http: ReturnType<typeof composeCore>['http'],
+  modules: AgentDeps['modules'],
+  context: AgentContext,
+  ledger: ModuleLedger,
+  on: { serving: () => void; starting: () => boolean },
+): Promise<void> {
+  const { logger } = context;
+  await http.listen();
+  logger.info('serving', {
+    atMs: sinceProcessStart(),
+    address: http.address,
+    port: http.port,
+    ...memoryFigures(),
+  });
+  on.serving();
+  const list = typeof modules === 'function' ? await modules() : (modules ?? []);
+  logger.info('modules loaded', {
+    atMs: sinceProcessStart(),
+    modules: list.map((m) => m.name),
+    ...memoryFigures(),
+  });
+  await startModules(list, context, ledger, on.starting);
+}
+
 /** Closes the server, stops the started modules in reverse, then the clock, sessions and store. */
 async function shutDown(
   core: ReturnType<typeof composeCore>,
@@ -310,21 +339,10 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
       try {
         time.start();
         syncTimer = watchClockSync(time, events, deps.clockSyncPollMs ?? 60_000);
-        await http.listen();
-        logger.info('serving', {
-          atMs: sinceProcessStart(),
-          address: http.address,
-          port: http.port,
-          ...memoryFigures(),
+        await serveThenStartModules(http, deps.modules, context, ledger, {
+          serving: markServing,
+          starting: () => state === 'starting',
         });
-        markServing();
-        const list = typeof deps.modules === 'function' ? await deps.modules() : (deps.modules ?? []);
-        logger.info('modules loaded', {
-          atMs: sinceProcessStart(),
-          modules: list.map((m) => m.name),
-          ...memoryFigures(),
-        });
-        await startModules(list, context, ledger, () => state === 'starting');
         modulesStarting = false;
       } catch (err) {
         logger.error('start failed', { err });

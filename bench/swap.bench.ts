@@ -128,7 +128,7 @@ function startWorkers(runtime: Runtime) {
   const workers = Array.from({ length: WORKERS }, async () => {
     while (load.running) {
       try {
-        await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: TOKENS_PER_REQUEST });
+        await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: TOKENS_PER_REQUEST });
         load.served++;
       } catch (err) {
         load.failed[load.phase].push((err as Error).message);

@@ -134,7 +134,7 @@ export function runtimeHealthProbe(runtime: Runtime): HealthProbe {
       let text = '';
       let decodeTokensPerSecond = 0;
       try {
-        for await (const ev of runtime.stream(
+        for await (const ev of runtime.serving.stream(
           slot,
           {
             prompt: request.prompt,

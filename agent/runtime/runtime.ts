@@ -14,23 +14,13 @@ import { assertPinBackend } from './desired/pin-check.js';
 import { ProbeStore } from './desired/probe-store.js';
 import {
   defaultRuntimeOptions,
-  type GenerateResult,
   type RunnerHealth,
   type RuntimeDeps,
   type RuntimeState,
   type SlotInfo,
-  type SlotLease,
   type SlotStats,
 } from './desired/types.js';
-import {
-  EngineFailure,
-  type GenerateEvent,
-  type GenerateRequest,
-  type SpeakRequest,
-  type SpeechOut,
-  type TensorIn,
-  type TensorOut,
-} from './engine/engine-port.js';
+import { EngineFailure } from './engine/engine-port.js';
 import { Measurement, type ProbeFilter, type ProbeOptions } from './measuring/measurement.js';
 import type { RuntimeEvents } from './reconciling/events.js';
 import { Failover } from './reconciling/failover.js';
@@ -45,8 +35,8 @@ export * from './desired/types.js';
 
 /**
  * The runtime: owns the desired-state document, the engine hosts and which instance serves each slot.
- * Workloads call `acquire`/`stream`/`generate`; the fleet, the dashboard and OTA change what runs through
- * `configure`, `pin`, `setModelVersion`; everything else is the reconcile loop's business.
+ * Workloads call its `serving` (acquire, stream, speak, forward, generate); the fleet, the dashboard and OTA
+ * change what runs through `configure`, `pin`, `setModelVersion`; everything else is the reconcile loop's business.
  *
  * A facade over its parts, each in its own file: the desired state (desired-state.ts), planning and replans
  * (planning.ts), the reconciler (reconciler.ts, steps.ts, runner.ts), serving (serving.ts), measurement
@@ -62,7 +52,8 @@ export class Runtime {
   readonly #planning: Planning;
   readonly #failover: Failover;
   readonly #health: BackendHealth | undefined;
-  readonly #serving: Serving;
+  /** The workloads' side: leases, generation, speech and forwards on whatever serves a slot (serving.ts). */
+  readonly serving: Serving;
   readonly #measurement: Measurement;
   readonly #reconciler: Reconciler;
   #exclusive: Promise<unknown> = Promise.resolve();
@@ -92,7 +83,14 @@ export class Runtime {
     this.#failover = new Failover(this.#core);
     this.#health = attachBackendHealth(this, deps, this.#core.failures, () => this.#runner.trigger());
     this.#failover.onFallback = (fromKey, reason) => this.#health?.markDown(backendOfKey(fromKey), reason);
-    this.#serving = new Serving(this.#core, () => this.#planning.placement(), this.#failover);
+    this.serving = new Serving(
+      this.#core,
+      {
+        placement: () => this.#planning.placement(),
+        wake: (slot) => this.#planning.wake(slot, 'a request came'),
+      },
+      this.#failover,
+    );
     this.#reconciler = new Reconciler(this.#core, this.#planning, this.#failover);
     this.#measurement = new Measurement(this.#core, {
       planning: this.#planning,
@@ -194,12 +192,6 @@ export class Runtime {
 
   // ---------------------------------------------------------------- workloads
 
-  /** A lease on whatever serves the slot now; waits (bounded) while the slot is being loaded or swapped. */
-  async acquire(slot: SlotName, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<SlotLease> {
-    await this.#wake(slot);
-    return this.#serving.acquire(slot, opts);
-  }
-
   /**
    * Unload the model serving a slot until its next request (Ollama's `keep_alive`), which loads it again and
    * waits for the load. False when no model serves the slot now. Not stored: a restart loads it again.
@@ -218,47 +210,14 @@ export class Runtime {
     return this.#planning.contextTokens(slot);
   }
 
-  /** A parked slot's first request loads its model again (the serving wait then covers the load). */
-  async #wake(slot: SlotName): Promise<void> {
-    if (this.#planning.isParked(slot)) await this.#planning.wake(slot, 'a request came');
-  }
-
-  /** Generate on a slot, token by token. A request cut off by a host crash or a drain deadline throws an
-   *  EngineFailure that says so; a backend fault also moves the slot down its fallback chain. */
-  async *stream(
-    slot: SlotName,
-    request: GenerateRequest,
-    signal?: AbortSignal,
-  ): AsyncGenerator<GenerateEvent> {
-    await this.#wake(slot);
-    yield* this.#serving.stream(slot, request, signal);
-  }
-
-  /** Speech from the talker of the model serving the slot (voice.tts). */
-  async *speak(slot: SlotName, request: SpeakRequest, signal?: AbortSignal): AsyncGenerator<SpeechOut> {
-    await this.#wake(slot);
-    yield* this.#serving.speak(slot, request, signal);
-  }
-
-  /** One forward of the graph model (MnnGraph) serving the slot (Silero VAD on voice.vad). */
-  async forward(slot: SlotName, inputs: TensorIn[], signal?: AbortSignal): Promise<TensorOut[]> {
-    await this.#wake(slot);
-    return this.#serving.forward(slot, inputs, signal);
-  }
-
-  async generate(slot: SlotName, request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
-    await this.#wake(slot);
-    return this.#serving.generate(slot, request, signal);
+  /** Request, error and latency distributions per slot, for /metrics. */
+  slotMetrics(): SlotMetrics[] {
+    return this.serving.slotMetrics();
   }
 
   /** Per slot: what serves it and how the last requests went (telemetry's RuntimeStatsProvider shape). */
-  /** Request, error and latency distributions per slot, for /metrics. */
-  slotMetrics(): SlotMetrics[] {
-    return this.#serving.slotMetrics();
-  }
-
   slotStats(): SlotStats[] {
-    return this.#serving.slotStats();
+    return this.serving.slotStats();
   }
 
   // ---------------------------------------------------------------- measured selection

@@ -106,7 +106,10 @@ export async function measureRuntimeFallback(options: {
     let faultWallMs = 0;
     let fault = 0;
     let cutShortAs = 'no ending';
-    for await (const ev of runtime.stream('voice.llm', { prompt: options.prompt, maxNewTokens: 2000 })) {
+    for await (const ev of runtime.serving.stream('voice.llm', {
+      prompt: options.prompt,
+      maxNewTokens: 2000,
+    })) {
       if (ev.type === 'text' && fault === 0) {
         fault = performance.now();
         faultWallMs = Date.now();
@@ -114,7 +117,7 @@ export async function measureRuntimeFallback(options: {
       } else if (ev.type === 'done') cutShortAs = ev.finishReason;
     }
     let next = 0;
-    for await (const ev of runtime.stream('voice.llm', { prompt: options.prompt, maxNewTokens: 2 }))
+    for await (const ev of runtime.serving.stream('voice.llm', { prompt: options.prompt, maxNewTokens: 2 }))
       if (ev.type === 'text' && next === 0) next = performance.now();
     const toKey = runtime.state().serving['voice.llm'] ?? 'nothing';
     return {

@@ -69,6 +69,45 @@ function throttle(now: () => number, publish: (p: PullProgress) => void): (p: Pu
   };
 }
 
+/**
+ * The pull's progress as `models.pull.progress` events (throttled), from the moment it is called, with the bytes
+ * per second since then; returns the unsubscribe.
+ */
+function publishProgress(
+  jobs: HubPullJobs,
+  jobId: string,
+  source: string,
+  publishEvent: PullCommandDeps['publishEvent'],
+  now: () => number,
+): () => void {
+  const started = now();
+  const publish = throttle(now, (q) => {
+    const seconds = (now() - started) / 1000;
+    publishEvent('models.pull.progress', {
+      source,
+      phase: q.phase,
+      ...(q.file !== undefined ? { file: q.file } : {}),
+      fileIndex: q.fileIndex,
+      fileCount: q.fileCount,
+      done: q.done,
+      total: q.total,
+      percent: q.total > 0 ? Math.floor((q.done / q.total) * 100) : 0,
+      ...(seconds > 0 ? { bytesPerSecond: Math.round(q.done / seconds) } : {}),
+    });
+  });
+  return jobs.subscribe((v) => {
+    if (v.id !== jobId || (v.state !== 'running' && v.state !== 'cancelling')) return;
+    publish({
+      phase: v.phase,
+      ...(v.file !== undefined ? { file: v.file } : {}),
+      fileIndex: v.fileIndex,
+      fileCount: v.fileCount,
+      done: v.doneBytes,
+      total: v.totalBytes,
+    });
+  });
+}
+
 export function registerPullModelCommand(sink: PullCommandSink, deps: PullCommandDeps): void {
   let running: string | undefined;
   // The agent's pulls, shared with the dashboard, so a repository is never pulled twice at once.
@@ -94,38 +133,13 @@ export function registerPullModelCommand(sink: PullCommandSink, deps: PullComman
         throw new MnnEdgeError('EBUSY', `A pull is already running (${running}); one at a time`);
       running = source;
       const now = deps.now ?? Date.now;
-      const started = now();
       try {
         const pull = jobs.start(source, {
           ...(p.id !== undefined ? { id: p.id } : {}),
           ...(p.version !== undefined ? { version: p.version } : {}),
           requestedBy: 'fleet',
         });
-        const publish = throttle(now, (q) => {
-          const seconds = (now() - started) / 1000;
-          deps.publishEvent('models.pull.progress', {
-            source,
-            phase: q.phase,
-            ...(q.file !== undefined ? { file: q.file } : {}),
-            fileIndex: q.fileIndex,
-            fileCount: q.fileCount,
-            done: q.done,
-            total: q.total,
-            percent: q.total > 0 ? Math.floor((q.done / q.total) * 100) : 0,
-            ...(seconds > 0 ? { bytesPerSecond: Math.round(q.done / seconds) } : {}),
-          });
-        });
-        const unsubscribe = jobs.subscribe((v) => {
-          if (v.id !== pull.view.id || (v.state !== 'running' && v.state !== 'cancelling')) return;
-          publish({
-            phase: v.phase,
-            ...(v.file !== undefined ? { file: v.file } : {}),
-            fileIndex: v.fileIndex,
-            fileCount: v.fileCount,
-            done: v.doneBytes,
-            total: v.totalBytes,
-          });
-        });
+        const unsubscribe = publishProgress(jobs, pull.view.id, source, deps.publishEvent, now);
         const cancel = () => void jobs.cancel(pull.view.id);
         ctx.signal.addEventListener('abort', cancel, { once: true });
         let result: HubPullResult;

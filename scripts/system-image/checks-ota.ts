@@ -113,7 +113,7 @@ export async function otaInstallAndRollback(
   host: OtaHost,
   checks: Checks,
 ): Promise<void> {
-  let started = Date.now();
+  const started = Date.now();
   const before = await unitProcess(guest);
   await editAgentJson(guest, (config) => {
     config['mqtt'] = { ...(config['mqtt'] as object), url: `mqtt://${HOST}:${host.broker.port}` };
@@ -127,9 +127,7 @@ export async function otaInstallAndRollback(
   await sh(guest, 'systemctl restart mnn-edge', 10 * 60_000);
   await healthz(agent.port, 15 * 60_000);
   const after = await unitProcess(guest);
-  const v1 = await waitFor('tiny-llm@1.0.0 serving after the restart', 20 * 60_000, () =>
-    servingVersion(agent, LLM_SLOT, 'tiny-llm'),
-  );
+  const v1 = await servingOnceUp(agent, 'the restart');
   checks.check(
     'a restart takes the file-only settings (the host broker, the OTA key)',
     after.pid !== before.pid && v1 === '1.0.0',
@@ -137,33 +135,54 @@ export async function otaInstallAndRollback(
     started,
   );
 
-  started = Date.now();
-  const good = await runJob(host, deviceId, 1, '2.0.0');
-  const v2 = await servingVersion(agent, LLM_SLOT, 'tiny-llm');
+  await checkJob(host, agent, deviceId, checks, {
+    n: 1,
+    version: '2.0.0',
+    state: 'succeeded',
+    what: 'OTA over MQTT installs tiny-llm 2.0.0 and its health gate passes',
+  });
+  await checkJob(host, agent, deviceId, checks, {
+    n: 2,
+    version: '3.0.0',
+    state: 'rolled-back',
+    what: 'OTA of a version failing its health probe is rolled back to 2.0.0',
+  });
+}
+
+/**
+ * One OTA job run to its final state, then the version serving after it: the job must end in `state` and 2.0.0
+ * must serve (the good version installed, or kept by the rollback from the broken one).
+ */
+async function checkJob(
+  host: OtaHost,
+  agent: AgentApi,
+  deviceId: string,
+  checks: Checks,
+  job: { n: number; version: '2.0.0' | '3.0.0'; state: JobStatus['state']; what: string },
+): Promise<void> {
+  const started = Date.now();
+  const status = await runJob(host, deviceId, job.n, job.version);
+  const serving = await servingVersion(agent, LLM_SLOT, 'tiny-llm');
+  const reason = status.state === 'rolled-back' ? ` (${status.reason ?? ''})` : '';
   checks.check(
-    'OTA over MQTT installs tiny-llm 2.0.0 and its health gate passes',
-    good.state === 'succeeded' && v2 === '2.0.0',
-    `${good.state}: ${good.message ?? ''}; serving ${v2}`,
+    job.what,
+    status.state === job.state && serving === '2.0.0',
+    `${status.state}${reason}: ${status.message ?? ''}; serving ${serving}`,
     started,
   );
+}
 
-  started = Date.now();
-  const bad = await runJob(host, deviceId, 2, '3.0.0');
-  const v3 = await servingVersion(agent, LLM_SLOT, 'tiny-llm');
-  checks.check(
-    'OTA of a version failing its health probe is rolled back to 2.0.0',
-    bad.state === 'rolled-back' && v3 === '2.0.0',
-    `${bad.state} (${bad.reason ?? ''}): ${bad.message ?? ''}; serving ${v3}`,
-    started,
+/** The version of tiny-llm serving once one does (the agent restarted, the guest rebooted). */
+function servingOnceUp(agent: AgentApi, when: string): Promise<string> {
+  return waitFor(`tiny-llm serving after ${when}`, 20 * 60_000, () =>
+    servingVersion(agent, LLM_SLOT, 'tiny-llm'),
   );
 }
 
 /** After the reboot: the version OTA left active (2.0.0, after the rollback from 3.0.0) serves again. */
 export async function otaKeptAcrossReboot(agent: AgentApi, checks: Checks): Promise<void> {
   const started = Date.now();
-  const version = await waitFor('tiny-llm serving after the reboot', 20 * 60_000, () =>
-    servingVersion(agent, LLM_SLOT, 'tiny-llm'),
-  );
+  const version = await servingOnceUp(agent, 'the reboot');
   checks.check(
     'after the reboot the OTA-installed 2.0.0 serves (not 3.0.0, not 1.0.0)',
     version === '2.0.0',

@@ -194,7 +194,9 @@ test.serial(
       undefined,
       { timeout: 120_000 },
     );
-    const answer = await agent.runtime()!.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+    const answer = await agent
+      .runtime()!
+      .serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
     t.is(answer.text, expectedOutput('tiny-llm').text);
   },
 );

@@ -80,9 +80,9 @@ if (engineOrSkip(test, 'hub pull')) {
           'placed',
           `${slot}: ${JSON.stringify(runtime.state().failures)}`,
         );
-      const text = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+      const text = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
       t.is(text.text, expectedOutput('tiny-llm').text);
-      const seen = await runtime.generate('vision.vlm', {
+      const seen = await runtime.serving.generate('vision.vlm', {
         prompt: 'Hello',
         images: [media.red],
         maxNewTokens: 32,

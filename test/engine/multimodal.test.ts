@@ -2,7 +2,7 @@
 // model works at a time, as in the product (one engine host per model); models generating at once in one process
 // was aborted once here by glibc ("double free or corruption"; where, is open: see the eighth closing note).
 import test from 'ava';
-import { EngineError, Llm, mediaPlaceholder } from '../../engine/index.js';
+import { EngineError, type GenerateOptions, Llm, mediaPlaceholder } from '../../engine/index.js';
 import { engineOrSkip, expectedOutput, llmDemoText, media, models, readWavMono16 } from './_engine.js';
 
 if (engineOrSkip(test, 'multimodal')) {
@@ -97,39 +97,52 @@ if (engineOrSkip(test, 'multimodal')) {
     },
   );
 
-  test.serial(
-    'mediaPlaced: a prompt rendered by the caller with the placeholders in its user turn equals MNN placing them',
-    async (t) => {
-      // What the agent sends with tools: the model's whole input, template off, the media where the user's turn
-      // starts (tiny-vlm and tiny-omni-audio share the plain ChatML template recorded in expected-outputs.json).
-      const rendered = (placeholder: string) =>
-        `<|im_start|>user\n${placeholder}Hello<|im_end|>\n<|im_start|>assistant\n`;
-      {
-        await using vlm = await Llm.load(models.tinyVlm);
-        const result = await vlm.complete(rendered(mediaPlaceholder('image', 0)), {
-          applyTemplate: false,
-          mediaPlaced: true,
-          images: [media.red],
-        });
-        const want = expectedOutput('tiny-vlm', 'media/test_red_64x64.png');
-        t.is(llmDemoText(result.text, result.finishReason), want.text);
-        t.is(result.stats.promptTokens, want.promptTokens);
-        t.true(result.stats.visionUs > 0);
-      }
-      {
-        await using omni = await Llm.load(models.tinyOmniAudio);
-        const result = await omni.complete(rendered(mediaPlaceholder('audio', 0)), {
-          applyTemplate: false,
-          mediaPlaced: true,
-          audios: [media.speech16k],
-        });
-        const want = expectedOutput('tiny-omni-audio', 'media/speech-hello-16k.wav');
-        t.is(llmDemoText(result.text, result.finishReason), want.text);
-        t.is(result.stats.promptTokens, want.promptTokens);
-        t.true(result.stats.audioUs > 0);
-      }
+  // What the agent sends with tools: the model's whole input, template off, the media where the user's turn starts
+  // (tiny-vlm and tiny-omni-audio share the plain ChatML template recorded in expected-outputs.json).
+  const rendered = (placeholder: string) =>
+    `<|im_start|>user\n${placeholder}Hello<|im_end|>\n<|im_start|>assistant\n`;
+  const placedCases: {
+    kind: 'image' | 'audio';
+    model: string;
+    fixture: Parameters<typeof expectedOutput>[0];
+    file: string;
+    media: GenerateOptions;
+    encoderUs: 'visionUs' | 'audioUs';
+  }[] = [
+    {
+      kind: 'image',
+      model: models.tinyVlm,
+      fixture: 'tiny-vlm',
+      file: 'media/test_red_64x64.png',
+      media: { images: [media.red] },
+      encoderUs: 'visionUs',
     },
-  );
+    {
+      kind: 'audio',
+      model: models.tinyOmniAudio,
+      fixture: 'tiny-omni-audio',
+      file: 'media/speech-hello-16k.wav',
+      media: { audios: [media.speech16k] },
+      encoderUs: 'audioUs',
+    },
+  ];
+  for (const c of placedCases) {
+    test.serial(
+      `mediaPlaced (${c.kind}): a prompt rendered by the caller with the placeholder in its user turn equals MNN placing it`,
+      async (t) => {
+        await using llm = await Llm.load(c.model);
+        const result = await llm.complete(rendered(mediaPlaceholder(c.kind, 0)), {
+          applyTemplate: false,
+          mediaPlaced: true,
+          ...c.media,
+        });
+        const want = expectedOutput(c.fixture, c.file);
+        t.is(llmDemoText(result.text, result.finishReason), want.text);
+        t.is(result.stats.promptTokens, want.promptTokens);
+        t.true(result.stats[c.encoderUs] > 0);
+      },
+    );
+  }
 
   test.serial('tiny-omni-audio: PCM samples give the same output as the file', async (t) => {
     await using omni = await Llm.load(models.tinyOmniAudio);

@@ -118,7 +118,7 @@ if (engineOrSkip(test, 'runtime')) {
       try {
         await runtime.configure(slots);
         await runtime.settled();
-        const first = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+        const first = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
         t.is(first.text, expectedOutput('tiny-llm', null, 'low').text);
         const oldPid = runtime.state().instances[0]!.pid;
 
@@ -128,7 +128,7 @@ if (engineOrSkip(test, 'runtime')) {
         const workers = Array.from({ length: 3 }, async () => {
           while (running) {
             try {
-              const r = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 8 });
+              const r = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 8 });
               served.set(r.instanceKey, (served.get(r.instanceKey) ?? 0) + 1);
             } catch (err) {
               failures.push((err as Error).message);
@@ -151,7 +151,7 @@ if (engineOrSkip(test, 'runtime')) {
         t.is(released.pid, oldPid);
         t.true(released.processGone);
         t.true(released.peakRssBytes > 0);
-        const after = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+        const after = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
         // The same build's answer in this process, at the placement's precision: exactly what the int4 host gave.
         // The host had answered the workers' 8-token 'Hello' requests, so its answer reused the prompt's KV and
         // prefilled only its last two tokens; the reference takes the same path. On MNN's Arm82 fp16 backend
@@ -178,11 +178,11 @@ if (engineOrSkip(test, 'runtime')) {
         await runtime.configure(slots);
         await runtime.settled();
         const pid = runtime.state().instances[0]!.pid;
-        await runtime.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 4 });
+        await runtime.serving.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 4 });
         const pieces: string[] = [];
         let finish: string | undefined;
         let detail: string | undefined;
-        for await (const ev of runtime.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 2000 })) {
+        for await (const ev of runtime.serving.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 2000 })) {
           if (ev.type === 'text') {
             pieces.push(ev.text);
             if (pieces.length === 3) process.kill(pid, 'SIGKILL');
@@ -194,7 +194,7 @@ if (engineOrSkip(test, 'runtime')) {
         // Tokens were streamed: they stand, the answer ends with its own reason (no exception mid-session).
         t.is(finish, 'backend-lost');
         t.regex(detail ?? '', new RegExp(`pid ${pid}.*(signal SIGKILL)`));
-        const again = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+        const again = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
         t.is(again.text, expectedOutput('tiny-llm').text);
         t.not(runtime.state().instances[0]!.pid, pid);
         // The KV died with the host; the slot stats say the answer came from a new host, which kept nothing of it.
@@ -227,9 +227,9 @@ if (engineOrSkip(test, 'runtime')) {
         const system = { role: 'system' as const, content: 'You are a helpful assistant.' };
         const a = [system, { role: 'user' as const, content: 'Hello, who are you?' }];
         const b = [system, { role: 'user' as const, content: 'What is the capital of France?' }];
-        const a1 = await runtime.generate('voice.llm', { prompt: a, maxNewTokens: 6 });
-        await runtime.generate('voice.llm', { prompt: b, maxNewTokens: 6 });
-        await runtime.generate('voice.llm', {
+        const a1 = await runtime.serving.generate('voice.llm', { prompt: a, maxNewTokens: 6 });
+        await runtime.serving.generate('voice.llm', { prompt: b, maxNewTokens: 6 });
+        await runtime.serving.generate('voice.llm', {
           prompt: [...a, { role: 'assistant', content: a1.text }, { role: 'user', content: 'And then?' }],
           maxNewTokens: 6,
         });
@@ -264,7 +264,7 @@ if (engineOrSkip(test, 'runtime')) {
         /^load failed: MNN backend "opencl" requested for the LLM of .*tiny-llm\/config\.json/,
       );
       t.is(runtime.state().failures[0]!.reason, fb.reason);
-      const r = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
+      const r = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 32 });
       t.is(r.text, expectedOutput('tiny-llm').text);
     } finally {
       await close();
@@ -287,7 +287,7 @@ if (engineOrSkip(test, 'runtime')) {
           },
         ]);
         await runtime.settled();
-        const r = await runtime.generate('vision.vlm', {
+        const r = await runtime.serving.generate('vision.vlm', {
           prompt: 'Hello',
           images: [media.red],
           maxNewTokens: 32,

@@ -8,8 +8,18 @@ export interface CliResult {
   err: string;
 }
 
-/** Runs `mnn-edge ...argv` with a data dir of its own, away from the machine's agent. */
-export async function runCli(...argv: string[]): Promise<CliResult> {
+export interface CliOptions {
+  /** Environment variables on top of the data dir's (HOME, MNN_EDGE_CACHE, ...). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Runs `mnn-edge ...argv` with a data dir of its own, away from the machine's agent; with options first
+ * (`runCli({ env }, 'models', 'ls')`), in an environment of the test's own as well.
+ */
+export async function runCli(...args: [CliOptions, ...string[]] | string[]): Promise<CliResult> {
+  const [options, argv] =
+    typeof args[0] === 'object' ? [args[0], args.slice(1) as string[]] : [{}, args as string[]];
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
@@ -20,6 +30,7 @@ export async function runCli(...argv: string[]): Promise<CliResult> {
   stderr.on('data', (d: Buffer) => {
     err += d.toString();
   });
-  const code = await main(argv, { stdout, stderr, env: { MNN_EDGE_DATA_DIR: '/tmp/mnn-edge-cli-test' } });
+  const env = { MNN_EDGE_DATA_DIR: '/tmp/mnn-edge-cli-test', ...options.env };
+  const code = await main(argv, { stdout, stderr, env });
   return { code, out, err };
 }

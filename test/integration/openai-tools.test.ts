@@ -1,46 +1,25 @@
-// Tool calls through the OpenAI API on a real agent, driven by the official `openai` client. Bad tool input is
-// refused everywhere (hosts that cannot start stand in for a missing MNN: the request is checked first). A model
-// whose template shows no tools (tiny-llm) is refused with a 400 that says so. A whole tool round runs on the
-// scripted tool-call model (test/helpers/tool-model.ts, docs/TOOL-MODEL.md): a real MNN LLM with Qwen2.5's
-// template that writes `<tool_call>` for HassTurnOn until the prompt holds a tool result, then a sentence. It goes
-// through the model's own template rendered by the agent, MNN, our parser and the prefix KV reuse.
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import OpenAI from 'openai';
 import type {
   ChatCompletionFunctionTool,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
 import { unavailableHosts } from '../../agent/runtime/module.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { type ModelSource, slotRuntimeModules } from '../engine/_slots.js';
-import { loopbackAgentConfig } from '../helpers/agent-config.js';
+import type { ModelSource } from '../engine/_slots.js';
+import { startOpenAiAgent } from '../helpers/openai-agent.js';
 import { toolModel } from '../helpers/tool-model.js';
 
 async function startAgent(t: ExecutionContext, model: ModelSource, hosts?: EngineHostFactory) {
-  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-openai-tools-');
   const id = typeof model === 'string' ? model : model.id;
-  const config: AgentConfig = { ...base, slots: { 'voice.llm': { model: id } } };
-  const slots = slotRuntimeModules([model], hosts ? { hosts } : {});
-  const agent = createAgent(config, {
-    logger: createMemoryLogger(),
-    modules: [...slots.modules, createWorkloadsModule({ runtime: slots.runtime })],
+  const { client } = await startOpenAiAgent(t, {
+    models: [model],
+    slots: { 'voice.llm': { model: id } },
+    ...(hosts ? { hosts } : {}),
+    timeoutMs: 120_000,
   });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  const baseURL = `http://127.0.0.1:${agent.http.port}/v1`;
-  return new OpenAI({ baseURL, apiKey: token, maxRetries: 0, timeout: 120_000 });
+  return client;
 }
 
 const TOOLS: ChatCompletionFunctionTool[] = [

@@ -2,49 +2,30 @@
 // The models are the fixture exports imported into the agent's model store and placed on slots by the runtime.
 // Error paths run everywhere (hosts that cannot start stand in for a missing MNN); answers need the engine and
 // run in engine hosts (skipped with one line without).
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import OpenAI from 'openai';
-import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
 import { unavailableHosts } from '../../agent/runtime/module.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
-import { loopbackAgentConfig } from '../helpers/agent-config.js';
+import { startOpenAiAgent } from '../helpers/openai-agent.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
 
 const framePng = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
 
-async function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
-  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-openai-');
-  const config: AgentConfig = {
-    ...base,
+function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
+  return startOpenAiAgent(t, {
+    models: ['tiny-llm', 'tiny-omni-audio', 'tiny-vlm'],
     slots: {
       'voice.llm': { model: 'tiny-llm' },
       'voice.asr': { model: 'tiny-omni-audio' },
       'vision.vlm': { model: 'tiny-vlm' },
     },
-    vision: { concurrency: 1, maxQueued: 0, retryAfterS: 7 },
-  };
-  const slots = slotRuntimeModules(['tiny-llm', 'tiny-omni-audio', 'tiny-vlm'], hosts ? { hosts } : {});
-  const agent = createAgent(config, {
-    logger: createMemoryLogger(),
-    modules: [...slots.modules, createWorkloadsModule({ runtime: slots.runtime })],
+    config: { vision: { concurrency: 1, maxQueued: 0, retryAfterS: 7 } },
+    ...(hosts ? { hosts } : {}),
   });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  const baseURL = `http://127.0.0.1:${agent.http.port}/v1`;
-  return { baseURL, token, client: new OpenAI({ baseURL, apiKey: token, maxRetries: 0 }) };
 }
 
 const noEngineReason = unavailableMessage('the engine addon is not built');

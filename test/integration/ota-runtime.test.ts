@@ -173,7 +173,7 @@ gate(
     t.is(bad.state, 'rolled-back', bad.message);
     t.is(await activation.activeVersion('tiny-llm'), '2.0.0');
     t.log(`broken version: ${bad.reason}: ${bad.message}`);
-    const answer = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 4 });
+    const answer = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 4 });
     t.true(answer.text.length > 0, 'the rolled-back version still serves');
     t.deepEqual(held(), [], 'the rollback released the hold on 2.0.0');
     t.is(otaAuthor(), 'ota:rt-3:rollback');

@@ -13,20 +13,14 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import OpenAI from 'openai';
 import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionFunctionTool,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
-import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { familyTemplate } from '../helpers/chat-templates.js';
+import { startOpenAiAgent } from '../helpers/openai-agent.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
 
 const engine = engineAvailability();
@@ -58,27 +52,13 @@ function toolVlm(t: ExecutionContext): string {
   return dir;
 }
 
-async function startAgent(t: ExecutionContext) {
-  const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-vlm-tools-');
-  const config: AgentConfig = {
-    ...base,
+function startAgent(t: ExecutionContext) {
+  return startOpenAiAgent(t, {
+    models: [{ path: toolVlm(t), id: 'tool-vlm' }],
     slots: { 'vision.vlm': { model: 'tool-vlm' } },
-    vision: { maxNewTokens: 12 },
-  };
-  const slots = slotRuntimeModules([{ path: toolVlm(t), id: 'tool-vlm' }]);
-  const agent = createAgent(config, {
-    logger: createMemoryLogger(),
-    modules: [...slots.modules, createWorkloadsModule({ runtime: slots.runtime })],
+    config: { vision: { maxNewTokens: 12 } },
+    timeoutMs: 120_000,
   });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  const baseURL = `http://127.0.0.1:${agent.http.port}/v1`;
-  return new OpenAI({ baseURL, apiKey: token, maxRetries: 0, timeout: 120_000 });
 }
 
 const TOOLS: ChatCompletionFunctionTool[] = [
@@ -118,7 +98,7 @@ gate(
   'an image with tools reaches the VLM through the rendered template as through MNN’s own rendering',
   async (t) => {
     t.timeout(300_000);
-    const client = await startAgent(t);
+    const { client } = await startAgent(t);
     const ask = async (extra: Partial<ChatCompletionCreateParamsNonStreaming>, withImage = true) => {
       const r = await client.chat.completions.create({
         model: 'tool-vlm',

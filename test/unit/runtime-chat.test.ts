@@ -62,7 +62,7 @@ async function setup() {
 
 test('the workloads ChatModel port over a slot: pieces stream, the result has the engine numbers', async (t) => {
   const { runtime } = await setup();
-  const model = runtimeChatModel(runtime, 'voice.llm', {
+  const model = runtimeChatModel(runtime.serving, 'voice.llm', {
     id: 'llm@3',
     capabilities: { vision: false, audio: false, talker: false },
   });
@@ -87,7 +87,7 @@ test('the workloads ChatModel port over a slot: pieces stream, the result has th
 test('the caller aborting ends the stream as aborted; a host crash mid-answer ends it as backend-lost', async (t) => {
   const { world, runtime } = await setup();
   world.behaviour.tokenDelayMs = 10;
-  const model = runtimeChatModel(runtime, 'voice.llm', {
+  const model = runtimeChatModel(runtime.serving, 'voice.llm', {
     capabilities: { vision: false, audio: false, talker: false },
   });
   const abort = new AbortController();

@@ -107,7 +107,7 @@ test('a request with no token yet is retried on the fallback; the backend is hel
   world.behaviour.tokenDelayMs = 20;
   world.behaviour.loadFails.set('opencl', 'vkCreateInstance failed: no usable driver');
   const gpuHost = world.live()[0]!;
-  const pending = collect(runtime.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 3 }));
+  const pending = collect(runtime.serving.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 3 }));
   // Killed once its generation has begun and before its first token (20 ms away), however late that is.
   await until(() => gpuHost.generations > 0, 'the generation to start');
   gpuHost.kill();
@@ -148,14 +148,14 @@ test('a request that had streamed tokens ends with finish reason backend-lost; t
   world.behaviour.tokenDelayMs = 10;
   world.behaviour.loadFails.set('opencl', 'vkCreateInstance failed: no usable driver');
   const gpuHost = world.live()[0]!;
-  const r = await collect(runtime.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 20 }), (n) => {
+  const r = await collect(runtime.serving.stream('voice.llm', { prompt: 'Hello', maxNewTokens: 20 }), (n) => {
     if (n === 2) gpuHost.kill();
   });
   t.true(r.text.startsWith('1:0 1:1 '));
   t.is(r.done?.finishReason, 'backend-lost');
   t.regex(r.done?.detail ?? '', /exited unexpectedly|connection closed/);
   t.is(rescued.at(-1)?.outcome, 'cut-short');
-  const next = await collect(runtime.stream('voice.llm', { prompt: 'And then?', maxNewTokens: 2 }));
+  const next = await collect(runtime.serving.stream('voice.llm', { prompt: 'And then?', maxNewTokens: 2 }));
   t.is(next.text, '1:0 1:1 ');
   t.is(runtime.state().serving['voice.llm'], onCpu);
   await runtime.stop();

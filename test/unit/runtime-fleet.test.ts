@@ -104,9 +104,9 @@ test('fleet commands: set-placement pins and clears, get-placement shows why, ba
 
 test('slot stats for telemetry: what serves each slot and how its requests went', async (t) => {
   const { world, runtime } = await setup();
-  await runtime.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 4 });
+  await runtime.serving.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 4 });
   world.behaviour.generateFaults.set('cpu', 'driver fault');
-  await t.throwsAsync(runtime.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 1 }));
+  await t.throwsAsync(runtime.serving.generate('voice.llm', { prompt: 'Hi', maxNewTokens: 1 }));
   const stats = runtime.slotStats();
   t.deepEqual(stats[0], { slot: 'voice.vad', model: 'energy-vad', requests: 0, errors: 0 });
   const llm = stats[1]!;

@@ -91,7 +91,7 @@ test('the module plans from the config slots, serves them, and exposes state and
   await mod.start(ctx);
   const runtime = mod.runtime()!;
   await runtime.settled();
-  t.is((await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 1 })).text, '1:0 ');
+  t.is((await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 1 })).text, '1:0 ');
   t.deepEqual(inUse.at(-1), ['tiny-llm@1']);
 
   const state = await call(ctx.router, 'GET', '/api/runtime');
@@ -142,7 +142,7 @@ test('without MNN every slot reports the loader reason instead of serving', asyn
   await mod.start(ctx);
   const runtime = mod.runtime()!;
   await runtime.settled();
-  await t.throwsAsync(runtime.acquire('voice.llm', { timeoutMs: 50 }), {
+  await t.throwsAsync(runtime.serving.acquire('voice.llm', { timeoutMs: 50 }), {
     message:
       'slot voice.llm was not served within 50 ms (last reconcile error: tiny-llm@1/fp32|cpu t4 p:low m:low ' +
       'cpus:any: engine host did not start: MNN not found: set MNN_ROOT=/path/to/mnn)',

@@ -8,7 +8,14 @@ import { planned, runtimeParts, serveInstance } from './runtime-parts.js';
 async function setup(options = {}) {
   const parts = runtimeParts(options);
   const placement = await planned(parts);
-  const serving = new Serving(parts.core, () => parts.planning.placement(), new Failover(parts.core));
+  const serving = new Serving(
+    parts.core,
+    {
+      placement: () => parts.planning.placement(),
+      wake: (slot) => parts.planning.wake(slot, 'a request came'),
+    },
+    new Failover(parts.core),
+  );
   return { parts, placement, serving };
 }
 
@@ -57,6 +64,17 @@ test('generate: the text of the leased host, and the slot counts the request', a
     serving.slotStats().find((s) => s.slot === 'voice.llm'),
     { requests: 1, errors: 0, model: 'tiny-llm@1', backend: inst.spec.config.backend_type },
   );
+});
+
+test("acquire: a parked slot's next request plans it back in before it waits for the lease", async (t) => {
+  const { parts, placement, serving } = await setup();
+  const inst = await serveInstance(parts, placement);
+  t.true(await parts.planning.park('voice.llm', 'keep_alive 0'));
+  t.true(parts.planning.isParked('voice.llm'));
+  const lease = await serving.acquire('voice.llm', { timeoutMs: 5_000 });
+  t.false(parts.planning.isParked('voice.llm'));
+  t.like(lease, { kind: 'engine', instanceKey: inst.spec.key });
+  lease.release();
 });
 
 test('acquire after the runtime stopped: refused, not parked', async (t) => {

@@ -108,7 +108,7 @@ function load(runtime: Runtime, slot: 'voice.llm' | 'vision.vlm', n: number) {
   const workers = Array.from({ length: n }, async () => {
     while (running) {
       try {
-        const r = await runtime.generate(slot, { prompt: 'Hello', maxNewTokens: 3 });
+        const r = await runtime.serving.generate(slot, { prompt: 'Hello', maxNewTokens: 3 });
         served.set(r.instanceKey, (served.get(r.instanceKey) ?? 0) + 1);
       } catch (err) {
         failures.push((err as Error).message);
@@ -169,17 +169,17 @@ test('a VAD model slot is hosted as a graph: warmed up by a forward, served by f
   });
   t.deepEqual(runtime.slotInfo('vision.vlm'), { status: 'unconfigured' });
   const speech = new Float32Array(576).fill(0.5);
-  const [prob, state] = await runtime.forward('voice.vad', [
+  const [prob, state] = await runtime.serving.forward('voice.vad', [
     { data: speech, shape: [1, 576] },
     { data: new Float32Array(256).fill(0.25), shape: [2, 1, 128] },
     { data: new Int32Array([16000]), shape: [] },
   ]);
   t.deepEqual([...prob!.data], [Math.fround(0.9)]);
   t.is(state!.data[0], 0.25);
-  await t.throwsAsync(runtime.generate('voice.vad', { prompt: 'x' }), {
+  await t.throwsAsync(runtime.serving.generate('voice.vad', { prompt: 'x' }), {
     message: 'slot voice.vad is served by silero-vad, a vad model: it takes tensors (forward), not prompts',
   });
-  await t.throwsAsync(runtime.forward('voice.llm', []), {
+  await t.throwsAsync(runtime.serving.forward('voice.llm', []), {
     message: 'slot voice.llm is served by tiny-llm, a language model: it takes prompts, not tensors',
   });
   const { loadSplit, ...vad } = runtime.slotStats().find((s) => s.slot === 'voice.vad')!;
@@ -202,11 +202,12 @@ test('speech from a slot streams the host talker chunks and counts the request',
   await runtime.configure(slots);
   await ready(runtime);
   const chunks: number[] = [];
-  for await (const c of runtime.speak('voice.llm', { text: 'good morning' })) chunks.push(c.samples.length);
+  for await (const c of runtime.serving.speak('voice.llm', { text: 'good morning' }))
+    chunks.push(c.samples.length);
   t.deepEqual(chunks, [24 * 4, 24 * 7]);
   await t.throwsAsync(
     async () => {
-      for await (const _ of runtime.speak('voice.vad', { text: 'x' })) {
+      for await (const _ of runtime.serving.speak('voice.vad', { text: 'x' })) {
         // refused before any chunk
       }
     },
@@ -225,16 +226,16 @@ test('cold start: the shared model is loaded once, serves both slots, and the bu
   await ready(runtime);
   t.is(world.live().length, 1);
   t.deepEqual(runtime.state().serving, { 'voice.llm': v1, 'vision.vlm': v1 });
-  const r = await runtime.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 2 });
+  const r = await runtime.serving.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 2 });
   t.is(r.text, '1:0 1:1 ');
   t.is(r.instanceKey, v1);
-  const vad = await runtime.acquire('voice.vad');
+  const vad = await runtime.serving.acquire('voice.vad');
   t.deepEqual({ kind: vad.kind, slot: vad.slot }, { kind: 'builtin', slot: 'voice.vad' });
-  await t.throwsAsync(runtime.generate('voice.vad', { prompt: 'x' }), {
+  await t.throwsAsync(runtime.serving.generate('voice.vad', { prompt: 'x' }), {
     message:
       'slot voice.vad is served by the built-in energy-vad, which runs in the workload, not in an engine host',
   });
-  await t.throwsAsync(runtime.acquire('voice.tts'), { message: 'slot voice.tts is not configured' });
+  await t.throwsAsync(runtime.serving.acquire('voice.tts'), { message: 'slot voice.tts is not configured' });
   await runtime.stop();
 });
 
@@ -310,7 +311,7 @@ test('a request still running at the drain deadline is cancelled with a clear er
   await ready(runtime);
   world.behaviour.tokenDelayMs = 20;
   // 10,000 tokens: still running at the deadline however slowly this machine gets to the swap.
-  const long = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
+  const long = runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
   await until(() => world.live()[0]!.tokensSent > 0, 'the first token');
   await runtime.setModelVersion('tiny-llm', '2', 'job-9');
   await t.throwsAsync(long, {
@@ -327,7 +328,7 @@ test('SIGKILL of a host mid-generation: that request fails clearly, the slot ser
   await ready(runtime);
   world.behaviour.tokenDelayMs = 10;
   const victim = world.live()[0]!;
-  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
+  const inflight = runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
   await until(() => victim.tokensSent > 1, 'two tokens');
   victim.kill();
   const err = await t.throwsAsync(inflight);
@@ -337,7 +338,7 @@ test('SIGKILL of a host mid-generation: that request fails clearly, the slot ser
   );
   t.is((err as EngineFailure).kind, 'crash');
   world.behaviour.tokenDelayMs = 1;
-  const after = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 2 });
+  const after = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 2 });
   t.is(after.text, '1:0 1:1 ');
   t.not(world.live()[0]!.pid, victim.pid);
   const failure = runtime.state().failures.find((f) => f.key === v1)!;
@@ -351,13 +352,13 @@ test('restart: in-flight requests are cancelled with the reason, a fresh host se
   await ready(runtime);
   world.behaviour.tokenDelayMs = 10;
   const before = world.live()[0]!;
-  const inflight = runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
+  const inflight = runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 10_000 });
   await until(() => before.tokensSent > 1, 'two tokens');
   t.deepEqual(runtime.restart(['voice.llm'], 'operator restart-workload voice'), [v1]);
   const err = await t.throwsAsync(inflight);
   t.is(err?.message, 'request cancelled: operator restart-workload voice');
   world.behaviour.tokenDelayMs = 1;
-  const after = await runtime.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 2 });
+  const after = await runtime.serving.generate('voice.llm', { prompt: 'Hello', maxNewTokens: 2 });
   t.is(after.text, '1:0 1:1 ');
   t.not(world.live()[0]!.pid, before.pid);
   t.false(before.alive, 'the old host was stopped');
@@ -410,7 +411,7 @@ test('a backend fault at run time fails that request and moves the slot down its
   await ready(runtime);
   t.is(runtime.state().serving['vision.vlm'], v1cl);
   world.behaviour.generateFaults.set('opencl', 'CL_OUT_OF_RESOURCES in clEnqueueNDRangeKernel');
-  await t.throwsAsync(runtime.generate('vision.vlm', { prompt: 'Hello' }), {
+  await t.throwsAsync(runtime.serving.generate('vision.vlm', { prompt: 'Hello' }), {
     message: 'CL_OUT_OF_RESOURCES in clEnqueueNDRangeKernel',
   });
   await ready(runtime);
@@ -419,7 +420,7 @@ test('a backend fault at run time fails that request and moves the slot down its
     events.fallback!.at(-1)!.reason,
     `backend fault on ${v1cl}: CL_OUT_OF_RESOURCES in clEnqueueNDRangeKernel`,
   );
-  const r = await runtime.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 1 });
+  const r = await runtime.serving.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 1 });
   t.is(r.instanceKey, v1);
   await runtime.stop();
 });
@@ -525,7 +526,7 @@ test('a failed probe is stored; a failed CPU probe is reported but the CPU stays
     'fp32 on cpu: probe failed on this board: out of memory while loading weights; kept as the CPU floor',
   );
   await ready(runtime);
-  t.is((await runtime.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 1 })).text, '2:0 ');
+  t.is((await runtime.serving.generate('vision.vlm', { prompt: 'Hello', maxNewTokens: 1 })).text, '2:0 ');
   await runtime.stop();
 });
 

@@ -1,9 +1,7 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import test from 'ava';
-import { main } from '../../agent/cli/main.js';
 import { assembleShippedWake, assemblyMissing } from '../../models/wake-shipped/assemble.js';
 import { pullShippedWake } from '../../models/wake-shipped/install.js';
 import {
@@ -12,6 +10,7 @@ import {
   readKeyword,
 } from '../../models/wake-shipped/keyword-source.js';
 import { SYSTEM_WAKE_DIR } from '../../models/wake-shipped/locate.js';
+import { runCli } from '../helpers/run-cli.js';
 
 // `mnn-edge models pull wake`: the packaged copy into the store, assembled from the checkout where there is none,
 // and one line saying what would provide it where neither works.
@@ -33,19 +32,9 @@ test.before(async (t) => {
   }
 });
 
-async function cli(args: string[], env: NodeJS.ProcessEnv) {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
-  const code = await main(['models', ...args], { stdout, stderr, env: { HOME: work, ...env } });
-  return { code, stdout: out, stderr: err };
+/** `mnn-edge models ...args` with this test's HOME. */
+function cli(args: string[], env: NodeJS.ProcessEnv) {
+  return runCli({ env: { HOME: work, ...env } }, 'models', ...args);
 }
 
 function skipped(t: { log: (m: string) => void; pass: () => void }): boolean {
@@ -61,17 +50,17 @@ test('pull wake installs the packaged copy once; again, it says it is there', as
   const dataDir = mkdtempSync(join(work, 'data-'));
   const env = { MNN_EDGE_WAKE_DIR: packaged, MNN_EDGE_CACHE: join(work, 'no-cache') };
   const first = await cli(['pull', 'wake', '--data-dir', dataDir], env);
-  t.is(first.code, 0, first.stderr);
-  t.is(first.stdout, `installed wake-${name}@${version} (wake word ${name}, from ${join(packaged, name)})\n`);
+  t.is(first.code, 0, first.err);
+  t.is(first.out, `installed wake-${name}@${version} (wake word ${name}, from ${join(packaged, name)})\n`);
   const again = await cli(['pull', 'wake', '--data-dir', dataDir, '--json'], env);
-  t.deepEqual(JSON.parse(again.stdout), {
+  t.deepEqual(JSON.parse(again.out), {
     model: `wake-${name}@${version}`,
     keyword: name,
     status: 'present',
     from: join(packaged, name),
   });
   const ls = await cli(['ls', '--data-dir', dataDir], env);
-  t.regex(ls.stdout, new RegExp(`wake-${name} +${version.replace(/\./g, '\\.')} +wake `));
+  t.regex(ls.out, new RegExp(`wake-${name} +${version.replace(/\./g, '\\.')} +wake `));
 });
 
 test('on a checkout without a packaged copy, pull wake assembles the keyword into the cache', async (t) => {
@@ -83,12 +72,12 @@ test('on a checkout without a packaged copy, pull wake assembles the keyword int
     copyFileSync(join(packaged, name, f), join(cache, 'wake', f));
   const dataDir = mkdtempSync(join(work, 'data-'));
   const r = await cli(['pull', 'wake', '--data-dir', dataDir], { MNN_EDGE_CACHE: cache });
-  t.is(r.code, 0, r.stderr);
+  t.is(r.code, 0, r.err);
   t.is(
-    r.stdout,
+    r.out,
     `installed wake-${name}@${version} (wake word ${name}, from ${join(cache, 'wake', 'shipped', name)})\n`,
   );
-  t.regex(r.stderr, /^assembling /);
+  t.regex(r.err, /^assembling /);
 });
 
 test('where neither a packaged copy nor MNNConvert is, the line says what would provide the keyword', async (t) => {

@@ -75,7 +75,14 @@ export class FakeWorkloadRuntime implements WorkloadRuntime {
     return this.slots[slot] ?? { status: 'unconfigured' };
   }
 
-  async *stream(slot: SlotName, request: GenerateRequest): AsyncGenerator<GenerateEvent> {
+  /** The runtime's serving: streams a fixed reply, speaks a short tone, forwards a fixed VAD answer. */
+  readonly serving: WorkloadRuntime['serving'] = {
+    stream: (slot, request) => this.#stream(slot, request),
+    speak: (slot, request) => this.#speak(slot, request),
+    forward: (slot, inputs) => this.#forward(slot, inputs),
+  };
+
+  async *#stream(slot: SlotName, request: GenerateRequest): AsyncGenerator<GenerateEvent> {
     this.requests.push({ slot, request });
     yield { type: 'text', text: `${slot} says hi` };
     yield {
@@ -85,7 +92,7 @@ export class FakeWorkloadRuntime implements WorkloadRuntime {
     };
   }
 
-  async *speak(
+  async *#speak(
     slot: SlotName,
     request: { text: string },
   ): AsyncGenerator<{ samples: Float32Array; sampleRate: number }> {
@@ -93,7 +100,7 @@ export class FakeWorkloadRuntime implements WorkloadRuntime {
     yield { samples: new Float32Array(240).fill(0.2), sampleRate: 24000 };
   }
 
-  async forward(slot: SlotName, inputs: TensorIn[]): Promise<TensorOut[]> {
+  async #forward(slot: SlotName, inputs: TensorIn[]): Promise<TensorOut[]> {
     if (this.forwardError) throw this.forwardError;
     this.forwards.push({ slot, inputs: inputs.map((t) => ({ data: t.data.slice(), shape: [...t.shape] })) });
     return [

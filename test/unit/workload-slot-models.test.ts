@@ -149,6 +149,9 @@ test("keep_alive's port: load, park and the context go to the runtime when it ha
     },
     isParked: (slot: string) => parked.has(slot),
     contextTokens: () => 2048,
+  });
+  // Loading is a lease on the runtime's serving, which loads a parked slot again.
+  Object.assign(full.serving, {
     acquire: async (slot: string) => {
       acquired.push(slot);
       parked.delete(slot);

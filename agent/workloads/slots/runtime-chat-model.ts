@@ -1,6 +1,6 @@
 import type { SlotName } from '../../plan/types.js';
 import { EngineFailure, type GenerateEvent, type GenerateRequest } from '../../runtime/engine/engine-port.js';
-import type { Runtime } from '../../runtime/runtime.js';
+import type { SlotServing } from '../../runtime/serving/serving.js';
 import type {
   ChatModel,
   ChatRequest,
@@ -55,13 +55,13 @@ function endOf(
 }
 
 export function runtimeChatModel(
-  runtime: Pick<Runtime, 'stream' | 'speak'>,
+  serving: Pick<SlotServing, 'stream' | 'speak'>,
   slot: SlotName,
   options: RuntimeChatModelOptions,
 ): ChatModel {
   const talker = options.capabilities.talker
     ? {
-        speak: (o: { text: string; signal?: AbortSignal }) => runtime.speak(slot, { text: o.text }, o.signal),
+        speak: (o: { text: string; signal?: AbortSignal }) => serving.speak(slot, { text: o.text }, o.signal),
       }
     : {};
   return {
@@ -95,7 +95,7 @@ export function runtimeChatModel(
           try {
             // With tools the template is rendered here (MNN's own rendering passes no tools) and sent as text.
             if (needsToolTurn(request)) tools = toolTurn(request, options.template?.(), options.id ?? slot);
-            const events = runtime.stream(slot, engineRequest(request, tools), request.signal);
+            const events = serving.stream(slot, engineRequest(request, tools), request.signal);
             for await (const ev of events) {
               if (ev.type === 'text') {
                 const shown = tools ? tools.push(ev.text) : ev.text;

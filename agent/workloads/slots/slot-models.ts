@@ -6,6 +6,7 @@ import { errorMessage } from '../../../lib/errors.js';
 import type { ModelKind, SlotName } from '../../plan/types.js';
 import type { TensorIn, TensorOut } from '../../runtime/engine/engine-port.js';
 import type { Runtime, SlotInfo } from '../../runtime/runtime.js';
+import type { SlotServing } from '../../runtime/serving/serving.js';
 import { EnergyVad, type EnergyVadOptions, SileroVad, type VoiceActivityDetector } from '../audio/vad.js';
 import type { ChatModel, ModelCapabilities } from '../shared/chat-model.js';
 import { WorkloadError } from '../shared/errors.js';
@@ -14,14 +15,19 @@ import { type PackageDirOf, type WakeModelInfo, wakeModelInfo, wakeTensorModel }
 import type { WakeTensorModel } from '../wake/stream.js';
 import { runtimeChatModel } from './runtime-chat-model.js';
 
-/** The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). */
-export type WorkloadRuntime = Pick<
-  Runtime,
-  'engineUnavailableReason' | 'slotInfo' | 'stream' | 'speak' | 'forward'
-> &
-  // The served model's config path (its chat template); loading and unloading on a client's request (Ollama's
-  // keep_alive). Doubles without them cannot do that.
-  Partial<Pick<Runtime, 'servedConfigPath' | 'acquire' | 'park' | 'isParked' | 'contextTokens'>>;
+/** The serving port the workloads call; loading on a client's request (Ollama's keep_alive) needs `acquire`,
+ *  which doubles may leave out. */
+export type WorkloadServing = Pick<SlotServing, 'stream' | 'speak' | 'forward'> &
+  Partial<Pick<SlotServing, 'acquire'>>;
+
+/**
+ * The part of the runtime the workloads use (Runtime implements it; unit tests hand in their own). Requests go to
+ * its `serving` (serving.ts), the part that leases the slot's host. The served model's config path (its chat
+ * template) and unloading on a client's request (keep_alive) are optional: doubles without them cannot do that.
+ */
+export type WorkloadRuntime = Pick<Runtime, 'engineUnavailableReason' | 'slotInfo'> & {
+  readonly serving: WorkloadServing;
+} & Partial<Pick<Runtime, 'servedConfigPath' | 'park' | 'isParked' | 'contextTokens'>>;
 
 export interface WorkloadModels {
   /** Why no model can run at all (the runtime is not running, MNN is missing), or undefined. */
@@ -105,9 +111,9 @@ export function slotModels(
       const why = missing(slot);
       if (why || !rt)
         throw new WorkloadError(unavailable() ? 'ENOENGINE' : 'ENOMODEL', why ?? `nothing serves ${slot}`);
-      if (!rt.acquire) return;
+      if (!rt.serving.acquire) return;
       try {
-        (await rt.acquire(slot, signal ? { signal } : {})).release();
+        (await rt.serving.acquire(slot, signal ? { signal } : {})).release();
       } catch (err) {
         throw new WorkloadError('ENOMODEL', `${slot} could not be loaded: ${errorMessage(err)}`);
       }
@@ -124,7 +130,7 @@ export function slotModels(
         throw new WorkloadError(unavailable() ? 'ENOENGINE' : 'ENOMODEL', why ?? `nothing serves ${slot}`);
       const info = rt.slotInfo(slot);
       if (!('modelId' in info)) throw new WorkloadError('ENOMODEL', `${slot} is not served by a model`);
-      return runtimeChatModel(rt, slot, {
+      return runtimeChatModel(rt.serving, slot, {
         id: info.modelId,
         capabilities: capabilitiesOf(info.kind),
         template: () => {
@@ -136,7 +142,7 @@ export function slotModels(
     wake() {
       const rt = runtime();
       if (!rt) throw new WorkloadError('ENOENGINE', unavailable() ?? 'The runtime is not running');
-      return { ...wakeModelInfo(rt, packageDir), model: wakeTensorModel(rt) };
+      return { ...wakeModelInfo(rt, packageDir), model: wakeTensorModel(rt.serving) };
     },
     vad(energy = {}) {
       const rt = runtime();
@@ -150,7 +156,7 @@ export function slotModels(
       }
       const silero = new SileroVad({
         forward: (inputs: TensorIn[]): Promise<TensorOut[]> =>
-          rt.forward('voice.vad', inputs, AbortSignal.timeout(VAD_FRAME_BUDGET_MS)),
+          rt.serving.forward('voice.vad', inputs, AbortSignal.timeout(VAD_FRAME_BUDGET_MS)),
         // The runtime owns the instance; a session only stops using it.
         dispose: async () => {},
       });

@@ -8,6 +8,7 @@ import { readWakePackage, type WakeKeywordMeta } from '../../../models/wake-pack
 import type { WakeKeywordConfig } from '../../config/sections/voice.js';
 import type { TensorIn, TensorOut } from '../../runtime/engine/engine-port.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { SlotServing } from '../../runtime/serving/serving.js';
 import { WorkloadError } from '../shared/errors.js';
 import type { KeywordSetting, WakeTensorModel } from './stream.js';
 
@@ -18,8 +19,8 @@ export interface WakeModelInfo {
   languages: string[];
 }
 
-/** The part of the runtime the wake model needs. */
-export type WakeRuntime = Pick<Runtime, 'engineUnavailableReason' | 'slotInfo' | 'forward'>;
+/** The part of the runtime the wake model's description needs. */
+export type WakeRuntime = Pick<Runtime, 'engineUnavailableReason' | 'slotInfo'>;
 
 /** Where an installed package's files are (the model store's directory for it). */
 export type PackageDirOf = (ref: { id: string; version: string }) => string | undefined;
@@ -66,11 +67,11 @@ export function wakeModelInfo(rt: WakeRuntime, packageDir: PackageDirOf): WakeMo
   }
 }
 
-/** The pipeline step through the runtime (the slot's engine host). */
-export function wakeTensorModel(rt: WakeRuntime): WakeTensorModel {
+/** The pipeline step through the runtime's serving (the slot's engine host). */
+export function wakeTensorModel(serving: Pick<SlotServing, 'forward'>): WakeTensorModel {
   return {
     forward: (inputs: TensorIn[]): Promise<TensorOut[]> =>
-      rt.forward('voice.wake', inputs, AbortSignal.timeout(WAKE_FRAME_BUDGET_MS)),
+      serving.forward('voice.wake', inputs, AbortSignal.timeout(WAKE_FRAME_BUDGET_MS)),
   };
 }
 

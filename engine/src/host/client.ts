@@ -2,13 +2,10 @@
 // Everything MNN does happens in the child, so a native crash, abort or OOM there fails the requests in flight
 // with an error naming the exit signal, and the agent carries on (restart() brings up a fresh process).
 
-import { type ChildProcess, fork } from 'node:child_process';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { createLogger, type Logger } from '../../../lib/log.js';
 import { TypedEventEmitter } from '../../../lib/typed-events.js';
-import { EngineError, type EngineErrorCode } from '../errors.js';
+import { EngineError } from '../errors.js';
 import type { GraphOutput, Tensor } from '../graph.js';
 import type {
   ConversationOptions,
@@ -19,18 +16,13 @@ import type {
   SpeakOptions,
 } from '../llm.js';
 import type { EngineAvailability } from '../loader.js';
-import { packageRootAbove } from '../package-root.js';
 import type { ChatMessage } from '../prompt.js';
 import type { WakeFiles } from '../wake.js';
-import { onLines } from './lines.js';
-import { HostGeneration, HostSpeech } from './streams.js';
-
-export { type HostDelivery, HostGeneration, HostSpeech } from './streams.js';
-
+import { describeExit, forkHost, type HostExit } from './host-process.js';
+import { PendingRequests } from './pending.js';
 import {
   type HostGraphOptions,
   type HostRequest,
-  type HostResponse,
   type HostResultValue,
   type HostWakeOptions,
   isHostResponse,
@@ -39,6 +31,10 @@ import {
   type LoadedWake,
 } from './protocol.js';
 import { defaultStartTimeoutMs } from './start-timeout.js';
+import { HostGeneration, HostSpeech } from './streams.js';
+
+export type { HostExit } from './host-process.js';
+export { type HostDelivery, HostGeneration, HostSpeech } from './streams.js';
 
 export interface EngineHostOptions {
   /** Shown in errors and logs, e.g. the slot or model name. */
@@ -52,11 +48,6 @@ export interface EngineHostOptions {
   exitTimeoutMs?: number;
 }
 
-export interface HostExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
 export interface EngineHostEvents {
   [key: string]: unknown;
   exit: HostExit & { expected: boolean };
@@ -66,34 +57,6 @@ export interface EngineHostEvents {
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 type Outgoing = DistributiveOmit<HostRequest, 'id'>;
 
-interface Pending {
-  what: string;
-  resolve: (v: HostResultValue) => void;
-  reject: (e: Error) => void;
-  stream?: HostGeneration;
-  speech?: HostSpeech;
-}
-
-function hostEntry(): { path: string; execArgv: string[] } {
-  const self = fileURLToPath(import.meta.url);
-  if (self.endsWith('.ts')) {
-    // Running from source (tests, tsx): the child needs the same TypeScript loader.
-    return {
-      path: self.replace(/client\.ts$/, 'host-main.ts'),
-      execArgv: ['--import', import.meta.resolve('tsx')],
-    };
-  }
-  if (self.endsWith('client.js')) return { path: self.replace(/client\.js$/, 'host-main.js'), execArgv: [] };
-  // Bundled into the CLI (dist/agent/cli): the host runs from tsc's tree, which the build keeps beside it.
-  const root = packageRootAbove(dirname(self));
-  if (!root) throw new Error(`cannot find the mnn-edge package above ${self} to start an engine host`);
-  return { path: join(root, 'dist', 'engine', 'src', 'host', 'host-main.js'), execArgv: [] };
-}
-
-function describeExit(e: HostExit): string {
-  return e.signal ? `signal ${e.signal}` : `code ${e.code}`;
-}
-
 export class EngineHostClient {
   readonly name: string;
   readonly events = new TypedEventEmitter<EngineHostEvents>();
@@ -102,9 +65,7 @@ export class EngineHostClient {
   #child: ChildProcess | undefined;
   #exit: HostExit | undefined;
   #closing = false;
-  #nextId = 1;
-  readonly #pending = new Map<number, Pending>();
-  readonly #recentStderr: string[] = [];
+  readonly #pending = new PendingRequests();
 
   private constructor(options: EngineHostOptions) {
     this.#options = options;
@@ -187,7 +148,7 @@ export class EngineHostClient {
     signal?.addEventListener('abort', cancel, { once: true });
     void stream.result.finally(() => signal?.removeEventListener('abort', cancel)).catch(() => {});
     try {
-      id = this.#send({ type: 'generate', input, options: rest }, 'generate', stream);
+      id = this.#send({ type: 'generate', input, options: rest }, 'generate', { stream });
     } catch (err) {
       stream.fail(err as Error);
     }
@@ -212,7 +173,7 @@ export class EngineHostClient {
     }
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      id = this.#send({ type: 'speak', options: rest }, 'speak', undefined, speech);
+      id = this.#send({ type: 'speak', options: rest }, 'speak', { speech });
     } catch (err) {
       speech.end(err as Error);
     }
@@ -273,57 +234,18 @@ export class EngineHostClient {
   }
 
   async #spawn(): Promise<void> {
-    const entry = hostEntry();
     this.#exit = undefined;
-    this.#recentStderr.length = 0;
-    const child = fork(entry.path, [], {
-      execArgv: entry.execArgv,
-      cwd: this.#options.cwd ?? tmpdir(),
-      env: this.#options.env ?? process.env,
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      serialization: 'advanced',
+    const { child, ready } = forkHost({
+      name: this.name,
+      ...(this.#options.cwd ? { cwd: this.#options.cwd } : {}),
+      ...(this.#options.env ? { env: this.#options.env } : {}),
+      timeoutMs: this.#timeout(),
+      log: this.#log,
+      onLog: (stream, line) => this.events.emit('log', { stream, line }),
     });
     this.#child = child;
-    // MNN prints diagnostics on stdout: they become log records, never protocol.
-    onLines(child.stdout!, (line) => {
-      this.#log.info('mnn', { pid: child.pid, line });
-      this.events.emit('log', { stream: 'stdout', line });
-    });
-    onLines(child.stderr!, (line) => {
-      this.#recentStderr.push(line);
-      if (this.#recentStderr.length > 20) this.#recentStderr.shift();
-      this.#log.warn('stderr', { pid: child.pid, line });
-      this.events.emit('log', { stream: 'stderr', line });
-    });
-    const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(
-          new EngineError('ETIMEDOUT', `engine host ${this.name} did not start within ${this.#timeout()} ms`),
-        );
-      }, this.#timeout());
-      child.once('message', (m: unknown) => {
-        clearTimeout(timer);
-        if (isHostResponse(m) && m.type === 'ready') resolve();
-        else
-          reject(
-            new EngineError('EENGINE', `engine host ${this.name} sent ${JSON.stringify(m)} instead of ready`),
-          );
-      });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        const tail = this.#recentStderr.slice(-5).join(' | ');
-        reject(
-          new EngineError(
-            'EHOSTEXIT',
-            `engine host ${this.name} exited with ${describeExit({ code, signal })} before it was ready${tail ? `: ${tail}` : ''}`,
-            { code, signal },
-          ),
-        );
-      });
-    });
     child.on('message', (m: unknown) => {
-      if (isHostResponse(m)) this.#onMessage(m);
+      if (isHostResponse(m) && m.type !== 'ready') this.#pending.deliver(m);
     });
     child.on('exit', (code, signal) => this.#onExit(child, { code, signal }));
     child.on('error', (err) => this.#log.error('host process error', { err }));
@@ -335,56 +257,19 @@ export class EngineHostClient {
     return this.#options.startTimeoutMs ?? defaultStartTimeoutMs();
   }
 
-  #onMessage(m: HostResponse): void {
-    if (m.type === 'ready') return;
-    const p = this.#pending.get(m.id);
-    if (!p) return;
-    switch (m.type) {
-      case 'pieces':
-        p.stream?.pushBatch(m.pieces, m.sentUs);
-        return;
-      case 'audio':
-        p.speech?.push({ samples: m.samples, sampleRate: m.sampleRate, last: m.last });
-        return;
-      case 'spoken':
-        this.#pending.delete(m.id);
-        p.speech?.end();
-        return;
-      case 'done':
-        this.#pending.delete(m.id);
-        p.stream?.finish(m.result, m.delivery);
-        return;
-      case 'result':
-        this.#pending.delete(m.id);
-        p.resolve(m.value);
-        return;
-      case 'error': {
-        this.#pending.delete(m.id);
-        const err = new EngineError(m.error.code as EngineErrorCode, m.error.message);
-        if (p.stream) p.stream.fail(err);
-        else if (p.speech) p.speech.end(err);
-        else p.reject(err);
-        return;
-      }
-    }
-  }
-
   #onExit(child: ChildProcess, exit: HostExit): void {
     if (this.#child !== child) return;
     this.#exit = exit;
     const expected = this.#closing;
     if (!expected) this.#log.error('engine host exited', { pid: child.pid, ...exit });
-    for (const [id, p] of this.#pending) {
-      this.#pending.delete(id);
-      const err = new EngineError(
-        'EHOSTEXIT',
-        `engine host ${this.name} (pid ${child.pid}) exited with ${describeExit(exit)} during ${p.what}`,
-        { ...exit, pid: child.pid },
-      );
-      if (p.stream) p.stream.fail(err);
-      else if (p.speech) p.speech.end(err);
-      else p.reject(err);
-    }
+    this.#pending.failAll(
+      (what) =>
+        new EngineError(
+          'EHOSTEXIT',
+          `engine host ${this.name} (pid ${child.pid}) exited with ${describeExit(exit)} during ${what}`,
+          { ...exit, pid: child.pid },
+        ),
+    );
     this.events.emit('exit', { ...exit, expected });
   }
 
@@ -401,35 +286,30 @@ export class EngineHostClient {
 
   #post(msg: Outgoing): void {
     const child = this.#assertAlive(msg.type);
-    child.send({ ...msg, id: this.#nextId++ } as HostRequest);
+    child.send({ ...msg, id: this.#pending.nextId() } as HostRequest);
   }
 
-  #send(msg: Outgoing, what: string, stream?: HostGeneration, speech?: HostSpeech): number {
+  #send(msg: Outgoing, what: string, into: { stream?: HostGeneration; speech?: HostSpeech } = {}): number {
     const child = this.#assertAlive(what);
-    const id = this.#nextId++;
-    const pending: Pending = {
-      what,
-      resolve: () => {},
-      reject: () => {},
-      ...(stream ? { stream } : {}),
-      ...(speech ? { speech } : {}),
-    };
-    this.#pending.set(id, pending);
+    const id = this.#pending.add(what, into);
     child.send({ ...msg, id } as HostRequest);
     return id;
   }
 
   #request(msg: Outgoing, what: string): Promise<HostResultValue> {
-    return new Promise<HostResultValue>((resolve, reject) => {
+    try {
+      const child = this.#assertAlive(what);
+      const { id, answer } = this.#pending.addCall(what);
       try {
-        const id = this.#send(msg, what);
-        const p = this.#pending.get(id)!;
-        p.resolve = resolve;
-        p.reject = reject;
+        child.send({ ...msg, id } as HostRequest);
       } catch (err) {
-        reject(err);
+        this.#pending.drop(id);
+        throw err;
       }
-    });
+      return answer;
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 }
 
