@@ -29,8 +29,14 @@ sources=(
   "RHVoice/ksp-eng 427aa319ae736d1421c16dc01514540574ade70f data/voices/ksp"
 )
 voices=(slt bdl clb alan ksp)
-# Files each voice needs at 16 kHz (the largest, voice.data, is under 4 MiB: snapshots keep it).
-voice_files=(voice.info 16000/voice.data 16000/mgc.pdf 16000/lf0.pdf 16000/dur.pdf 16000/bap.pdf)
+# Files each voice needs, at both of its rates (RHVoice-test writes 24 kHz). The largest, voice.data, is 1.8–2.6
+# MB: snapshots, which leave out files of 4 MiB and more, keep them all.
+voice_files=(voice.info)
+for hz in 16000 24000; do
+  for f in voice.data mgc.pdf lf0.pdf dur.pdf bap.pdf tree-mgc.inf tree-lf0.inf tree-dur.inf tree-bap.inf; do
+    voice_files+=("$hz/$f")
+  done
+done
 stamp="$home/built-from"
 
 wanted_stamp() { printf '%s\n' "${sources[@]}"; }

@@ -3,8 +3,8 @@
 // scripts/build-rhvoice.sh builds the engine (C++, CMake) and these voices into $RHVOICE_HOME; this module speaks
 // through its command-line synthesiser, RHVoice-test, at a chosen rate and pitch, and returns 16 kHz audio.
 // The voices are split once, by speaker: some may train, the others only judge (the benchmark's false rejects on
-// held-out RHVoice voices). A speaker flite or festival already trains on (slt; alan, likely ARCTIC's awb) stays
-// on the training side, so the judged voices are speakers no training source has.
+// held-out RHVoice voices). A speaker flite or festival already trains on (slt; alan, possibly the same person as
+// flite's awb) stays on the training side, so the judged voices are speakers no training source has.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
