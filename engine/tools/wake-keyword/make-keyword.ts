@@ -35,6 +35,7 @@ import { detectStream } from './features.js';
 import { foldHead, trainHead } from './head.js';
 import { headToOnnx } from './onnx.js';
 import { otherVoicesMissing } from './other-voices.js';
+import { rhvoiceMissing, rhvoiceVoices } from './rhvoice.js';
 import { parseRhvoiceShare } from './rhvoice-corpus.js';
 import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
 import { espeakMissing, RATE, rng } from './speech.js';
@@ -170,6 +171,8 @@ export async function makeKeyword(
     timbres?.dispose();
   }
   const { windows } = corpus;
+  // RHVoice's step ran only where the engine is built (rhvoice-corpus.ts); the licence line names what trained.
+  const usedRhvoice = o.rhvoicePositives > 0 && rhvoiceMissing(rhvoiceVoices('train')) === undefined;
   o.log(
     `[3/4] training on ${windows.positives.length} positive and ${windows.negatives.length} negative windows`,
   );
@@ -239,7 +242,7 @@ export async function makeKeyword(
       {
         keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...rule }],
         languages: ['en'],
-        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech${o.realMinutes > 0 || o.realBackgroundPositives > 0 ? ' and the training split of engine/tools/wake-keyword/real-sources.ts' : ''})`,
+        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'}${usedRhvoice ? ' and RHVoice (slt, alan)' : ''} speech${o.realMinutes > 0 || o.realBackgroundPositives > 0 ? ' and the training split of engine/tools/wake-keyword/real-sources.ts' : ''})`,
       },
       null,
       2,
