@@ -4,9 +4,11 @@
 // to ONNX and converted with MNNConvert, then evaluated on voices it never heard.
 //
 //   npx tsx engine/tools/wake-keyword/make-keyword.ts OUT_DIR [--phrase "hey computer"] [--seed N]
-//        [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N]
-//        [--real-takes N]
+//        [--positives N] [--negative-minutes M] [--other-voices N] [--rhvoice N] [--real-minutes M]
+//        [--real-positives N] [--real-takes N]
 //
+// --rhvoice N adds N positives (and N/60 minutes of negatives) in RHVoice's training voices (rhvoice.ts; built by
+// scripts/build-rhvoice.sh): off by default, and off with one line saying why where the engine is not built.
 // --real-minutes / --real-positives mix in the training split of the real recordings (real-negatives.ts; fetched
 // by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio), --real-takes augmented takes of each real speaker's clip of
 // the phrase (recipe 6): off by default, so the cached recipe-5 model stays as it is (docs/WAKE.md).
@@ -33,6 +35,8 @@ import { detectStream } from './features.js';
 import { foldHead, trainHead } from './head.js';
 import { headToOnnx } from './onnx.js';
 import { otherVoicesMissing } from './other-voices.js';
+import { rhvoiceMissing, rhvoiceVoices } from './rhvoice.js';
+import { parseRhvoiceShare } from './rhvoice-corpus.js';
 import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
 import { espeakMissing, RATE, rng } from './speech.js';
 import { makeTimbres } from './timbres.js';
@@ -51,6 +55,10 @@ export interface KeywordOptions {
   otherVoicePositives: number;
   /** Minutes of negatives in those speakers. */
   otherVoiceMinutes: number;
+  /** Positives in RHVoice's training voices (rhvoice.ts; --rhvoice N), off without the engine; 0: none. */
+  rhvoicePositives: number;
+  /** Minutes of negatives in those voices. */
+  rhvoiceMinutes: number;
   /** The rule the package ships with: `rule` as given, or (true) the candidate nearest both targets on the
    *  validation set, with `rule`'s refractory period. */
   /** Minutes of negatives over real recordings of the training split (real-negatives.ts; 0: none). */
@@ -79,6 +87,9 @@ export const defaultKeywordOptions: KeywordOptions = {
   // 9 an hour to 5 (two seeds each); as much more espeak-ng speech instead gave 7 (docs/WAKE.md).
   otherVoicePositives: 1200,
   otherVoiceMinutes: 20,
+  // Off until their share is chosen on the development set (docs/WAKE.md, "RHVoice voices").
+  rhvoicePositives: 0,
+  rhvoiceMinutes: 0,
   // Off until a training run with them is measured against recipe 5 on the real evaluation split (issue 45).
   realMinutes: 0,
   realBackgroundPositives: 0,
@@ -160,6 +171,8 @@ export async function makeKeyword(
     timbres?.dispose();
   }
   const { windows } = corpus;
+  // RHVoice's step ran only where the engine is built (rhvoice-corpus.ts); the licence line names what trained.
+  const usedRhvoice = o.rhvoicePositives > 0 && rhvoiceMissing(rhvoiceVoices('train')) === undefined;
   o.log(
     `[3/4] training on ${windows.positives.length} positive and ${windows.negatives.length} negative windows`,
   );
@@ -229,7 +242,7 @@ export async function makeKeyword(
       {
         keywords: [{ file: `${name}.mnn`, name, phrase: o.phrase, ...rule }],
         languages: ['en'],
-        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'} speech${o.realMinutes > 0 || o.realBackgroundPositives > 0 ? ' and the training split of engine/tools/wake-keyword/real-sources.ts' : ''})`,
+        license: `Apache-2.0 (feature models: openWakeWord, Apache-2.0; head: trained by mnn-edge on ${usesOtherVoices(o) ? 'espeak-ng, flite and festival' : 'espeak-ng'}${usedRhvoice ? ' and RHVoice (slt, alan)' : ''} speech${o.realMinutes > 0 || o.realBackgroundPositives > 0 ? ' and the training split of engine/tools/wake-keyword/real-sources.ts' : ''})`,
       },
       null,
       2,
@@ -308,12 +321,13 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
       if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a whole number (0: espeak-ng alone)`);
       options.otherVoicePositives = n;
       if (n === 0) options.otherVoiceMinutes = 0;
-    } else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
+    } else if (a === '--rhvoice') Object.assign(options, parseRhvoiceShare(value()));
+    else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else out = a;
   }
   if (!out)
     throw new Error(
-      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--real-minutes M] [--real-positives N] [--real-takes N]',
+      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--rhvoice N] [--real-minutes M] [--real-positives N] [--real-takes N]',
     );
   return { out: resolve(out), options };
 }

@@ -13,10 +13,11 @@ import {
 import { type LabelledWindows, labelClip } from './features.js';
 import { OtherVoices, otherVoiceNegatives, otherVoicePositives } from './other-voices.js';
 import { type RealRecipe, realCorpus } from './real-negatives.js';
+import { type RhvoiceShare, rhvoiceCorpus } from './rhvoice-corpus.js';
 import { RATE, rng } from './speech.js';
 
 /** What of a keyword recipe (make-keyword.ts KeywordOptions) the training corpus reads. */
-export interface CorpusRecipe extends RealRecipe {
+export interface CorpusRecipe extends RealRecipe, RhvoiceShare {
   positives: number;
   negativeMinutes: number;
   /** Made-up espeak-ng timbres among the training voices (for the log line). */
@@ -84,12 +85,17 @@ export async function trainingCorpus(
   );
   for (const c of neg) await labelClip(pipeline, c, windows);
   const other = await otherVoiceCorpus(pipeline, o, windows);
+  const rhvoice = await rhvoiceCorpus(pipeline, o, windows);
   const real = await realCorpus(pipeline, o, pool, windows);
   return {
     windows,
-    positiveClips: pos.length + other.positiveClips + real.positiveClips,
+    positiveClips: pos.length + other.positiveClips + rhvoice.positiveClips + real.positiveClips,
     negativeSeconds:
-      (neg.reduce((n, c) => n + c.audio.length, 0) + other.negativeSamples + real.negativeSamples) / RATE,
+      (neg.reduce((n, c) => n + c.audio.length, 0) +
+        other.negativeSamples +
+        rhvoice.negativeSamples +
+        real.negativeSamples) /
+      RATE,
   };
 }
 
