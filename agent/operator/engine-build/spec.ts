@@ -66,7 +66,7 @@ export interface EngineBuildSpec {
 
 /** Options every build has: one libMNN.so with Express, the LLM engine (omni, audio, image codecs), quantised
  *  weights and the fused attention op the models use; plus llm_demo and llm_bench. */
-const BASE: [string, string][] = [
+export const BASE: [string, string][] = [
   ['CMAKE_BUILD_TYPE', 'Release'],
   ['MNN_BUILD_SHARED_LIBS', 'ON'],
   ['MNN_SEP_BUILD', 'OFF'],
@@ -116,7 +116,7 @@ const BACKEND_KEYS: Record<SelectableBackend, string[]> = {
 };
 
 /** What the spec gathers as each part of the board is looked at. */
-interface Decisions {
+export interface Decisions {
   cmake: Map<string, string>;
   backends: string[];
   reasons: string[];
@@ -256,13 +256,7 @@ export function engineBuildSpec(
   decideCuda(caps, host, d);
   decideNpus(caps, host, d);
   applyChoice(choice, host, d.cmake, d.backends, d.reasons);
-  const tools = [...new Set(choice.tools ?? [])];
-  if (tools.includes('converter')) {
-    d.cmake.set('MNN_BUILD_CONVERTER', 'ON');
-    d.reasons.push(
-      'converter: MNNConvert and libMNNConvertDeps.so, installed into the prefix (--with converter; about 17 more minutes on 2 cores)',
-    );
-  }
+  const tools = applyTools(choice, d);
   // Keys a backend added go after the base ones, in the order they were decided.
   if (toolchain !== null) d.reasons.push(toolchain.reason);
   return {
@@ -275,9 +269,21 @@ export function engineBuildSpec(
   };
 }
 
+/** MNN's own tools asked for with --with (the converter), beside llm_demo and llm_bench. */
+export function applyTools(choice: BackendChoice, d: Decisions): SelectableTool[] {
+  const tools = [...new Set(choice.tools ?? [])];
+  if (tools.includes('converter')) {
+    d.cmake.set('MNN_BUILD_CONVERTER', 'ON');
+    d.reasons.push(
+      'converter: MNNConvert and libMNNConvertDeps.so, installed into the prefix (--with converter; about 17 more minutes on 2 cores)',
+    );
+  }
+  return tools;
+}
+
 /** KleidiAI (Arm's micro-kernels): MNN's CMake downloads a release archive unless given a local tree, and a
  *  build machine or board without network must not depend on that. */
-function decideKleidiai(host: BuildHost, d: Decisions): void {
+export function decideKleidiai(host: BuildHost, d: Decisions): void {
   if (host.kleidiaiSrc !== undefined) {
     d.cmake.set('MNN_KLEIDIAI', 'ON');
     d.cmake.set('KLEIDIAI_SRC_DIR', host.kleidiaiSrc);
@@ -291,7 +297,7 @@ function decideKleidiai(host: BuildHost, d: Decisions): void {
 }
 
 /** --with / --without: the user's word over detection; a backend that needs a toolkit still needs it found. */
-function applyChoice(
+export function applyChoice(
   choice: BackendChoice,
   host: BuildHost,
   cmake: Map<string, string>,
