@@ -3,6 +3,7 @@
 // what a cut left), and no temporary files left behind once the OTA job and the pull have ended (the store's
 // .staging and .trash, OTA's staging directory, the hub's download directory). The guest only reports what is on
 // its disk; the verdict is made here, on the host, where it is unit-tested.
+import { MANIFEST_FILE } from '../../models/manifest/types.js';
 import type { Guest } from './guest.js';
 import { sh } from './guest.js';
 import { DATA_DIR } from './powercut-checks.js';
@@ -52,7 +53,7 @@ export function judgeStore(facts: StoreFacts): StoreVerdict {
       continue;
     }
     const problems: string[] = [];
-    if (!facts.files.has(`${base}/manifest.json`)) problems.push('manifest.json missing');
+    if (!facts.files.has(`${base}/${MANIFEST_FILE}`)) problems.push(`${MANIFEST_FILE} missing`);
     const seen = new Set<string>();
     for (const f of (manifest.variants ?? []).flatMap((v) => v.files ?? [])) {
       if (seen.has(f.path)) continue;

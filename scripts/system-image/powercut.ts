@@ -248,7 +248,7 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
       }
       const cycleStarted = Date.now();
       const current: Guest = guest;
-      const loadMs = 3_000 + Math.floor(Math.random() * 17_000);
+      const loadMs = 3_000 + Math.floor(Math.random() * 32_000);
       // 24–96 KiB/s: the 0.5 MB model takes 5–20 s to arrive, so cuts land in downloads, installs and after.
       models.setRate((24 + Math.floor(Math.random() * 72)) * 1024);
       const load = startSettingsLoad(current.port, token, nextN);

@@ -32,7 +32,7 @@ function facts(onDisk: Record<string, string>, rows: StoreFacts['rows']): StoreF
 const pkg = { 'llm.mnn': 'graph', 'llm.mnn.weight': 'weights!' };
 const row = { id: 'pc-ota', version: '1.0.1', manifest: manifest(pkg) };
 const whole = {
-  'pc-ota/1.0.1/manifest.json': '{}',
+  'pc-ota/1.0.1/mnn-edge.json': '{}',
   'pc-ota/1.0.1/llm.mnn': 'graph',
   'pc-ota/1.0.1/llm.mnn.weight': 'weights!',
 };
@@ -43,8 +43,8 @@ test('a whole package passes; a short file, another hash or a missing file is a 
   t.deepEqual(short.torn, ['pc-ota@1.0.1: llm.mnn.weight has 4 bytes, not 8']);
   const other = judgeStore(facts({ ...whole, 'pc-ota/1.0.1/llm.mnn': 'GRAPH' }, [row]));
   t.deepEqual(other.torn, ['pc-ota@1.0.1: llm.mnn has another sha256']);
-  const { 'pc-ota/1.0.1/manifest.json': _, ...noManifest } = whole;
-  t.deepEqual(judgeStore(facts(noManifest, [row])).torn, ['pc-ota@1.0.1: manifest.json missing']);
+  const { 'pc-ota/1.0.1/mnn-edge.json': _, ...noManifest } = whole;
+  t.deepEqual(judgeStore(facts(noManifest, [row])).torn, ['pc-ota@1.0.1: mnn-edge.json missing']);
 });
 
 test('a directory without its row is an orphan; files in .staging are not packages but are leftovers', (t) => {
@@ -63,7 +63,7 @@ test('the guest report parses: rows as sqlite3 -json prints them, sizes and hash
     '@files',
     `5 ${sha('graph')}  ./pc-ota/1.0.1/llm.mnn`,
     `8 ${sha('weights!')}  ./pc-ota/1.0.1/llm.mnn.weight`,
-    `2 ${sha('{}')}  ./pc-ota/1.0.1/manifest.json`,
+    `2 ${sha('{}')}  ./pc-ota/1.0.1/mnn-edge.json`,
     '@debris models/.staging',
     '@debris ota/staging',
     'deadbeef.tar.part',
