@@ -315,5 +315,5 @@ export async function checkModelsAfterCut(
   const otaFinal = await host.otaFinal(writes.ota.jobId, 10 * 60_000);
   const pull = await pullAgain(guest.port, token, 10 * 60_000);
   const facts = await storeFacts(guest);
-  return judgeModels(writes, { otaFinal, pull }, judgeStore(facts), facts.rows);
+  return judgeModels(writes, { otaFinal, pull }, judgeStore(facts, writes.pull.commit), facts.rows);
 }

@@ -64,7 +64,7 @@ function describeModels(m: ModelCheck): string {
   return [
     `OTA ${m.ota.version} at the cut ${m.ota.atCut}, then ${m.ota.final}`,
     `pull at the cut ${m.pull.atCut}, again after the boot ${m.pull.after}${resumed}`,
-    `store ${s.packages} packages, ${s.torn.length} torn, ${s.orphans.length} orphans, ${s.debris.length} temporary files left${[...s.torn, ...s.orphans, ...s.debris].length ? ` (${[...s.torn, ...s.orphans, ...s.debris].join('; ')})` : ''}`,
+    `store ${s.packages} packages, ${s.torn.length} torn, ${s.orphans.length} orphans, ${s.debris.length} temporary files left${s.keptPartials ? ` (and ${s.keptPartials.length} other commits' partial downloads kept for a resume)` : ''}${[...s.torn, ...s.orphans, ...s.debris].length ? ` (${[...s.torn, ...s.orphans, ...s.debris].join('; ')})` : ''}`,
     ...m.lost.map((l) => `LOST ${l}`),
     ...m.unclean.map((u) => `UNCLEAN ${u}`),
   ].join('; ');

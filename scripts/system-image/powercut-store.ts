@@ -32,13 +32,18 @@ export interface StoreVerdict {
   orphans: string[];
   /** Temporary files still there once every model write has ended. */
   debris: string[];
+  /** Partial downloads of other commits than this cut's pull: kept for a resume, removed after 7 days unused
+   *  (models/hub/stale-partials.ts), so not debris. */
+  keptPartials?: string[];
 }
 
 interface ManifestFiles {
   variants?: Array<{ files?: Array<{ path: string; length: number; sha256: string }> }>;
 }
 
-export function judgeStore(facts: StoreFacts): StoreVerdict {
+/** `pullCommit`: the commit this cut's pull fetched; its download directory (…-<commit[0,16]>) must be gone once
+ *  the pull has ended, while other commits' partials may stay for a later resume. */
+export function judgeStore(facts: StoreFacts, pullCommit?: string): StoreVerdict {
   const torn: string[] = [];
   const listed = new Set<string>();
   for (const row of facts.rows) {
@@ -72,8 +77,21 @@ export function judgeStore(facts: StoreFacts): StoreVerdict {
     if (id === undefined || version === undefined || id.startsWith('.')) continue;
     if (!listed.has(`${id}/${version}`)) orphans.add(`${id}/${version}`);
   }
-  const debris = Object.entries(facts.debris).flatMap(([dir, names]) => names.map((n) => `${dir}/${n}`));
-  return { packages: facts.rows.length, torn, orphans: [...orphans], debris };
+  const all = Object.entries(facts.debris).flatMap(([dir, names]) => names.map((n) => `${dir}/${n}`));
+  const kept = all.filter(
+    (d) =>
+      d.startsWith('hub-downloads/') &&
+      pullCommit !== undefined &&
+      !d.endsWith(`-${pullCommit.slice(0, 16)}`),
+  );
+  const debris = all.filter((d) => !kept.includes(d));
+  return {
+    packages: facts.rows.length,
+    torn,
+    orphans: [...orphans],
+    debris,
+    ...(kept.length > 0 ? { keptPartials: kept } : {}),
+  };
 }
 
 /** Reads the facts from the guest: the rows from the agent's database (as its owner), the files with their

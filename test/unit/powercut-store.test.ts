@@ -128,3 +128,15 @@ test('a job that fails after the boot, or a pull that fails when asked again, di
   t.is(m.unclean.length, 2);
   t.is(m.pull.atCut, 'refused (HTTP 409: busy)');
 });
+
+test("another commit's partial download is kept for a resume; this pull's own is debris once it ended", (t) => {
+  const commit = 'ab'.repeat(20);
+  const f = facts(whole, [row]);
+  f.debris['hub-downloads'] = [
+    'huggingface-taobao-mnn-tiny-llm-MNN-2af75b8469718185',
+    `huggingface-taobao-mnn-tiny-llm-MNN-${commit.slice(0, 16)}`,
+  ];
+  const v = judgeStore(f, commit);
+  t.deepEqual(v.debris, [`hub-downloads/huggingface-taobao-mnn-tiny-llm-MNN-${commit.slice(0, 16)}`]);
+  t.deepEqual(v.keptPartials, ['hub-downloads/huggingface-taobao-mnn-tiny-llm-MNN-2af75b8469718185']);
+});
