@@ -282,7 +282,12 @@ export async function startHubForwarder(guest: Guest, ports: number[]): Promise<
   await sh(
     guest,
     `systemctl stop pc-hub-forward 2>/dev/null || true
-     systemd-run --unit=pc-hub-forward --collect ${GUEST_NODE} -e "${js}" ${ports.join(' ')}`,
+     systemd-run --unit=pc-hub-forward --collect ${GUEST_NODE} -e "${js}" ${ports.join(' ')}
+     # Node takes seconds to start under TCG: a pull asked before it listens would fail with ECONNREFUSED.
+     for p in ${ports.join(' ')}; do
+       i=0; until ss -Hltn "sport = :$p" | grep -q .; do i=$((i+1)); [ $i -le 120 ] || exit 1; sleep 1; done
+     done`,
+    5 * 60_000,
   );
 }
 
