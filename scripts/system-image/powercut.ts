@@ -184,6 +184,49 @@ async function waitFor(what: string, budgetMs: number, done: () => boolean): Pro
   }
 }
 
+/** After the first boot: the token and identity, the agent pointed at the host (restarted), the hub forwarder,
+ *  and telemetry the restarted agent made on its schedule. */
+async function prepareGuest(
+  guest: Guest,
+  brokerPort: number,
+  models: ModelHost,
+  recorder: TelemetryRecorder,
+  log: (line: string) => void,
+): Promise<{ token: string; deviceId: string; firstSeq: number | undefined }> {
+  const token = (await sh(guest, `cat ${DATA_DIR}/pairing-token`)).trim();
+  const dist = process.env['MNN_EDGE_POWERCUT_DIST'];
+  if (dist) await replaceAgentBundle(guest, dist, log);
+  const restart = await guestClockOffset(guest);
+  const restartGuestMs = Date.now() + restart.offsetMs;
+  await configureAgent(guest, brokerPort, models);
+  await healthz(guest.port, BOOT_BUDGET_MS);
+  await apiReady(guest.port, token);
+  await startHubForwarder(guest, models.hubPorts());
+  const deviceId = (await sh(guest, `cat ${DATA_DIR}/device-id`)).trim();
+  // Messages the outbox still held from an earlier run arrive first, on connect; the first cut must come once
+  // the restarted agent itself publishes on its schedule (a cut during its start measured a 348 s "loss").
+  const fresh = () => recorder.messages.filter((m) => m.ts > restartGuestMs);
+  await waitFor(
+    'fresh telemetry from the restarted agent at the host broker',
+    10 * 60_000,
+    () => fresh().length >= 10,
+  );
+  return { token, deviceId, firstSeq: fresh()[0]?.seq };
+}
+
+function failedCut(
+  result: CutResult,
+  err: unknown,
+  guest: Guest | undefined,
+  log: (l: string) => void,
+): void {
+  result.error = (err as Error).message;
+  log(`cut ${result.cut}: FAIL ${result.error}`);
+  const consoleLog = guest?.console;
+  if (consoleLog && existsSync(consoleLog))
+    log(readFileSync(consoleLog, 'utf8').split('\n').slice(-40).join('\n'));
+}
+
 export async function runPowercuts(options: PowercutOptions): Promise<PowercutReport | undefined> {
   const log = options.log ?? defaultLog;
   const image = ensureImage();
@@ -213,35 +256,12 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
     const drives = [existsSync(join(work, 'full.ext4')) ? join(work, 'full.ext4') : fullDiskImage(work)];
     lock = await takeQemuLock(log);
     if (Number.isFinite(deadlineMs))
-      hardStop = setTimeout(
-        () => {
-          log('deadline: killing the guest now');
-          guest?.kill();
-        },
-        Math.max(0, deadlineMs - Date.now()),
-      );
+      hardStop = setTimeout(() => guest?.kill(), Math.max(0, deadlineMs - Date.now()));
     let booted = await bootAndWait(image, work, debs, drives, log);
     guest = booted.guest;
     writeFileSync(installedMarker, '');
-    const token = (await sh(guest, `cat ${DATA_DIR}/pairing-token`)).trim();
-    const dist = process.env['MNN_EDGE_POWERCUT_DIST'];
-    if (dist) await replaceAgentBundle(guest, dist, log);
-    const restart = await guestClockOffset(guest);
-    const restartGuestMs = Date.now() + restart.offsetMs;
-    await configureAgent(guest, broker.port, models);
-    await healthz(guest.port, BOOT_BUDGET_MS);
-    await apiReady(guest.port, token);
-    await startHubForwarder(guest, models.hubPorts());
-    const deviceId = (await sh(guest, `cat ${DATA_DIR}/device-id`)).trim();
-    // Messages the outbox still held from an earlier run arrive first, on connect; the first cut must come once
-    // the restarted agent itself publishes on its schedule (a cut during its start measured a 348 s "loss").
-    const fresh = () => recorder.messages.filter((m) => m.ts > restartGuestMs);
-    await waitFor(
-      'fresh telemetry from the restarted agent at the host broker',
-      10 * 60_000,
-      () => fresh().length >= 10,
-    );
-    log(`telemetry flows (seq ${fresh()[0]?.seq}); cutting ${options.cuts} times`);
+    const { token, deviceId, firstSeq } = await prepareGuest(guest, broker.port, models, recorder, log);
+    log(`telemetry flows (seq ${firstSeq}); cutting ${options.cuts} times`);
     let nextN = 1;
     let longestCycleMs = FIRST_CYCLE_ESTIMATE_MS;
     for (let i = 1; i <= options.cuts; i++) {
@@ -301,24 +321,14 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
         log(`cut ${i}: ${describeCut(result)}`);
         longestCycleMs = Math.max(longestCycleMs, Date.now() - cycleStarted);
       } catch (err) {
-        result.error = (err as Error).message;
-        log(`cut ${i}: FAIL ${result.error}`);
-        const consoleLog = guest?.console;
-        if (consoleLog && existsSync(consoleLog))
-          log(readFileSync(consoleLog, 'utf8').split('\n').slice(-40).join('\n'));
+        failedCut(result, err, guest, log);
         break;
       }
     }
     const fullDiskFits = Date.now() + FULL_DISK_ESTIMATE_MS < deadlineMs;
     if (!fullDiskFits) log('the full-disk case does not fit before the deadline: skipped');
-    if (
-      (options.fullDisk ?? true) &&
-      fullDiskFits &&
-      cuts.every((c) => c.error === undefined) &&
-      guest !== undefined
-    ) {
+    if ((options.fullDisk ?? true) && fullDiskFits && cuts.every((c) => !c.error) && guest)
       fullDisk = await fullDiskCheck(guest, token, log).catch(fullDiskUnfinished);
-    }
   } finally {
     clearTimeout(hardStop);
     guest?.kill();
