@@ -1,8 +1,9 @@
 // bench/powercut: power cuts that lose nothing (issue 43), the full run. The arm64 Debian 12 guest under QEMU
 // (scripts/system-image/powercut.ts) is cut with SIGKILL at a random moment under write load, POWERCUT_CUTS times
-// (default 50), and checked after each boot; then the full-disk case. Per kind of write: cuts, acknowledged
-// writes lost (target 0), telemetry lost against its window, integrity failures (target 0). Hours under TCG on a
-// busy machine (a boot is 2–4 min); the system tier runs the same with 3 cuts.
+// (default 50), and checked after each boot; then the full-disk case. Per kind of write (settings, telemetry, an
+// OTA model install, a hub pull): cuts, acknowledged writes lost (target 0), telemetry lost against its window,
+// torn model packages and integrity failures (target 0). Hours under TCG on a busy machine (a cut's cycle is
+// 6–7 min: the load, a boot of 3–4 min, the checks).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { imageDir } from '../scripts/system-image/guest.js';
@@ -51,6 +52,17 @@ const rows: Array<[string, number, string, string, boolean]> = [
   ],
   ['sqlite: integrity failures', integrityFailures, '', '0', integrityFailures === 0],
 ];
+const models = checked.flatMap((c) => (c.models ? [c.models] : []));
+const modelLost = models.reduce((s, m) => s + m.lost.length, 0);
+const modelUnclean = models.reduce((s, m) => s + m.unclean.length, 0);
+const halves = models.reduce((s, m) => s + m.store.torn.length + m.store.orphans.length, 0);
+const leftovers = models.reduce((s, m) => s + m.store.debris.length, 0);
+rows.push(
+  ['OTA and hub pull: acknowledged installs lost', modelLost, '', '0', modelLost === 0],
+  ['OTA and hub pull: not ended cleanly after the boot', modelUnclean, '', '0', modelUnclean === 0],
+  ['model store: torn or orphaned packages', halves, '', '0', halves === 0],
+  ['model store: temporary files left', leftovers, '', '0', leftovers === 0],
+);
 if (report.fullDisk) {
   const f = report.fullDisk;
   const ok = f.clear && f.nothingLost && f.servedWhileFull && f.recovered && f.integrityOk;

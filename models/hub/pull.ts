@@ -365,6 +365,9 @@ export async function pullFromHub(
 
   const same = installedFromHub(store, client.hub, repo, snapshot.commit)[0];
   if (same) {
+    // A pull cut between the store's commit and its own cleanup left this commit's download directory behind;
+    // the package is installed, so nothing there is worth resuming.
+    rmSync(workDirFor(deps.workRoot, snapshot), { recursive: true, force: true });
     report({ phase: 'done', fileIndex: files.length, fileCount: files.length, done: total, total });
     return {
       status: 'unchanged',

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { basename, join, sep } from 'node:path';
 import { type Clock, systemClock } from '../../lib/clock.js';
 import { fsyncDir, renameDurable, writeFileDurable } from '../../lib/durable-fs.js';
@@ -18,6 +18,7 @@ import { compareSemver } from '../manifest/schema.js';
 import { MANIFEST_FILE, type ModelManifest, type ModelTask } from '../manifest/types.js';
 import { gpuCacheBytes, removeGpuCaches } from './gpu-cache-layout.js';
 import { manifestFor } from './staged-manifest.js';
+import { currentBootId, readLock, takeLock } from './store-lock.js';
 import {
   formatRef,
   type GcReport,
@@ -73,25 +74,6 @@ const TRASH = '.trash';
 const LOCK = '.lock';
 const _MAX_MANIFEST_BYTES = INPUT_LIMITS.manifestMaxBytes;
 
-function readLockPid(path: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(path, 'utf8').trim());
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else, so it is alive.
-    return (err as { code?: string }).code === 'EPERM';
-  }
-}
-
 export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
   readonly root: string;
   readonly #db: Db;
@@ -100,6 +82,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
   readonly #log: Logger | undefined;
   readonly #limits: Partial<StageLimits>;
   readonly #installing = new Set<string>();
+  readonly #bootId: string | undefined;
   #ownsLock = false;
 
   private constructor(options: ModelStoreOptions) {
@@ -110,6 +93,7 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
     this.#clock = options.clock ?? systemClock;
     this.#log = options.log;
     this.#limits = options.limits ?? {};
+    this.#bootId = options.bootId ?? currentBootId();
   }
 
   /**
@@ -139,17 +123,14 @@ export class ModelStore extends TypedEventEmitter<ModelStoreEvents> {
     if (!this.#ownsLock) return;
     this.#ownsLock = false;
     const path = join(this.root, LOCK);
-    if (readLockPid(path) === process.pid) rmSync(path, { force: true });
+    if (readLock(path)?.pid === process.pid) rmSync(path, { force: true });
   }
 
-  /** A pid file: a holder killed with -9 leaves it behind, and a dead pid means the lock is free. */
+  /** A pid file naming its boot (store-lock.ts): a dead pid, or one of another boot, means the lock is free. */
   #takeLock(): number | undefined {
-    const path = join(this.root, LOCK);
-    const holder = readLockPid(path);
-    if (holder !== undefined && holder !== process.pid && processAlive(holder)) return holder;
-    writeFileDurable(path, `${process.pid}\n`);
-    this.#ownsLock = true;
-    return undefined;
+    const holder = takeLock(join(this.root, LOCK), this.#bootId);
+    if (holder === undefined) this.#ownsLock = true;
+    return holder;
   }
 
   packageDir(ref: ModelRef): string {

@@ -82,6 +82,8 @@ export interface ModelStoreOptions {
   clock?: Clock;
   log?: Logger;
   limits?: Partial<StageLimits>;
+  /** The boot the lock is taken in (default: the kernel's boot_id); tests name another boot. */
+  bootId?: string;
 }
 
 export function formatRef(ref: ModelRef): string {

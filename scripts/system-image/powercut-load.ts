@@ -34,6 +34,13 @@ export function api(port: number, token: string) {
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
       }),
+    post: (path: string, body: unknown, timeoutMs = 60_000) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      }),
   };
 }
 

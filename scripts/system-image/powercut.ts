@@ -13,6 +13,8 @@
 //   runPowercuts({ cuts: 3 })                                 (the system tier's subset)
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,49 +30,15 @@ import {
   sh,
 } from './guest.js';
 import { guestExec, waitForGuestAgent } from './guest-agent.js';
-import {
-  checkSettings,
-  checkTelemetry,
-  DATA_DIR,
-  type IntegrityResult,
-  integrity,
-  type SettingsCheck,
-  seqFaults,
-  type TelemetryCheck,
-} from './powercut-checks.js';
+import { checkSettings, checkTelemetry, DATA_DIR, integrity, seqFaults } from './powercut-checks.js';
 import { type FullDiskResult, fullDiskCheck, fullDiskImage } from './powercut-fulldisk.js';
 import { startBroker, TelemetryRecorder } from './powercut-host.js';
 import { type AckedSetting, apiReady, startSettingsLoad } from './powercut-load.js';
+import { checkModelsAfterCut, ModelHost, modelSettings, startHubForwarder } from './powercut-models.js';
+import { type CutResult, describeCut, type PowercutReport, summarize, TELEMETRY } from './powercut-report.js';
 import { type HeldLock, takeQemuLock } from './qemu-lock.js';
 
-/** The documented defaults for the loss window (telemetry.outbox.flushIntervalMs); telemetry once a second so
- *  that a cut always has messages in flight. */
-export const TELEMETRY = { flushIntervalMs: 5_000, publishIntervalMs: 1_000, sampleIntervalMs: 500 };
-
-export interface CutResult {
-  cut: number;
-  /** Seconds of write load before the cut. */
-  loadS: number;
-  bootS: number;
-  serves: boolean;
-  settings?: SettingsCheck;
-  settingsSent: number;
-  settingsRefused: string[];
-  telemetry?: TelemetryCheck;
-  integrity: IntegrityResult[];
-  error?: string;
-}
-
-export interface PowercutReport {
-  cuts: CutResult[];
-  telemetryReceived: number;
-  reusedSeq: number[];
-  seqGaps: number[];
-  fullDisk?: FullDiskResult;
-  /** One line per kind of write and one verdict. */
-  lines: string[];
-  ok: boolean;
-}
+export { type CutResult, type PowercutReport, summarize, TELEMETRY } from './powercut-report.js';
 
 export interface PowercutOptions {
   cuts: number;
@@ -79,7 +47,15 @@ export interface PowercutOptions {
   log?: (line: string) => void;
   /** After the cuts, the full-disk case (powercut-fulldisk.ts); default true. */
   fullDisk?: boolean;
+  /** Host clock (ms) by which the guest must be down: no cut starts that would not be checked before it (the
+   *  longest cut so far is the estimate), and the guest is killed there whatever it is doing. */
+  deadlineMs?: number;
 }
+
+/** A cut's whole cycle before one has been timed: load, boot (3–4 min under TCG), the checks. */
+const FIRST_CYCLE_ESTIMATE_MS = 8 * 60_000;
+/** The full-disk case: a restart of the agent on the small disk, and a few changes. */
+const FULL_DISK_ESTIMATE_MS = 6 * 60_000;
 
 const defaultLog = (line: string) => console.log(`powercut: ${line}`);
 
@@ -98,24 +74,35 @@ async function guestClockOffset(guest: Guest): Promise<{ offsetMs: number; errMs
 async function replaceAgentBundle(guest: Guest, dist: string, log: (line: string) => void): Promise<void> {
   const tgz = spawnSync('tar', ['czf', '-', '-C', join(dist, 'agent'), 'cli'], { maxBuffer: 64 << 20 });
   if (tgz.status !== 0) throw new Error(`tar of ${dist}/agent/cli failed: ${tgz.stderr}`);
-  const b64 = tgz.stdout.toString('base64');
-  await sh(guest, 'rm -f /tmp/agent-cli.b64');
-  // One argument stays under Linux's 128 KiB limit per string.
-  for (let at = 0; at < b64.length; at += 60_000)
-    await sh(guest, `printf %s ${b64.slice(at, at + 60_000)} >>/tmp/agent-cli.b64`);
-  await sh(
-    guest,
-    `set -e; d=/usr/lib/node_modules/mnn-edge/dist/agent; rm -rf /tmp/agent-cli; mkdir /tmp/agent-cli
-     base64 -d /tmp/agent-cli.b64 | tar xzf - -C /tmp/agent-cli; rm -rf $d/cli; mv /tmp/agent-cli/cli $d/cli; sync`,
-  );
+  // Fetched by the guest's curl from the host (10.0.2.2): guest-exec arguments carrying the bundle in chunks
+  // went unanswered under TCG.
+  const server = createServer((_req, res) => res.end(tgz.stdout));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    await sh(
+      guest,
+      `set -e; d=/usr/lib/node_modules/mnn-edge/dist/agent; rm -rf /tmp/agent-cli; mkdir /tmp/agent-cli
+       curl -fsS http://10.0.2.2:${port}/cli.tgz | tar xzf - -C /tmp/agent-cli
+       rm -rf $d/cli; mv /tmp/agent-cli/cli $d/cli; sync`,
+      5 * 60_000,
+    );
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
   log(
     `replaced the installed agent's bundle by ${dist}/agent/cli (${(tgz.stdout.length / 1024).toFixed(0)} KiB)`,
   );
 }
 
-/** Points the agent at the host's broker with telemetry once a second, and restarts it. */
-async function configureAgent(guest: Guest, brokerPort: number): Promise<void> {
-  const config = JSON.parse(await sh(guest, 'cat /etc/mnn-edge/agent.json')) as Record<string, unknown>;
+/** Points the agent at the host's broker with telemetry once a second, trusts the run's OTA key, takes the hub
+ *  stand-in as its Hugging Face, and restarts it. */
+async function configureAgent(guest: Guest, brokerPort: number, models: ModelHost): Promise<void> {
+  const config = modelSettings(
+    JSON.parse(await sh(guest, 'cat /etc/mnn-edge/agent.json')) as Record<string, unknown>,
+    models,
+  );
   const mqtt = (config['mqtt'] ?? {}) as Record<string, unknown>;
   config['mqtt'] = {
     ...mqtt,
@@ -197,6 +184,49 @@ async function waitFor(what: string, budgetMs: number, done: () => boolean): Pro
   }
 }
 
+/** After the first boot: the token and identity, the agent pointed at the host (restarted), the hub forwarder,
+ *  and telemetry the restarted agent made on its schedule. */
+async function prepareGuest(
+  guest: Guest,
+  brokerPort: number,
+  models: ModelHost,
+  recorder: TelemetryRecorder,
+  log: (line: string) => void,
+): Promise<{ token: string; deviceId: string; firstSeq: number | undefined }> {
+  const token = (await sh(guest, `cat ${DATA_DIR}/pairing-token`)).trim();
+  const dist = process.env['MNN_EDGE_POWERCUT_DIST'];
+  if (dist) await replaceAgentBundle(guest, dist, log);
+  const restart = await guestClockOffset(guest);
+  const restartGuestMs = Date.now() + restart.offsetMs;
+  await configureAgent(guest, brokerPort, models);
+  await healthz(guest.port, BOOT_BUDGET_MS);
+  await apiReady(guest.port, token);
+  await startHubForwarder(guest, models.hubPorts());
+  const deviceId = (await sh(guest, `cat ${DATA_DIR}/device-id`)).trim();
+  // Messages the outbox still held from an earlier run arrive first, on connect; the first cut must come once
+  // the restarted agent itself publishes on its schedule (a cut during its start measured a 348 s "loss").
+  const fresh = () => recorder.messages.filter((m) => m.ts > restartGuestMs);
+  await waitFor(
+    'fresh telemetry from the restarted agent at the host broker',
+    10 * 60_000,
+    () => fresh().length >= 10,
+  );
+  return { token, deviceId, firstSeq: fresh()[0]?.seq };
+}
+
+function failedCut(
+  result: CutResult,
+  err: unknown,
+  guest: Guest | undefined,
+  log: (l: string) => void,
+): void {
+  result.error = (err as Error).message;
+  log(`cut ${result.cut}: FAIL ${result.error}`);
+  const consoleLog = guest?.console;
+  if (consoleLog && existsSync(consoleLog))
+    log(readFileSync(consoleLog, 'utf8').split('\n').slice(-40).join('\n'));
+}
+
 export async function runPowercuts(options: PowercutOptions): Promise<PowercutReport | undefined> {
   const log = options.log ?? defaultLog;
   const image = ensureImage();
@@ -212,6 +242,10 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
   const broker = await startBroker(work);
   const recorder = new TelemetryRecorder();
   await recorder.start(broker.port);
+  const models = new ModelHost(work);
+  await models.start(broker.port);
+  const deadlineMs = options.deadlineMs ?? Number.POSITIVE_INFINITY;
+  let hardStop: NodeJS.Timeout | undefined;
   const cuts: CutResult[] = [];
   let lock: HeldLock | undefined;
   let guest: Guest | undefined;
@@ -221,33 +255,37 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
     const debs = installed ? undefined : debsDisk(work);
     const drives = [existsSync(join(work, 'full.ext4')) ? join(work, 'full.ext4') : fullDiskImage(work)];
     lock = await takeQemuLock(log);
+    if (Number.isFinite(deadlineMs))
+      hardStop = setTimeout(() => guest?.kill(), Math.max(0, deadlineMs - Date.now()));
     let booted = await bootAndWait(image, work, debs, drives, log);
     guest = booted.guest;
     writeFileSync(installedMarker, '');
-    const token = (await sh(guest, `cat ${DATA_DIR}/pairing-token`)).trim();
-    const dist = process.env['MNN_EDGE_POWERCUT_DIST'];
-    if (dist) await replaceAgentBundle(guest, dist, log);
-    await configureAgent(guest, broker.port);
-    await healthz(guest.port, BOOT_BUDGET_MS);
-    await apiReady(guest.port, token);
-    await waitFor(
-      'telemetry from the guest at the host broker',
-      5 * 60_000,
-      () => recorder.messages.length > 0,
-    );
-    log(`telemetry flows (seq ${recorder.messages[0]?.seq}); cutting ${options.cuts} times`);
+    const { token, deviceId, firstSeq } = await prepareGuest(guest, broker.port, models, recorder, log);
+    log(`telemetry flows (seq ${firstSeq}); cutting ${options.cuts} times`);
     let nextN = 1;
+    let longestCycleMs = FIRST_CYCLE_ESTIMATE_MS;
     for (let i = 1; i <= options.cuts; i++) {
+      if (Date.now() + longestCycleMs > deadlineMs) {
+        log(
+          `stopping before cut ${i}: another cut (up to ${(longestCycleMs / 60_000).toFixed(1)} min) would pass the deadline`,
+        );
+        break;
+      }
+      const cycleStarted = Date.now();
       const current: Guest = guest;
-      const loadMs = 3_000 + Math.floor(Math.random() * 17_000);
+      const loadMs = 3_000 + Math.floor(Math.random() * 32_000);
+      // 24–96 KiB/s: the 0.5 MB model takes 5–20 s to arrive, so cuts land in downloads, installs and after.
+      models.setRate((24 + Math.floor(Math.random() * 72)) * 1024);
       const load = startSettingsLoad(current.port, token, nextN);
       const loadStarted = Date.now();
-      await sleep(loadMs);
+      const writes = await models.startWrites(i, deviceId, current.port, token);
+      await sleep(Math.max(0, loadMs - (Date.now() - loadStarted)));
       const { offsetMs, errMs } = await guestClockOffset(current);
       const cutHostMs = Date.now();
       current.kill();
       await current.exited;
       await load.stop();
+      await writes.stop();
       nextN += load.sent;
       const loadS = (cutHostMs - loadStarted) / 1000;
       log(
@@ -257,6 +295,7 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
         await lock.release();
         lock = await takeQemuLock(log);
       }
+      if (Date.now() >= deadlineMs) throw new Error('the deadline has passed: the guest is not booted again');
       const result: CutResult = {
         cut: i,
         loadS,
@@ -278,23 +317,24 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
           offsetMs,
           offsetErrMs: errMs,
         });
+        result.models = await checkModelsAfterCut(guest, token, models, writes);
         log(`cut ${i}: ${describeCut(result)}`);
+        longestCycleMs = Math.max(longestCycleMs, Date.now() - cycleStarted);
       } catch (err) {
-        result.error = (err as Error).message;
-        log(`cut ${i}: FAIL ${result.error}`);
-        const consoleLog = guest?.console;
-        if (consoleLog && existsSync(consoleLog))
-          log(readFileSync(consoleLog, 'utf8').split('\n').slice(-40).join('\n'));
+        failedCut(result, err, guest, log);
         break;
       }
     }
-    if ((options.fullDisk ?? true) && cuts.every((c) => c.error === undefined) && guest !== undefined) {
+    const fullDiskFits = Date.now() + FULL_DISK_ESTIMATE_MS < deadlineMs;
+    if (!fullDiskFits) log('the full-disk case does not fit before the deadline: skipped');
+    if ((options.fullDisk ?? true) && fullDiskFits && cuts.every((c) => !c.error) && guest)
       fullDisk = await fullDiskCheck(guest, token, log).catch(fullDiskUnfinished);
-    }
   } finally {
+    clearTimeout(hardStop);
     guest?.kill();
     await guest?.exited;
     await lock?.release();
+    await models.close();
     await recorder.stop();
     await broker.stop();
     if (process.env['MNN_EDGE_SYSTEM_KEEP']) {
@@ -305,86 +345,20 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
   return summarize(cuts, recorder.messages.length, seqFaults(recorder.messages), fullDisk);
 }
 
-function describeCut(r: CutResult): string {
-  const bad = r.integrity.filter((d) => d.result !== 'ok');
-  const t = r.telemetry;
-  return [
-    `boot ${r.bootS.toFixed(0)} s`,
-    `integrity ${bad.length === 0 ? `ok (${r.integrity.length} databases)` : bad.map((d) => `${d.db}: ${d.result}`).join('; ')}`,
-    `settings ${r.settings?.acked ?? 0} acknowledged, ${r.settings?.lost.length ?? '?'} lost${r.settings?.lost.length ? ` (${r.settings.lost.join('; ')})` : ''}`,
-    t
-      ? `telemetry lost ${(t.lostMs / 1000).toFixed(1)} s (±${(t.offsetErrMs / 1000).toFixed(1)}) of a ${t.window / 1000} s window, ${t.duplicates} duplicates (${t.duplicatesBeyondWindow} beyond the window)`
-      : 'telemetry unchecked',
-  ].join('; ');
-}
-
-export function summarize(
-  cuts: CutResult[],
-  telemetryReceived: number,
-  faults: { reused: number[]; gaps: number[] },
-  fullDisk?: FullDiskResult,
-): PowercutReport {
-  const checked = cuts.filter((c) => c.error === undefined);
-  const acked = checked.reduce((s, c) => s + (c.settings?.acked ?? 0), 0);
-  const lost = checked.reduce((s, c) => s + (c.settings?.lost.length ?? 0), 0);
-  const refused = cuts.reduce((s, c) => s + c.settingsRefused.length, 0);
-  const telem = checked.flatMap((c) => (c.telemetry ? [c.telemetry] : []));
-  const maxLost = telem.reduce((m, t) => Math.max(m, t.lostMs), 0);
-  const beyondWindow = telem.filter((t) => !t.withinWindow).length;
-  const dups = telem.reduce((s, t) => s + t.duplicates, 0);
-  const dupsBeyond = telem.reduce((s, t) => s + t.duplicatesBeyondWindow, 0);
-  const dbs = checked.reduce((s, c) => s + c.integrity.length, 0);
-  const integrityFailures = checked.reduce(
-    (s, c) => s + c.integrity.filter((d) => d.result !== 'ok').length,
-    0,
-  );
-  const problems = checked.filter((c) => c.settings?.problem).length;
-  const failedCuts = cuts.filter((c) => c.error !== undefined);
-  const lines = [
-    `cuts: ${cuts.length} (${failedCuts.length} where the guest did not come back to be checked${failedCuts.length ? `: ${failedCuts.map((c) => `cut ${c.cut}: ${c.error}`).join('; ')}` : ''})`,
-    `settings (HTTP PATCH /api/config): ${checked.length} cuts, ${acked} acknowledged, ${lost} lost (target 0), ${refused} refused while up, ${problems} cuts with a damaged overlay`,
-    `telemetry (SQLite outbox → MQTT): ${telem.length} cuts, ${telemetryReceived} messages received, worst loss ${(maxLost / 1000).toFixed(1)} s against a ${(TELEMETRY.flushIntervalMs + TELEMETRY.publishIntervalMs) / 1000} s window (flushIntervalMs + publishIntervalMs), ${beyondWindow} cuts beyond it (target 0), ${dups} duplicates (${dupsBeyond} beyond the window, target 0), ${faults.reused.length} seq numbers reused for another message (target 0), ${faults.gaps.length} seq gaps (target 0)`,
-    `sqlite (${DATA_DIR}): ${dbs} integrity checks, ${integrityFailures} failures (target 0)`,
-    ...(fullDisk
-      ? [
-          `full disk (settings change on a filled ${DATA_DIR}): HTTP ${fullDisk.status} ${fullDisk.body}; clear error ${fullDisk.clear ? 'yes' : 'NO'}, nothing lost ${fullDisk.nothingLost ? 'yes' : 'NO'}, served while full ${fullDisk.servedWhileFull ? 'yes' : 'NO'}, changes work once space returns ${fullDisk.recovered ? 'yes' : 'NO'}; integrity ${fullDisk.integrity}; ${fullDisk.details.join('; ')}`,
-        ]
-      : []),
-  ];
-  const fullDiskOk =
-    fullDisk === undefined ||
-    (fullDisk.clear &&
-      fullDisk.nothingLost &&
-      fullDisk.servedWhileFull &&
-      fullDisk.recovered &&
-      fullDisk.integrityOk);
-  const ok =
-    cuts.length > 0 &&
-    failedCuts.length === 0 &&
-    lost === 0 &&
-    refused === 0 &&
-    problems === 0 &&
-    beyondWindow === 0 &&
-    dupsBeyond === 0 &&
-    faults.reused.length === 0 &&
-    faults.gaps.length === 0 &&
-    integrityFailures === 0 &&
-    fullDiskOk;
-  return {
-    cuts,
-    telemetryReceived,
-    reusedSeq: faults.reused,
-    seqGaps: faults.gaps,
-    ...(fullDisk ? { fullDisk } : {}),
-    lines,
-    ok,
-  };
-}
-
 if (process.argv[1] === import.meta.filename) {
   const i = process.argv.indexOf('--cuts');
   const count = i > 0 ? Number(process.argv[i + 1]) : 3;
-  const report = await runPowercuts({ cuts: count });
+  // --deadline HH:MM (UTC, today or tomorrow): the guest is down by then (a shared machine's QEMU lock).
+  const d = process.argv.indexOf('--deadline');
+  const hhmm = d > 0 ? /^(\d\d):(\d\d)$/.exec(process.argv[d + 1] ?? '') : undefined;
+  if (d > 0 && !hhmm) throw new Error('--deadline takes HH:MM (UTC)');
+  let deadlineMs: number | undefined;
+  if (hhmm) {
+    const at = new Date();
+    at.setUTCHours(Number(hhmm[1]), Number(hhmm[2]), 0, 0);
+    deadlineMs = at.getTime() < Date.now() - 12 * 3_600_000 ? at.getTime() + 86_400_000 : at.getTime();
+  }
+  const report = await runPowercuts({ cuts: count, ...(deadlineMs ? { deadlineMs } : {}) });
   if (report === undefined) process.exit(0);
   for (const line of report.lines) defaultLog(line);
   defaultLog(report.ok ? 'PASS' : 'FAIL');

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -9,7 +17,7 @@ import { Downloader } from '../../lib/download/downloader.js';
 import { defaultHubHttpPolicy } from '../../models/hub/http.js';
 import { HuggingFaceClient } from '../../models/hub/huggingface.js';
 import { ModelScopeClient } from '../../models/hub/modelscope.js';
-import { type HubPullDeps, pullFromHub } from '../../models/hub/pull.js';
+import { type HubPullDeps, pullFromHub, workDirFor } from '../../models/hub/pull.js';
 import { parseHubSource } from '../../models/hub/source.js';
 import type { HubClient } from '../../models/hub/types.js';
 import { ModelStore } from '../../models/index.js';
@@ -116,8 +124,19 @@ for (const kind of ['hf', 'ms'] as const) {
     t.deepEqual(s.log.cdnCredentials, [], 'no credentials reach the CDN');
     t.false(existsSync(join(d, 'hub-downloads', readdirSync(join(d, 'hub-downloads'))[0] ?? 'none')));
 
+    // A power cut after the install's commit but before the pull removed its download directory leaves it
+    // behind: the next pull of that commit finds the package installed and removes it.
+    const leftover = workDirFor(join(d, 'hub-downloads'), {
+      ref: parseHubSource(`${kind}://${owner}/tiny-llm-MNN`),
+      revision: 'main',
+      commit: first.commit,
+      files: [],
+    });
+    mkdirSync(leftover, { recursive: true });
+    writeFileSync(join(leftover, 'mnn-edge.json'), '{}');
     const again = await pullFromHub(parseHubSource(`${kind}://${owner}/tiny-llm-MNN`), dp);
     t.is(again.status, 'unchanged');
+    t.false(existsSync(leftover), 'the leftover download directory of the installed commit is removed');
     t.deepEqual(again.ref, first.ref);
     t.is(dp.store.list().length, 1);
 

@@ -303,7 +303,7 @@ test('a store held by another live process is not recovered from under it; a dea
   const next = openAt(dataDir);
   t.is(next.recovery.skipped, undefined);
   t.deepEqual(next.recovery.orphansRemoved, ['.staging/in-progress-elsewhere']);
-  t.is(readFileSync(join(dataDir, 'models', '.lock'), 'utf8'), `${process.pid}\n`);
+  t.is(readFileSync(join(dataDir, 'models', '.lock'), 'utf8').split('\n')[0], `${process.pid}`);
   next.store.close();
   t.false(existsSync(join(dataDir, 'models', '.lock')));
   next.db.close();
@@ -466,4 +466,30 @@ test('a directory whose symlink leaves it is refused', async (t) => {
     message: 'symlink "tokenizer.txt" points outside the package (/etc/passwd)',
   });
   assertStoreEmpty(t, dataDir, store);
+});
+
+test('a lock from an earlier boot is free whatever process has its pid now: recovery runs after a power cut', (t) => {
+  const dataDir = scratch(t);
+  {
+    const { store, db } = openAt(dataDir);
+    store.close();
+    db.close();
+  }
+  const lock = join(dataDir, 'models', '.lock');
+  const half = join(dataDir, 'models', '.staging', 'left-by-the-cut');
+  mkdirSync(half);
+  // The agent of the boot before the cut held the store; in this boot its pid belongs to a live process.
+  writeFileSync(lock, `${process.ppid}\nboot-before-the-cut\n`);
+  const after = openAt(dataDir, { bootId: 'boot-after-the-cut' });
+  t.is(after.recovery.skipped, undefined);
+  t.deepEqual(after.recovery.orphansRemoved, ['.staging/left-by-the-cut']);
+  t.is(readFileSync(lock, 'utf8'), `${process.pid}\nboot-after-the-cut\n`);
+  after.store.close();
+  after.db.close();
+  // The same live pid in this boot still holds it.
+  writeFileSync(lock, `${process.ppid}\nboot-after-the-cut\n`);
+  const held = openAt(dataDir, { bootId: 'boot-after-the-cut' });
+  t.is(held.recovery.skipped, `held by process ${process.ppid}`);
+  held.store.close();
+  held.db.close();
 });
