@@ -16,8 +16,10 @@ import {
   randomVoice,
   type VoicePool,
 } from './corpus.js';
+import { decodeKept } from './decoded-cache.js';
 import { type LabelledWindows, labelClip } from './features.js';
 import { type RealClip, realClips } from './real-audio.js';
+import { realAudioCacheDir } from './real-sources.js';
 import { concat, mixInto, noise, pick, RATE, rmsOf, rng, say, scaleTo } from './speech.js';
 import { telephoneBand } from './telephone-band.js';
 
@@ -32,12 +34,16 @@ class DecodedFiles {
     readonly files = 6,
     readonly samples = Number.POSITIVE_INFINITY,
   ) {}
-  async get(path: string): Promise<Float32Array> {
+  async get(path: string, onDisk?: string): Promise<Float32Array> {
     const hit = this.#kept.get(path);
     if (hit) return hit;
-    const parts: Float32Array[] = [];
-    for await (const c of decodeAudioFile(path)) parts.push(c);
-    const audio = concat(parts);
+    let audio: Float32Array;
+    if (onDisk) audio = await decodeKept(path, onDisk);
+    else {
+      const parts: Float32Array[] = [];
+      for await (const c of decodeAudioFile(path)) parts.push(c);
+      audio = concat(parts);
+    }
     this.#kept.set(path, audio);
     this.#samples += audio.length;
     while (this.#kept.size > this.files || (this.#samples > this.samples && this.#kept.size > 1)) {
@@ -83,11 +89,14 @@ export class RealBackground {
   readonly #speech: RealClip[];
   readonly #other: RealClip[];
   readonly #bySource = new Map<string, RealClip[]>();
+  /** The wake-audio cache whose `decoded/` tree keeps short files decoded (decoded-cache.ts); recipe 7 only. */
+  readonly #cache: string | undefined;
 
-  constructor(clips: RealClip[], seed: number, mix?: RealMix) {
+  constructor(clips: RealClip[], seed: number, mix?: RealMix, cache = realAudioCacheDir()) {
     this.#clips = clips;
     this.#r = rng(seed);
     this.#mix = mix;
+    this.#cache = mix ? cache : undefined;
     // Recipe 7 joins many short speech files (a word each): keeping up to 20 min of them decoded saves most of
     // the decoder starts, which are the cost of drawing a window.
     this.#files = mix ? new DecodedFiles(Number.POSITIVE_INFINITY, 20 * 60 * RATE) : new DecodedFiles();
@@ -160,7 +169,7 @@ export class RealBackground {
       const want = (n - at) / RATE;
       const audio =
         c.seconds <= WHOLE_FILE_SECONDS
-          ? await this.#files.get(c.path)
+          ? await this.#files.get(c.path, this.#cache)
           : await decodePart(c.path, r() * Math.max(0, c.seconds - want - 0.5), want);
       if (audio.length === 0) break;
       const from = audio.length > n - at ? Math.floor(r() * (audio.length - (n - at))) : 0;
