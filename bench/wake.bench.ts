@@ -13,7 +13,7 @@
 //   handed to ASR still holds the command's first word, for the gate (pre-roll from the wake word) and for a
 //   loop that starts listening only after its wake sound (120 ms tone + 50 ms output latency). Measured on the
 //   audio (where listening starts against where the command starts), not on a transcript: no real ASR model here.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { WakeStream } from '../agent/workloads/wake/stream.js';
 import { EngineHostClient, engineAvailability, unavailableMessage, WakePipeline } from '../engine/index.js';
 import { defaultTriggerRule, type TriggerRule } from '../engine/src/wake-trigger.js';
@@ -36,10 +36,11 @@ import {
   keywordToolsMissing,
   QUICK_RECIPE,
 } from '../engine/tools/wake-keyword/make-keyword.js';
-import { ruleOutcome, type ScoredValidation } from '../engine/tools/wake-keyword/rule-choice.js';
+import type { ScoredValidation } from '../engine/tools/wake-keyword/rule-choice.js';
 import { concat, RATE, rng, say } from '../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../models/wake-package.js';
 import { bar, check, fmt } from './lib/stats.js';
+import { type CurvePoint, capturingModel, operatingCurve, printCurve, ScoreTrace } from './lib/wake-curve.js';
 import { recordedFiles, replayModel } from './lib/wake-embeddings.js';
 import { realFalseAccepts, realFalseRejects } from './lib/wake-real.js';
 import { rhvoiceFalseRejects } from './lib/wake-rhvoice.js';
@@ -179,22 +180,47 @@ const settings = keywords.map((k) => ({ ...k.rule, name: k.name, index: k.index 
 console.log(
   `real recordings (evaluation split; rules: ${keywords.map((k) => `${k.name} ${k.rule.threshold} over ${k.rule.triggerFrames} frame(s)`).join(', ')}):`,
 );
-for (const [i, k] of keywords.entries())
-  await realFalseRejects(() => inProcess, settings[i]!, k.phrase, console.log);
+// Every frame's scores are kept (wake-curve.ts), so the operating curve below judges other rules on them.
+const realPositiveScores = new Map<string, Float32Array[]>();
+for (const [i, k] of keywords.entries()) {
+  // realFalseRejects asks for a model per clip (a fresh stream each): one trace per clip.
+  const perClip: ScoreTrace[] = [];
+  await realFalseRejects(
+    () => {
+      const traces = keywords.map(() => new ScoreTrace());
+      perClip.push(traces[k.index]!);
+      return capturingModel(inProcess, traces);
+    },
+    settings[i]!,
+    k.phrase,
+    console.log,
+  );
+  realPositiveScores.set(
+    k.name,
+    perClip.map((t) => t.scores),
+  );
+}
 // BENCH_WAKE_EMBEDDINGS=FILE: the held-out audio's embeddings recorded once (bench/lib/wake-embeddings.ts record),
 // replayed through these heads instead of running the feature models over it again.
 const recording = process.env['BENCH_WAKE_EMBEDDINGS'];
-const replay = recording
-  ? { ...replayModel(pipeline, recording), files: recordedFiles(recording), from: recording }
-  : undefined;
-await realFalseAccepts(inProcess, settings, REAL_HOURS, console.log, replay);
+const realTraces = keywords.map(() => new ScoreTrace());
+const replayed = recording ? replayModel(pipeline, recording) : undefined;
+const replay =
+  replayed && recording
+    ? { model: capturingModel(replayed.model, realTraces), files: recordedFiles(recording), from: recording }
+    : undefined;
+const realFigures = await realFalseAccepts(
+  capturingModel(inProcess, realTraces),
+  settings,
+  REAL_HOURS,
+  console.log,
+  replay,
+);
 
-// ---- the same scores at other thresholds: what a threshold changed on the Voice page would give
+// ---- every rule of a grid on the same frames: what a threshold changed on the Voice page would give
+const curves: Record<string, CurvePoint[]> = {};
 for (const k of keywords) {
-  console.log(
-    `threshold sweep, ${k.name} (same frames; ${k.rule.triggerFrames} frame(s), refractory ${k.rule.refractoryMs} ms):`,
-  );
-  const kept: ScoredValidation = {
+  const synthetic: ScoredValidation = {
     positives: positiveScores.get(k.name)!.map((p) => ({
       keywordEnd: p.keywordEnd,
       scores: p.scores.map((s) => Float32Array.of(s[k.index] ?? 0)),
@@ -202,13 +228,21 @@ for (const k of keywords) {
     negatives: negativeScores.map((s) => s.map((f) => Float32Array.of(f[k.index] ?? 0))),
     negativeHours: seconds / 3600,
   };
-  for (const threshold of [0.5, 0.7, 0.8, 0.9, 0.95, 0.99]) {
-    const at = ruleOutcome(kept, { ...k.rule, threshold });
-    console.log(
-      `  threshold ${threshold.toFixed(2)}: false rejects ${fmt(at.falseRejectRate * 100, 1)} %, false accepts ${fmt(at.falseAcceptsPerHour, 2)} / h`,
-    );
-  }
+  const hours = realFigures.get(k.name)?.hours ?? 0;
+  const points = operatingCurve(
+    {
+      synthetic,
+      realPositives: realPositiveScores.get(k.name),
+      ...(hours > 0 ? { realNegatives: { scores: realTraces[k.index]!.scores, hours } } : {}),
+    },
+    k.rule.refractoryMs,
+  );
+  curves[k.name] = points;
+  printCurve(k.name, points, console.log);
 }
+// BENCH_WAKE_CURVE=FILE: the curves as JSON, for docs and for comparing two runs.
+const curveFile = process.env['BENCH_WAKE_CURVE'];
+if (curveFile) writeFileSync(curveFile, `${JSON.stringify({ model: dir, curves }, null, 1)}\n`);
 
 // ---- CPU of continuous listening: the engine host's CPU time per second of audio
 function cpuSeconds(pid: number): number {

