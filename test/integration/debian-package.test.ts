@@ -14,8 +14,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { debianUnit, ENGINE_LIB_DIR, packageDeb } from '../../scripts/package-deb.js';
+import { debianUnit, ENGINE_LIB_DIR } from '../../scripts/package-deb.js';
 import { recipeDir } from '../../scripts/stage.js';
+import { packageDebInChild } from '../helpers/package-deb-child.js';
 
 // The amd64 packages built by the real script, then checked without booting anything: their contents, the
 // unit's single source, shellcheck and lintian, and an install / upgrade / downgrade / remove / purge cycle by
@@ -38,15 +39,20 @@ const skip = !has('dpkg-deb')
 
 const out = mkdtempSync(join(tmpdir(), 'mnn-edge-debs-'));
 const debs: Record<string, string> = {};
-test.before((t) => {
+test.before(async (t) => {
   if (skip !== undefined) return;
   t.timeout(20 * 60_000); // two builds of the agent package on a busy 2-core machine
   const only = ['mnn-edge', 'mnn-edge-engine'];
-  for (const d of packageDeb({ arch: 'amd64', outDir: join(out, '1'), version: '0.1.0', only }).debs) {
-    debs[`${d.name}@1`] = d.path;
-  }
-  const newer = packageDeb({ arch: 'amd64', outDir: join(out, '2'), version: '0.2.0', only: ['mnn-edge'] });
-  debs['mnn-edge@2'] = newer.debs[0]!.path;
+  // One after the other, as a user would: the two builds share the staging caches.
+  const first = await packageDebInChild({ arch: 'amd64', outDir: join(out, '1'), version: '0.1.0', only });
+  const newer = await packageDebInChild({
+    arch: 'amd64',
+    outDir: join(out, '2'),
+    version: '0.2.0',
+    only: ['mnn-edge'],
+  });
+  for (const d of first) debs[`${d.name}@1`] = d.path;
+  debs['mnn-edge@2'] = newer[0]!.path;
 });
 test.after.always(() => rmSync(out, { recursive: true, force: true }));
 
