@@ -1,13 +1,12 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import test from 'ava';
-import { main } from '../../agent/cli/main.js';
 import { detect } from '../../agent/detect/detect.js';
 import { genericEngineSpec } from '../../agent/operator/engine-build/generic.js';
 import { BASE, engineBuildSpec } from '../../agent/operator/engine-build/spec.js';
 import { socFixturesDir } from '../helpers/paths.js';
+import { runCli } from '../helpers/run-cli.js';
 
 // The generic arm64 engine (what the mnn-edge-engine .deb ships): built for no board in particular, with the GPU
 // loaders MNN dlopens at run time, so it serves every arm64 board and uses a GPU wherever a driver is installed.
@@ -55,27 +54,15 @@ test("generic aarch64 holds every arm64 board's own choice except the vendor too
   t.is(boards, 5);
 });
 
-function io() {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d: Buffer) => (out += d.toString()));
-  stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return { io: { stdout, stderr, env: {} }, out: () => out, err: () => err };
-}
-
 test('engine build --target aarch64-linux-gnu --generic: no board root, the GPU loaders, its own build dir', async (t) => {
   const home = mkdtempSync(join(tmpdir(), 'engine-generic-'));
   t.teardown(() => rmSync(home, { recursive: true, force: true }));
-  const a = io();
-  a.io.env = { HOME: home };
-  const code = await main(
-    ['engine', 'build', '--target', 'aarch64-linux-gnu', '--generic', '--dry-run'],
-    a.io,
+  const a = await runCli(
+    { env: { HOME: home } },
+    ...['engine', 'build', '--target', 'aarch64-linux-gnu', '--generic', '--dry-run'],
   );
-  t.is(code, 0, a.err());
-  const out = a.out();
+  t.is(a.code, 0, a.err);
+  const out = a.out;
   t.regex(out, /^MNN backends: cpu, opencl, vulkan\n/);
   t.regex(out, / -DCMAKE_INSTALL_PREFIX=\/opt\/mnn-aarch64 /);
   t.regex(out, / -DMNN_ARM82=ON -DMNN_KLEIDIAI=OFF -DMNN_OPENCL=ON -DMNN_VULKAN=ON$/m);
@@ -88,8 +75,8 @@ test('engine build --target aarch64-linux-gnu --generic: no board root, the GPU 
     [['--generic', '--target', 'riscv64-linux-gnu'], /exists for aarch64-linux-gnu only/, 1],
   ];
   for (const [argv, message, exit] of cases) {
-    const b = io();
-    t.is(await main(['engine', 'build', ...argv, '--dry-run'], b.io), exit, argv.join(' '));
-    t.regex(b.err(), message, argv.join(' '));
+    const b = await runCli('engine', 'build', ...argv, '--dry-run');
+    t.is(b.code, exit, argv.join(' '));
+    t.regex(b.err, message, argv.join(' '));
   }
 });

@@ -215,3 +215,36 @@ export async function negativeCorpus(
 export function joinClips(clips: readonly Clip[]): Float32Array {
   return concat(clips.map((c) => c.audio));
 }
+
+/** Speaks `text` in a voice it draws from `r`: the samples and the take's label. */
+export type SpeakTake = (text: string, r: () => number) => Promise<{ speech: Float32Array; label: string }>;
+
+/**
+ * `seconds` of negatives in the voices `speak` draws from: sentences (a quarter near misses of `phrase`), a fifth
+ * noise. The draws from `r` come in one order (clip kind, text, voice, placement), so a recipe's seed gives the
+ * same corpus whichever engine speaks.
+ */
+export async function spokenNegatives(
+  speak: SpeakTake,
+  phrase: string,
+  seconds: number,
+  seed: number,
+): Promise<Clip[]> {
+  const r = rng(seed);
+  const out: Clip[] = [];
+  let total = 0;
+  while (total < seconds * RATE) {
+    let clip: Clip;
+    if (r() < 0.8) {
+      const text = r() < 0.25 ? nearMiss(r, phrase) : randomSentence(r);
+      const take = await speak(text, r);
+      const placed = placeSpeech(take.speech, r, 0.3 + r(), 0.3);
+      clip = { audio: placed.audio, label: `speech ${take.label}: ${text}` };
+    } else {
+      clip = noiseClip(2 + 4 * r(), r);
+    }
+    out.push(clip);
+    total += clip.audio.length;
+  }
+  return out;
+}

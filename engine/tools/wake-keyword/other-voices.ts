@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resample } from '../../../lib/audio/resample.js';
 import { parseWav } from '../../../lib/audio/wav.js';
-import { type Clip, nearMiss, noiseClip, phraseVariant, placeSpeech, randomSentence } from './corpus.js';
+import { type Clip, phraseVariant, placeSpeech, type SpeakTake, spokenNegatives } from './corpus.js';
 import { pick, RATE, rng, trimSilence } from './speech.js';
 
 const run = promisify(execFile);
@@ -137,27 +137,15 @@ export async function otherVoicePositives(
 }
 
 /** `seconds` of negatives in these speakers: sentences (a quarter near misses of `phrase`), a fifth noise. */
-export async function otherVoiceNegatives(
+export function otherVoiceNegatives(
   voices: OtherVoices,
   phrase: string,
   seconds: number,
   seed: number,
 ): Promise<Clip[]> {
-  const r = rng(seed);
-  const out: Clip[] = [];
-  let total = 0;
-  while (total < seconds * RATE) {
-    let clip: Clip;
-    if (r() < 0.8) {
-      const text = r() < 0.25 ? nearMiss(r, phrase) : randomSentence(r);
-      const voice = randomOtherVoice(r);
-      const placed = placeSpeech(await voices.say(text, voice), r, 0.3 + r(), 0.3);
-      clip = { audio: placed.audio, label: `speech ${label(voice)}: ${text}` };
-    } else {
-      clip = noiseClip(2 + 4 * r(), r);
-    }
-    out.push(clip);
-    total += clip.audio.length;
-  }
-  return out;
+  const speak: SpeakTake = async (text, r) => {
+    const voice = randomOtherVoice(r);
+    return { speech: await voices.say(text, voice), label: label(voice) };
+  };
+  return spokenNegatives(speak, phrase, seconds, seed);
 }

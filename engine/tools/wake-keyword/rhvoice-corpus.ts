@@ -1,10 +1,10 @@
 // Clips in RHVoice's voices (rhvoice.ts): positives for training (its training voices) and for judging (its
 // held-out voices, bench/wake), negatives for training, placed as the espeak-ng and flite/festival clips are.
 import type { WakePipeline } from '../../src/wake.js';
-import { type Clip, nearMiss, noiseClip, phraseVariant, placeSpeech, randomSentence } from './corpus.js';
+import { type Clip, phraseVariant, placeSpeech, type SpeakTake, spokenNegatives } from './corpus.js';
 import { type LabelledWindows, labelClip } from './features.js';
 import { Rhvoice, randomRhvoiceTake, rhvoiceMissing, rhvoiceVoices, takeLabel } from './rhvoice.js';
-import { RATE, rng } from './speech.js';
+import { rng } from './speech.js';
 
 /** What of a keyword recipe the RHVoice step reads: how many of its clips the training takes (its share). */
 export interface RhvoiceShare {
@@ -47,30 +47,18 @@ export async function rhvoicePositives(
 }
 
 /** `seconds` of negatives in `voices`: sentences (a quarter near misses of `phrase`), a fifth noise. */
-export async function rhvoiceNegatives(
+export function rhvoiceNegatives(
   engine: Rhvoice,
   voices: readonly string[],
   phrase: string,
   seconds: number,
   seed: number,
 ): Promise<Clip[]> {
-  const r = rng(seed);
-  const out: Clip[] = [];
-  let total = 0;
-  while (total < seconds * RATE) {
-    let clip: Clip;
-    if (r() < 0.8) {
-      const text = r() < 0.25 ? nearMiss(r, phrase) : randomSentence(r);
-      const take = randomRhvoiceTake(r, voices);
-      const placed = placeSpeech(await engine.say(text, take), r, 0.3 + r(), 0.3);
-      clip = { audio: placed.audio, label: `speech ${takeLabel(take)}: ${text}` };
-    } else {
-      clip = noiseClip(2 + 4 * r(), r);
-    }
-    out.push(clip);
-    total += clip.audio.length;
-  }
-  return out;
+  const speak: SpeakTake = async (text, r) => {
+    const take = randomRhvoiceTake(r, voices);
+    return { speech: await engine.say(text, take), label: takeLabel(take) };
+  };
+  return spokenNegatives(speak, phrase, seconds, seed);
 }
 
 /**
