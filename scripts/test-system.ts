@@ -116,6 +116,17 @@ async function afterReboot(guest: Guest, agent: AgentApi, identity: string, chec
   );
 }
 
+/** After a failed check, while the guest still runs: what systemd and journald saw of the agent this boot (a
+ *  restart between two checks shows here and nowhere else). Best effort: the guest may be what failed. */
+async function printAgentRecord(guest: Guest): Promise<void> {
+  const record = await sh(
+    guest,
+    'systemctl show mnn-edge -p NRestarts -p Result -p ExecMainStatus -p ActiveEnterTimestamp; ' +
+      'journalctl -u mnn-edge -b --no-pager -o short-monotonic | tail -n 80',
+  ).catch((err: unknown) => `(the guest did not answer: ${(err as Error).message})`);
+  say(`the agent's record this boot, for the failed checks:\n${record}`);
+}
+
 async function main(): Promise<void> {
   const prefix = process.env['MNN_ROOT_AARCH64'] || '/opt/mnn-aarch64';
   if (!process.env['MNN_EDGE_SYSTEM_DEBS'] && !existsSync(join(prefix, 'lib', 'libMNN.so'))) {
@@ -161,6 +172,7 @@ async function main(): Promise<void> {
     if (guest && existsSync(guest.console))
       console.error(readFileSync(guest.console, 'utf8').split('\n').slice(-60).join('\n'));
   } finally {
+    if (guest && checks.failed().length > 0) await printAgentRecord(guest);
     guest?.kill();
     await guest?.exited;
     await lock?.release();
