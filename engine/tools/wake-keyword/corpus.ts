@@ -219,6 +219,23 @@ export function joinClips(clips: readonly Clip[]): Float32Array {
 /** Speaks `text` in a voice it draws from `r`: the samples and the take's label. */
 export type SpeakTake = (text: string, r: () => number) => Promise<{ speech: Float32Array; label: string }>;
 
+/** `count` positives of `phrase` in the voices `speak` draws from, placed after a pause as every positive is. */
+export async function spokenPositives(
+  speak: SpeakTake,
+  phrase: string,
+  count: number,
+  seed: number,
+): Promise<Clip[]> {
+  const r = rng(seed);
+  const out: Clip[] = [];
+  for (let i = 0; i < count; i++) {
+    const take = await speak(phraseVariant(phrase, i), r);
+    const clip = placeSpeech(take.speech, r, 1.2 + 0.8 * r(), 0.5);
+    out.push({ ...clip, label: `positive ${take.label}` });
+  }
+  return out;
+}
+
 /**
  * `seconds` of negatives in the voices `speak` draws from: sentences (a quarter near misses of `phrase`), a fifth
  * noise. The draws from `r` come in one order (clip kind, text, voice, placement), so a recipe's seed gives the

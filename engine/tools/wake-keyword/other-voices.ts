@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resample } from '../../../lib/audio/resample.js';
 import { parseWav } from '../../../lib/audio/wav.js';
-import { type Clip, phraseVariant, placeSpeech, type SpeakTake, spokenNegatives } from './corpus.js';
-import { pick, RATE, rng, trimSilence } from './speech.js';
+import { type Clip, type SpeakTake, spokenNegatives, spokenPositives } from './corpus.js';
+import { pick, RATE, trimSilence } from './speech.js';
 
 const run = promisify(execFile);
 
@@ -119,21 +119,22 @@ export class OtherVoices {
 
 const label = (v: OtherVoice) => `${v.engine} ${v.voice} x${v.stretch.toFixed(2)} @${v.speed.toFixed(2)}`;
 
+/** These speakers as the corpus's voice: each take in one drawn at random. */
+function otherVoiceSpeaker(voices: OtherVoices): SpeakTake {
+  return async (text, r) => {
+    const voice = randomOtherVoice(r);
+    return { speech: await voices.say(text, voice), label: label(voice) };
+  };
+}
+
 /** `count` positives of `phrase` in these speakers, placed as the espeak-ng positives are (corpus.ts). */
-export async function otherVoicePositives(
+export function otherVoicePositives(
   voices: OtherVoices,
   phrase: string,
   count: number,
   seed: number,
 ): Promise<Clip[]> {
-  const r = rng(seed);
-  const out: Clip[] = [];
-  for (let i = 0; i < count; i++) {
-    const voice = randomOtherVoice(r);
-    const clip = placeSpeech(await voices.say(phraseVariant(phrase, i), voice), r, 1.2 + 0.8 * r(), 0.5);
-    out.push({ ...clip, label: `positive ${label(voice)}` });
-  }
-  return out;
+  return spokenPositives(otherVoiceSpeaker(voices), phrase, count, seed);
 }
 
 /** `seconds` of negatives in these speakers: sentences (a quarter near misses of `phrase`), a fifth noise. */
@@ -143,9 +144,5 @@ export function otherVoiceNegatives(
   seconds: number,
   seed: number,
 ): Promise<Clip[]> {
-  const speak: SpeakTake = async (text, r) => {
-    const voice = randomOtherVoice(r);
-    return { speech: await voices.say(text, voice), label: label(voice) };
-  };
-  return spokenNegatives(speak, phrase, seconds, seed);
+  return spokenNegatives(otherVoiceSpeaker(voices), phrase, seconds, seed);
 }

@@ -1,10 +1,9 @@
 // Clips in RHVoice's voices (rhvoice.ts): positives for training (its training voices) and for judging (its
 // held-out voices, bench/wake), negatives for training, placed as the espeak-ng and flite/festival clips are.
 import type { WakePipeline } from '../../src/wake.js';
-import { type Clip, phraseVariant, placeSpeech, type SpeakTake, spokenNegatives } from './corpus.js';
+import { type Clip, type SpeakTake, spokenNegatives, spokenPositives } from './corpus.js';
 import { type LabelledWindows, labelClip } from './features.js';
 import { Rhvoice, randomRhvoiceTake, rhvoiceMissing, rhvoiceVoices, takeLabel } from './rhvoice.js';
-import { rng } from './speech.js';
 
 /** What of a keyword recipe the RHVoice step reads: how many of its clips the training takes (its share). */
 export interface RhvoiceShare {
@@ -28,22 +27,23 @@ export function parseRhvoiceShare(value: string): Pick<RhvoiceShare, 'rhvoicePos
   return { rhvoicePositives: n, rhvoiceMinutes: Math.round(n / 60) };
 }
 
+/** RHVoice's `voices` as the corpus's voice: each take in one, at its own rate, pitch and speed. */
+function rhvoiceSpeaker(engine: Rhvoice, voices: readonly string[]): SpeakTake {
+  return async (text, r) => {
+    const take = randomRhvoiceTake(r, voices);
+    return { speech: await engine.say(text, take), label: takeLabel(take) };
+  };
+}
+
 /** `count` positives of `phrase` in `voices`, each at its own rate, pitch and speed. */
-export async function rhvoicePositives(
+export function rhvoicePositives(
   engine: Rhvoice,
   voices: readonly string[],
   phrase: string,
   count: number,
   seed: number,
 ): Promise<Clip[]> {
-  const r = rng(seed);
-  const out: Clip[] = [];
-  for (let i = 0; i < count; i++) {
-    const take = randomRhvoiceTake(r, voices);
-    const clip = placeSpeech(await engine.say(phraseVariant(phrase, i), take), r, 1.2 + 0.8 * r(), 0.5);
-    out.push({ ...clip, label: `positive ${takeLabel(take)}` });
-  }
-  return out;
+  return spokenPositives(rhvoiceSpeaker(engine, voices), phrase, count, seed);
 }
 
 /** `seconds` of negatives in `voices`: sentences (a quarter near misses of `phrase`), a fifth noise. */
@@ -54,11 +54,7 @@ export function rhvoiceNegatives(
   seconds: number,
   seed: number,
 ): Promise<Clip[]> {
-  const speak: SpeakTake = async (text, r) => {
-    const take = randomRhvoiceTake(r, voices);
-    return { speech: await engine.say(text, take), label: takeLabel(take) };
-  };
-  return spokenNegatives(speak, phrase, seconds, seed);
+  return spokenNegatives(rhvoiceSpeaker(engine, voices), phrase, seconds, seed);
 }
 
 /**
