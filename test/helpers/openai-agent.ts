@@ -1,17 +1,10 @@
-// An agent serving the OpenAI-compatible API over fixture models placed on the slots the test names, for the
-// OpenAI tests: the official `openai` client with the pairing token as its key (and the base URL and token, for
-// requests the client does not make).
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
 import OpenAI from 'openai';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { type ModelSource, slotRuntimeModules } from '../engine/_slots.js';
+import type { ModelSource } from '../engine/_slots.js';
 import { loopbackAgentConfig } from './agent-config.js';
+import { startWorkloadsAgent } from './workloads-agent.js';
 
 export interface OpenAiAgentOptions {
   /** The fixture models imported into the agent's store (a fixture's name, or a directory with the id to give). */
@@ -29,19 +22,13 @@ export interface OpenAiAgentOptions {
 export async function startOpenAiAgent(t: ExecutionContext, options: OpenAiAgentOptions) {
   const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-openai-');
   const config: AgentConfig = { ...base, ...options.config, slots: options.slots };
-  const slots = slotRuntimeModules(options.models, options.hosts ? { hosts: options.hosts } : {});
-  const agent = createAgent(config, {
-    logger: createMemoryLogger(),
-    modules: [...slots.modules, createWorkloadsModule({ runtime: slots.runtime })],
+  const { port, token } = await startWorkloadsAgent(t, {
+    dataDir,
+    config,
+    models: options.models,
+    hosts: options.hosts,
   });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  const baseURL = `http://127.0.0.1:${agent.http.port}/v1`;
+  const baseURL = `http://127.0.0.1:${port}/v1`;
   const client = new OpenAI({
     baseURL,
     apiKey: token,
