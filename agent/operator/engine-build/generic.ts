@@ -1,14 +1,13 @@
 import { MnnEdgeError } from '../../../lib/errors.js';
 import { type CrossTarget, toolchainOf } from './cross.js';
 import {
-  applyChoice,
-  applyTools,
   BASE,
   type BackendChoice,
   type BuildHost,
   type Decisions,
   decideKleidiai,
   type EngineBuildSpec,
+  finishSpec,
 } from './spec.js';
 
 // The generic engine: the MNN the `mnn-edge-engine` .deb ships for every board of an architecture, built without
@@ -51,16 +50,5 @@ export function genericEngineSpec(
       `${name}: built in for any board (MNN dlopens ${loader} at run time; without it the backend is unavailable and the CPU serves)`,
     );
   }
-  applyChoice(choice, host, d.cmake, d.backends, d.reasons);
-  const tools = applyTools(choice, d);
-  const toolchain = toolchainOf(target);
-  d.reasons.push(toolchain.reason);
-  return {
-    cmake: [...d.cmake.entries()],
-    backends: d.backends,
-    reasons: d.reasons,
-    warnings: d.warnings,
-    toolchain,
-    tools,
-  };
+  return finishSpec(d, choice, host, toolchainOf(target));
 }

@@ -255,6 +255,16 @@ export function engineBuildSpec(
   decideGpuApis(caps, d);
   decideCuda(caps, host, d);
   decideNpus(caps, host, d);
+  return finishSpec(d, choice, host, toolchain);
+}
+
+/** The user's --with/--without and tools over the decisions, then the spec; a board's and the generic build's. */
+export function finishSpec(
+  d: Decisions,
+  choice: BackendChoice,
+  host: BuildHost,
+  toolchain: CrossToolchain | null,
+): EngineBuildSpec {
   applyChoice(choice, host, d.cmake, d.backends, d.reasons);
   const tools = applyTools(choice, d);
   // Keys a backend added go after the base ones, in the order they were decided.
