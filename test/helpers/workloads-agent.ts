@@ -1,15 +1,16 @@
 // A real agent with the workloads module over fixture models placed on slots, started and settled, stopped and
 // its data dir removed when the test ends; the pairing token read from that data dir. The API helpers
-// (openai-agent.ts, ollama-agent.ts) put their protocol's client on top.
+// (openai-agent.ts, ollama-agent.ts) put their protocol's client on top; integration tests of one API (the board's
+// MCP server, the voice socket, a tool round) start theirs here too.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
 import type { AgentConfig } from '../../agent/config/schema.js';
 import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
+import { createWorkloadsModule, type WorkloadsModuleDeps } from '../../agent/workloads/module.js';
 import { createMemoryLogger } from '../../lib/log.js';
-import { type ModelSource, slotRuntimeModules } from '../engine/_slots.js';
+import { type ModelSource, type SlotModules, slotRuntimeModules } from '../engine/_slots.js';
 
 export async function startWorkloadsAgent(
   t: ExecutionContext,
@@ -18,10 +19,16 @@ export async function startWorkloadsAgent(
     config: AgentConfig;
     models: readonly ModelSource[];
     hosts?: EngineHostFactory | undefined;
+    /** More of the workloads module's dependencies (the board MCP server's options, ...); a function, as some of
+     *  them read the slots' runtime. */
+    workloadsDeps?: (runtime: SlotModules['runtime']) => Omit<WorkloadsModuleDeps, 'runtime'>;
   },
 ) {
   const slots = slotRuntimeModules(options.models, options.hosts ? { hosts: options.hosts } : {});
-  const workloads = createWorkloadsModule({ runtime: slots.runtime });
+  const workloads = createWorkloadsModule({
+    ...options.workloadsDeps?.(slots.runtime),
+    runtime: slots.runtime,
+  });
   const logger = createMemoryLogger();
   const agent = createAgent(options.config, { logger, modules: [...slots.modules, workloads] });
   await agent.start();

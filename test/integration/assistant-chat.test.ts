@@ -2,15 +2,10 @@
 // an engine host, its answer comes back as NDJSON lines ending in `done`; the timers' API and the auth of both.
 // The tool round itself on a real model belongs to the tool-call fixture model's e2e test (issue 42); here the
 // model answers in words.
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import test from 'ava';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
+import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 
 test('typed chat with only an LLM placed streams NDJSON to done; timers are listed; both need the token', async (t) => {
   const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-chat-');
@@ -19,17 +14,8 @@ test('typed chat with only an LLM placed streams NDJSON to done; timers are list
     slots: { 'voice.llm': { model: 'tiny-llm' } },
     voice: { maxNewTokens: 8, tools: { limits: { maxRounds: 2 } } },
   };
-  const slots = slotRuntimeModules(['tiny-llm']);
-  const module = createWorkloadsModule({ runtime: slots.runtime });
-  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [...slots.modules, module] });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  const url = `http://127.0.0.1:${agent.http.port}`;
+  const { port, token, workloads } = await startWorkloadsAgent(t, { dataDir, config, models: ['tiny-llm'] });
+  const url = `http://127.0.0.1:${port}`;
   const auth = { Authorization: `Bearer ${token}` };
   const body = JSON.stringify({
     messages: [{ role: 'user', content: 'Hello there' }],
@@ -60,6 +46,6 @@ test('typed chat with only an LLM placed streams NDJSON to done; timers are list
   t.is(timers.status, 200);
   t.deepEqual(await timers.json(), { timers: [], events: [] });
   // The tools a turn sees on this board: the time and the timers (no camera, no board loop to announce on).
-  const catalog = await module.assistant()!.assistant.catalog();
+  const catalog = await workloads.assistant()!.assistant.catalog();
   t.deepEqual([...catalog.entries.keys()], ['get_time', 'set_timer', 'list_timers', 'cancel_timer']);
 });

@@ -2,21 +2,17 @@
 // the pairing token as bearer: the tool list, the status tool, announce kept from remote clients unless enabled,
 // refusals in MCP's shape. The camera tools answer with tiny-vlm on a camera that is a PNG file (MNN needed:
 // skipped with one line without).
-import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import test, { type ExecutionContext } from 'ava';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
 import { unavailableHosts } from '../../agent/runtime/module.js';
 import type { BoardMcpOptions } from '../../agent/workloads/board-mcp.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 
 const camera = join(mediaFixturesDir, 'camera-seq', 'frame-000.png');
 const noEngine = unavailableHosts(unavailableMessage('the engine addon is not built'));
@@ -29,25 +25,16 @@ async function startAgent(t: ExecutionContext, opts: { engine: boolean; mcp?: Bo
     vision: { camera, maxNewTokens: 8 },
     voice: { output: { sink: 'wav', device: 'default' } },
   };
-  const slots = slotRuntimeModules(['tiny-vlm'], opts.engine ? {} : { hosts: noEngine });
-  const agent = createAgent(config, {
-    logger: createMemoryLogger(),
-    modules: [
-      ...slots.modules,
-      createWorkloadsModule({
-        runtime: slots.runtime,
-        mcpServer: { status: () => ({ slots: slots.runtime()?.state() ? 'running' : 'none' }), ...opts.mcp },
-      }),
-    ],
+  const { port, token } = await startWorkloadsAgent(t, {
+    dataDir,
+    config,
+    models: ['tiny-vlm'],
+    hosts: opts.engine ? undefined : noEngine,
+    workloadsDeps: (runtime) => ({
+      mcpServer: { status: () => ({ slots: runtime()?.state() ? 'running' : 'none' }), ...opts.mcp },
+    }),
   });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
-  const url = new URL(`http://127.0.0.1:${agent.http.port}/mcp`);
+  const url = new URL(`http://127.0.0.1:${port}/mcp`);
   return { url, token };
 }
 

@@ -5,18 +5,13 @@
 //   call arrives whole in one chunk, the tool result goes back without id or name);
 // - the board's own acting assistant (the typed chat, and Wyoming `handle`; the voice loop answers through the same
 //   assistant) calling a Home Assistant-like MCP server made with the MCP SDK: the light really switches.
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { Ollama } from 'ollama';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
-import { createWorkloadsModule, type WorkloadsModule } from '../../agent/workloads/module.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { type McpHome, startMcpHome } from '../helpers/mcp-home.js';
 import { toolModel } from '../helpers/tool-model.js';
+import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 
 const found = await toolModel();
@@ -55,16 +50,11 @@ async function startAgent(t: ExecutionContext, home?: McpHome, wyoming = false) 
     },
     ...(wyoming ? { wyoming: { enabled: true, bind: '127.0.0.1', port: 0 } } : {}),
   };
-  const slots = slotRuntimeModules([{ path: model.dir, id: 'tool-model' }]);
-  const workloads: WorkloadsModule = createWorkloadsModule({ runtime: slots.runtime });
-  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [...slots.modules, workloads] });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
+  const { port, token, workloads } = await startWorkloadsAgent(t, {
+    dataDir,
+    config,
+    models: [{ path: model.dir, id: 'tool-model' }],
   });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
   // The MCP client connects in the background: its tools join the built-in ones once listed.
   const listed =
     home === undefined ||
@@ -72,7 +62,7 @@ async function startAgent(t: ExecutionContext, home?: McpHome, wyoming = false) 
       async () => (await workloads.assistant()!.assistant.catalog()).entries.has('HassTurnOn'),
       60_000,
     ));
-  return { url: `http://127.0.0.1:${agent.http.port}`, token, workloads, listed };
+  return { url: `http://127.0.0.1:${port}`, token, workloads, listed };
 }
 
 gate(

@@ -8,23 +8,21 @@
 //
 // The fixture ASR is a tiny random model: its transcript is not English, but it is text, which is all the script
 // needs (the tool model calls the tool whatever the user said).
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent, STORE_FILE } from '../../agent/main.js';
+import { STORE_FILE } from '../../agent/main.js';
 import { openStore } from '../../agent/store/database.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { findExecutable } from '../../agent/workloads/voice/executable.js';
 import { VoiceTurnStore } from '../../agent/workloads/voice/turn-store.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { type McpHome, startMcpHome } from '../helpers/mcp-home.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import { toolModel } from '../helpers/tool-model.js';
 import { until } from '../helpers/until.js';
+import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 
 const found = await toolModel();
 const espeak = findExecutable('espeak-ng');
@@ -51,29 +49,19 @@ async function startAgent(t: ExecutionContext, home: McpHome) {
       tools: { mcp: [{ name: 'home', url: home.url, token: home.token }] },
     },
   };
-  const slots = slotRuntimeModules(['silero-vad', 'tiny-omni-audio', { path: model.dir, id: 'tool-model' }]);
-  const workloads = createWorkloadsModule({ runtime: slots.runtime });
-  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [...slots.modules, workloads] });
-  await agent.start();
-  await slots.settled();
-  let running = true;
-  const stop = async () => {
-    if (!running) return;
-    running = false;
-    await agent.stop('test');
-  };
-  t.teardown(async () => {
-    await stop();
-    rmSync(dataDir, { recursive: true, force: true });
+  const { agent, port, token, workloads } = await startWorkloadsAgent(t, {
+    dataDir,
+    config,
+    models: ['silero-vad', 'tiny-omni-audio', { path: model.dir, id: 'tool-model' }],
   });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
   // The MCP client connects in the background: its tools join the built-in ones once listed.
   await until(
     async () => (await workloads.assistant()!.assistant.catalog()).entries.has('HassTurnOn'),
     'the home server tools to be listed',
     { timeoutMs: 60_000, stepMs: 200 },
   );
-  return { port: agent.http.port, token, workloads, dataDir, stop };
+  // The test stops the agent to read the turn's row; agent.stop is idempotent, the teardown's stop is then a no-op.
+  return { port, token, workloads, dataDir, stop: () => agent.stop('test') };
 }
 
 gate(

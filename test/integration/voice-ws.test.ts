@@ -1,20 +1,18 @@
 // The voice and vision session sockets on a real agent: the documented protocol over a real WebSocket, with the
 // fixture models imported into the agent's model store, placed on the voice.* and vision.vlm slots and run in
 // engine hosts (the error paths also without MNN: hosts that cannot start stand in for it).
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
 import type { EngineHostFactory } from '../../agent/runtime/engine/engine-port.js';
 import { unavailableHosts } from '../../agent/runtime/module.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules, voiceSlots } from '../engine/_slots.js';
+import { voiceSlots } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 
 const noEngineReason = unavailableMessage('the engine addon is not built');
 
@@ -26,21 +24,14 @@ async function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
     voice: { maxNewTokens: 16 },
     vision: { maxNewTokens: 6 },
   };
-  const slots = slotRuntimeModules(
-    ['silero-vad', 'tiny-omni-audio', 'tiny-llm', 'tiny-vlm'],
-    hosts ? { hosts } : {},
-  );
-  const module = createWorkloadsModule({ runtime: slots.runtime });
-  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [...slots.modules, module] });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
+  const { port, token, workloads, runtime } = await startWorkloadsAgent(t, {
+    dataDir,
+    config,
+    models: ['silero-vad', 'tiny-omni-audio', 'tiny-llm', 'tiny-vlm'],
+    hosts,
   });
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
   const connect = async (path: string) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${agent.http.port}${path}`, {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, {
       headers: { Authorization: `Bearer ${token}` },
     });
     const messages: Array<Record<string, unknown> | Buffer> = [];
@@ -66,7 +57,7 @@ async function startAgent(t: ExecutionContext, hosts?: EngineHostFactory) {
     };
     return { ws, messages, closed, waitFor };
   };
-  return { module, connect, runtime: slots.runtime };
+  return { module: workloads, connect, runtime };
 }
 
 test('voice without the engine: the start is answered with the reason and the socket closes', async (t) => {
