@@ -8,42 +8,10 @@ import { Ollama } from 'ollama';
 import type { SlotName } from '../../agent/plan/types.js';
 import { KeepAliveTimers } from '../../agent/workloads/ollama/keep-alive.js';
 import { registerOllamaRoutes } from '../../agent/workloads/ollama/routes.js';
-import type { ChatModel, ChatRequest, ChatResult } from '../../agent/workloads/shared/chat-model.js';
+import type { ChatModel, ChatRequest } from '../../agent/workloads/shared/chat-model.js';
 import { SlotGate } from '../../agent/workloads/slots/scheduler.js';
 import { loopbackRouter } from './loopback-router.js';
-
-type Ending = Partial<ChatResult> & { throwAfter?: Error };
-
-/** A model that streams its pieces, then ends as told (or throws); it records the requests it got. */
-function scriptedModel(pieces: string[], ending: Ending, seen: ChatRequest[] = []): ChatModel {
-  return {
-    id: 'tiny-llm',
-    capabilities: { vision: false, audio: false, talker: false },
-    generate(request) {
-      seen.push(request);
-      let settle!: (r: ChatResult) => void;
-      const result = new Promise<ChatResult>((r) => {
-        settle = r;
-      });
-      return {
-        result,
-        async *[Symbol.asyncIterator]() {
-          for (const p of pieces) yield p;
-          if (ending.throwAfter) throw ending.throwAfter;
-          settle({
-            text: pieces.join(''),
-            finishReason: 'stop',
-            promptTokens: 3,
-            generatedTokens: pieces.length,
-            prefillMs: 1,
-            decodeMs: 1,
-            ...ending,
-          });
-        },
-      };
-    },
-  };
-}
+import { endingModel } from './scripted-chat-model.js';
 
 async function serve(t: ExecutionContext, model: ChatModel, parks: string[] = []) {
   const { router, logger, listen } = loopbackRouter(t);
@@ -91,7 +59,7 @@ const ask = { model: 'tiny-llm:latest', messages: [{ role: 'user', content: 'Tur
 
 test('tools reach the chat model; a call comes whole in one line with its arguments as an object', async (t) => {
   const seen: ChatRequest[] = [];
-  const model = scriptedModel([], { finishReason: 'tool_calls', toolCalls: [CALL] }, seen);
+  const model = endingModel([], { finishReason: 'tool_calls', toolCalls: [CALL] }, seen);
   const client = await serve(t, model);
   const lines = [];
   for await (const part of await client.chat({ ...ask, tools: TOOLS, stream: true })) lines.push(part);
@@ -115,7 +83,7 @@ test('tools reach the chat model; a call comes whole in one line with its argume
 test('a failure after the stream started is the last NDJSON line; the official client raises it', async (t) => {
   const client = await serve(
     t,
-    scriptedModel(['Hello', ' there'], { throwAfter: new Error('the decoder broke') }),
+    endingModel(['Hello', ' there'], { throwAfter: new Error('the decoder broke') }),
   );
   const got: string[] = [];
   const err = await t.throwsAsync(async () => {
@@ -127,7 +95,7 @@ test('a failure after the stream started is the last NDJSON line; the official c
 
 test('an answer cut short by a lost engine host never reads as done: an error line, or a 500 when whole', async (t) => {
   const lost = { finishReason: 'backend-lost' as const, detail: 'engine host pid 42 exited (SIGKILL)' };
-  const client = await serve(t, scriptedModel(['Hel'], lost));
+  const client = await serve(t, endingModel(['Hel'], lost));
   const err = await t.throwsAsync(async () => {
     for await (const _ of await client.chat({ ...ask, stream: true })) {
       // read to the end
@@ -143,7 +111,7 @@ test('an answer cut short by a lost engine host never reads as done: an error li
 
 test('keep_alive 0 unloads once the answer is out; a duration sets the expiry /api/ps shows', async (t) => {
   const parks: string[] = [];
-  const client = await serve(t, scriptedModel(['Hi'], {}), parks);
+  const client = await serve(t, endingModel(['Hi'], {}), parks);
   await client.chat({ ...ask, keep_alive: '10m', stream: false });
   t.deepEqual(parks, []);
   const expires = new Date((await client.ps()).models[0]!.expires_at).getTime() - Date.now();

@@ -8,38 +8,14 @@ import { registerOpenAiRoutes } from '../../agent/workloads/openai/routes.js';
 import type { ChatModel, ChatResult } from '../../agent/workloads/shared/chat-model.js';
 import { SlotGate } from '../../agent/workloads/slots/scheduler.js';
 import { loopbackRouter } from './loopback-router.js';
+import { endingModel } from './scripted-chat-model.js';
 
 const LOST =
   'request failed: engine host pid 4242 for tiny-llm@1.0.0/fp32|vulkan exited unexpectedly (signal SIGKILL)';
 
-/** A model that streams two pieces and then loses its host, as the runtime reports it. */
-function cutShortModel(ending: Pick<ChatResult, 'finishReason' | 'detail'>): ChatModel {
-  return {
-    id: 'tiny-llm',
-    capabilities: { vision: false, audio: false, talker: false },
-    generate() {
-      const pieces = ['Hello', ' wor'];
-      let settle!: (r: ChatResult) => void;
-      const result = new Promise<ChatResult>((r) => {
-        settle = r;
-      });
-      return {
-        result,
-        async *[Symbol.asyncIterator]() {
-          for (const p of pieces) yield p;
-          settle({
-            text: pieces.join(''),
-            promptTokens: 3,
-            generatedTokens: 2,
-            prefillMs: 1,
-            decodeMs: 1,
-            ...ending,
-          });
-        },
-      };
-    },
-  };
-}
+/** A model that streams two pieces and then ends as the runtime reports it (a lost host, a length cut). */
+const cutShortModel = (ending: Pick<ChatResult, 'finishReason' | 'detail'>): ChatModel =>
+  endingModel(['Hello', ' wor'], ending);
 
 async function serve(t: ExecutionContext, model: ChatModel): Promise<OpenAI> {
   const { router, logger, listen } = loopbackRouter(t);

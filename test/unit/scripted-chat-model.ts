@@ -1,6 +1,7 @@
-// A ChatModel double for the acting assistant's tests: each generate() takes the next step of a script, which
-// sees the request (so a step can answer differently when a tool result is in the prompt) and gives text pieces
-// and, optionally, tool calls. It honours the abort signal as the runtime's model does.
+// ChatModel doubles. ScriptedChatModel, for the acting assistant's tests: each generate() takes the next step of a
+// script, which sees the request (so a step can answer differently when a tool result is in the prompt) and gives
+// text pieces and, optionally, tool calls; it honours the abort signal as the runtime's model does.
+// endingModel, for the API routes' tests: one answer whose ending (tool calls, a lost host, a throw) is the subject.
 import type {
   ChatModel,
   ChatRequest,
@@ -66,4 +67,38 @@ export class ScriptedChatModel implements ChatModel {
     const gen = run();
     return { result, [Symbol.asyncIterator]: () => gen };
   }
+}
+
+/** How endingModel's answer ends: the result's fields over a plain stop, or an error thrown after the pieces. */
+export type Ending = Partial<ChatResult> & { throwAfter?: Error };
+
+/** A model (tiny-llm) that streams its pieces, then ends as told (or throws); it records the requests it got. */
+export function endingModel(pieces: string[], ending: Ending, seen: ChatRequest[] = []): ChatModel {
+  return {
+    id: 'tiny-llm',
+    capabilities: { vision: false, audio: false, talker: false },
+    generate(request) {
+      seen.push(request);
+      let settle!: (r: ChatResult) => void;
+      const result = new Promise<ChatResult>((r) => {
+        settle = r;
+      });
+      return {
+        result,
+        async *[Symbol.asyncIterator]() {
+          for (const p of pieces) yield p;
+          if (ending.throwAfter) throw ending.throwAfter;
+          settle({
+            text: pieces.join(''),
+            finishReason: 'stop',
+            promptTokens: 3,
+            generatedTokens: pieces.length,
+            prefillMs: 1,
+            decodeMs: 1,
+            ...ending,
+          });
+        },
+      };
+    },
+  };
 }
