@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { concat } from '../../engine/tools/wake-keyword/speech.js';
 import { AudioDecodeError, decodeAudioFile, ffmpegPath, mixToMono } from '../../lib/audio/decode-file.js';
 import { parseWav } from '../../lib/audio/wav.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
@@ -13,16 +14,11 @@ const speech16k = join(mediaFixturesDir, 'speech-hello-16k.wav');
 const speech48k = join(mediaFixturesDir, 'speech-hello-48k-stereo.wav');
 const ffmpeg = ffmpegPath();
 
+/** The whole file, its chunks joined as the wake keyword generator joins them (decoded-cache.ts). */
 async function decodeAll(path: string, ffmpegBin: string | null = ffmpeg ?? null): Promise<Float32Array> {
   const parts: Float32Array[] = [];
   for await (const c of decodeAudioFile(path, { ffmpeg: ffmpegBin, chunk: 4000 })) parts.push(c);
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concat(parts);
 }
 
 function snrDb(ref: Float32Array, got: Float32Array): number {
