@@ -2,18 +2,14 @@
 // accepted connection however many sessions run, live sessions claimed by flows and given back however the
 // connection ends (1,000 connections broken in every malformed-frame way, resets, timeouts), refusals as an
 // `error` event with a code and a retry hint before the close, and counted.
-import { rmSync } from 'node:fs';
 import test, { type ExecutionContext } from 'ava';
 import type { AgentConfig } from '../../agent/config/schema.js';
-import { createAgent } from '../../agent/main.js';
 import { unavailableHosts } from '../../agent/runtime/module.js';
-import { createWorkloadsModule } from '../../agent/workloads/module.js';
 import { findExecutable } from '../../agent/workloads/voice/executable.js';
 import { unavailableMessage } from '../../engine/index.js';
-import { createMemoryLogger } from '../../lib/log.js';
-import { slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { until } from '../helpers/until.js';
+import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 import { malformedFrames } from '../helpers/wyoming-malformed.js';
 
@@ -28,16 +24,12 @@ async function startAgent(t: ExecutionContext, maxSessions: number, wyoming: Rec
     wyoming: { enabled: true, bind: '127.0.0.1', port: 0, ...wyoming },
   };
   // No engine: the ASR and the conversation refuse with the reason; espeak-ng speaks without one.
-  const slots = slotRuntimeModules(['tiny-omni-audio', 'tiny-llm'], {
+  const { workloads } = await startWorkloadsAgent(t, {
+    dataDir,
+    config,
+    models: ['tiny-omni-audio', 'tiny-llm'],
     hosts: unavailableHosts(unavailableMessage('the engine addon is not built')),
-  });
-  const workloads = createWorkloadsModule({ runtime: slots.runtime, agentVersion: 'test' });
-  const agent = createAgent(config, { logger: createMemoryLogger(), modules: [...slots.modules, workloads] });
-  await agent.start();
-  await slots.settled();
-  t.teardown(async () => {
-    await agent.stop('test');
-    rmSync(dataDir, { recursive: true, force: true });
+    workloadsDeps: () => ({ agentVersion: 'test' }),
   });
   const port = workloads.wyomingAnnouncement()!.port;
   const metric = (name: string) => workloads.metrics()[`workload.wyoming.${name}`];
