@@ -5,7 +5,7 @@
 // when the agent says so), a value out of range is refused with the schema's message, and after the agent
 // restarts the page shows the saved threshold again. With voice.wake.clips on, the detection's audio is listed
 // and can be marked a false trigger.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest from 'ava';
@@ -24,7 +24,7 @@ import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
-import { spawnAgentRun } from '../helpers/run-agent.js';
+import { startAgentDaemon } from '../helpers/run-agent.js';
 import { until } from '../helpers/until.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 import { buildDashboard, launchChromium, login, screenshot } from './harness.js';
@@ -54,37 +54,19 @@ const run = {} as {
 const test = anyTest.serial;
 
 async function startDaemon(dataDir: string): Promise<Daemon> {
-  const child = spawnAgentRun(dataDir, { config: CONFIG });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise((r) => child.once('exit', r));
-  // The settings module starts last: then /api/config answers and the workloads have said their Wyoming port.
-  const ready = () => out.includes('"msg":"module started","module":"settings"');
-  for (let i = 0; i < 2400 && !ready(); i++) {
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
+  const started = await startAgentDaemon<Record<string, unknown>>(dataDir, CONFIG);
+  // Started means the settings module has, which starts last: the workloads have said their Wyoming port by then.
+  const wyomingPort = /"msg":"workloads ready".*?"wyoming":(\d+)/.exec(started.output())?.[1];
+  if (!wyomingPort) {
+    await started.stop();
+    throw new Error(`the daemon did not start:\n${started.output()}`);
   }
-  const port = /"msg":"(?:serving|listening)".*?"port":(\d+)/.exec(out)?.[1];
-  const wyomingPort = /"msg":"workloads ready".*?"wyoming":(\d+)/.exec(out)?.[1];
-  if (!port || !wyomingPort || !ready()) {
-    child.kill('SIGKILL');
-    throw new Error(`the daemon did not start:\n${out}`);
-  }
-  const url = `http://127.0.0.1:${port}`;
-  const token = readFileSync(join(dataDir, 'pairing-token'), 'utf8').trim();
   const daemon: Daemon = {
-    url,
-    token,
+    url: started.url,
+    token: started.token,
     wyomingPort: Number(wyomingPort),
-    async call(method, path) {
-      const res = await fetch(`${url}${path}`, { method, headers: { Authorization: `Bearer ${token}` } });
-      return (await res.json()) as Record<string, unknown>;
-    },
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
+    call: async (method, path) => (await started.call(method, path)).body,
+    stop: () => started.stop(),
   };
   // The keyword package loaded in its engine host: a page opened now can show its keywords.
   await until(

@@ -50,6 +50,8 @@ export interface AgentDaemon<B = unknown> {
   url: string;
   token: string;
   call(method: string, path: string, body?: unknown): Promise<{ status: number; body: B }>;
+  /** What the daemon has written so far (stdout and stderr): for what it logs rather than answers. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -91,6 +93,7 @@ export async function startAgentDaemon<B = unknown>(
       const text = await res.text();
       return { status: res.status, body: (text ? JSON.parse(text) : undefined) as B };
     },
+    output: () => out,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
