@@ -41,7 +41,7 @@ import {
 } from './system-image/guest.js';
 import { guestExec, waitForGuestAgent } from './system-image/guest-agent.js';
 import { takeQemuLock } from './system-image/qemu-lock.js';
-import { type AgentApi, api, Checks } from './system-image/tier.js';
+import { type AgentApi, api, Checks, waitFor } from './system-image/tier.js';
 
 /** The first boot's checks; returns the identity and token the later checks use. */
 async function firstBoot(guest: Guest, port: number, started: number, checks: Checks) {
@@ -54,10 +54,15 @@ async function firstBoot(guest: Guest, port: number, started: number, checks: Ch
   checks.check('boot to /healthz from the host', true, `agent ${health.version}`, started);
   await waitForGuestAgent(guest.qga, 5 * 60_000);
 
-  const show = await sh(
-    guest,
-    'systemctl show mnn-edge -p ActiveState -p SubState -p Type -p WatchdogUSec -p User',
-  );
+  // /healthz answers a moment before systemd has READY=1: the agent notifies once it serves, through a
+  // systemd-notify child that takes seconds under TCG. So the unit is given a budget to become active; a unit
+  // that never does (a lost READY=1, a start timeout) still fails here, with the state it was left in.
+  const showUnit = () =>
+    sh(guest, 'systemctl show mnn-edge -p ActiveState -p SubState -p Type -p WatchdogUSec -p User');
+  const show = await waitFor('mnn-edge.service active', 5 * 60_000, async () => {
+    const text = await showUnit();
+    return /ActiveState=active/.test(text) ? text : undefined;
+  }).catch(() => showUnit());
   checks.check(
     'the unit runs under systemd',
     /ActiveState=active/.test(show) && /Type=notify/.test(show),
