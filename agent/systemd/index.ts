@@ -2,6 +2,8 @@ export { createLoopHeartbeat, type LoopHeartbeat } from './loop-heartbeat.js';
 export {
   createSystemdNotifier,
   type Scheduler,
+  START_EXTENSION,
+  type StartExtension,
   type SystemdNotifier,
   type SystemdNotifierOptions,
   timerScheduler,

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../../lib/clock.js';
 import { errorMessage, invalidParameter, MnnEdgeError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { notifyAssignment, parseNotifyEnvironment } from './notify-env.js';
@@ -21,6 +22,12 @@ export interface SystemdNotifier {
    * Returns false when the unit has no watchdog for this process.
    */
   startWatchdog(loopHealthy: () => boolean): boolean;
+  /**
+   * Until READY=1: while the event loop runs, asks systemd for more start time (EXTEND_TIMEOUT_USEC) a step at a
+   * time, up to a cap. A start that is slow but alive (a board whose CPU is busy, a long migration) is not killed
+   * at TimeoutStartSec; a process that hangs or blocks its loop still is. Returns false outside systemd.
+   */
+  extendStartWhileAlive(): boolean;
   /** Stops the watchdog and sends STOPPING=1. */
   stopping(): Promise<boolean>;
 }
@@ -45,7 +52,24 @@ export interface SystemdNotifierOptions {
   /** Defaults to systemd-notify(1) on NOTIFY_SOCKET. */
   transport?: NotifyTransport;
   scheduler?: Scheduler;
+  /** How far each extension reaches and how often one is sent; defaults to START_EXTENSION. */
+  startExtension?: StartExtension;
+  clock?: Pick<Clock, 'monotonicMs'>;
 }
+
+export interface StartExtension {
+  /** Each EXTEND_TIMEOUT_USEC asks for this much time from now. */
+  stepMs: number;
+  /** Sent this often, well inside a step, so one late timer or slow systemd-notify does not lose the start. */
+  everyMs: number;
+  /** No extension is asked for past this much time after extendStartWhileAlive(): a start wedged on an await
+   *  with a live loop still ends. */
+  capMs: number;
+}
+
+/** The unit's TimeoutStartSec (180 s) bounds a start that makes no progress; a live one may take up to 15 min
+ *  (an emulated board at load 15 took 266 s from power-on to serving, with the kernel's boot in it). */
+export const START_EXTENSION: StartExtension = { stepMs: 90_000, everyMs: 30_000, capMs: 15 * 60_000 };
 
 export function createSystemdNotifier(options: SystemdNotifierOptions): SystemdNotifier {
   const log = options.logger.child('systemd');
@@ -62,6 +86,8 @@ export function createSystemdNotifier(options: SystemdNotifierOptions): SystemdN
   let cancelWatchdog: (() => void) | undefined;
   let watchdogPending = false;
   let loopWasHealthy = true;
+  let cancelExtension: (() => void) | undefined;
+  let readySent = false;
 
   const send = (assignments: string[]): Promise<boolean> => {
     if (transport === undefined) return Promise.resolve(false);
@@ -100,7 +126,12 @@ export function createSystemdNotifier(options: SystemdNotifierOptions): SystemdN
   return {
     enabled: transport !== undefined,
     watchdogIntervalMs,
-    ready: () => send(['READY=1']),
+    ready: () => {
+      readySent = true;
+      cancelExtension?.();
+      cancelExtension = undefined;
+      return send(['READY=1']);
+    },
     status: (text) => {
       // Typed callers cannot get here; plain-JS ones (and `unknown` casts) get a specific error.
       if (typeof text !== 'string') return Promise.reject(invalidParameter('status text', 'a string', text));
@@ -119,7 +150,28 @@ export function createSystemdNotifier(options: SystemdNotifierOptions): SystemdN
       pingIfHealthy(loopHealthy);
       return true;
     },
+    extendStartWhileAlive() {
+      if (transport === undefined || readySent || cancelExtension !== undefined) return false;
+      const { stepMs, everyMs, capMs } = options.startExtension ?? START_EXTENSION;
+      const clock = options.clock ?? systemClock;
+      const startedAt = clock.monotonicMs();
+      const extend = () => {
+        const left = capMs - (clock.monotonicMs() - startedAt);
+        if (left <= 0) {
+          cancelExtension?.();
+          cancelExtension = undefined;
+          log.warn('the start is still not serving; asking systemd for no more time', { capMs });
+          return;
+        }
+        void send([`EXTEND_TIMEOUT_USEC=${Math.round(Math.min(stepMs, left) * 1000)}`]);
+      };
+      cancelExtension = scheduler.every(everyMs, extend);
+      extend();
+      return true;
+    },
     stopping() {
+      cancelExtension?.();
+      cancelExtension = undefined;
       cancelWatchdog?.();
       cancelWatchdog = undefined;
       return send(['STOPPING=1']);

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { guestExec } from './guest-agent.js';
+import { guestRequest } from './host-http.js';
 import { buildTierDebs } from './tier-debs.js';
 
 const repo = join(import.meta.dirname, '..', '..');
@@ -188,8 +189,8 @@ export async function healthz(port: number, budgetMs: number): Promise<{ version
   let last = 'no answer yet';
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(10_000) });
-      if (res.ok) return (await res.json()) as { version: string };
+      const res = await guestRequest(port, '/healthz', { timeoutMs: 10_000 });
+      if (res.status === 200) return JSON.parse(res.text) as { version: string };
       last = `HTTP ${res.status}`;
     } catch (err) {
       last = (err as Error).message;

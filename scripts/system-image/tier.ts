@@ -3,6 +3,7 @@
 // configuration file and process in the guest.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Guest, say, sh } from './guest.js';
+import { guestRequest } from './host-http.js';
 
 export class Checks {
   readonly results: string[] = [];
@@ -38,15 +39,20 @@ export interface AgentApi {
   token: string;
 }
 
-export async function api<T>(agent: AgentApi, path: string, init: RequestInit = {}): Promise<T> {
-  const res = await fetch(`http://127.0.0.1:${agent.port}${path}`, {
+export async function api<T>(
+  agent: AgentApi,
+  path: string,
+  init: { method?: string; body?: string } = {},
+): Promise<T> {
+  const res = await guestRequest(agent.port, path, {
     ...init,
     headers: { Authorization: `Bearer ${agent.token}`, 'Content-Type': 'application/json' },
-    signal: AbortSignal.timeout(120_000),
+    timeoutMs: 120_000,
   });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: HTTP ${res.status}: ${text.slice(0, 300)}`);
-  return JSON.parse(text) as T;
+  if (res.status < 200 || res.status > 299) {
+    throw new Error(`${init.method ?? 'GET'} ${path}: HTTP ${res.status}: ${res.text.slice(0, 300)}`);
+  }
+  return JSON.parse(res.text) as T;
 }
 
 /** Polls `probe` until it returns a value (not undefined) or the budget runs out; the error names the last

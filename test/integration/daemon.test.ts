@@ -399,15 +399,22 @@ test('`mnn-edge run` serves until SIGTERM, then stops gracefully with exit code 
   t.like(lines.at(-1), { msg: 'stopped', reason: 'signal SIGTERM' });
 });
 
-test('under systemd (NOTIFY_SOCKET) `mnn-edge run` sends READY=1 once serving and STOPPING=1 on SIGTERM', async (t) => {
+test('under systemd (NOTIFY_SOCKET) `mnn-edge run` asks for start time, sends READY=1 once serving, pings the watchdog and sends STOPPING=1 on SIGTERM', async (t) => {
   const dir = tempDir(t);
   const listener = await startNotifyListener(join(dir, 'notify.sock'));
   t.teardown(() => listener.close());
-  const child = spawnAgentRun(join(dir, 'data'), { env: { NOTIFY_SOCKET: listener.path } });
+  // Without WATCHDOG_PID the watchdog variables are the receiving process's own (sd_watchdog_enabled(3)).
+  const child = spawnAgentRun(join(dir, 'data'), {
+    env: { NOTIFY_SOCKET: listener.path, WATCHDOG_USEC: '600000000' },
+  });
   t.teardown(() => child.kill('SIGKILL'));
   await listeningPort(child, { out: '' });
   const ready = await listener.waitFor('READY=1');
   t.is(ready.pid, child.pid ?? null);
+  await listener.waitFor('WATCHDOG=1');
+  const order = listener.received.map((n) => n.data.split('=')[0]);
+  t.is(order[0], 'EXTEND_TIMEOUT_USEC', 'more start time is asked for before anything else');
+  t.true(order.indexOf('READY') < order.indexOf('WATCHDOG'), JSON.stringify(order));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
   await listener.waitFor('STOPPING=1');

@@ -236,3 +236,55 @@ test('loop heartbeat is healthy until the loop stays silent longer than allowed'
     message: 'Expected a positive number of milliseconds for maxSilenceMs but received number 0',
   });
 });
+
+test('until READY=1 a live start asks for more time a step at a time, up to the cap', async (t) => {
+  const logger = createMemoryLogger();
+  const { sent, transport } = recordingTransport();
+  const { jobs, scheduler, tick } = manualScheduler();
+  let now = 0;
+  const n = createSystemdNotifier({
+    env: systemdEnv,
+    pid: 42,
+    logger,
+    transport,
+    scheduler,
+    clock: { monotonicMs: () => now },
+    startExtension: { stepMs: 90_000, everyMs: 30_000, capMs: 200_000 },
+  });
+  t.true(n.extendStartWhileAlive());
+  t.false(n.extendStartWhileAlive(), 'one extension loop at a time');
+  t.is(jobs[0]?.ms, 30_000);
+  await settle();
+  t.deepEqual(sent, [['EXTEND_TIMEOUT_USEC=90000000']], 'the first request goes out at once');
+  now = 150_000;
+  tick();
+  await settle();
+  t.deepEqual(sent.at(-1), ['EXTEND_TIMEOUT_USEC=50000000'], 'never past the cap');
+  now = 200_000;
+  tick();
+  await settle();
+  t.is(sent.length, 2, 'nothing asked for at the cap');
+  t.true(jobs[0]?.cancelled);
+  t.true(logger.lines.some((l) => JSON.parse(l).msg.startsWith('the start is still not serving')));
+});
+
+test('READY=1 ends the start extension; none is asked for after it or outside systemd', async (t) => {
+  const { sent, transport } = recordingTransport();
+  const { jobs, scheduler, tick } = manualScheduler();
+  const n = createSystemdNotifier({
+    env: systemdEnv,
+    pid: 42,
+    logger: createMemoryLogger(),
+    transport,
+    scheduler,
+  });
+  n.extendStartWhileAlive();
+  await n.ready();
+  t.true(jobs[0]?.cancelled);
+  tick();
+  await settle();
+  t.deepEqual(sent, [['EXTEND_TIMEOUT_USEC=90000000'], ['READY=1']]);
+  t.false(n.extendStartWhileAlive(), 'the start is over');
+  const outside = createSystemdNotifier({ env: {}, logger: createMemoryLogger() });
+  t.false(outside.extendStartWhileAlive());
+});

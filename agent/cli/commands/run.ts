@@ -54,6 +54,10 @@ export const command: Command = {
         logs.write(line);
       },
     });
+    // A no-op outside a Type=notify unit. Made first, so that a slow but live start asks systemd for more time
+    // before TimeoutStartSec runs out (a busy board, a long migration).
+    const systemd = createSystemdNotifier({ env: io.env, logger });
+    systemd.extendStartWhileAlive();
     logger.info('starting', {
       version: agentVersion(),
       config: source,
@@ -88,8 +92,6 @@ export const command: Command = {
         return composed.modules;
       },
     });
-    // A no-op outside a Type=notify unit.
-    const systemd = createSystemdNotifier({ env: io.env, logger });
     const shutdown = nextShutdownSignal();
     // SIGHUP: re-read the file and the run-time settings, detect again and replan (after `mnn-edge models
     // import`, say). An invalid file is refused whole: the running configuration stays. Listened for from the
@@ -112,28 +114,32 @@ export const command: Command = {
       reloadPending = true;
     };
     process.on('SIGHUP', onHangup);
+    // WATCHDOG=1 stops when the event loop is blocked or the runtime's reconcile loop hangs inside a run (a
+    // driver that never returns); a model that keeps failing to load is the runtime's fallback business, not a
+    // reason for systemd to restart the agent. Before the modules are composed only the event loop counts.
+    const loopHealthy = () => {
+      const health = composed?.services.runtime()?.health();
+      return !health || !(health.running && !health.healthy);
+    };
     const started = agent.start();
     try {
       // READY as soon as the agent answers; a module that then fails to start still fails the start.
       await Promise.race([agent.serving, started]);
       await systemd.ready();
       logger.info('ready notified', { atMs: Math.round(performance.now()) });
+      // systemd arms WatchdogSec at READY=1, so the pings start here, not once every module has started: a module
+      // start longer than WatchdogSec (a model load on a busy board) would have the agent killed as hung.
+      systemd.startWatchdog(loopHealthy);
       await started;
     } catch (err) {
       process.off('SIGHUP', onHangup);
       shutdown.dispose();
+      await systemd.stopping();
       throw err;
     }
     startDone = true;
     if (reloadPending) reload();
     await systemd.status(`serving on ${agent.http.address}:${agent.http.port} as ${agent.identity.deviceId}`);
-    // WATCHDOG=1 stops when the event loop is blocked or the runtime's reconcile loop hangs inside a run (a
-    // driver that never returns); a model that keeps failing to load is the runtime's fallback business, not a
-    // reason for systemd to restart the agent.
-    systemd.startWatchdog(() => {
-      const health = composed?.services.runtime()?.health();
-      return !health || !(health.running && !health.healthy);
-    });
     const stoppedByItself = new Promise<string>((resolve) =>
       agent.events.once('stopped', (e) => resolve(e.reason)),
     );
