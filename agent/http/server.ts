@@ -44,6 +44,9 @@ export interface AgentHttpServer {
   readonly secure: boolean;
 }
 
+/** How long an idle kept-alive connection stays open on the agent's side (see createHttpServer). */
+export const KEEP_ALIVE_MS = 65_000;
+
 const SECURITY_HEADERS: Record<string, string> = {
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
@@ -236,6 +239,14 @@ export function createHttpServer(options: HttpServerOptions): AgentHttpServer {
   const server: Server = options.tls
     ? createHttpsServer(readTls(options.tls), onRequest)
     : createHttp(onRequest);
+  // An idle kept-alive connection is closed by the client, never by us. When both ends time out near the same
+  // moment, a request the client sends just as our close is on the wire gets no answer (no retry in undici's
+  // fetch, httpx or aiohttp). Node's 5 s equals httpx's keep-alive expiry and sits 1 s above undici's; a slow link
+  // (a board on weak Wi-Fi, QEMU's user network) widens that race to seconds. 65 s outlasts the common clients'
+  // idle timers (httpx 5 s, aiohttp 15 s, browsers up to 60 s), as servers behind load balancers are set; an idle
+  // socket costs a few KB. The header timeout must stay above it, or an idle connection meets it first.
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
   server.on('upgrade', onUpgrade);
   server.on('clientError', (err, socket) => {
     logger.debug('malformed request', { err });
