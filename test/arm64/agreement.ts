@@ -15,6 +15,7 @@ import { engineOrSkip, llmDemoText } from '../engine/_engine.js';
 import type { Precision } from '../helpers/llm-demo.js';
 import { compareWithMargins } from '../helpers/margin-rule.js';
 import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { promptOf, type ReferenceFile, recordedCases } from './references.js';
 
 interface DeviceSupports {
@@ -53,9 +54,9 @@ function kernelFamily(cpu: DeviceSupports | undefined, precision: string, quanti
 export function agreementTests(model: string, precision: Precision): void {
   const referencesPath = process.env['MNN_EDGE_ARM64_REFERENCES'];
   if (process.arch !== 'arm64' || referencesPath === undefined) {
-    const line = `SKIP arm64 engine agreement: ${process.arch !== 'arm64' ? `this Node is ${process.arch}` : 'MNN_EDGE_ARM64_REFERENCES is not set'} (run it with npm run test:arm64)`;
-    console.log(line);
-    test.skip(line, () => {});
+    skipWithLine(
+      `SKIP arm64 engine agreement: ${process.arch !== 'arm64' ? `this Node is ${process.arch}` : 'MNN_EDGE_ARM64_REFERENCES is not set'} (run it with npm run test:arm64)`,
+    );
   } else if (engineOrSkip(test, 'arm64 engine agreement')) {
     const references = JSON.parse(readFileSync(referencesPath, 'utf8')) as ReferenceFile;
     const cpu = parseDeviceSupports(references.deviceSupports);

@@ -10,6 +10,7 @@ import test from 'ava';
 import { elfMachineOfFile } from '../../lib/elf.js';
 import { repoRoot } from '../helpers/paths.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { until } from '../helpers/until.js';
 
 interface Claim<T> {
@@ -18,9 +19,7 @@ interface Claim<T> {
 }
 
 if (process.arch !== 'arm64') {
-  const line = `SKIP arm64 platform tests: this Node is ${process.arch} (run them with npm run test:arm64)`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP arm64 platform tests: this Node is ${process.arch} (run them with npm run test:arm64)`);
 } else {
   test('the native addons this process loads are aarch64 ELF files', (t) => {
     for (const name of ['MNN_EDGE_ENGINE_ADDON', 'MNN_EDGE_SQLITE_ADDON'] as const) {

@@ -8,6 +8,7 @@ import test from 'ava';
 import { ARM82_PREFILL_CHUNK } from '../../engine/index.js';
 import { engineOrSkip, media, models } from '../engine/_engine.js';
 import { sameAsFullPrefill, type Turn } from '../engine/_prefix-reuse-script.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 /** The turns' reuse stats: each kept KV on a chunk boundary, and some KV kept at all. */
 function keptOnBoundaries(t: import('ava').ExecutionContext, turns: Turn[], chunk: number): void {
@@ -23,9 +24,7 @@ function keptOnBoundaries(t: import('ava').ExecutionContext, turns: Turn[], chun
 }
 
 if (process.arch !== 'arm64') {
-  const line = `SKIP arm64 prefix reuse: this Node is ${process.arch} (run it with npm run test:arm64)`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP arm64 prefix reuse: this Node is ${process.arch} (run it with npm run test:arm64)`);
 } else if (engineOrSkip(test, 'arm64 prefix reuse')) {
   const low = { overrides: { precision: 'low' as const } };
 

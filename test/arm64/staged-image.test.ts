@@ -6,16 +6,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'ava';
 import { stage } from '../../scripts/stage.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 const engineAddon = process.env['MNN_EDGE_ARM64_ENGINE_ADDON'];
 const sqliteAddon = process.env['MNN_EDGE_ARM64_SQLITE_ADDON'];
 const prefix = process.env['MNN_ROOT_AARCH64'];
 
 if (engineAddon === undefined || sqliteAddon === undefined || prefix === undefined) {
-  const line =
-    'SKIP staged aarch64 image tree: MNN_EDGE_ARM64_ENGINE_ADDON, MNN_EDGE_ARM64_SQLITE_ADDON and MNN_ROOT_AARCH64 come from npm run test:arm64';
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(
+    'SKIP staged aarch64 image tree: MNN_EDGE_ARM64_ENGINE_ADDON, MNN_EDGE_ARM64_SQLITE_ADDON and MNN_ROOT_AARCH64 come from npm run test:arm64',
+  );
 } else {
   test('the staged tree for an aarch64 machine holds only aarch64 ELF files: the addon, better-sqlite3, libMNN', (t) => {
     const destdir = mkdtempSync(join(tmpdir(), 'mnn-edge-stage-aarch64-'));

@@ -19,6 +19,7 @@ import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
 import { type AgentDaemon, startAgentDaemon } from '../helpers/run-agent.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { until } from '../helpers/until.js';
 import { buildDashboard, launchChromium, login, screenshot } from './harness.js';
 
@@ -107,9 +108,7 @@ async function finishedAnswer(page: Page): Promise<{ state: string; text: string
 
 const skip = await whySkip();
 if (skip) {
-  const line = `SKIP dashboard chat: ${skip}`;
-  console.log(line);
-  anyTest.skip(line, () => {});
+  skipWithLine(`SKIP dashboard chat: ${skip}`, anyTest);
 } else {
   test.before(async () => {
     run.browser = await launchChromium(join(mediaFixturesDir, 'speech-hello-16k.wav'));

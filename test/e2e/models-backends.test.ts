@@ -10,6 +10,7 @@ import { engineCompiledIn, engineProbes } from '../../agent/runtime/serving/back
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { testBoard } from '../engine/_slots.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 import {
   buildDashboard,
   type DashboardAgent,
@@ -36,9 +37,7 @@ function missing(): string | undefined {
 
 const why = missing();
 if (why) {
-  const line = `SKIP Models page backends and load times: ${why}`;
-  console.log(line);
-  anyTest.skip(line, () => {});
+  skipWithLine(`SKIP Models page backends and load times: ${why}`, anyTest);
 } else {
   const availability = engineAvailability();
   // This machine as the daemon plans it, with one thread per host as everywhere in the tests.

@@ -21,6 +21,7 @@ import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { mediaFixturesDir, modelFixturesDir, repoRoot } from '../helpers/paths.js';
 import { type AgentDaemon, startAgentDaemon } from '../helpers/run-agent.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { until } from '../helpers/until.js';
 import { buildDashboard, launchChromium, login, screenshot } from './harness.js';
 
@@ -59,9 +60,7 @@ const why = (() => {
 })();
 
 if (why) {
-  const line = `SKIP dashboard slots and settings: ${why}`;
-  console.log(line);
-  anyTest.skip(line, () => {});
+  skipWithLine(`SKIP dashboard slots and settings: ${why}`, anyTest);
 } else {
   test.before(async () => {
     buildDashboard();

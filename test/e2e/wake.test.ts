@@ -25,6 +25,7 @@ import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import { startAgentDaemon } from '../helpers/run-agent.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { until } from '../helpers/until.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 import { buildDashboard, launchChromium, login, screenshot } from './harness.js';
@@ -118,9 +119,7 @@ const engineWhy = (() => {
 const missing = engineWhy ?? (await keywordToolsMissing(QUICK_RECIPE));
 
 if (missing) {
-  const line = `SKIP wake word on the dashboard: ${missing}`;
-  console.log(line);
-  anyTest.skip(line, () => {});
+  skipWithLine(`SKIP wake word on the dashboard: ${missing}`, anyTest);
 } else {
   anyTest.before(async (t) => {
     // First run on a machine: the quick keyword recipe takes minutes (synthesis, features, training).

@@ -6,6 +6,7 @@ import type { ExecutionContext, TestFn } from 'ava';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { compareWithMargins } from '../helpers/margin-rule.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 export const models = {
   tinyLlm: join(modelFixturesDir, 'tiny-llm', 'config.json'),
@@ -120,9 +121,7 @@ export function llmDemoText(text: string, finishReason: string): string {
 export function engineOrSkip(test: TestFn, what: string): boolean {
   const availability = engineAvailability();
   if (availability.available) return true;
-  const line = `SKIP engine tests (${what}): ${unavailableMessage(availability.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP engine tests (${what}): ${unavailableMessage(availability.reason)}`, test);
   return false;
 }
 

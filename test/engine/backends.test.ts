@@ -7,6 +7,7 @@ import test from 'ava';
 import { EngineHostClient, engineAvailability } from '../../engine/index.js';
 import type { BackendProbeResult } from '../../engine/src/native.js';
 import { createMemoryLogger } from '../../lib/log.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { engineOrSkip, expectedOutput, models } from './_engine.js';
 
 function probeOf(name: 'vulkan' | 'opencl'): BackendProbeResult | undefined {
@@ -27,9 +28,7 @@ if (engineOrSkip(test, 'GPU backends')) {
     const why = !vulkan
       ? 'the addon has no probeBackend'
       : (vulkan.steps.find((s) => s.status === 'fail')?.detail ?? 'not compiled in');
-    const line = `SKIP Vulkan engine tests: ${why}`;
-    console.log(line);
-    test.skip(line, () => {});
+    skipWithLine(`SKIP Vulkan engine tests: ${why}`);
   } else {
     test('tiny-llm on vulkan gives exactly the recorded CPU text; the kernel cache goes to tmp_path, not the cwd', async (t) => {
       const cwd = scratch(t);
@@ -90,8 +89,8 @@ if (engineOrSkip(test, 'GPU backends')) {
       }
     });
   } else {
-    const line = `SKIP OpenCL refusal test: ${opencl ? 'OpenCL initialises here (a GPU device answers)' : 'MNN has no OpenCL'}`;
-    console.log(line);
-    test.skip(line, () => {});
+    skipWithLine(
+      `SKIP OpenCL refusal test: ${opencl ? 'OpenCL initialises here (a GPU device answers)' : 'MNN has no OpenCL'}`,
+    );
   }
 }

@@ -10,6 +10,7 @@ import {
   tinyTalkerToolchainMissing,
 } from '../../engine/tools/tiny-talker/make-tiny-talker.js';
 import { createMemoryLogger } from '../../lib/log.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { engineOrSkip } from './_engine.js';
 import { startSlotRuntime } from './_slots.js';
 
@@ -18,9 +19,7 @@ const UTTERANCE = (DEFAULT_TALKER_TOKENS * 2 - 8) * 240;
 if (engineOrSkip(test, 'speech out through hosts')) {
   const missing = tinyTalkerToolchainMissing();
   if (missing) {
-    const line = `SKIP talker host tests: the tiny talker cannot be built here: ${missing}`;
-    console.log(line);
-    test.skip(line, () => {});
+    skipWithLine(`SKIP talker host tests: the tiny talker cannot be built here: ${missing}`);
   } else {
     const talker = await cachedTinyTalker();
 

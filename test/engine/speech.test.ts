@@ -7,6 +7,7 @@ import {
   DEFAULT_TALKER_TOKENS,
   tinyTalkerToolchainMissing,
 } from '../../engine/tools/tiny-talker/make-tiny-talker.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { engineOrSkip, models } from './_engine.js';
 
 // MNN's token2wav: 2 mel frames per codec token, 240 samples per frame; DiT runs in windows of 60 codes (with 24
@@ -38,9 +39,7 @@ if (engineOrSkip(test, 'speech out')) {
   });
 
   if (missing || talker === undefined) {
-    const line = `SKIP talker tests: the tiny talker cannot be built here: ${missing}`;
-    console.log(line);
-    test.skip(line, () => {});
+    skipWithLine(`SKIP talker tests: the tiny talker cannot be built here: ${missing}`);
   } else {
     test('the talker voices the last generation as 24 kHz float PCM, one chunk per DiT window', async (t) => {
       await using llm = await Llm.load(talker);

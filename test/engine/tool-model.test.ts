@@ -6,6 +6,7 @@ import test from 'ava';
 import { type GenerationResult, Llm } from '../../engine/index.js';
 import { runLlmDemo } from '../helpers/llm-demo.js';
 import { llmDemoMissing, llmDemoPath } from '../helpers/mnn-tools.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { renderPrompt, type TemplateMessage, type ToolModel, toolModel } from '../helpers/tool-model.js';
 
 const CALL = {
@@ -39,9 +40,7 @@ const TOOLS = Array.from({ length: 20 }, (_, i) => ({
 
 const found = await toolModel();
 if (found.skip !== undefined) {
-  const line = `SKIP tool-model tests: ${found.skip}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP tool-model tests: ${found.skip}`);
 } else {
   const model: ToolModel = found.model;
 
@@ -144,19 +143,16 @@ if (found.skip !== undefined) {
     t.is(byMnn.stats.promptTokens, (await llm.encode(renderPrompt(model, [ASK]))).length);
   });
 
-  test("MNN's llm_demo gives the call to a user's request", async (t) => {
-    const binary = llmDemoPath();
-    const missing = llmDemoMissing(binary);
-    if (missing) {
-      t.log(`SKIP: ${missing}`);
-      t.pass();
-      return;
-    }
-    // llm_demo wraps each prompt line in the model's template as a user turn, and ends the answer with a newline.
-    const run = await runLlmDemo({ binary, config: model.config, prompt: ASK.content });
-    t.is(run.text, `${model.callText}\n`);
-    t.is(run.decodeTokens, 6, 'five script tokens and the end-of-turn token');
-  });
+  const binary = llmDemoPath();
+  const missing = llmDemoMissing(binary);
+  if (missing) skipWithLine(`SKIP llm_demo on the tool model: ${missing}`);
+  else
+    test("MNN's llm_demo gives the call to a user's request", async (t) => {
+      // llm_demo wraps each prompt line in the model's template as a user turn, and ends the answer with a newline.
+      const run = await runLlmDemo({ binary, config: model.config, prompt: ASK.content });
+      t.is(run.text, `${model.callText}\n`);
+      t.is(run.decodeTokens, 6, 'five script tokens and the end-of-turn token');
+    });
 
   test('another script: its call and its sentence', async (t) => {
     const other = await toolModel({

@@ -20,13 +20,12 @@ import { decodeAudioFile } from '../../lib/audio/decode-file.js';
 import { encodeWavS16 } from '../../lib/audio/wav.js';
 import { readWakePackage } from '../../models/wake-package.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { engineOrSkip } from './_engine.js';
 
 const missing = engineOrSkip(test, 'wake embeddings') ? await keywordToolsMissing(QUICK_RECIPE) : 'engine';
 if (missing && missing !== 'engine') {
-  const line = `SKIP engine tests (wake embeddings): ${missing}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP engine tests (wake embeddings): ${missing}`);
 }
 
 function s16(samples: Float32Array): Buffer {

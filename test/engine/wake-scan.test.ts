@@ -19,13 +19,12 @@ import { encodeWavS16 } from '../../lib/audio/wav.js';
 import { readWakePackage } from '../../models/wake-package.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
 import { runCli } from '../helpers/run-cli.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { engineOrSkip } from './_engine.js';
 
 const missing = engineOrSkip(test, 'wake scan') ? await keywordToolsMissing(QUICK_RECIPE) : 'engine';
 if (missing && missing !== 'engine') {
-  const line = `SKIP engine tests (wake scan): ${missing}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP engine tests (wake scan): ${missing}`);
 }
 
 function s16(samples: Float32Array, channels = 1): Buffer {

@@ -17,13 +17,12 @@ import {
 import { headToOnnx } from '../../engine/tools/wake-keyword/onnx.js';
 import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { readWakePackage } from '../../models/wake-package.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { engineOrSkip } from './_engine.js';
 
 const missing = engineOrSkip(test, 'wake word') ? await keywordToolsMissing(QUICK_RECIPE) : 'engine';
 if (missing && missing !== 'engine') {
-  const line = `SKIP engine tests (wake word): ${missing}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP engine tests (wake word): ${missing}`);
 }
 
 if (!missing) {

@@ -13,6 +13,7 @@ import {
 } from '../../engine/tools/tiny-talker/make-tiny-talker.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 import { engineOrSkip } from './_engine.js';
 import { slotRuntimeModules } from './_slots.js';
@@ -23,9 +24,7 @@ if (engineOrSkip(test, 'Wyoming synthesize on the talker')) {
   const missing = tinyTalkerToolchainMissing();
   const talker = missing ? undefined : await cachedTinyTalker();
   if (talker === undefined) {
-    const line = `SKIP Wyoming talker test: the tiny talker cannot be built here: ${missing}`;
-    console.log(line);
-    test.skip(line, () => {});
+    skipWithLine(`SKIP Wyoming talker test: the tiny talker cannot be built here: ${missing}`);
   } else {
     test('synthesize on the talker slot: audio-start at 24 kHz, the utterance in chunks, audio-stop', async (t) => {
       const { dataDir, config: base } = loopbackAgentConfig('mnn-edge-wyoming-talker-');

@@ -16,6 +16,7 @@ import {
 import { rng } from '../../engine/tools/wake-keyword/speech.js';
 import { createMemoryLogger } from '../../lib/log.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { WyomingTestClient } from '../helpers/wyoming-client.js';
 import { engineOrSkip } from './_engine.js';
 import { slotRuntimeModules } from './_slots.js';
@@ -40,9 +41,7 @@ async function firstOf(c: WyomingTestClient, from: number, types: string[]) {
 
 const missing = engineOrSkip(test, 'Wyoming wake') ? await keywordToolsMissing(QUICK_RECIPE) : 'engine';
 if (missing && missing !== 'engine') {
-  const line = `SKIP Wyoming wake test: ${missing}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP Wyoming wake test: ${missing}`);
 }
 
 if (!missing) {

@@ -12,6 +12,7 @@ import type { BoardMcpOptions } from '../../agent/workloads/board-mcp.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 
 const camera = join(mediaFixturesDir, 'camera-seq', 'frame-000.png');
@@ -118,9 +119,7 @@ test('a wrong token is refused before MCP starts, and GET has no stream (405)', 
 
 const engine = engineAvailability();
 if (!engine.available) {
-  const line = `SKIP MCP camera answers: ${unavailableMessage(engine.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP MCP camera answers: ${unavailableMessage(engine.reason)}`);
 } else {
   test('camera_describe and camera_ask answer with tiny-vlm on a frame taken now', async (t) => {
     const { url, token } = await startAgent(t, { engine: true });

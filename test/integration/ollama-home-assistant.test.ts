@@ -7,6 +7,7 @@ import test, { type ExecutionContext } from 'ava';
 import { unavailableHosts } from '../../agent/runtime/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { startOllamaAgent } from '../helpers/ollama-agent.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 /** The headers ollama-python's AsyncClient sends with HA's API key. */
 function haHeaders(token: string): Record<string, string> {
@@ -103,9 +104,7 @@ test('HA: a wrong API key is refused in Ollama shape; a num_ctx that is no conte
 
 const engine = engineAvailability();
 if (!engine.available) {
-  const line = `SKIP Home Assistant's Ollama calls: ${unavailableMessage(engine.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP Home Assistant's Ollama calls: ${unavailableMessage(engine.reason)}`);
 } else {
   test("HA's config flow: GET /api/tags lists the board's models; POST /api/pull of a listed one succeeds", async (t) => {
     const { host, token } = await agent(t, true);

@@ -11,6 +11,7 @@ import { unavailableHosts } from '../../agent/runtime/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { startOllamaAgent } from '../helpers/ollama-agent.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 const framePng = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
 
@@ -118,9 +119,7 @@ test("the listener on Ollama's port answers like Ollama, relays only the Ollama 
 
 const engine = engineAvailability();
 if (!engine.available) {
-  const line = `SKIP Ollama answers: ${unavailableMessage(engine.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP Ollama answers: ${unavailableMessage(engine.reason)}`);
 } else {
   const expected = (
     JSON.parse(readFileSync(join(modelFixturesDir, 'expected-outputs.json'), 'utf8')) as {

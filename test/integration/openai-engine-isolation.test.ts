@@ -10,13 +10,12 @@ import { createMemoryLogger } from '../../lib/log.js';
 import { ModelStore } from '../../models/index.js';
 import { modelFixturesDir } from '../helpers/paths.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { until } from '../helpers/until.js';
 
 const engine = engineAvailability();
 if (!engine.available) {
-  const line = `SKIP engine isolation of mnn-edge run: ${unavailableMessage(engine.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP engine isolation of mnn-edge run: ${unavailableMessage(engine.reason)}`);
 } else {
   test('mnn-edge run serves slot models from engine hosts; the agent maps no engine library; stdout is JSON', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-isolation-'));

@@ -12,6 +12,7 @@ import { unavailableHosts } from '../../agent/runtime/module.js';
 import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { startOpenAiAgent } from '../helpers/openai-agent.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 const framePng = readFileSync(join(mediaFixturesDir, 'camera-seq', 'frame-000.png'));
 
@@ -160,9 +161,7 @@ test('a 50 MB upload is refused with 413 before it is read', async (t) => {
 
 const engine = engineAvailability();
 if (!engine.available) {
-  const line = `SKIP OpenAI answers: ${unavailableMessage(engine.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP OpenAI answers: ${unavailableMessage(engine.reason)}`);
 } else {
   test('the models that serve are listed, each once', async (t) => {
     const { client } = await startAgent(t);

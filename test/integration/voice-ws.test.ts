@@ -12,6 +12,7 @@ import { engineAvailability, unavailableMessage } from '../../engine/index.js';
 import { voiceSlots } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { startWorkloadsAgent } from '../helpers/workloads-agent.js';
 
 const noEngineReason = unavailableMessage('the engine addon is not built');
@@ -95,9 +96,7 @@ test('voice protocol errors are specific and keep the session', async (t) => {
 
 const engine = engineAvailability();
 if (!engine.available) {
-  const line = `SKIP voice/vision socket answers: ${unavailableMessage(engine.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP voice/vision socket answers: ${unavailableMessage(engine.reason)}`);
 } else {
   test('voice over the socket: 48 kHz stereo in, events and reply audio out in protocol order', async (t) => {
     const { connect, module, runtime } = await startAgent(t);

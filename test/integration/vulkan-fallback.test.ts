@@ -24,6 +24,7 @@ import { ModelStore } from '../../models/index.js';
 import { mosquittoAvailable, startMosquitto } from '../helpers/mosquitto.js';
 import { mediaFixturesDir, modelFixturesDir } from '../helpers/paths.js';
 import { spawnAgentRun } from '../helpers/run-agent.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 const DEVICE = 'vk-fallback';
 const topics = deviceTopics(DEVICE);
@@ -153,9 +154,7 @@ async function voiceSession(port: number, token: string) {
 
 const why = missing();
 if (why) {
-  const line = `SKIP live Vulkan fallback with a voice session: ${why}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP live Vulkan fallback with a voice session: ${why}`);
 } else {
   test('Vulkan lost under a voice session: cpu takes over with the history, probes bring Vulkan back, everyone is told', async (t) => {
     t.timeout(600_000);

@@ -10,12 +10,11 @@ import {
   randomOtherVoice,
 } from '../../engine/tools/wake-keyword/other-voices.js';
 import { RATE, rmsOf, rng } from '../../engine/tools/wake-keyword/speech.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 const missing = await otherVoicesMissing();
 if (missing) {
-  const line = `SKIP wake-word other voices: ${missing}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP wake-word other voices: ${missing}`);
 } else {
   const voices = new OtherVoices();
   test.after.always(() => voices.dispose());

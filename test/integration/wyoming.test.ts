@@ -27,6 +27,7 @@ import { expectedOutput } from '../engine/_engine.js';
 import { type FixtureModel, slotRuntimeModules } from '../engine/_slots.js';
 import { loopbackAgentConfig } from '../helpers/agent-config.js';
 import { mediaFixturesDir } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 import { until } from '../helpers/until.js';
 import { frame, WyomingTestClient } from '../helpers/wyoming-client.js';
 import { malformedFrames } from '../helpers/wyoming-malformed.js';
@@ -390,9 +391,7 @@ test('mDNS carries _wyoming._tcp with the server port (loopback)', async (t) => 
 
 const engine = engineAvailability();
 if (!engine.available) {
-  const line = `SKIP Wyoming model answers: ${unavailableMessage(engine.reason)}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP Wyoming model answers: ${unavailableMessage(engine.reason)}`);
 } else {
   test('transcribe the fixture WAV in 20 ms chunks; converse with history; info follows placement', async (t) => {
     const { connect, runtime } = await startAgent(t, {

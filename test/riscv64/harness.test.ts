@@ -11,6 +11,7 @@ import test from 'ava';
 import { promptOf, recordedCases } from '../arm64/references.js';
 import { compareWithMargins } from '../helpers/margin-rule.js';
 import { modelFixturesDir, repoRoot } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 const rvvPrefix = process.env['MNN_ROOT_RISCV64'] || '/opt/mnn-riscv64';
 const plainPrefix = process.env['MNN_ROOT_RISCV64_NOVEC'] || '/opt/mnn-riscv64-novec';
@@ -80,9 +81,7 @@ function runUnderQemu(binary: string, cpu: string, config: string, promptFile: s
 
 const why = missing();
 if (why !== undefined) {
-  const line = `SKIP riscv64 engine harness: ${why}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP riscv64 engine harness: ${why}`);
 } else {
   const work = mkdtempSync(join(tmpdir(), 'mnn-edge-riscv64-'));
   const harness = { rvv: buildHarness(rvvPrefix, work), plain: buildHarness(plainPrefix, work) };

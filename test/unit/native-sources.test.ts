@@ -6,6 +6,7 @@ import test from 'ava';
 import { sourcesMismatch } from '../../engine/src/loader.js';
 import { nativeSourcesDigest } from '../../engine/src/native-sources.js';
 import { repoRoot } from '../helpers/paths.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 function tree(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-native-'));
@@ -47,10 +48,9 @@ test('an addon from other sources is refused with what to do; a matching, unknow
 
 const cmake = spawnSync('cmake', ['--version']).status === 0;
 if (!cmake) {
-  const line =
-    'SKIP native-sources.cmake digest: no cmake on PATH (the addon build needs it; the JS side is tested above)';
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(
+    'SKIP native-sources.cmake digest: no cmake on PATH (the addon build needs it; the JS side is tested above)',
+  );
 } else {
   test("the addon build's digest (native-sources.cmake) equals the loader's, on the real engine/native", (t) => {
     const out = join(mkdtempSync(join(tmpdir(), 'mnn-edge-digest-')), 'native_sources.h');

@@ -18,6 +18,7 @@ import {
 } from '../../engine/tools/wake-keyword/rhvoice.js';
 import { parseRhvoiceShare, rhvoiceCorpus } from '../../engine/tools/wake-keyword/rhvoice-corpus.js';
 import { RATE, rng } from '../../engine/tools/wake-keyword/speech.js';
+import { skipWithLine } from '../helpers/skip.js';
 
 const run = promisify(execFile);
 
@@ -172,9 +173,7 @@ test('build script: one line naming the missing tools, exit 1', async (t) => {
 // Synthesis needs RHVoice built (scripts/build-rhvoice.sh); without it the file says so in one line.
 const rhvoiceAbsent = rhvoiceMissing();
 if (rhvoiceAbsent) {
-  const line = `SKIP RHVoice synthesis test: ${rhvoiceAbsent}`;
-  console.log(line);
-  test.skip(line, () => {});
+  skipWithLine(`SKIP RHVoice synthesis test: ${rhvoiceAbsent}`);
 } else {
   test('synthesis: "hey computer" and "computer" in every voice, 16 kHz, rate and pitch varied', async (t) => {
     const engine = new Rhvoice();
