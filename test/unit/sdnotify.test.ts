@@ -6,6 +6,7 @@ import {
   notifyAssignment,
   parseNotifyEnvironment,
   type Scheduler,
+  type SystemdNotifierOptions,
 } from '../../agent/systemd/index.js';
 import { createMemoryLogger } from '../../lib/log.js';
 
@@ -40,6 +41,16 @@ function manualScheduler() {
 
 const settle = () => new Promise((r) => setImmediate(r));
 const systemdEnv = { NOTIFY_SOCKET: '/run/systemd/notify', WATCHDOG_USEC: '30000000', WATCHDOG_PID: '42' };
+
+/** A notifier as systemd starts the agent (socket and watchdog for pid 42), on a recording transport and a manual
+ *  scheduler; `extra` overrides any option. */
+function notifierUnderTest(extra: Partial<SystemdNotifierOptions> = {}) {
+  const logger = createMemoryLogger();
+  const { sent, transport } = recordingTransport();
+  const { jobs, scheduler, tick } = manualScheduler();
+  const n = createSystemdNotifier({ env: systemdEnv, pid: 42, logger, transport, scheduler, ...extra });
+  return { n, sent, jobs, tick, logger };
+}
 
 test('parseNotifyEnvironment: no socket means disabled, watchdog ignored', (t) => {
   t.deepEqual(parseNotifyEnvironment({ WATCHDOG_USEC: '1000000' }, 1), {
@@ -120,10 +131,7 @@ test('a failed delivery resolves false, is logged, and does not block later ones
 });
 
 test('watchdog pings at half WatchdogSec while the loop is healthy, and stops when it stalls', async (t) => {
-  const logger = createMemoryLogger();
-  const { sent, transport } = recordingTransport();
-  const { jobs, scheduler, tick } = manualScheduler();
-  const n = createSystemdNotifier({ env: systemdEnv, pid: 42, logger, transport, scheduler });
+  const { n, sent, jobs, tick, logger } = notifierUnderTest();
   t.is(n.watchdogIntervalMs, 15000);
   let healthy = true;
   t.true(n.startWatchdog(() => healthy));
@@ -152,15 +160,7 @@ test('watchdog pings at half WatchdogSec while the loop is healthy, and stops wh
 });
 
 test('a throwing health check counts as a stall', async (t) => {
-  const { sent, transport } = recordingTransport();
-  const { scheduler } = manualScheduler();
-  const n = createSystemdNotifier({
-    env: systemdEnv,
-    pid: 42,
-    logger: createMemoryLogger(),
-    transport,
-    scheduler,
-  });
+  const { n, sent } = notifierUnderTest();
   n.startWatchdog(() => {
     throw new Error('db closed');
   });
@@ -238,16 +238,8 @@ test('loop heartbeat is healthy until the loop stays silent longer than allowed'
 });
 
 test('until READY=1 a live start asks for more time a step at a time, up to the cap', async (t) => {
-  const logger = createMemoryLogger();
-  const { sent, transport } = recordingTransport();
-  const { jobs, scheduler, tick } = manualScheduler();
   let now = 0;
-  const n = createSystemdNotifier({
-    env: systemdEnv,
-    pid: 42,
-    logger,
-    transport,
-    scheduler,
+  const { n, sent, jobs, tick, logger } = notifierUnderTest({
     clock: { monotonicMs: () => now },
     startExtension: { stepMs: 90_000, everyMs: 30_000, capMs: 200_000 },
   });
@@ -269,15 +261,7 @@ test('until READY=1 a live start asks for more time a step at a time, up to the 
 });
 
 test('READY=1 ends the start extension; none is asked for after it or outside systemd', async (t) => {
-  const { sent, transport } = recordingTransport();
-  const { jobs, scheduler, tick } = manualScheduler();
-  const n = createSystemdNotifier({
-    env: systemdEnv,
-    pid: 42,
-    logger: createMemoryLogger(),
-    transport,
-    scheduler,
-  });
+  const { n, sent, jobs, tick } = notifierUnderTest();
   n.extendStartWhileAlive();
   await n.ready();
   t.true(jobs[0]?.cancelled);
