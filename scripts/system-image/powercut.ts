@@ -83,7 +83,7 @@ async function bootAndWait(
   return { guest, seconds };
 }
 
-/** The checks once the guest is back: every database, every acknowledged change, the telemetry around the cut. */
+/** The checks once the guest is back: the agent serves, every database, every acknowledged change, the telemetry around the cut. */
 async function checkAfterCut(
   guest: Guest,
   token: string,
@@ -92,6 +92,8 @@ async function checkAfterCut(
   recorder: TelemetryRecorder,
   cut: AtCut,
 ): Promise<void> {
+  await apiReady(guest.port, token);
+  result.serves = true;
   result.integrity = await integrity(guest);
   result.settings = await checkSettings(guest.port, token, acked);
   const cutGuest = cut.hostMs + cut.offsetMs;
@@ -135,14 +137,7 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
   if (image === undefined) return undefined;
   needTools();
   const batch = options.batch ?? 5;
-  // MNN_EDGE_POWERCUT_WORK: a work folder to keep and reuse (with MNN_EDGE_SYSTEM_KEEP); once its guest has
-  // installed the packages, later runs skip that first boot (20 min under TCG on a busy machine).
-  const reuse = process.env['MNN_EDGE_POWERCUT_WORK'];
-  if (reuse) mkdirSync(reuse, { recursive: true });
-  const work = reuse ?? mkdtempSync(join(tmpdir(), 'mnn-edge-powercut-'));
-  const installedMarker = join(work, 'installed');
-  const installed = existsSync(installedMarker);
-  const debs = installed ? undefined : debsDisk(work);
+  const { work, reuse, installedMarker, installed, debs } = workFolder();
   const record = options.record && openRecord(options.record, image, work, installed, log);
   const done = record?.cuts.length ?? 0;
   if (record && done >= options.cuts && (record.fullDisk() || options.fullDisk === false)) {
@@ -164,15 +159,8 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
   try {
     const drives = [existsSync(join(work, 'full.ext4')) ? join(work, 'full.ext4') : fullDiskImage(work)];
     lock = await takeQemuLock(log);
-    let deadlinePassed = false;
     if (Number.isFinite(deadlineMs))
-      hardStop = setTimeout(
-        () => {
-          deadlinePassed = true;
-          guest?.kill();
-        },
-        Math.max(0, deadlineMs - Date.now()),
-      );
+      hardStop = setTimeout(() => guest?.kill(), Math.max(0, deadlineMs - Date.now()));
     let booted = await bootAndWait(image, work, debs, drives, log);
     guest = booted.guest;
     writeFileSync(installedMarker, '');
@@ -191,25 +179,16 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
         break;
       }
       const cycleStarted = Date.now();
-      const current: Guest = guest;
-      const loadMs = 3_000 + Math.floor(Math.random() * 32_000);
-      // 24–96 KiB/s: the 0.5 MB model takes 5–20 s to arrive, so cuts land in downloads, installs and after.
-      models.setRate((24 + Math.floor(Math.random() * 72)) * 1024);
-      const load = startSettingsLoad(current.port, token, nextN);
-      const loadStarted = Date.now();
-      const writes = await models.startWrites(i, deviceId, current.port, token);
-      await sleep(Math.max(0, loadMs - (Date.now() - loadStarted)));
-      const atCut = await readAtCut(current, token);
-      const cutHostMs = Date.now();
-      current.kill();
-      await current.exited;
-      await load.stop();
-      await writes.stop();
-      nextN += load.sent;
-      const loadS = (cutHostMs - loadStarted) / 1000;
-      log(
-        `cut ${i}: after ${loadS.toFixed(1)} s of load (${load.acked.length} settings changes acknowledged)`,
+      const { load, writes, atCut, loadS } = await cutUnderLoad(
+        guest,
+        token,
+        deviceId,
+        models,
+        i,
+        nextN,
+        log,
       );
+      nextN += load.sent;
       if (i % batch === 0 && i < options.cuts) {
         await lock.release();
         lock = await takeQemuLock(log);
@@ -232,14 +211,12 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
         booted = await bootAndWait(image, work, undefined, drives, log);
         guest = booted.guest;
         result.bootS = booted.seconds;
-        await apiReady(guest.port, token);
-        result.serves = true;
-        await checkAfterCut(guest, token, result, load.acked, recorder, { ...atCut, hostMs: cutHostMs });
+        await checkAfterCut(guest, token, result, load.acked, recorder, atCut);
         result.models = await checkModelsAfterCut(guest, token, models, writes);
         log(`cut ${i}: ${describeCut(result)}`);
         longestCycleMs = Math.max(longestCycleMs, Date.now() - cycleStarted);
       } catch (err) {
-        if (deadlinePassed) {
+        if (Date.now() >= deadlineMs) {
           // The run's own stop, not the system's failure: not counted, and a resumed record cuts it again.
           cuts.pop();
           log(`cut ${i}: the deadline stopped its checks; not counted`);
@@ -271,14 +248,50 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
       log(`kept ${work}`);
     } else rmSync(work, { recursive: true, force: true });
   }
-  if (record)
-    return summarize({
-      cuts: record.cuts,
-      sittings: record.sittings(),
-      asked: options.cuts,
-      ...((fullDisk ?? record.fullDisk()) ? { fullDisk: fullDisk ?? record.fullDisk()! } : {}),
-    });
-  return summarize({ cuts, sittings: [sitting()], asked: options.cuts, ...(fullDisk ? { fullDisk } : {}) });
+  // With a record, the summary is over every sitting's cuts.
+  const all = record ? { cuts: record.cuts, sittings: record.sittings() } : { cuts, sittings: [sitting()] };
+  const lastFullDisk = fullDisk ?? record?.fullDisk();
+  return summarize({ ...all, asked: options.cuts, ...(lastFullDisk ? { fullDisk: lastFullDisk } : {}) });
+}
+
+/** MNN_EDGE_POWERCUT_WORK: a work folder to reuse, and keep; once its guest has installed the packages, later
+ *  runs skip that first boot (20 min under TCG on a busy machine). Otherwise a fresh one, removed at the end. */
+function workFolder() {
+  const reuse = process.env['MNN_EDGE_POWERCUT_WORK'];
+  if (reuse) mkdirSync(reuse, { recursive: true });
+  const work = reuse ?? mkdtempSync(join(tmpdir(), 'mnn-edge-powercut-'));
+  const installedMarker = join(work, 'installed');
+  const installed = existsSync(installedMarker);
+  return { work, reuse, installedMarker, installed, debs: installed ? undefined : debsDisk(work) };
+}
+
+/** One cut: the settings load and the model writes started, a random 3–35 s, the agent's state and the guest's
+ *  clock read, and QEMU killed. */
+async function cutUnderLoad(
+  guest: Guest,
+  token: string,
+  deviceId: string,
+  models: ModelHost,
+  i: number,
+  firstTag: number,
+  log: (line: string) => void,
+) {
+  const loadMs = 3_000 + Math.floor(Math.random() * 32_000);
+  // 24–96 KiB/s: the 0.5 MB model takes 5–20 s to arrive, so cuts land in downloads, installs and after.
+  models.setRate((24 + Math.floor(Math.random() * 72)) * 1024);
+  const load = startSettingsLoad(guest.port, token, firstTag);
+  const loadStarted = Date.now();
+  const writes = await models.startWrites(i, deviceId, guest.port, token);
+  await sleep(Math.max(0, loadMs - (Date.now() - loadStarted)));
+  const read = await readAtCut(guest, token);
+  const atCut: AtCut = { ...read, hostMs: Date.now() };
+  guest.kill();
+  await guest.exited;
+  await load.stop();
+  await writes.stop();
+  const loadS = (atCut.hostMs - loadStarted) / 1000;
+  log(`cut ${i}: after ${loadS.toFixed(1)} s of load (${load.acked.length} settings changes acknowledged)`);
+  return { load, writes, atCut, loadS };
 }
 
 /**

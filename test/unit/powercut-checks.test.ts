@@ -50,7 +50,8 @@ test('the loss is counted in messages against flushMaxMessages, the bound that h
   t.false(r.withinWindow);
   t.is(r.lostMessages, 2, 'but two messages lost');
   t.true(r.withinBound, 'within flushMaxMessages');
-  t.is(r.blindMs, 3000, 'messages made in the read round trip are not seen');
+  t.is(r.blindMs, 3000, 'read inside the guest-agent round trip: anywhere in it');
+  t.is(checkTelemetry(arrivals, { ...late, blindMs: 400 }, window).blindMs, 400, 'read last, over HTTP');
   const many = checkTelemetry(arrivals, { ...late, lastSeq: 16 }, window);
   t.is(many.lostMessages, 11);
   t.false(many.withinBound);
