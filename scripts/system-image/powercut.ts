@@ -179,15 +179,8 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
         break;
       }
       const cycleStarted = Date.now();
-      const { load, writes, atCut, loadS } = await cutUnderLoad(
-        guest,
-        token,
-        deviceId,
-        models,
-        i,
-        nextN,
-        log,
-      );
+      const on = { guest, token, deviceId, models, log };
+      const { load, writes, atCut, result } = await cutUnderLoad(on, i, nextN);
       nextN += load.sent;
       if (i % batch === 0 && i < options.cuts) {
         await lock.release();
@@ -197,15 +190,6 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
         log(`cut ${i}: the deadline has passed, the guest is not booted again; not counted`);
         break;
       }
-      const result: CutResult = {
-        cut: i,
-        loadS,
-        bootS: 0,
-        serves: false,
-        settingsSent: load.sent,
-        settingsRefused: load.refused,
-        integrity: [],
-      };
       cuts.push(result);
       try {
         booted = await bootAndWait(image, work, undefined, drives, log);
@@ -239,19 +223,33 @@ export async function runPowercuts(options: PowercutOptions): Promise<PowercutRe
     guest?.kill();
     await guest?.exited;
     await lock?.release();
-    await models.close();
-    await recorder.stop();
-    await broker.stop();
     // A folder given to be reused is kept: a resumed record needs its installed guest.
-    if (process.env['MNN_EDGE_SYSTEM_KEEP'] || reuse) {
-      writeFileSync(join(work, 'telemetry.json'), JSON.stringify(recorder.messages));
-      log(`kept ${work}`);
-    } else rmSync(work, { recursive: true, force: true });
+    const keep = Boolean(process.env['MNN_EDGE_SYSTEM_KEEP'] || reuse);
+    await endSitting(work, keep, models, recorder, broker, log);
   }
   // With a record, the summary is over every sitting's cuts.
   const all = record ? { cuts: record.cuts, sittings: record.sittings() } : { cuts, sittings: [sitting()] };
   const lastFullDisk = fullDisk ?? record?.fullDisk();
   return summarize({ ...all, asked: options.cuts, ...(lastFullDisk ? { fullDisk: lastFullDisk } : {}) });
+}
+
+/** The host's side down once the guest is: the servers, the broker, and the work folder kept (with the
+ *  telemetry recorded) or removed. */
+async function endSitting(
+  work: string,
+  keep: boolean,
+  models: ModelHost,
+  recorder: TelemetryRecorder,
+  broker: { stop: () => Promise<void> },
+  log: (line: string) => void,
+): Promise<void> {
+  await models.close();
+  await recorder.stop();
+  await broker.stop();
+  if (keep) {
+    writeFileSync(join(work, 'telemetry.json'), JSON.stringify(recorder.messages));
+    log(`kept ${work}`);
+  } else rmSync(work, { recursive: true, force: true });
 }
 
 /** MNN_EDGE_POWERCUT_WORK: a work folder to reuse, and keep; once its guest has installed the packages, later
@@ -266,16 +264,13 @@ function workFolder() {
 }
 
 /** One cut: the settings load and the model writes started, a random 3–35 s, the agent's state and the guest's
- *  clock read, and QEMU killed. */
+ *  clock read, and QEMU killed; the cut's result, to be filled by the checks. */
 async function cutUnderLoad(
-  guest: Guest,
-  token: string,
-  deviceId: string,
-  models: ModelHost,
+  on: { guest: Guest; token: string; deviceId: string; models: ModelHost; log: (line: string) => void },
   i: number,
   firstTag: number,
-  log: (line: string) => void,
 ) {
+  const { guest, token, deviceId, models, log } = on;
   const loadMs = 3_000 + Math.floor(Math.random() * 32_000);
   // 24–96 KiB/s: the 0.5 MB model takes 5–20 s to arrive, so cuts land in downloads, installs and after.
   models.setRate((24 + Math.floor(Math.random() * 72)) * 1024);
@@ -291,7 +286,16 @@ async function cutUnderLoad(
   await writes.stop();
   const loadS = (atCut.hostMs - loadStarted) / 1000;
   log(`cut ${i}: after ${loadS.toFixed(1)} s of load (${load.acked.length} settings changes acknowledged)`);
-  return { load, writes, atCut, loadS };
+  const result: CutResult = {
+    cut: i,
+    loadS,
+    bootS: 0,
+    serves: false,
+    settingsSent: load.sent,
+    settingsRefused: load.refused,
+    integrity: [],
+  };
+  return { load, writes, atCut, result };
 }
 
 /**
