@@ -156,6 +156,16 @@ function fleetFamilies(s: MetricsSnapshot): MetricFamily[] {
       o ? [one(o.queued)] : [],
     ),
     gauge('mnn_edge_telemetry_outbox_bytes', 'Bytes waiting in the outbox.', o ? [one(o.queuedBytes)] : []),
+    gauge(
+      'mnn_edge_telemetry_outbox_uncommitted',
+      'Telemetry messages made but not yet committed: what a power cut now would lose.',
+      o ? [one(o.pending)] : [],
+    ),
+    gauge(
+      'mnn_edge_telemetry_last_seq',
+      'Sequence number of the newest telemetry message made (committed or not).',
+      o ? [one(o.nextSeq - 1)] : [],
+    ),
     counter(
       'mnn_edge_telemetry_outbox_dropped_total',
       'Telemetry messages dropped by reason (expired, overflow, disk full).',

@@ -10,6 +10,9 @@ import type { OutboxConfig } from '../config/sections/telemetry.js';
 // slow, so new messages and acknowledgements are buffered and committed together, at most every
 // `flushIntervalMs`: that interval is the loss window on a power cut (messages produced in it are lost, and
 // messages acknowledged in it are delivered again after restart, which QoS 1 allows and `seq` exposes).
+// A timer only promises that while the process gets the CPU: a starved agent fires it late, so the buffers are
+// also bounded by count, and committed synchronously when one fills. Those bounds hold whatever the timers do: a
+// cut loses at most `flushMaxMessages` messages and forgets at most `flushMaxAcks` acknowledgements.
 
 export interface OutboxMessage {
   seq: number;
@@ -141,8 +144,7 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
       createdAt: now,
       expiresAt: now + this.#config.messageExpirySec * 1000,
     });
-    if (this.#config.flushIntervalMs === 0) this.flush();
-    else this.#scheduleFlush();
+    this.#afterBuffering(this.#pending.length >= this.#config.flushMaxMessages);
     return seq;
   }
 
@@ -150,7 +152,13 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
   acknowledge(seq: number): void {
     if (this.#closed) return;
     this.#acked.add(seq);
+    this.#afterBuffering(this.#acked.size >= this.#config.flushMaxAcks);
+  }
+
+  /** Commits now when a buffer is full (or batching is off), else within the interval. */
+  #afterBuffering(full: boolean): void {
     if (this.#config.flushIntervalMs === 0) this.flush();
+    else if (full) this.#commit();
     else this.#scheduleFlush();
   }
 
@@ -158,15 +166,20 @@ export class Outbox extends TypedEventEmitter<OutboxEvents> {
     if (this.#flushTimer !== undefined) return;
     this.#flushTimer = setTimeout(() => {
       this.#flushTimer = undefined;
-      try {
-        this.flush();
-      } catch (err) {
-        // Not a full disk (that degrades inside flush): a broken or closed database. Telemetry stops being
-        // stored, the agent must not crash over it; the batch stays buffered for the next attempt.
-        this.#log.error('outbox commit failed', { error: errorMessage(err) });
-      }
+      this.#commit();
     }, this.#config.flushIntervalMs);
     this.#flushTimer.unref();
+  }
+
+  /** A flush the caller did not ask for (the timer, the count bound): its failure is logged, not thrown. */
+  #commit(): void {
+    try {
+      this.flush();
+    } catch (err) {
+      // Not a full disk (that degrades inside flush): a broken or closed database. Telemetry stops being
+      // stored, the agent must not crash over it; the batch stays buffered for the next attempt.
+      this.#log.error('outbox commit failed', { error: errorMessage(err) });
+    }
   }
 
   /** Commits buffered messages and acknowledgements in one transaction (one fsync). */

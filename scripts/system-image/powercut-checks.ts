@@ -2,6 +2,7 @@
 // integrity, every acknowledged settings change, the telemetry lost against its documented window and the
 // duplicates against what QoS 1 allows, and that the agent serves.
 import { type Guest, sh } from './guest.js';
+import { guestExec } from './guest-agent.js';
 import type { Received } from './powercut-host.js';
 import { type AckedSetting, api, tagOf } from './powercut-load.js';
 
@@ -73,17 +74,86 @@ export async function checkSettings(
   return { acked: acked.length, lost, ...(config.problem ? { problem: config.problem } : {}) };
 }
 
+/** What the guest said just before the cut: its clock (against the host's, ± half the round trip) and, from the
+ *  agent's /metrics, the newest telemetry `seq` it had made and how many were uncommitted, read `blindMs` before
+ *  the kill. */
+export interface AtCut {
+  hostMs: number;
+  offsetMs: number;
+  offsetErrMs: number;
+  lastSeq?: number;
+  uncommitted?: number;
+  blindMs?: number;
+}
+
+/** The outbox settings the run gives the agent: the documented bounds are made of them (docs/PROTOCOL.md). */
+export interface TelemetryBounds {
+  flushIntervalMs: number;
+  publishIntervalMs: number;
+  flushMaxMessages: number;
+  flushMaxAcks: number;
+  maxInflight: number;
+}
+
 export interface TelemetryCheck {
   /** Guest clock minus host clock at the cut, and the uncertainty of that measurement (± ms). */
   offsetMs: number;
   offsetErrMs: number;
+  /** Messages made before the cut that never arrived: the newest `seq` made (read just before the cut) minus
+   *  the newest that arrived; undefined when the agent's /metrics could not be read. A message made between that
+   *  read and the kill is not seen: the figure is a lower bound, short by at most what the agent made in
+   *  `blindMs`. */
+  lostMessages?: number;
+  blindMs: number;
+  /** The documented bound, which holds however late the agent runs: flushMaxMessages. */
+  messageBound: number;
+  /** lostMessages within messageBound (false when it could not be read: unchecked is not a pass). */
+  withinBound: boolean;
   /** Cut time minus the production time of the newest message made before it that ever arrived. */
   lostMs: number;
+  /** flushIntervalMs + publishIntervalMs: what lostMs stays within while the agent's timers run on time (a
+   *  starved agent also makes messages less often, which lostMs counts as loss): a figure, not the bound. */
   window: number;
   withinWindow: boolean;
-  /** Messages received twice: all, and those whose first copy arrived before the window that may repeat. */
+  /** Messages received twice (first copy before the cut, again after it): all, against the documented bound
+   *  flushMaxAcks + maxInflight, and those whose first copy arrived before the on-time window (a figure). */
   duplicates: number;
+  duplicateBound: number;
+  duplicatesWithinBound: boolean;
   duplicatesBeyondWindow: number;
+}
+
+/** Just before the cut: the guest's clock over the guest agent (a round trip of seconds under TCG), then the
+ *  agent's newest telemetry `seq` and uncommitted count from /metrics through the forwarded port, the last thing
+ *  before the kill: what the agent makes between that answer and the kill is not seen, so that time is kept. */
+export async function readAtCut(guest: Guest, token: string): Promise<Omit<AtCut, 'hostMs'>> {
+  const before = Date.now();
+  const r = await guestExec(guest.qga, 'date +%s%3N', 30_000);
+  const after = Date.now();
+  const asked = Date.now();
+  let text = '';
+  try {
+    const res = await fetch(`http://127.0.0.1:${guest.port}/metrics`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(20_000),
+    });
+    if (res.ok) text = await res.text();
+  } catch {
+    // Unread: the cut's loss is then unchecked, which fails it (checkTelemetry).
+  }
+  const metric = (name: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line === undefined ? undefined : Number(line.split(' ')[1]);
+  };
+  const lastSeq = metric('mnn_edge_telemetry_last_seq');
+  const uncommitted = metric('mnn_edge_telemetry_outbox_uncommitted');
+  return {
+    offsetMs: Number(r.stdout.trim()) - (before + after) / 2,
+    offsetErrMs: (after - before) / 2,
+    ...(lastSeq === undefined ? {} : { lastSeq }),
+    ...(uncommitted === undefined ? {} : { uncommitted }),
+    blindMs: Date.now() - asked,
+  };
 }
 
 /**
@@ -93,16 +163,19 @@ export interface TelemetryCheck {
  */
 export function checkTelemetry(
   messages: readonly Received[],
-  cut: { hostMs: number; offsetMs: number; offsetErrMs: number },
-  window: { flushIntervalMs: number; publishIntervalMs: number },
+  cut: AtCut,
+  bounds: TelemetryBounds,
 ): TelemetryCheck {
   const cutGuest = cut.hostMs + cut.offsetMs;
   const before = messages.filter((m) => m.ts <= cutGuest);
   const newest = before.reduce((m, r) => Math.max(m, r.ts), 0);
+  const newestSeq = before.reduce((m, r) => Math.max(m, r.seq), 0);
   const lostMs = cutGuest - newest;
   // A message is committed at most flushIntervalMs after it is made, and one is made every publishIntervalMs:
-  // the newest survivor is at most their sum older than the cut.
-  const bound = window.flushIntervalMs + window.publishIntervalMs;
+  // with timers on time, the newest survivor is at most their sum older than the cut.
+  const window = bounds.flushIntervalMs + bounds.publishIntervalMs;
+  // A message made after the read but before the kill may have been committed too; then nothing is counted.
+  const lostMessages = cut.lastSeq === undefined ? undefined : Math.max(0, cut.lastSeq - newestSeq);
   const seen = new Map<string, number>();
   let duplicates = 0;
   let beyond = 0;
@@ -115,16 +188,23 @@ export function checkTelemetry(
     }
     if (m.at <= cut.hostMs) continue; // a duplicate from an earlier cut, counted there
     duplicates++;
-    // Only an acknowledgement inside the uncommitted window may be forgotten and the message sent again.
-    if (first < cut.hostMs - window.flushIntervalMs - cut.offsetErrMs) beyond++;
+    if (first < cut.hostMs - bounds.flushIntervalMs - cut.offsetErrMs) beyond++;
   }
+  const duplicateBound = bounds.flushMaxAcks + bounds.maxInflight;
   return {
     offsetMs: cut.offsetMs,
     offsetErrMs: cut.offsetErrMs,
+    ...(lostMessages === undefined ? {} : { lostMessages }),
+    // Read in the guest-agent round trip (older runs): anywhere in it.
+    blindMs: cut.blindMs ?? 2 * cut.offsetErrMs,
+    messageBound: bounds.flushMaxMessages,
+    withinBound: lostMessages !== undefined && lostMessages <= bounds.flushMaxMessages,
     lostMs,
-    window: bound,
-    withinWindow: lostMs - cut.offsetErrMs <= bound,
+    window,
+    withinWindow: lostMs - cut.offsetErrMs <= window,
     duplicates,
+    duplicateBound,
+    duplicatesWithinBound: duplicates <= duplicateBound,
     duplicatesBeyondWindow: beyond,
   };
 }

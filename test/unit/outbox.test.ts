@@ -27,6 +27,8 @@ const baseConfig: OutboxConfig = {
   maxBytes: 1024 * 1024,
   messageExpirySec: 60,
   flushIntervalMs: 60_000, // tests flush by hand unless they test the timer
+  flushMaxMessages: 1000, // or the count bounds
+  flushMaxAcks: 1000,
   drainRatePerSec: 0,
   maxInflight: 4,
 };
@@ -78,6 +80,40 @@ test('flushIntervalMs 0 commits every message at once', (t) => {
   const { outbox } = makeOutbox({ flushIntervalMs: 0 });
   outbox.enqueue('a', body);
   t.is(outbox.next(0, 10).length, 1);
+});
+
+test('with the timer late, the count bounds commit once flushMaxMessages messages or flushMaxAcks acknowledgements wait', (t) => {
+  // The interval never comes (a starved agent's timer); the count alone must keep the loss bounded.
+  const dir = mkdtempSync(join(tmpdir(), 'mnn-edge-outbox-'));
+  try {
+    const path = join(dir, 'a.db');
+    const first = makeOutbox(
+      { flushIntervalMs: 3_600_000, flushMaxMessages: 3, flushMaxAcks: 3 },
+      openStore(path),
+    );
+    for (let i = 0; i < 7; i++) first.outbox.enqueue('a', body);
+    t.is(first.outbox.stats().pending, 1, 'committed at 3 and at 6, without the timer');
+    t.deepEqual(
+      first.outbox.next(0, 10).map((r) => r.seq),
+      [1, 2, 3, 4, 5, 6],
+    );
+    for (const seq of [1, 2]) first.outbox.acknowledge(seq);
+    t.is(first.outbox.stats().queued, 6, 'two acknowledgements wait for a commit');
+    first.outbox.acknowledge(3);
+    t.is(first.outbox.stats().queued, 4, 'the third commits them, with the pending message (seq 7)');
+    t.is(first.outbox.stats().pending, 0);
+    first.outbox.enqueue('a', body);
+    first.db.close(); // the power cut: seq 8 was never committed
+    const second = makeOutbox({}, openStore(path));
+    t.deepEqual(
+      second.outbox.next(0, 10).map((r) => r.seq),
+      [4, 5, 6, 7],
+      'a cut lost one message, fewer than flushMaxMessages',
+    );
+    second.db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('acknowledged messages leave with the next commit', (t) => {

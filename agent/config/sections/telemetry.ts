@@ -6,8 +6,16 @@ export interface OutboxConfig {
   maxBytes: number;
   /** How long a telemetry message stays worth delivering; also sent as MQTT 5 message expiry. */
   messageExpirySec: number;
-  /** Messages are committed (one fsync) at most this often: the loss window on a power cut. */
+  /** Messages are committed (one fsync) at most this often: the loss window on a power cut, while the agent's
+   *  timers run on time. */
   flushIntervalMs: number;
+  /** A commit as soon as this many new messages wait uncommitted, however late the flush timer runs (a starved
+   *  CPU): the most messages a power cut can lose. */
+  flushMaxMessages: number;
+  /** The same for acknowledgements (PUBACKs) waiting to be committed: the most messages a power cut can have
+   *  delivered again, besides the `maxInflight` awaiting their PUBACK. Larger, because a drain after an outage
+   *  acknowledges hundreds a second, and each commit is an fsync. */
+  flushMaxAcks: number;
   /** Drain rate after a reconnect, messages per second; 0 = unlimited. */
   drainRatePerSec: number;
   /** QoS 1 messages in flight (published, no PUBACK yet) at once. */
@@ -48,6 +56,8 @@ export const defaultTelemetryConfig: TelemetryConfig = {
     maxBytes: 64 * 1024 * 1024,
     messageExpirySec: 7 * 86_400,
     flushIntervalMs: 5_000,
+    flushMaxMessages: 10,
+    flushMaxAcks: 200,
     drainRatePerSec: 200,
     maxInflight: 32,
   },
@@ -87,6 +97,14 @@ export const telemetrySchema: JsonSchema = {
         maxBytes: positiveInt(1024),
         messageExpirySec: positiveInt(1),
         flushIntervalMs: positiveInt(0, '0 commits every message (no loss window, one fsync each).'),
+        flushMaxMessages: positiveInt(
+          1,
+          'Commit once this many new messages wait: the most a power cut loses, even with late timers.',
+        ),
+        flushMaxAcks: positiveInt(
+          1,
+          'Commit once this many acknowledgements wait: the most a power cut delivers again, besides maxInflight.',
+        ),
         drainRatePerSec: positiveInt(0, '0 = unlimited.'),
         maxInflight: positiveInt(1),
       },
