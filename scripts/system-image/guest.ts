@@ -181,6 +181,8 @@ export function boot(
   const kill = () => child.kill('SIGKILL');
   // However this script ends (an exception, a signal), the guest goes with it: no QEMU left on a shared machine.
   process.once('exit', kill);
+  // A power-cut run boots the guest dozens of times in one process: each boot's listener goes with its QEMU.
+  void exited.then(() => process.off('exit', kill));
   return { port, qga, console: consoleLog, exited, kill };
 }
 
