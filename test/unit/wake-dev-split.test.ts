@@ -1,6 +1,7 @@
 import test from 'ava';
 import { DEV_SOURCES, withoutDev } from '../../engine/tools/wake-keyword/dev-split.js';
 import { DEFAULT_MINING } from '../../engine/tools/wake-keyword/hard-negatives.js';
+import { trainingSources } from '../../engine/tools/wake-keyword/keep-keyword.js';
 import { parseKeywordArgs } from '../../engine/tools/wake-keyword/make-keyword-args.js';
 import type { RealClip } from '../../engine/tools/wake-keyword/real-audio.js';
 import { REAL_SOURCES } from '../../engine/tools/wake-keyword/real-sources.js';
@@ -50,4 +51,10 @@ test('make-keyword: --dev and --mine-with DIR turn recipe 8 on; a missing value 
   const r7 = parseKeywordArgs(['/tmp/k', '--real-minutes', '60', '--real-speech-share', '0.6']);
   t.is(r7.options.devSplit, undefined);
   t.is(r7.options.mining, undefined);
+});
+
+test("a recipe-8 keyword records its development sources as the rule's, not as trained on", (t) => {
+  const real = trainingSources('hey computer', DEV_SOURCES);
+  for (const id of DEV_SOURCES) t.regex(real.find((s) => s.id === id)!.files, /^none trained/);
+  t.is(real.find((s) => s.id === 'tuxpaint-stamps')!.files, 'all (training split)');
 });
