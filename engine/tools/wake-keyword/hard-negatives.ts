@@ -6,6 +6,7 @@
 // for the first time. Scoring reuses the corpus's embeddings: no audio is decoded again.
 import { type WakeGraphRef, wakeHeadGraph } from '../../../models/wake-package.js';
 import { WakePipeline } from '../../src/wake.js';
+import type { LabelledWindows } from './features.js';
 
 export interface MiningRecipe {
   /** A keyword package whose head (`<name>.mnn`) scores the windows. */
@@ -57,5 +58,42 @@ export async function mineHardNegatives(
     windows: top.flatMap((k) => Array.from({ length: m.copies }, () => k.window)),
     found: kept.length,
     scores: top.map((k) => k.score),
+  };
+}
+
+/** What a keyword's report records of its mining (make-keyword.ts KeywordReport). */
+export interface MinedRecord {
+  from: string;
+  candidates: number;
+  found: number;
+  kept: number;
+  copies: number;
+  /** The ten highest scores the earlier head gave, for the log and the record. */
+  topScores: number[];
+}
+
+/** Recipe 8's step between the corpus and training: mines `range` of `windows.negatives` (the real-audio ones,
+ *  training-corpus.ts) and adds the copies to them. The synthetic near misses already weigh as they are. */
+export async function addHardNegatives(
+  features: { melspectrogram: WakeGraphRef; embedding: WakeGraphRef },
+  name: string,
+  m: MiningRecipe,
+  windows: LabelledWindows,
+  range: { start: number; end: number },
+  log: (line: string) => void,
+): Promise<MinedRecord> {
+  const real = windows.negatives.slice(range.start, range.end);
+  const mined = await mineHardNegatives(features, name, m, real);
+  windows.negatives.push(...mined.windows);
+  log(
+    `  hard negatives: ${mined.scores.length} of ${real.length} real windows (${mined.found} at ${m.threshold} or more under ${m.fromDir}), ${m.copies} more copies each`,
+  );
+  return {
+    from: m.fromDir,
+    candidates: real.length,
+    found: mined.found,
+    kept: mined.scores.length,
+    copies: m.copies,
+    topScores: mined.scores.slice(0, 10).map((x) => Number(x.toFixed(3))),
   };
 }

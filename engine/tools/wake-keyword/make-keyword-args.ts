@@ -2,7 +2,7 @@
 // one line.
 import { resolve } from 'node:path';
 import { DEFAULT_MINING } from './hard-negatives.js';
-import type { KeywordOptions } from './make-keyword.js';
+import type { KeywordOptions } from './keyword-options.js';
 import { parseRhvoiceShare } from './rhvoice-corpus.js';
 
 export function parseKeywordArgs(argv: string[]): { out: string; options: Partial<KeywordOptions> } {
