@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { DEV_SOURCES } from './dev-split.js';
 import type { KeywordReport } from './make-keyword.js';
 import { expectedDigests, REAL_SOURCES } from './real-sources.js';
 
@@ -33,14 +34,22 @@ export interface KeptKeyword {
     corpus: KeywordReport['training'];
   };
   generatorHeldOut: KeywordReport['heldOut'];
+  /** Recipe 8: the development sources the rule was chosen on (not trained on), their hours and false accepts. */
+  development?: KeywordReport['development'];
+  /** Recipe 8: the hard negatives mined with an earlier head. */
+  mined?: KeywordReport['mined'];
   figures?: unknown;
   licence: string;
 }
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-/** The training split's real sources (what `--real-minutes`/`--real-positives` read), with their digests. */
-export function trainingSources(phrase: string): KeptKeyword['training']['real'] {
+/** The training split's real sources (what `--real-minutes`/`--real-positives` read), with their digests; with
+ *  `heldOut` (recipe 8's development sources) those are named as the rule's, not training's. */
+export function trainingSources(
+  phrase: string,
+  heldOut: readonly string[] = [],
+): KeptKeyword['training']['real'] {
   const digests = expectedDigests();
   // A keyword source trains only the phrase it says, and only its training-split speakers (real-sources.ts).
   return REAL_SOURCES.filter(
@@ -48,8 +57,9 @@ export function trainingSources(phrase: string): KeptKeyword['training']['real']
   ).map((s) => ({
     id: s.id,
     sha256: digests.get(s.id),
-    files:
-      s.role === 'keyword'
+    files: heldOut.includes(s.id)
+      ? 'none trained: the development part, on which the rule was chosen (dev-split.ts)'
+      : s.role === 'keyword'
         ? `training-split speakers only (not ${s.kind === 'git' ? (s.otherSplitSpeakers ?? []).join(', ') : ''})`
         : 'all (training split)',
   }));
@@ -78,11 +88,13 @@ export function keepKeyword(
     training: {
       synthetic:
         'espeak-ng (stock and made-up timbres of the training accents), flite and festival voices (other-voices.ts)',
-      real: usedReal ? trainingSources(report.phrase) : [],
+      real: usedReal ? trainingSources(report.phrase, report.development ? DEV_SOURCES : []) : [],
       sha256List: 'engine/tools/wake-keyword/real-sources.sha256',
       corpus: report.training,
     },
     generatorHeldOut: report.heldOut,
+    ...(report.development ? { development: report.development } : {}),
+    ...(report.mined ? { mined: report.mined } : {}),
     ...(figures === undefined ? {} : { figures }),
     licence:
       "Apache-2.0: the project's own trained weights (mnn-edge), trained on synthetic speech whose output carries " +

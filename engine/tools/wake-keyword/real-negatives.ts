@@ -105,9 +105,16 @@ export class RealBackground {
     for (const c of clips) this.#bySource.set(c.source, [...(this.#bySource.get(c.source) ?? []), c]);
   }
 
-  /** The training split's music and speech, or undefined with the reason when the cache has none. */
-  static training(seed: number, mix?: RealMix): { bed?: RealBackground; missing: string[] } {
-    const { clips, missing } = realClips('train', { roles: ['music', 'speech', 'ambient'] });
+  /** The training split's music and speech (less `exclude`'s sources: recipe 8's development part), or
+   *  undefined with the reason when the cache has none. */
+  static training(
+    seed: number,
+    mix?: RealMix,
+    exclude: readonly string[] = [],
+  ): { bed?: RealBackground; missing: string[] } {
+    const all = realClips('train', { roles: ['music', 'speech', 'ambient'] });
+    const clips = all.clips.filter((c) => !exclude.includes(c.source));
+    const missing = all.missing.filter((id) => !exclude.includes(id));
     return clips.length > 0 ? { bed: new RealBackground(clips, seed, mix), missing } : { missing };
   }
 
@@ -316,6 +323,8 @@ export interface RealRecipe {
   realPositiveTakes: number;
   /** Recipe 7's draw of real windows (RealMix); undefined: recipe 6's. */
   realMix?: RealMix;
+  /** Recipe 8: sources of the training split kept out of training as its development part (dev-split.ts). */
+  realHeldOutSources?: readonly string[];
   log: (line: string) => void;
 }
 
@@ -327,7 +336,7 @@ export async function realCorpus(
   windows: LabelledWindows,
 ): Promise<{ positiveClips: number; negativeSamples: number }> {
   if (o.realMinutes <= 0 && o.realBackgroundPositives <= 0) return { positiveClips: 0, negativeSamples: 0 };
-  const { bed, missing } = RealBackground.training(o.seed + 8, o.realMix);
+  const { bed, missing } = RealBackground.training(o.seed + 8, o.realMix, o.realHeldOutSources);
   if (!bed) {
     o.log(
       `  no real training audio in the cache (${missing.join(', ')}): run engine/tools/wake-keyword/real-fetch.ts`,

@@ -51,6 +51,8 @@ export interface TrainingCorpus {
   windows: LabelledWindows;
   positiveClips: number;
   negativeSeconds: number;
+  /** Where the real-audio negatives are in `windows.negatives` (hard-negatives.ts mines them). */
+  realNegatives: { start: number; end: number };
 }
 
 /** Steps 1 and 2: the training clips in `pool`'s voices, labelled into windows through the real pipeline. */
@@ -86,8 +88,10 @@ export async function trainingCorpus(
   for (const c of neg) await labelClip(pipeline, c, windows);
   const other = await otherVoiceCorpus(pipeline, o, windows);
   const rhvoice = await rhvoiceCorpus(pipeline, o, windows);
+  const realStart = windows.negatives.length;
   const real = await realCorpus(pipeline, o, pool, windows);
   return {
+    realNegatives: { start: realStart, end: windows.negatives.length },
     windows,
     positiveClips: pos.length + other.positiveClips + rhvoice.positiveClips + real.positiveClips,
     negativeSeconds:
