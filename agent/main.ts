@@ -345,7 +345,9 @@ export function createAgent(config: AgentConfig, deps: AgentDeps = {}): Agent {
         });
         modulesStarting = false;
       } catch (err) {
-        logger.error('start failed', { err });
+        // The stack too: a start that fails on a programming error (a TypeError from a bundled package, seen in
+        // the system tier) is otherwise a message without a place.
+        logger.error('start failed', { err, stack: err instanceof Error ? err.stack : undefined });
         await stop('start failed');
         throw err;
       }

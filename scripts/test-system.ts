@@ -147,9 +147,9 @@ async function printAgentRecord(guest: Guest): Promise<void> {
   const record = await sh(
     guest,
     'systemctl show mnn-edge -p NRestarts -p Result -p ExecMainStatus -p ActiveEnterTimestamp; ' +
-      // How each earlier instance of this boot ended (systemd's lines, the agent's warnings and errors), then
-      // the tail of the one running now.
-      'journalctl -u mnn-edge -b --no-pager -o short-monotonic | grep -E \'systemd\\[1\\]|"level":"(warn|error|fatal)"|Error|error:\' | tail -n 60; ' +
+      // How each earlier instance of this boot ended (systemd's lines, the modules it started, its warnings and
+      // errors), then the tail of the one running now.
+      'journalctl -u mnn-edge -b --no-pager -o short-monotonic | grep -E \'systemd\\[1\\]|"level":"(warn|error|fatal)"|"msg":"module started"|Error|error:\' | tail -n 80; ' +
       'echo ---; journalctl -u mnn-edge -b --no-pager -o short-monotonic | tail -n 40',
   ).catch((err: unknown) => `(the guest did not answer: ${(err as Error).message})`);
   say(`the agent's record this boot, for the failed checks:\n${record}`);
