@@ -12,6 +12,7 @@ import {
   recordFileName,
 } from '../../scripts/system-image/powercut-record.js';
 import type { CutResult } from '../../scripts/system-image/powercut-report.js';
+import { passingFullDisk } from '../helpers/powercut-fixtures.js';
 
 const key = {
   packages: { 'mnn-edge_0.1.0_arm64.deb': 'a'.repeat(64), 'mnn-edge-engine_0.1.0_arm64.deb': 'b'.repeat(64) },
@@ -53,17 +54,7 @@ test('cuts are appended as they finish; --resume continues the record in a new s
     t.is(second.settingsSent(), 10, "the next sitting's settings tags go on after these");
     t.deepEqual(second.sittings(), [telemetry(90)], "a sitting's last telemetry line counts");
     second.addCut(cut(3), telemetry(30));
-    second.addFullDisk({
-      status: 507,
-      body: 'insufficient_storage',
-      clear: true,
-      nothingLost: true,
-      servedWhileFull: true,
-      recovered: true,
-      integrity: 'ok',
-      integrityOk: true,
-      details: [],
-    });
+    second.addFullDisk(passingFullDisk);
     const third = PowercutRecord.open(path, key, true);
     t.is(third.cuts.length, 3);
     t.deepEqual(third.sittings(), [telemetry(90), telemetry(30)]);

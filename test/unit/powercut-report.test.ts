@@ -2,20 +2,10 @@
 // check that ran met its target, with the rule in the line; a run of the full-disk case alone (--cuts 0) included.
 import test from 'ava';
 import type { TelemetryCheck } from '../../scripts/system-image/powercut-checks.js';
-import type { FullDiskResult } from '../../scripts/system-image/powercut-fulldisk.js';
 import { type CutResult, summarize, VERDICT_RULE } from '../../scripts/system-image/powercut-report.js';
+import { passingFullDisk } from '../helpers/powercut-fixtures.js';
 
-const fullDisk: FullDiskResult = {
-  status: 507,
-  body: 'insufficient_storage',
-  clear: true,
-  nothingLost: true,
-  servedWhileFull: true,
-  recovered: true,
-  integrity: 'ok',
-  integrityOk: true,
-  details: [],
-};
+const fullDisk = passingFullDisk;
 const telemetry: TelemetryCheck = {
   offsetMs: 0,
   offsetErrMs: 500,
